@@ -1,0 +1,49 @@
+"""Diagnostics are data: frozen, located records collected per file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem in one file, pointing at the YAML node that causes it."""
+
+    file: str
+    line: int
+    column: int
+    severity: Severity
+    code: str
+    message: str
+    hint: str = ""
+    path: tuple[str | int, ...] = field(default=())
+
+    def render(self) -> str:
+        head = f"{self.file}:{self.line}:{self.column} {self.severity.value} {self.code} {self.message}"
+        return f"{head}\n  hint: {self.hint}" if self.hint else head
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "severity": self.severity.value,
+            "code": self.code,
+            "message": self.message,
+            "hint": self.hint,
+            "path": list(self.path),
+        }
+
+
+def has_errors(diagnostics: list[Diagnostic] | tuple[Diagnostic, ...]) -> bool:
+    return any(d.severity is Severity.ERROR for d in diagnostics)
+
+
+def sort_key(d: Diagnostic) -> tuple[str, int, int, str]:
+    return (d.file, d.line, d.column, d.code)

@@ -1,0 +1,72 @@
+"""One exception root for cgraph, with a subclass per phase.
+
+Every error carries a human message; located errors also carry diagnostics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cgraph.diagnostics import Diagnostic
+
+
+class CgraphError(Exception):
+    """Root of every error cgraph raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class GraphError(CgraphError):
+    """A graph file could not be loaded; `diagnostics` says where and why."""
+
+    def __init__(self, message: str, diagnostics: Sequence[Diagnostic] = ()) -> None:
+        super().__init__(message)
+        self.diagnostics = tuple(diagnostics)
+
+    def __str__(self) -> str:
+        lines = [self.message, *(d.render() for d in self.diagnostics)]
+        return "\n".join(lines)
+
+
+class TemplateError(CgraphError):
+    """A Jinja template failed to render."""
+
+
+class SessionError(CgraphError):
+    """A session was used in a way its state does not allow."""
+
+
+class SessionCompleted(SessionError):
+    """A message was sent to a session that already reached END."""
+
+
+class SessionNotFound(SessionError):
+    """No session with that id is in the store."""
+
+
+class TransitionError(CgraphError):
+    """A transition the graph does not declare was attempted; it was not applied."""
+
+
+class LLMError(CgraphError):
+    """The language model failed after its retries."""
+
+
+class ToolError(CgraphError):
+    """A declared tool failed, timed out or could not be imported."""
+
+
+class MemoryStoreError(CgraphError):
+    """The memory store failed; callers continue without memories."""
+
+
+class StoreError(CgraphError):
+    """The session store failed to read or write."""
+
+
+class ConfigError(CgraphError):
+    """A setting or backend name is invalid."""

@@ -1,0 +1,312 @@
+"""Read YAML (or JSON) into plain data, keeping the node tree for locating diagnostics.
+
+The composed node tree is kept and searched only when a diagnostic needs a position, so
+line numbers cost nothing on a clean file and the text is parsed exactly once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cgraph.diagnostics import Diagnostic, Severity
+
+try:
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - libyaml is in every wheel we install
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+_TAG = "tag:yaml.org,2002:"
+# YAML 1.1 booleans that are not true/false: kept as text, because turning a state
+# id like `no` or `on` into a boolean silently mangles the graph.
+_YAML11_WORDS = frozenset({"yes", "no", "on", "off"})
+_INT_RE = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass
+class Document:
+    """A parsed file: its data (None when unreadable), its nodes and its read problems."""
+
+    file: str
+    text: str
+    data: Any = None
+    root: yaml.Node | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    _index: dict[int, dict[Any, tuple[yaml.Node, yaml.Node]]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.root is not None
+
+    def locate(self, path: Sequence[str | int], *, key: bool = False) -> tuple[int, int]:
+        """Line and column (1-based) of the node at `path`, or of its deepest existing parent.
+
+        With `key=True`, a mapping entry is located at its key rather than its value.
+        """
+        node = self.root
+        if node is None:
+            return (1, 1)
+        mark_node: yaml.Node = node
+        for step in path:
+            entry = self._child(node, step)
+            if entry is None:
+                break
+            key_node, node = entry
+            mark_node = key_node if key else node
+            if key and key_node is node:
+                mark_node = node
+        mark = mark_node.start_mark
+        return (mark.line + 1, mark.column + 1)
+
+    def locate_value(self, path: Sequence[str | int]) -> tuple[int, int]:
+        return self.locate(path, key=False)
+
+    def _child(self, node: yaml.Node, step: str | int) -> tuple[yaml.Node, yaml.Node] | None:
+        if isinstance(node, yaml.SequenceNode) and isinstance(step, int):
+            if 0 <= step < len(node.value):
+                child = node.value[step]
+                return (child, child)
+            return None
+        if isinstance(node, yaml.MappingNode):
+            index = self._index.get(id(node))
+            if index is None:
+                index = {_scalar_key(k): (k, v) for k, v in node.value}
+                self._index[id(node)] = index
+            return index.get(step)
+        return None
+
+    def diag(
+        self,
+        path: Sequence[str | int],
+        code: str,
+        message: str,
+        hint: str = "",
+        *,
+        severity: Severity = Severity.ERROR,
+        key: bool = False,
+    ) -> Diagnostic:
+        line, column = self.locate(path, key=key)
+        return Diagnostic(
+            self.file, line, column, severity, code, message, hint, tuple(path)
+        )
+
+
+def _scalar_key(node: yaml.Node) -> Any:
+    return node.value if isinstance(node, yaml.ScalarNode) else id(node)
+
+
+def read_file(path: str | Path) -> Document:
+    """Read a graph file; problems become diagnostics, never exceptions."""
+    name = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as err:
+        doc = Document(name, "")
+        doc.diagnostics.append(
+            Diagnostic(name, 1, 1, Severity.ERROR, "unreadable", f"cannot read file: {err.strerror}")
+        )
+        return doc
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        doc = Document(name, "")
+        line = raw[: err.start].count(b"\n") + 1
+        doc.diagnostics.append(
+            Diagnostic(
+                name, line, 1, Severity.ERROR, "encoding",
+                "file is not valid UTF-8", "save the file as UTF-8",
+            )
+        )
+        return doc
+    return read_text(text, name)
+
+
+def read_text(text: str, file: str = "<string>") -> Document:
+    doc = Document(file, text)
+    if "\t" in text:
+        doc.diagnostics.extend(_tab_diagnostics(text, file))
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as err:
+        _add_syntax_error(doc, err)
+        return doc
+    except yaml.YAMLError as err:  # unmarked reader errors (e.g. control characters)
+        doc.diagnostics.append(
+            Diagnostic(file, 1, 1, Severity.ERROR, "yaml-syntax", _one_line(str(err)))
+        )
+        return doc
+    except RecursionError:
+        doc.diagnostics.append(
+            Diagnostic(file, 1, 1, Severity.ERROR, "yaml-syntax", "document is nested too deeply")
+        )
+        return doc
+    if root is None:
+        doc.diagnostics.append(
+            Diagnostic(
+                file, 1, 1, Severity.ERROR, "empty-file", "file holds no YAML document",
+                "start with `cgraph: 1` and a `name:`",
+            )
+        )
+        return doc
+    doc.root = root
+    try:
+        doc.data = _Builder(doc).build(root)
+    except RecursionError:
+        doc.root = None
+        doc.diagnostics.append(
+            Diagnostic(file, 1, 1, Severity.ERROR, "yaml-syntax", "document is nested too deeply")
+        )
+    return doc
+
+
+def _tab_diagnostics(text: str, file: str) -> list[Diagnostic]:
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if "\t" in indent:
+            found.append(
+                Diagnostic(
+                    file, number, indent.index("\t") + 1, Severity.ERROR, "tab-indent",
+                    "tab character in indentation", "YAML indents with spaces only; replace the tab",
+                )
+            )
+    return found
+
+
+def _add_syntax_error(doc: Document, err: yaml.MarkedYAMLError) -> None:
+    mark = err.problem_mark or err.context_mark
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    if any(d.code == "tab-indent" and d.line == line for d in doc.diagnostics):
+        return  # the tab diagnostic already says it better
+    problem = err.problem or "invalid YAML"
+    message = f"YAML syntax: {problem}"
+    if err.context:
+        message += f" ({err.context})"
+    if "expected a single document" in str(err) or "but found another document" in str(err):
+        message, hint = "file holds more than one YAML document", "keep one graph per file"
+    else:
+        hint = "check indentation, quoting and the previous line"
+    doc.diagnostics.append(
+        Diagnostic(doc.file, line, column, Severity.ERROR, "yaml-syntax", _one_line(message), hint)
+    )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+class _Builder:
+    """Turns composed nodes into plain data, reporting duplicate keys and YAML 1.1 traps."""
+
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.memo: dict[int, Any] = {}
+        self.active: set[int] = set()
+
+    def build(self, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node)
+        key = id(node)
+        if key in self.memo:  # an alias: share the value, never expand it again
+            return self.memo[key]
+        if key in self.active:
+            self.report(node, "yaml-recursive", "recursive alias", "an anchor cannot contain itself")
+            return None
+        self.active.add(key)
+        try:
+            value = self.mapping(node) if isinstance(node, yaml.MappingNode) else self.sequence(node)
+        finally:
+            self.active.discard(key)
+        self.memo[key] = value
+        return value
+
+    def sequence(self, node: yaml.Node) -> list[Any]:
+        return [self.build(child) for child in node.value]
+
+    def mapping(self, node: yaml.Node) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _TAG + "merge":
+                self.merge(result, value_node)
+                continue
+            key = self.key(key_node)
+            if key in result:
+                self.report(
+                    key_node, "duplicate-key", f"duplicate key `{key}`",
+                    "a later key silently replaces the earlier one; remove or rename one",
+                )
+            result[key] = self.build(value_node)
+        return result
+
+    def merge(self, result: dict[Any, Any], node: yaml.Node) -> None:
+        sources = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        for source in sources:
+            value = self.build(source)
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    result.setdefault(k, v)
+
+    def key(self, node: yaml.Node) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            self.report(node, "complex-key", "a mapping key must be plain text", "use a text key")
+            return f"<complex key at line {node.start_mark.line + 1}>"
+        value = self.scalar(node)
+        if isinstance(value, bool):
+            self.report(
+                node, "yaml-bool", f"key `{node.value}` is read as the boolean {str(value).lower()}",
+                f'quote it: "{node.value}"',
+            )
+            return node.value
+        return value if isinstance(value, str | int) else node.value
+
+    def scalar(self, node: yaml.ScalarNode) -> Any:
+        tag = node.tag
+        value = node.value
+        if tag == _TAG + "str" or node.style:
+            return value
+        if tag == _TAG + "bool":
+            lower = value.lower()
+            if lower in _YAML11_WORDS:
+                self.report(
+                    node, "yaml11-bool",
+                    f"`{value}` is a boolean in YAML 1.1 (PyYAML, many editors); cgraph reads it as text",
+                    f'quote it: "{value}"', severity=Severity.WARNING,
+                )
+                return value
+            return lower == "true"
+        if tag == _TAG + "int":
+            return _to_int(value)
+        if tag == _TAG + "float":
+            try:
+                return float(value.replace("_", ""))
+            except ValueError:
+                return value
+        if tag == _TAG + "null":
+            return None
+        return value
+
+    def report(
+        self, node: yaml.Node, code: str, message: str, hint: str,
+        severity: Severity = Severity.ERROR,
+    ) -> None:
+        mark = node.start_mark
+        self.doc.diagnostics.append(
+            Diagnostic(self.doc.file, mark.line + 1, mark.column + 1, severity, code, message, hint)
+        )
+
+
+def _to_int(value: str) -> int | str:
+    text = value.replace("_", "")
+    if _INT_RE.match(text):
+        return int(text)
+    try:
+        return int(text, 0)
+    except ValueError:
+        return value

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import pytest
+
+from cgraph import GraphError, load_graph
+from cgraph.loader import load_graph_text
+from tests.conftest import GRAPHS
+
+MINIMAL = """\
+cgraph: 1
+name: tiny
+start: hello
+states:
+  hello:
+    type: action
+    objective: Say hello.
+    actions: [Greet.]
+    intra_state_navigation_guidelines: []
+    action_guidelines: []
+    boundary_constraints: []
+    exit_conditions:
+      - description: The user says bye.
+        next_state: END
+"""
+
+
+def test_example_graph_loads_as_immutable_model() -> None:
+    graph = load_graph(GRAPHS / "medical_checkin.yaml")
+    assert graph.name == "medical_checkin"
+    assert graph.source == GRAPHS / "medical_checkin.yaml"
+    with pytest.raises(Exception, match="frozen"):
+        graph.name = "other"  # type: ignore[misc]
+
+
+def test_missing_key_is_located_on_the_state() -> None:
+    text = MINIMAL.replace("    exit_conditions:\n", "    exits:\n")
+    with pytest.raises(GraphError) as info:
+        load_graph_text(text, "g.yaml")
+    rendered = str(info.value)
+    assert "g.yaml:5:3 error missing-key state `hello` (type action) is missing `exit_conditions`" in rendered
+    assert "g.yaml:12:5 error unknown-key" in rendered
+
+
+def test_yaml11_word_stays_text_and_warns() -> None:
+    graph = load_graph_text(MINIMAL.replace("next_state: END", "next_state: no") + "  no:\n" +
+                            "\n".join("  " + line for line in MINIMAL.split("states:\n")[1]
+                                      .replace("hello:", "x:").splitlines()[1:]), "g.yaml")
+    assert "no" in graph.states
