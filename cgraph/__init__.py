@@ -1,23 +1,38 @@
-"""cgraph: context graphs in YAML, linted and run as LLM conversations."""
+"""cgraph: context graphs in YAML, linted and run as LLM conversations.
+
+import cgraph
+graph = cgraph.load_graph("graphs/medical_checkin.yaml")
+session = cgraph.Session.start(graph, model="semantic", store=".cgraph")
+print(session.send("Hi, I'm ready").reply)
+"""
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import CgraphError, GraphError
-from cgraph.loader import load_graph
+
+# pydantic scans every installed distribution for plugins on first use; cgraph uses none,
+# and the scan is a large share of `cgraph lint`'s cold start.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 __all__ = ["CgraphError", "GraphError", "Session", "load_graph"]
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from cgraph.loader import load_graph
     from cgraph.session import Session
 
 
 def __getattr__(name: str) -> Any:
-    # The runtime is imported on first use so `cgraph lint` stays light.
+    # Imported on first use, so `cgraph --help` builds no models and loads no runtime.
     if name == "Session":
         from cgraph.session import Session
 
         return Session
+    if name == "load_graph":
+        from cgraph.loader import load_graph
+
+        return load_graph
     raise AttributeError(name)

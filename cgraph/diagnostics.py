@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
 
@@ -25,7 +25,8 @@ class Diagnostic:
     path: tuple[str | int, ...] = field(default=())
 
     def render(self) -> str:
-        head = f"{self.file}:{self.line}:{self.column} {self.severity.value} {self.code} {self.message}"
+        where = f"{self.file}:{self.line}:{self.column}"
+        head = f"{where} {self.severity.value} {self.code} {self.message}"
         return f"{head}\n  hint: {self.hint}" if self.hint else head
 
     def as_dict(self) -> dict[str, object]:

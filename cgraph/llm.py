@@ -92,7 +92,8 @@ def resolve(name: str, **options: Any) -> ChatModel:
     prefix, _, rest = name.partition(":")
     factory = _FACTORIES.get(prefix) or _builtin(prefix)
     if factory is not None:
-        return factory(rest, **options)
+        model: ChatModel = factory(rest, **options)
+        return model
     from cgraph.litellm_model import LiteLLMModel  # heavy: imported only when used
 
     return LiteLLMModel(name, **options)

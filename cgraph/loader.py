@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +51,24 @@ def parse_graph(doc: Document) -> tuple[m.Graph | None, list[Diagnostic]]:
         return None, diagnostics
     if not isinstance(doc.data, dict):
         diagnostics.append(
-            doc.diag((), "not-a-graph", "a context graph is a mapping of keys",
-                     "start the file with `cgraph: 1`, `name:`, `start:` and `states:`")
+            doc.diag(
+                (),
+                "not-a-graph",
+                "a context graph is a mapping of keys",
+                "start the file with `cgraph: 1`, `name:`, `start:` and `states:`",
+            )
+        )
+        return None, diagnostics
+    if "cgraph" not in doc.data and "states" not in doc.data:
+        # Other YAML (a CI config, a fixture): one clear message instead of a cascade.
+        diagnostics.append(
+            doc.diag(
+                (),
+                "not-a-graph",
+                "this file has neither `cgraph:` nor `states:`; "
+                "it does not look like a context graph",
+                "start a graph with `cgraph: 1`, `name:`, `start:` and `states:`",
+            )
         )
         return None, diagnostics
     try:
@@ -83,13 +98,12 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[
     path: list[Any] = []
     current = data
     for index, step in enumerate(loc):
-        if isinstance(current, dict) and step in current:
+        in_dict = isinstance(current, dict) and step in current
+        in_list = isinstance(current, list) and isinstance(step, int) and step < len(current)
+        if in_dict or in_list:
             current = current[step]
             path.append(step)
-        elif isinstance(current, list) and isinstance(step, int) and step < len(current):
-            current = current[step]
-            path.append(step)
-        elif index == len(loc) - 1 or isinstance(step, str) and step not in _STATE_MODELS:
+        elif index == len(loc) - 1 or (isinstance(step, str) and step not in _STATE_MODELS):
             return tuple(path), tuple(s for s in loc[index:] if _is_key(s))
     return tuple(path), ()
 
@@ -142,6 +156,8 @@ def allowed_keys(data: Any, path: tuple[Any, ...]) -> list[str]:
 
 
 def did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
+    import difflib  # only on the error path; keeps `cgraph lint` on a clean file lean
+
     close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f"did you mean `{close[0]}`? " if close else ""
 
@@ -152,30 +168,46 @@ def _value_at(data: Any, path: tuple[Any, ...]) -> Any:
     return data
 
 
-def _describe(doc: Document, path: tuple[Any, ...], leftover: tuple[Any, ...],
-              error: Any) -> Diagnostic:
+def _describe(
+    doc: Document, path: tuple[Any, ...], leftover: tuple[Any, ...], error: Any
+) -> Diagnostic:
     data = doc.data
     kind = error["type"]
     place = where(data, path)
     key = path[-1] if path else None
     if kind == "missing":
         name = leftover[0] if leftover else key
-        return doc.diag(path, "missing-key", f"{place} is missing `{name}`",
-                        _missing_hint(data, path, name), key=True)
+        return doc.diag(
+            path,
+            "missing-key",
+            f"{place} is missing `{name}`",
+            _missing_hint(data, path, name),
+            key=True,
+        )
     if kind == "extra_forbidden":
         parent = path[:-1]
         keys = allowed_keys(data, parent)
-        hint = did_you_mean(str(key), keys) + (f"allowed keys are {', '.join(keys)}" if keys else "")
-        return doc.diag(path, "unknown-key", f"{where(data, parent)} has unknown key `{key}`",
-                        hint, key=True)
+        hint = did_you_mean(str(key), keys) + (
+            f"allowed keys are {', '.join(keys)}" if keys else ""
+        )
+        return doc.diag(
+            path, "unknown-key", f"{where(data, parent)} has unknown key `{key}`", hint, key=True
+        )
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         types = ", ".join(_STATE_MODELS)
         got = _value_at(data, path).get("type") if isinstance(_value_at(data, path), dict) else None
-        message = (f"state `{path[1]}` has unknown type `{got}`" if got is not None
-                   else f"state `{path[1]}` has no `type`")
-        return doc.diag(path + (("type",) if got is not None else ()), "state-type", message,
-                        did_you_mean(str(got), list(_STATE_MODELS)) + f"types are {types}",
-                        key=got is None)
+        message = (
+            f"state `{path[1]}` has unknown type `{got}`"
+            if got is not None
+            else f"state `{path[1]}` has no `type`"
+        )
+        return doc.diag(
+            path + (("type",) if got is not None else ()),
+            "state-type",
+            message,
+            did_you_mean(str(got), list(_STATE_MODELS)) + f"types are {types}",
+            key=got is None,
+        )
     value = _value_at(data, path)
     message, hint = _value_message(kind, error, value)
     field = f"`{key}` of {where(data, path[:-1])}" if isinstance(key, str) else place
@@ -197,23 +229,37 @@ def _value_message(kind: str, error: Any, value: Any) -> tuple[str, str]:
         word = "true" if value else "false"
         return (f"is the YAML boolean `{word}`", f'quote it if you meant text: "{word}"')
     if kind == "string_pattern_mismatch":
-        return (f"`{value}` is not a valid id",
-                "ids start with a letter or _ and use letters, digits, _ . -")
+        return (
+            f"`{value}` is not a valid id",
+            "ids start with a letter or _ and use letters, digits, _ . -",
+        )
     if kind == "string_too_short":
         return ("must not be empty", "write some text or remove the key")
     if kind == "literal_error":
         expected = error.get("ctx", {}).get("expected", "")
-        return (f"is `{value}`, expected {expected}", "")
+        return (f"is `{value}`, expected {expected}", f"use one of {expected}")
     if kind in ("string_type", "str_type"):
-        return (f"should be text, got {_kind(value)}", "")
+        return (
+            f"should be text, got {_kind(value)}",
+            "write text; quote it if it looks like a number",
+        )
     if kind in ("tuple_type", "list_type"):
-        return (f"should be a list, got {_kind(value)}", "write it as `[a, b]` or one `- item` a line")
+        return (
+            f"should be a list, got {_kind(value)}",
+            "write it as `[a, b]` or one `- item` a line",
+        )
     if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return (f"should be a mapping of keys, got {_kind(value)}", "")
-    if kind.startswith(("int_", "float_")) or kind in ("greater_than_equal", "greater_than",
-                                                     "less_than_equal"):
-        return (f"is `{value}`: {error['msg'].lower()}", "")
-    return (error["msg"].lower(), "")
+        return (
+            f"should be a mapping of keys, got {_kind(value)}",
+            "write `key: value` lines, indented",
+        )
+    if kind.startswith(("int_", "float_")) or kind in (
+        "greater_than_equal",
+        "greater_than",
+        "less_than_equal",
+    ):
+        return (f"is `{value}`: {error['msg'].lower()}", "change the number")
+    return (error["msg"].lower(), "see the format reference in the README or `cgraph schema`")
 
 
 def _kind(value: Any) -> str:

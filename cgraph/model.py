@@ -31,7 +31,7 @@ SILENT_TYPES = frozenset(TYPE_LETTERS) - {"action"}
 
 
 class Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class ExitCondition(Spec):
@@ -202,7 +202,7 @@ class MemoryConfig(Spec):
     host: str | None = None
     """A Chroma server's host; unset means an embedded store next to the sessions."""
     port: int = 8000
-    min_score: float = Field(default=0.2, ge=-1, le=1)
+    min_score: float = Field(default=0.15, ge=-1, le=1)
     """Memories less similar than this are not recalled."""
 
 

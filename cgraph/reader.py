@@ -6,6 +6,7 @@ line numbers cost nothing on a clean file and the text is parsed exactly once.
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,11 @@ except ImportError:  # pragma: no cover - libyaml is in every wheel we install
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 _TAG = "tag:yaml.org,2002:"
+_STR = _TAG + "str"
+_MERGE = _TAG + "merge"
+_Scalar = yaml.ScalarNode
+_SKIP = object()
+_Mapping = yaml.MappingNode
 # YAML 1.1 booleans that are not true/false: kept as text, because turning a state
 # id like `no` or `on` into a boolean silently mangles the graph.
 _YAML11_WORDS = frozenset({"yes", "no", "on", "off"})
@@ -68,6 +74,16 @@ class Document:
     def locate_value(self, path: Sequence[str | int]) -> tuple[int, int]:
         return self.locate(path, key=False)
 
+    def node_at(self, path: Sequence[str | int]) -> yaml.Node | None:
+        """The value node at `path`, or None when the path does not exist."""
+        node = self.root
+        for step in path:
+            if node is None:
+                return None
+            entry = self._child(node, step)
+            node = entry[1] if entry else None
+        return node
+
     def _child(self, node: yaml.Node, step: str | int) -> tuple[yaml.Node, yaml.Node] | None:
         if isinstance(node, yaml.SequenceNode) and isinstance(step, int):
             if 0 <= step < len(node.value):
@@ -93,9 +109,7 @@ class Document:
         key: bool = False,
     ) -> Diagnostic:
         line, column = self.locate(path, key=key)
-        return Diagnostic(
-            self.file, line, column, severity, code, message, hint, tuple(path)
-        )
+        return Diagnostic(self.file, line, column, severity, code, message, hint, tuple(path))
 
 
 def _scalar_key(node: yaml.Node) -> Any:
@@ -110,7 +124,9 @@ def read_file(path: str | Path) -> Document:
     except OSError as err:
         doc = Document(name, "")
         doc.diagnostics.append(
-            Diagnostic(name, 1, 1, Severity.ERROR, "unreadable", f"cannot read file: {err.strerror}")
+            Diagnostic(
+                name, 1, 1, Severity.ERROR, "unreadable", f"cannot read file: {err.strerror}"
+            )
         )
         return doc
     try:
@@ -120,8 +136,13 @@ def read_file(path: str | Path) -> Document:
         line = raw[: err.start].count(b"\n") + 1
         doc.diagnostics.append(
             Diagnostic(
-                name, line, 1, Severity.ERROR, "encoding",
-                "file is not valid UTF-8", "save the file as UTF-8",
+                name,
+                line,
+                1,
+                Severity.ERROR,
+                "encoding",
+                "file is not valid UTF-8",
+                "save the file as UTF-8",
             )
         )
         return doc
@@ -129,6 +150,19 @@ def read_file(path: str | Path) -> Document:
 
 
 def read_text(text: str, file: str = "<string>") -> Document:
+    """Parse YAML text into a `Document`; problems become diagnostics, never exceptions."""
+    # The node tree and data are millions of acyclic objects on a big graph; the cyclic
+    # garbage collector would re-scan them again and again while they are built.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _read(text, file)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read(text: str, file: str) -> Document:
     doc = Document(file, text)
     if "\t" in text:
         doc.diagnostics.extend(_tab_diagnostics(text, file))
@@ -138,19 +172,32 @@ def read_text(text: str, file: str = "<string>") -> Document:
         _add_syntax_error(doc, err)
         return doc
     except yaml.YAMLError as err:  # unmarked reader errors (e.g. control characters)
+        position = getattr(err, "position", None)
+        line, column = _position(text, position) if isinstance(position, int) else (1, 1)
         doc.diagnostics.append(
-            Diagnostic(file, 1, 1, Severity.ERROR, "yaml-syntax", _one_line(str(err)))
+            Diagnostic(
+                file,
+                line,
+                column,
+                Severity.ERROR,
+                "yaml-syntax",
+                _one_line(str(err).split("\n")[0]),
+                "remove control characters; YAML allows printable Unicode only",
+            )
         )
         return doc
     except RecursionError:
-        doc.diagnostics.append(
-            Diagnostic(file, 1, 1, Severity.ERROR, "yaml-syntax", "document is nested too deeply")
-        )
+        doc.diagnostics.append(_too_deep(file))
         return doc
     if root is None:
         doc.diagnostics.append(
             Diagnostic(
-                file, 1, 1, Severity.ERROR, "empty-file", "file holds no YAML document",
+                file,
+                1,
+                1,
+                Severity.ERROR,
+                "empty-file",
+                "file holds no YAML document",
                 "start with `cgraph: 1` and a `name:`",
             )
         )
@@ -160,10 +207,25 @@ def read_text(text: str, file: str = "<string>") -> Document:
         doc.data = _Builder(doc).build(root)
     except RecursionError:
         doc.root = None
-        doc.diagnostics.append(
-            Diagnostic(file, 1, 1, Severity.ERROR, "yaml-syntax", "document is nested too deeply")
-        )
+        doc.diagnostics.append(_too_deep(file))
     return doc
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _too_deep(file: str) -> Diagnostic:
+    return Diagnostic(
+        file,
+        1,
+        1,
+        Severity.ERROR,
+        "yaml-syntax",
+        "document is nested too deeply",
+        "a graph needs only a few levels of nesting; check for runaway brackets",
+    )
 
 
 def _tab_diagnostics(text: str, file: str) -> list[Diagnostic]:
@@ -173,8 +235,13 @@ def _tab_diagnostics(text: str, file: str) -> list[Diagnostic]:
         if "\t" in indent:
             found.append(
                 Diagnostic(
-                    file, number, indent.index("\t") + 1, Severity.ERROR, "tab-indent",
-                    "tab character in indentation", "YAML indents with spaces only; replace the tab",
+                    file,
+                    number,
+                    indent.index("\t") + 1,
+                    Severity.ERROR,
+                    "tab-indent",
+                    "tab character in indentation",
+                    "YAML indents with spaces only; replace the tab",
                 )
             )
     return found
@@ -211,56 +278,83 @@ class _Builder:
         self.active: set[int] = set()
 
     def build(self, node: yaml.Node) -> Any:
-        if isinstance(node, yaml.ScalarNode):
-            return self.scalar(node)
+        if node.__class__ is _Scalar:
+            # Plain text is most of a graph: skip the tag dispatch for it.
+            return node.value if node.tag == _STR else self.scalar(node)
         key = id(node)
         if key in self.memo:  # an alias: share the value, never expand it again
             return self.memo[key]
         if key in self.active:
-            self.report(node, "yaml-recursive", "recursive alias", "an anchor cannot contain itself")
+            self.report(
+                node, "yaml-recursive", "recursive alias", "an anchor cannot contain itself"
+            )
             return None
         self.active.add(key)
         try:
-            value = self.mapping(node) if isinstance(node, yaml.MappingNode) else self.sequence(node)
+            value = self.mapping(node) if node.__class__ is _Mapping else self.sequence(node)
         finally:
             self.active.discard(key)
         self.memo[key] = value
         return value
 
     def sequence(self, node: yaml.Node) -> list[Any]:
-        return [self.build(child) for child in node.value]
+        build = self.build
+        return [
+            child.value if child.__class__ is _Scalar and child.tag == _STR else build(child)
+            for child in node.value
+        ]
 
     def mapping(self, node: yaml.Node) -> dict[Any, Any]:
         result: dict[Any, Any] = {}
+        merged: set[Any] = set()  # keys that came from `<<:`; an explicit key may override them
+        build = self.build
         for key_node, value_node in node.value:
-            if key_node.tag == _TAG + "merge":
-                self.merge(result, value_node)
+            if key_node.__class__ is _Scalar and key_node.tag == _STR:
+                key = key_node.value
+            elif key_node.tag == _MERGE:
+                merged.update(self.merge(result, value_node))
                 continue
-            key = self.key(key_node)
-            if key in result:
+            else:
+                key = self.key(key_node)
+                if key is _SKIP:
+                    continue
+            if key in merged:
+                merged.discard(key)
+            elif key in result:
                 self.report(
-                    key_node, "duplicate-key", f"duplicate key `{key}`",
+                    key_node,
+                    "duplicate-key",
+                    f"duplicate key `{key}`",
                     "a later key silently replaces the earlier one; remove or rename one",
                 )
-            result[key] = self.build(value_node)
+            if value_node.__class__ is _Scalar and value_node.tag == _STR:
+                result[key] = value_node.value
+            else:
+                result[key] = build(value_node)
         return result
 
-    def merge(self, result: dict[Any, Any], node: yaml.Node) -> None:
+    def merge(self, result: dict[Any, Any], node: yaml.Node) -> list[Any]:
+        """Add the keys of `<<: *anchor` that are not set yet; return the keys added."""
+        added: list[Any] = []
         sources = node.value if isinstance(node, yaml.SequenceNode) else [node]
         for source in sources:
             value = self.build(source)
             if isinstance(value, dict):
+                added.extend(k for k in value if k not in result)
                 for k, v in value.items():
                     result.setdefault(k, v)
+        return added
 
     def key(self, node: yaml.Node) -> Any:
         if not isinstance(node, yaml.ScalarNode):
             self.report(node, "complex-key", "a mapping key must be plain text", "use a text key")
-            return f"<complex key at line {node.start_mark.line + 1}>"
+            return _SKIP  # left out of the data, so schema checks do not repeat the problem
         value = self.scalar(node)
         if isinstance(value, bool):
             self.report(
-                node, "yaml-bool", f"key `{node.value}` is read as the boolean {str(value).lower()}",
+                node,
+                "yaml-bool",
+                f"key `{node.value}` is read as the boolean {str(value).lower()}",
                 f'quote it: "{node.value}"',
             )
             return node.value
@@ -269,15 +363,18 @@ class _Builder:
     def scalar(self, node: yaml.ScalarNode) -> Any:
         tag = node.tag
         value = node.value
-        if tag == _TAG + "str" or node.style:
+        if tag == _STR or node.style:
             return value
         if tag == _TAG + "bool":
             lower = value.lower()
             if lower in _YAML11_WORDS:
                 self.report(
-                    node, "yaml11-bool",
-                    f"`{value}` is a boolean in YAML 1.1 (PyYAML, many editors); cgraph reads it as text",
-                    f'quote it: "{value}"', severity=Severity.WARNING,
+                    node,
+                    "yaml11-bool",
+                    f"`{value}` is a boolean in YAML 1.1 (PyYAML, many editors); "
+                    "cgraph reads it as text",
+                    f'quote it: "{value}"',
+                    severity=Severity.WARNING,
                 )
                 return value
             return lower == "true"
@@ -293,7 +390,11 @@ class _Builder:
         return value
 
     def report(
-        self, node: yaml.Node, code: str, message: str, hint: str,
+        self,
+        node: yaml.Node,
+        code: str,
+        message: str,
+        hint: str,
         severity: Severity = Severity.ERROR,
     ) -> None:
         mark = node.start_mark

@@ -6,10 +6,11 @@ Graph files are written by designers, not trusted code: every template renders i
 
 from __future__ import annotations
 
-from functools import cache
+from collections.abc import Mapping
+from functools import cache, lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined
+from jinja2 import StrictUndefined, Template
 from jinja2.nativetypes import NativeEnvironment
 from jinja2.sandbox import SandboxedEnvironment
 
@@ -50,15 +51,21 @@ def is_template(text: str) -> bool:
     return "{{" in text or "{%" in text or "{#" in text
 
 
-def render_text(source: str, context: dict[str, Any]) -> str:
+@lru_cache(maxsize=2048)
+def _compiled(source: str, native: bool) -> Template:
+    # Graph templates are few and rendered every turn: compile each once.
+    return (native_env() if native else text_env()).from_string(source)
+
+
+def render_text(source: str, context: Mapping[str, Any]) -> str:
     """Render a graph template to text."""
     if not is_template(source):
         return source
-    return text_env().from_string(source).render(context)
+    return _compiled(source, False).render(context)
 
 
-def render_value(source: Any, context: dict[str, Any]) -> Any:
+def render_value(source: Any, context: Mapping[str, Any]) -> Any:
     """Render a template keeping its Python type (for `set:` and tool arguments)."""
     if not isinstance(source, str) or not is_template(source):
         return source
-    return native_env().from_string(source).render(context)
+    return _compiled(source, True).render(context)

@@ -37,12 +37,21 @@ def test_missing_key_is_located_on_the_state() -> None:
     with pytest.raises(GraphError) as info:
         load_graph_text(text, "g.yaml")
     rendered = str(info.value)
-    assert "g.yaml:5:3 error missing-key state `hello` (type action) is missing `exit_conditions`" in rendered
+    assert (
+        "g.yaml:5:3 error missing-key state `hello` (type action) is missing `exit_conditions`"
+        in rendered
+    )
     assert "g.yaml:12:5 error unknown-key" in rendered
 
 
 def test_yaml11_word_stays_text_and_warns() -> None:
-    graph = load_graph_text(MINIMAL.replace("next_state: END", "next_state: no") + "  no:\n" +
-                            "\n".join("  " + line for line in MINIMAL.split("states:\n")[1]
-                                      .replace("hello:", "x:").splitlines()[1:]), "g.yaml")
+    graph = load_graph_text(
+        MINIMAL.replace("next_state: END", "next_state: no")
+        + "  no:\n"
+        + "\n".join(
+            "  " + line
+            for line in MINIMAL.split("states:\n")[1].replace("hello:", "x:").splitlines()[1:]
+        ),
+        "g.yaml",
+    )
     assert "no" in graph.states
