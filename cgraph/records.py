@@ -64,6 +64,9 @@ class Turn(Record):
     guard: str | None = None
     """The loop guard that stopped this turn, if any."""
     llm_calls: int = 0
+    """Calls that produced this turn's path and reply (a turn that stays costs one)."""
+    memory_calls: int = 0
+    """Calls that extracted memories after the reply (`memory.store`)."""
     fallback: bool = False
     """True when the reply is the graph's fallback because the model failed."""
 
@@ -87,6 +90,7 @@ EventKind = Literal[
     "variables",
     "turn_completed",
     "undo",
+    "decision",
 ]
 
 

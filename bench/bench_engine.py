@@ -1,0 +1,262 @@
+"""Engine overhead per step and bytes stored per step: cgraph next to LangGraph.
+
+The same 5-node flow — receive input → recall → reason or clarify → respond → store
+memory, every node trivial — runs 1,000 turns:
+
+- as a LangGraph graph with `SqliteSaver` (durability "sync") and with no checkpointer;
+- as a cgraph graph (bench/data/flow.yaml) with an instant scripted model and a durable
+  `SQLiteStore` (synchronous=NORMAL, the default; and FULL), and with the in-memory store.
+
+Times are the best of `--repeat` runs (LangGraph's durable run, which takes minutes, once);
+bytes per step are the SQLite file (WAL checkpointed) divided by the steps taken.
+
+Run: `.venv/bin/python bench/bench_engine.py [--turns N]`. Needs the `bench` extra
+(langgraph, langgraph-checkpoint-sqlite); without it only cgraph's figures are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import operator
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from cgraph.llm import LLMRequest  # noqa: E402
+from cgraph.loader import load_graph  # noqa: E402
+from cgraph.memory import Memory, NewMemory  # noqa: E402
+from cgraph.session import Session  # noqa: E402
+from cgraph.store import InMemorySessionStore, SQLiteStore  # noqa: E402
+from cgraph.testing import ScriptedModel  # noqa: E402
+
+FLOW = ROOT / "bench" / "data" / "flow.yaml"
+LANGGRAPH_STEPS = 5  # receive, recall, reason|clarify, respond, store
+
+
+def message(number: int) -> str:
+    return f"question {number}?" if number % 3 == 0 else f"statement number {number}"
+
+
+# ----- cgraph ---------------------------------------------------------------------------
+
+
+class InstantMemory:
+    """A memory store that answers at once (the recall node is trivial in both flows)."""
+
+    def recall(self, user_id: str, queries: Sequence[str], **_: Any) -> list[Memory]:
+        return []
+
+    def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
+        return []
+
+    def list(self, user_id: str, **_: Any) -> list[Memory]:
+        return []
+
+    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
+        return 0
+
+    def count(self, user_id: str) -> int:
+        return 0
+
+
+def instant_model() -> ScriptedModel:
+    def respond(request: LLMRequest) -> dict[str, str]:
+        if request.entered_this_turn:
+            return {"exit": "stay", "reason": "answered", "reply": "Here is my answer."}
+        return {"exit": "receive", "reason": "new input", "reply": ""}
+
+    def decide(request: LLMRequest) -> dict[str, str]:
+        unclear = request.user_messages[-1].endswith("?")
+        return {"exit": "clarify" if unclear else "reason", "reason": "by the input"}
+
+    return ScriptedModel({"respond": respond, "decide": decide})
+
+
+def run_cgraph(store: Any, turns: int) -> tuple[float, int, Session]:
+    session = Session.start(load_graph(FLOW), model=instant_model(), store=store,
+                            memory=InstantMemory())  # fmt: skip
+    session.send("hello")  # the first turn enters the graph; time the steady state
+    steps_before = len(session.audit)
+    started = time.perf_counter()
+    for number in range(turns):
+        session.send(message(number))
+    elapsed = time.perf_counter() - started
+    steps = len(session.audit) - steps_before
+    return elapsed, steps, session
+
+
+# ----- LangGraph --------------------------------------------------------------------------
+
+
+class FlowState(TypedDict):
+    messages: Annotated[list[dict[str, str]], operator.add]
+    memories: list[str]
+    route: str
+
+
+def langgraph_app(checkpointer: Any) -> Any:
+    from langgraph.graph import END, START, StateGraph
+
+    def receive(state: FlowState) -> dict[str, Any]:
+        return {}
+
+    def recall(state: FlowState) -> dict[str, Any]:
+        return {"memories": []}
+
+    def reason(state: FlowState) -> dict[str, Any]:
+        return {"route": "reason"}
+
+    def clarify(state: FlowState) -> dict[str, Any]:
+        return {"route": "clarify"}
+
+    def respond(state: FlowState) -> dict[str, Any]:
+        return {"messages": [{"role": "assistant", "content": "Here is my answer."}]}
+
+    def store(state: FlowState) -> dict[str, Any]:
+        return {}
+
+    def pick(state: FlowState) -> str:
+        return "clarify" if state["messages"][-1]["content"].endswith("?") else "reason"
+
+    builder = StateGraph(FlowState)
+    for name, node in [("receive", receive), ("recall", recall), ("reason", reason),
+                       ("clarify", clarify), ("respond", respond), ("store", store)]:  # fmt: skip
+        builder.add_node(name, node)
+    builder.add_edge(START, "receive")
+    builder.add_edge("receive", "recall")
+    builder.add_conditional_edges("recall", pick, ["reason", "clarify"])
+    builder.add_edge("reason", "respond")
+    builder.add_edge("clarify", "respond")
+    builder.add_edge("respond", "store")
+    builder.add_edge("store", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def run_langgraph(checkpointer: Any, turns: int) -> float:
+    app = langgraph_app(checkpointer)
+    config = {"configurable": {"thread_id": "bench"}}
+    kwargs: dict[str, Any] = {"durability": "sync"} if checkpointer is not None else {}
+    first = {"messages": [{"role": "user", "content": "hello"}], "memories": [], "route": ""}
+    app.invoke(first, config, **kwargs)
+    started = time.perf_counter()
+    for number in range(turns):
+        state = {"messages": [{"role": "user", "content": message(number)}]}
+        app.invoke(state, config, **kwargs)
+    return time.perf_counter() - started
+
+
+# ----- reporting --------------------------------------------------------------------------
+
+
+def file_bytes(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def row(name: str, seconds: float, steps: int, turns: int, size: int | None) -> list[str]:
+    per_step = seconds / steps * 1000
+    per_turn = seconds / turns * 1000
+    stored = f"{size / steps:,.0f}" if size is not None else "-"
+    total = f"{size / 1e6:,.2f}" if size is not None else "-"
+    return [name, f"{per_step:.3f}", f"{per_turn:.3f}", stored, total]
+
+
+def table(rows: list[list[str]]) -> None:
+    head = ["flow", "ms/step", "ms/turn", "bytes/step", "file MB"]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    for line in [head, *rows]:
+        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                        enumerate(zip(line, widths, strict=True))))  # fmt: skip
+
+
+def best_cgraph(folder: Path, mode: str | None, turns: int, repeat: int) -> tuple[float, int, int]:
+    """The fastest of `repeat` runs (the machine is shared: the minimum is the least noisy),
+    and the store's size after one run."""
+    best, steps, size = float("inf"), 0, 0
+    for attempt in range(repeat):
+        if mode is None:
+            seconds, steps, _ = run_cgraph(InMemorySessionStore(), turns)
+        else:
+            path = folder / f"cgraph-{mode}-{attempt}.sqlite"
+            seconds, steps, session = run_cgraph(SQLiteStore(path, synchronous=mode), turns)  # type: ignore[arg-type]
+            session.close()
+            size = file_bytes(path)
+        best = min(best, seconds)
+    return best, steps, size
+
+
+def measure(turns: int, repeat: int) -> None:
+    rows: list[list[str]] = []
+    ratios: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for mode in ("NORMAL", "FULL"):
+            seconds, steps, size = best_cgraph(folder, mode, turns, repeat)
+            rows.append(row(f"cgraph SQLiteStore sync={mode}", seconds, steps, turns, size))
+            ratios[f"cgraph-{mode}"] = seconds / steps
+        seconds, steps, _ = best_cgraph(folder, None, turns, repeat)
+        rows.append(row("cgraph in-memory store", seconds, steps, turns, None))
+        ratios["cgraph-memory"] = seconds / steps
+        steps_per_turn = steps / turns
+        try:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+        except ImportError as err:
+            print(f"note: LangGraph is not installed ({err}); `pip install -e .[bench]`")
+        else:
+            path = folder / "langgraph.sqlite"
+            saver = SqliteSaver(sqlite3.connect(path, check_same_thread=False))
+            seconds = run_langgraph(saver, turns)
+            lg_steps = turns * LANGGRAPH_STEPS
+            size = file_bytes(path)
+            rows.append(row("LangGraph SqliteSaver sync", seconds, lg_steps, turns, size))
+            ratios["langgraph-sqlite"] = seconds / lg_steps
+            seconds = min(run_langgraph(None, turns) for _ in range(repeat))
+            rows.append(row("LangGraph no checkpointer", seconds, lg_steps, turns, None))
+            ratios["langgraph-none"] = seconds / lg_steps
+    print(f"{turns} turns; a cgraph turn here is {steps_per_turn:.0f} steps (state transitions,")
+    print(f"3 instant LLM calls); a LangGraph invoke is {LANGGRAPH_STEPS} node steps\n")
+    table(rows)
+    if "langgraph-sqlite" in ratios:
+        speedup = ratios["langgraph-sqlite"] / ratios["cgraph-NORMAL"]
+        print(f"\ndurable per-step: LangGraph SqliteSaver / cgraph SQLiteStore = {speedup:.1f}x")
+        full = ratios["langgraph-sqlite"] / ratios["cgraph-FULL"]
+        print(f"durable per-step with fsync every step (sync=FULL): {full:.1f}x")
+
+
+def profile(turns: int) -> None:
+    import cProfile
+    import pstats
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SQLiteStore(Path(tmp) / "p.sqlite")
+        profiler = cProfile.Profile()
+        profiler.enable()
+        run_cgraph(store, turns)
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per fast flow (best kept)")
+    parser.add_argument("--profile", action="store_true", help="profile cgraph instead")
+    args = parser.parse_args(argv)
+    if args.profile:
+        profile(args.turns)
+    else:
+        measure(args.turns, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

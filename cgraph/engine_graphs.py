@@ -1,0 +1,61 @@
+"""The graphs a session runs in: the root file and the sub-graphs it enters, by key,
+and the abstract topology each one shows to decisions and reflections."""
+
+from __future__ import annotations
+
+import os.path
+from pathlib import Path
+
+from cgraph.loader import load_graph
+from cgraph.model import TYPE_LETTERS, Graph, targets_of
+
+
+class Graphs:
+    """The root graph and the sub-graphs it enters, by key (file relative to the root)."""
+
+    def __init__(self, root: Graph) -> None:
+        self.root = root
+        source = root.source.resolve() if root.source else None
+        self.folder = source.parent if source else Path.cwd()
+        self._graphs: dict[str, Graph] = {"": root}
+
+    def get(self, key: str) -> Graph:
+        graph = self._graphs.get(key)
+        if graph is None:
+            graph = self._graphs[key] = load_graph(self.folder / key)
+        return graph
+
+    def child_key(self, parent_key: str, relative: str) -> str:
+        """The key of `relative` (as written in a `graph` state of `parent_key`)."""
+        parent = (self.folder / parent_key).parent if parent_key else self.folder
+        target = (parent / relative).resolve()
+        try:
+            return target.relative_to(self.folder).as_posix()
+        except ValueError:
+            return Path(_relpath(target, self.folder)).as_posix()
+
+    def folder_of(self, graph: Graph) -> Path:
+        return graph.source.resolve().parent if graph.source else self.folder
+
+
+def _relpath(target: Path, base: Path) -> str:
+    return os.path.relpath(target, base)
+
+
+def topology_text(graph: Graph) -> str:
+    """The graph's authored topology, else one derived from its states."""
+    if graph.topology:
+        return graph.topology.strip()
+    try:
+        from cgraph.topology import derive
+    except ImportError:
+        return _edge_list(graph)
+    return str(derive(graph)).strip()
+
+
+def _edge_list(graph: Graph) -> str:
+    lines = []
+    for name, state in graph.states.items():
+        for target in targets_of(state):
+            lines.append(f"[{TYPE_LETTERS[state.type]}] {name} -> {target}")
+    return "\n".join(lines)

@@ -1,0 +1,110 @@
+"""The small, JSON-serialisable state of a running session, replaced at every step.
+
+The transcript is *not* here: it lives in the event log. A snapshot holds only where the
+session is (a stack of frames, one per graph entered), its variables, notes, tags,
+counters and the bookkeeping of a turn in progress, so a checkpoint stays a few hundred
+bytes however long the conversation gets.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_NOTES = 20  # older reflection notes stay in the event log, not in prompts
+
+
+@dataclass(slots=True)
+class Frame:
+    """Where the session is inside one graph: `graph` is "" for the root file."""
+
+    graph: str
+    state: str
+    returned: bool = False
+    """True on a `graph` state whose sub-graph has just reached its END."""
+
+
+@dataclass(slots=True)
+class Snapshot:
+    stack: list[Frame]
+    variables: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    annotations: list[str] = field(default_factory=list)
+    visits: dict[str, int] = field(default_factory=dict)
+    turn: int = 0
+    seq: int = 0
+    """The next event's sequence number (never rolled back, also not by undo)."""
+    started: bool = False
+    completed: bool = False
+    pending: str | None = None
+    """The user message of a turn that has started but not finished (crash or Ctrl-C)."""
+    step: int = 0
+    """Steps committed in the turn in progress; part of every idempotency key."""
+    transitions: int = 0
+    reflections: int = 0
+    entered: bool = False
+    """The current state was entered during this turn."""
+    last_action: list[Frame] | None = None
+    """The stack at the last user-facing state: where a guard stops a turn."""
+    history_start: int = 0
+    """First transcript message still shown in prompts (the window moves in steps)."""
+
+    @property
+    def frame(self) -> Frame:
+        return self.stack[-1]
+
+    def copy(self) -> Snapshot:
+        return Snapshot.from_dict(self.to_dict())
+
+    def to_dict(self) -> dict[str, Any]:
+        # By hand: `dataclasses.asdict` deep-copies every value and costs more than the
+        # SQLite commit itself. Values are only read (serialised) by the store.
+        return {
+            "stack": [_frame(f) for f in self.stack],
+            "variables": self.variables,
+            "notes": list(self.notes),
+            "annotations": list(self.annotations),
+            "visits": dict(self.visits),
+            "turn": self.turn,
+            "seq": self.seq,
+            "started": self.started,
+            "completed": self.completed,
+            "pending": self.pending,
+            "step": self.step,
+            "transitions": self.transitions,
+            "reflections": self.reflections,
+            "entered": self.entered,
+            "last_action": [_frame(f) for f in self.last_action] if self.last_action else None,
+            "history_start": self.history_start,
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"), default=str)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Snapshot:
+        values = dict(data)
+        values["stack"] = [Frame(**f) for f in data["stack"]]
+        last = data.get("last_action")
+        values["last_action"] = [Frame(**f) for f in last] if last else None
+        return cls(**values)
+
+    @classmethod
+    def loads(cls, text: str) -> Snapshot:
+        return cls.from_dict(json.loads(text))
+
+    def add_note(self, note: str) -> None:
+        self.notes = [*self.notes, note][-MAX_NOTES:]
+
+    def add_tags(self, tags: tuple[str, ...]) -> None:
+        self.annotations = [*self.annotations, *(t for t in tags if t not in self.annotations)]
+
+
+def _frame(frame: Frame) -> dict[str, Any]:
+    return {"graph": frame.graph, "state": frame.state, "returned": frame.returned}
+
+
+def jsonable(value: Any) -> Any:
+    """A tool result or variable as plain JSON data (unknown objects become text)."""
+    return json.loads(json.dumps(value, default=str))

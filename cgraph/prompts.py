@@ -1,0 +1,169 @@
+"""Prompts: shipped Jinja templates (overridable per graph) rendered into chat messages.
+
+Every request is laid out static → dynamic so providers' prompt caches hit:
+
+1. one system message — agent core, graph, the state (objective, actions, guidelines,
+   constraints, exits; the abstract topology for decisions and reflections) and the
+   answer format. It only changes when the state (or a variable its texts use) changes;
+2. the conversation history, a window bounded by *tokens* (`limits.history_tokens`);
+3. one closing system message — recalled memories, reflection notes, variables and the
+   task of this call — which changes every call.
+
+Templates render twice, with `part="system"` and `part="context"`. A graph's `prompts:`
+entry replaces a shipped template; it may `{% extends "action.j2" %}` and override only
+blocks (`state`, `answer`, `task`, `context`). An override that neither extends nor uses
+`part` is taken as the system part, and the shipped template supplies the context part.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Hashable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import FileSystemLoader, StrictUndefined, Template, TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+
+from cgraph.errors import TemplateError as CgraphTemplateError
+
+TEMPLATES = Path(__file__).parent / "templates"
+CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD = 4  # role and separators, in tokens
+# Kinds that share a template: a graph state choosing its exit asks like a decision.
+TEMPLATE_OF = {"graph": "decision"}
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate (~4 characters per token, as for English with GPT tokenizers);
+    exact counts would need the provider's tokenizer and are not worth the cost here."""
+    return len(text) // CHARS_PER_TOKEN + MESSAGE_OVERHEAD
+
+
+def history_start(
+    messages: Sequence[Mapping[str, str]],
+    start: int,
+    budget: int,
+    sizes: Sequence[int] | None = None,
+) -> int:
+    """Where the history window begins, moved forward only when the budget is exceeded.
+
+    The oldest whole turns are *dropped* (not summarised). When the window overflows it is
+    cut back to three quarters of the budget, at a user message, so the same prefix is
+    then reused for several turns — a window that slid by one message every call would
+    change the prompt's prefix every call and defeat prompt caching. The newest message is
+    always kept, even if it alone exceeds the budget. `sizes` are the messages' token
+    estimates, if the caller keeps them.
+    """
+    start = min(max(start, 0), max(len(messages) - 1, 0))
+    if sizes is None:
+        sizes = [estimate_tokens(m["content"]) for m in messages]
+    total = sum(sizes[start:])
+    if total <= budget:
+        return start
+    target = budget * 3 // 4
+    index = start
+    last = len(messages) - 1
+    while index < last and (total > target or messages[index]["role"] != "user"):
+        total -= sizes[index]
+        index += 1
+    return index
+
+
+@cache
+def _environment() -> SandboxedEnvironment:
+    env = SandboxedEnvironment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        undefined=StrictUndefined,
+        autoescape=False,
+        trim_blocks=False,
+        lstrip_blocks=False,
+    )
+    env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)
+    env.filters["tojson"] = env.filters["json"]  # plain JSON, not HTML-escaped
+    return env
+
+
+@cache
+def _shipped(kind: str) -> Template:
+    return _environment().get_template(f"{TEMPLATE_OF.get(kind, kind)}.j2")
+
+
+@cache
+def _override(source: str) -> Template:
+    return _environment().from_string(source)
+
+
+def _splits(source: str) -> bool:
+    return "extends" in source or "part" in source
+
+
+SYSTEM_CACHE_SIZE = 512
+
+
+def render_messages(
+    kind: str,
+    variables: Mapping[str, Any],
+    history: Sequence[Mapping[str, str]],
+    overrides: Mapping[Any, str] | None = None,
+    *,
+    system_key: Hashable | None = None,
+    cache: dict[Hashable, str] | None = None,
+) -> tuple[dict[str, str], ...]:
+    """The chat messages of one request: system, history window, closing context.
+
+    `system_key` identifies everything the shipped templates' system part reads (graph,
+    state, kind, the state's rendered texts); with it and a `cache` (one per session) the
+    system part is rendered once and reused. Overridden templates may read anything, so
+    they are never cached.
+    """
+    source = (overrides or {}).get(TEMPLATE_OF.get(kind, kind))
+    try:
+        shipped = _shipped(kind)
+        system_t = _override(source) if source else shipped
+        context_t = system_t if source is None or _splits(source) else shipped
+        key = None if source or cache is None else system_key
+        system = _system(system_t, variables, key, cache if cache is not None else {})
+        context = context_t.render(variables, part="context").strip()
+    except TemplateError as err:
+        raise CgraphTemplateError(f"the {kind} prompt template failed: {err}") from err
+    messages = [{"role": "system", "content": system}]
+    # The history's message dicts are shared, not copied (a long window made copying a
+    # measurable cost): requests are read-only for backends.
+    messages.extend(history)  # type: ignore[arg-type]
+    if context:
+        messages.append({"role": "system", "content": context})
+    return tuple(messages)
+
+
+def _system(
+    template: Template, variables: Mapping[str, Any], key: Hashable | None,
+    cache: dict[Hashable, str],
+) -> str:  # fmt: skip
+    cached = cache.get(key) if key is not None else None
+    if cached is None:
+        cached = template.render(variables, part="system").strip()
+        if key is not None:
+            if len(cache) >= SYSTEM_CACHE_SIZE:
+                cache.clear()
+            cache[key] = cached
+    return cached
+
+
+def prompt_hash(messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any]) -> str:
+    """A short, stable fingerprint of what the model was shown (for `/why` and replays)."""
+    text = "\x00".join([f"{m['role']}\x01{m['content']}" for m in messages])
+    digest = hashlib.sha256(json.dumps(schema, sort_keys=True).encode())
+    digest.update(text.encode())
+    return digest.hexdigest()[:12]
+
+
+def check_template(source: str) -> str | None:
+    """The syntax error of a prompt override, or None: for lint and for early failures."""
+    try:
+        _environment().parse(source)
+    except TemplateError as err:
+        return str(err)
+    return None

@@ -1,0 +1,118 @@
+"""Side-effect tools: `module:function` handlers, loaded next to the graph, called with a timeout.
+
+A handler is a plain Python function taking the state's rendered `arguments` as keyword
+arguments. If it accepts an `idempotency_key` parameter (or `**kwargs`) it also receives
+one: the same key for the same step of the same session, also when a crashed session is
+resumed and the step runs again — so a handler that remembers keys applies its effect once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from cgraph.errors import ToolError
+
+Handler = Callable[..., Any]
+_HANDLERS: dict[tuple[str, str], Handler] = {}
+_LOCK = threading.Lock()
+
+
+def load_handler(spec: str, base: Path | None = None) -> Handler:
+    """Import `module:function`, first as a file under `base` (the graph's folder), then
+    from the Python path; cached per folder and spec."""
+    key = (str(base or ""), spec)
+    with _LOCK:
+        cached = _HANDLERS.get(key)
+        if cached is None:
+            cached = _HANDLERS[key] = _load(spec, base)
+    return cached
+
+
+def _load(spec: str, base: Path | None) -> Handler:
+    module_name, _, attr = spec.partition(":")
+    module = _module(module_name, base)
+    handler = getattr(module, attr, None)
+    if not callable(handler):
+        raise ToolError(f"tool handler `{spec}`: `{module_name}` has no function `{attr}`")
+    return handler  # type: ignore[no-any-return]
+
+
+def _module(name: str, base: Path | None) -> ModuleType:
+    path = _file_of(name, base)
+    try:
+        if path is None:
+            return importlib.import_module(name)
+        # A unique module name per file, so two graphs' `tools.py` never shadow each other.
+        unique = f"_cgraph_tool_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
+        loaded = importlib.util.spec_from_file_location(unique, path)
+        if loaded is None or loaded.loader is None:
+            raise ImportError(f"cannot load {path}")
+        module = importlib.util.module_from_spec(loaded)
+        loaded.loader.exec_module(module)
+        return module
+    except Exception as err:  # any error in the tool's own module is the tool's failure
+        where = f" (looked in {base} and the Python path)" if base else ""
+        raise ToolError(f"cannot import tool module `{name}`{where}: {err}") from err
+
+
+def _file_of(name: str, base: Path | None) -> Path | None:
+    if base is None:
+        return None
+    relative = Path(*name.split("."))
+    for candidate in (base / relative.with_suffix(".py"), base / relative / "__init__.py"):
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def accepts_key(handler: Handler) -> bool:
+    try:
+        parameters = inspect.signature(handler).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        p.name == "idempotency_key" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters
+    )
+
+
+def call_tool(
+    handler: Handler,
+    arguments: Mapping[str, Any],
+    *,
+    timeout: float,
+    idempotency_key: str,
+    name: str = "tool",
+) -> Any:
+    """Call `handler(**arguments)` in a worker thread; `ToolError` on failure or timeout.
+
+    A timed-out call cannot be killed (Python threads cannot be); it is abandoned in a
+    daemon thread and its result ignored.
+    """
+    kwargs = dict(arguments)
+    if accepts_key(handler):
+        kwargs["idempotency_key"] = idempotency_key
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = handler(**kwargs)
+        except BaseException as err:  # reported to the caller's thread below
+            outcome["error"] = err
+
+    worker = threading.Thread(target=work, name=f"cgraph-tool-{name}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise ToolError(f"tool `{name}` timed out after {timeout:g}s")
+    if "error" in outcome:
+        err = outcome["error"]
+        raise ToolError(f"tool `{name}` failed: {type(err).__name__}: {err}") from err
+    return outcome.get("value")

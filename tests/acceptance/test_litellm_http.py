@@ -1,0 +1,117 @@
+"""The real litellm code path against a local OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cgraph.session import Session
+from tests.unit._runtime import action, graph, simple
+
+pytestmark = pytest.mark.slow
+
+
+class Server:
+    """Answers /v1/chat/completions from a queue of (status, content) and records bodies."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.answers: list[tuple[int, str]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # the stdlib's name
+                length = int(self.headers.get("content-length", 0))
+                server.bodies.append(json.loads(self.rfile.read(length)))
+                status, content = server.answers.pop(0)
+                payload = completion(content) if status == 200 else {"error": {"message": "boom"}}
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
+        self.thread.start()
+
+
+def completion(content: str) -> dict[str, Any]:
+    return {
+        "id": "cmpl-1", "object": "chat.completion", "created": 0, "model": "test-model",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }  # fmt: skip
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
+    running = Server()
+    yield running
+    running.http.shutdown()
+    running.http.server_close()
+
+
+def spec(tmp_path: Path) -> Any:
+    return graph(tmp_path, simple(body=action("a", {"b": "The user is ready."})
+                                  + action("b", {"END": "The user says bye."})))  # fmt: skip
+
+
+def answer(exit_id: str, reply: str = "") -> tuple[int, str]:
+    return 200, json.dumps({"exit": exit_id, "reason": "because", "reply": reply})
+
+
+def test_a_session_through_litellm_sends_the_enum_and_moves(tmp_path: Path, server: Server) -> None:
+    server.answers = [answer("stay", "Hello!"), answer("b"), answer("stay", "Now in b.")]
+    session = Session.start(spec(tmp_path), model="openai/test-model", api_base=server.base)
+    assert session.send("hi").reply == "Hello!"
+    turn = session.send("I am ready")
+    assert (turn.state, turn.reply, turn.llm_calls) == ("b", "Now in b.", 2)
+    assert turn.transitions[0].reason == "because"
+    body = server.bodies[1]
+    assert body["model"] == "test-model"
+    schema = body["response_format"]["json_schema"]
+    assert body["response_format"]["type"] == "json_schema" and schema["strict"] is True
+    assert schema["schema"]["properties"]["exit"]["enum"] == ["b", "stay"]
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["system", "user", "assistant", "user", "system"]
+    assert body["messages"][0]["content"].startswith("You are Assistant")
+    assert body["messages"][3]["content"] == "I am ready"
+    assert server.bodies[2]["response_format"]["json_schema"]["schema"]["properties"]["exit"][
+        "enum"
+    ] == ["END", "stay"]
+
+
+def test_a_5xx_is_retried_then_succeeds(tmp_path: Path, server: Server) -> None:
+    from cgraph.litellm_model import LiteLLMModel
+
+    server.answers = [(500, ""), answer("stay", "After a retry.")]
+    waits: list[float] = []
+    model = LiteLLMModel("openai/test-model", api_base=server.base, retries=2, sleep=waits.append)
+    turn = Session.start(spec(tmp_path), model=model).send("hi")
+    assert turn.reply == "After a retry." and not turn.fallback
+    assert len(server.bodies) == 2 and len(waits) == 1 and model.calls == 2
+
+
+def test_a_provider_that_keeps_failing_gives_the_fallback(tmp_path: Path, server: Server) -> None:
+    from cgraph.litellm_model import LiteLLMModel
+
+    server.answers = [(503, "")] * 3
+    model = LiteLLMModel("openai/test-model", api_base=server.base, retries=2, sleep=lambda s: None)
+    session = Session.start(spec(tmp_path), model=model)
+    turn = session.send("hi")
+    assert turn.fallback and turn.reply == session.graph.fallback and len(server.bodies) == 3
+    assert [e.kind for e in session.events()].count("llm_error") == 1
