@@ -1,0 +1,99 @@
+"""Accuracy and latency of the offline semantic exit chooser on the labelled set.
+
+    python bench/bench_semantic.py [--model NAME ...]
+
+Prints accuracy (overall, exit vs stay, just-entered, per graph) and per-decision latency
+(p50/p95, model loaded, each message embedded once). For every `--model NAME` whose
+credentials are present the same table is printed for that model through
+`cgraph.llm.resolve(NAME)`; requests are built by the engine's own `build_request`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.semantic_cases import Case, load_cases, request_for
+from cgraph.errors import CgraphError
+from cgraph.llm import ChatModel, resolve
+
+
+def evaluate(model: ChatModel, cases: list[Case]) -> tuple[list[tuple[Case, str]], list[float]]:
+    results, latencies = [], []
+    for case in cases:
+        request = request_for(case, model)
+        started = time.perf_counter()
+        try:
+            raw = model.complete(request)
+            chosen = str(json.loads(raw).get("exit", "?"))
+        except (CgraphError, ValueError) as err:
+            chosen = f"error: {err}"
+        latencies.append((time.perf_counter() - started) * 1000)
+        results.append((case, chosen))
+    return results, latencies
+
+
+def table(name: str, results: list[tuple[Case, str]], latencies: list[float]) -> dict[str, float]:
+    groups: dict[str, list[bool]] = defaultdict(list)
+    for case, chosen in results:
+        ok = chosen == case.expect
+        groups["overall"].append(ok)
+        groups[
+            "just entered (stay by rule)" if case.entered else f"{case.kind} (by similarity)"
+        ].append(ok)
+        if not case.entered:
+            groups["similarity only"].append(ok)
+        groups[f"graph {case.graph}"].append(ok)
+    print(f"\n== {name}: {len(results)} labelled messages")
+    figures = {}
+    for key, oks in groups.items():
+        figures[key] = sum(oks) / len(oks)
+        print(f"  {key:40s} {sum(oks):3d}/{len(oks):3d}  {figures[key]:6.1%}")
+    ordered = sorted(latencies)
+    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    print(f"  latency per decision: p50 {statistics.median(ordered):.1f} ms, p95 {p95:.1f} ms")
+    for case, chosen in results:
+        if chosen != case.expect:
+            print(f"  miss  {case.state}: {case.message!r} → {chosen} (expected {case.expect})")
+    return figures
+
+
+def has_credentials(name: str) -> bool:
+    try:
+        import litellm
+
+        return bool(litellm.validate_environment(model=name).get("keys_in_environment"))
+    except Exception:  # an unknown provider cannot be checked: let the call decide
+        return True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", action="append", default=[], help="also measure this model")
+    args = parser.parse_args()
+    cases = load_cases()
+    semantic = resolve("semantic")
+    started = time.perf_counter()
+    semantic.complete(request_for(cases[0], semantic))  # loads the embedding model
+    print(f"model load + first decision: {time.perf_counter() - started:.1f} s")
+    table("semantic", *evaluate(semantic, cases))
+    for name in args.model:
+        if not has_credentials(name):
+            print(f"\n== {name}: skipped, no credentials in the environment")
+            continue
+        table(name, *evaluate(resolve(name), cases))
+
+
+if __name__ == "__main__":
+    main()

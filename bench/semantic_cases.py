@@ -1,0 +1,96 @@
+"""The labelled set of the semantic exit chooser, as engine requests (bench and tests).
+
+Each case becomes the request the engine itself would send: an `Engine` is positioned at
+the case's state with the case's earlier user messages in its transcript, and
+`cgraph.engine_ask.build_request` renders the real prompt. So the semantic model and any
+provider model (`bench_semantic.py --model NAME`) answer exactly what a session asks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from cgraph.engine import Engine
+from cgraph.engine_ask import build_request
+from cgraph.engine_exits import exit_options
+from cgraph.engine_snapshot import Frame, Snapshot
+from cgraph.llm import ChatModel, LLMRequest, RequestKind
+from cgraph.loader import load_graph
+from cgraph.memory import NullMemory
+from cgraph.model import Graph
+from cgraph.store import InMemorySessionStore
+
+ROOT = Path(__file__).resolve().parent.parent
+LABELS = ROOT / "tests" / "fixtures" / "semantic_labels.yaml"
+GRAPHS = ROOT / "graphs"
+
+
+@dataclass(frozen=True)
+class Case:
+    graph: str
+    state: str
+    message: str
+    expect: str
+    before: tuple[str, ...] = ()
+    entered: bool = False
+    annotations: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return "stay" if self.expect == "stay" else "exit"
+
+
+def load_cases(path: Path = LABELS) -> list[Case]:
+    cases = []
+    for group in yaml.safe_load(path.read_text(encoding="utf-8")):
+        for item in group["cases"]:
+            cases.append(
+                Case(
+                    graph=group["graph"],
+                    state=group["state"],
+                    message=item["message"],
+                    expect=item["expect"],
+                    before=tuple(item.get("before", ())),
+                    entered=bool(item.get("entered", False)),
+                    annotations=tuple(item.get("annotations", ())),
+                )
+            )
+    return cases
+
+
+_GRAPHS: dict[str, Graph] = {}
+
+
+def graph_of(name: str) -> Graph:
+    if name not in _GRAPHS:
+        _GRAPHS[name] = load_graph(GRAPHS / name)
+    return _GRAPHS[name]
+
+
+def request_for(case: Case, model: ChatModel) -> LLMRequest:
+    """The request a session at `case.state` sends after `case.message`."""
+    graph = graph_of(case.graph)
+    state = graph.states[case.state]
+    snapshot = Snapshot(
+        stack=[Frame("", case.state)],
+        variables=dict(graph.variables),
+        annotations=list(case.annotations),
+        turn=len(case.before) + 1,
+        started=True,
+        pending=case.message,
+        entered=case.entered,
+    )
+    engine = Engine(
+        graph=graph, model=model, memory=NullMemory(), store=InMemorySessionStore(),
+        session_id="bench", user_id="bench", clock=lambda: 0.0, snapshot=snapshot, events=[],
+    )  # fmt: skip
+    for text in (*case.before, case.message):
+        engine.transcript.append({"role": "user", "content": text})
+    kind: RequestKind = "action" if state.type == "action" else "decision"
+    return build_request(
+        engine, kind, graph=graph, state_id=case.state, state=state,
+        options=exit_options(state), allow_stay=kind == "action",
+    )  # fmt: skip

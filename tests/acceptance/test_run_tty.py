@@ -1,0 +1,85 @@
+"""`cgraph run` in a real terminal, driven like a person: a check-in, /back, a crash, a resume."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.conftest import GRAPHS
+
+CGRAPH = Path(sys.executable).parent / "cgraph"
+PROMPT = "you › "
+TIMEOUT = 120  # the first turn waits for the embedding model on a busy machine
+
+
+def spawn(store: Path, *extra: str) -> pexpect.spawn:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TERM": "xterm"}
+    child = pexpect.spawn(
+        str(CGRAPH), ["run", str(GRAPHS / "medical_checkin.yaml"), "--store", str(store), *extra],
+        env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(50, 220),
+    )  # fmt: skip
+    child.expect_exact(PROMPT)
+    return child
+
+
+def say(child: pexpect.spawn, text: str, *expected: str) -> None:
+    child.sendline(text)
+    for fragment in expected:
+        child.expect_exact(fragment)
+    child.expect_exact(PROMPT)
+
+
+@pytest.mark.slow
+def test_checkin_back_crash_and_resume(tmp_path: Path) -> None:
+    child = spawn(tmp_path)
+    banner = child.before
+    assert "offline semantic mode" in banner and "--model gpt-4o-mini" in banner
+    session = re.search(r"session ([0-9a-f]{12})", banner)
+    assert session is not None
+    # Ctrl-C while the first turn waits for the embedding model: the turn is dropped.
+    child.sendline("Good morning to you, Ava.")
+    time.sleep(1.0)
+    child.sendintr()
+    child.expect_exact("turn cancelled")
+    child.expect_exact(PROMPT)
+    say(child, "/history")
+    assert "Good morning" not in child.before
+    say(child, "Hi", "Are you ready to begin?", "welcome_patient")
+    say(
+        child,
+        "Yes, let's start.",
+        "heart medications",
+        "welcome_patient → medication_adherence_check",
+    )
+    say(child, "I skipped a dose yesterday.", "When did you miss the dose")
+    say(child, "/back", "took back turn 3")
+    say(child, "/state", "medication_adherence_check", "objective:")
+    say(child, "I took all my pills this morning.", "nitroglycerin", "→ vasodilator_check")
+    say(child, "/why", "vasodilator_check", "score", "reason: closest to vasodilator_check")
+    say(child, "/topology", "vasodilator_check   ◀ you are here")
+
+    child.kill(signal.SIGKILL)  # a crash: no goodbye, no cleanup
+    child.wait()
+
+    child = spawn(tmp_path, "--session", session.group(1))
+    assert "resumed at turn 3" in child.before
+    say(child, "/state", "vasodilator_check")
+    say(child, "No, I never needed it.", "chest pain, pressure or tightness")
+    say(child, "No, none at all.", "short of breath")
+    say(child, "No, my breathing is fine.", "cleared for today's session")
+    say(child, "Okay, thanks.", "What would you like to ask")
+    say(child, "/history", "I took all my pills this morning.")
+    assert "I skipped a dose yesterday." not in child.before  # undone before the crash
+    say(child, "No questions.", "goodbye")
+    say(child, "Bye.", "reached END")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0

@@ -1,0 +1,139 @@
+"""`cgraph run` without a terminal: one message per line, `--jsonl`, record and replay.
+
+The runs go through the real `cgraph` command in a subprocess, offline (semantic mode).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cgraph.cli_run import has_credentials, model_name
+from cgraph.loader import load_graph
+from tests.conftest import GRAPHS
+
+CHECKIN = GRAPHS / "medical_checkin.yaml"
+CGRAPH = Path(sys.executable).parent / "cgraph"  # the installed command
+HAPPY = [
+    "Hi",
+    "Yes, I'm ready.",
+    "I took all of my medications this morning.",
+    "No, I didn't need the spray.",
+    "No chest pain at all.",
+    "My breathing is normal.",
+    "Great, thank you.",
+    "No, that's all.",
+    "Bye!",
+]
+HAPPY_STATES = [
+    "welcome_patient",
+    "medication_adherence_check",
+    "vasodilator_check",
+    "check_chest_pain",
+    "check_shortness_of_breath",
+    "summarize_recommendations_approved",
+    "patient_questions",
+    "end_session",
+]
+
+
+def cgraph(*args: str, stdin: str = "", timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    command = [str(CGRAPH), *args]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    return subprocess.run(
+        command, input=stdin, capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def turns(result: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, object]]]:
+    """A whole check-in in semantic mode, every model exchange recorded."""
+    folder = tmp_path_factory.mktemp("recorded")
+    record = folder / "checkin.jsonl"
+    result = cgraph(
+        "run", str(CHECKIN), "--jsonl", "--store", str(folder / "store"), "--record", str(record),
+        stdin="\n".join(HAPPY) + "\n",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return record, turns(result)
+
+
+def test_a_whole_checkin_reaches_end(recorded: tuple[Path, list[dict[str, object]]]) -> None:
+    _, lines = recorded
+    assert [t["user"] for t in lines] == HAPPY
+    assert [t["state"] for t in lines[:-1]] == HAPPY_STATES
+    assert lines[-1]["completed"] is True and not any(t["completed"] for t in lines[:-1])
+    assert lines[5]["path"] == [
+        "check_shortness_of_breath", "recall_patient_history", "reflect_on_session_data",
+        "determine_exercise_clearance", "summarize_recommendations_approved",
+    ]  # fmt: skip
+    assert "cleared" in str(lines[5]["reply"])
+    assert {t["session"] for t in lines} == {lines[0]["session"]}
+    first_move = lines[1]["transitions"][0]  # type: ignore[index]
+    assert first_move["to"] == "medication_adherence_check" and "closest to" in first_move["reason"]
+    assert set(lines[0]) == {"user", "reply", "path", "transitions", "state", "recalled",
+                             "session", "completed"}  # fmt: skip
+
+
+def test_replay_plays_the_same_session(
+    recorded: tuple[Path, list[dict[str, object]]], tmp_path: Path
+) -> None:
+    record, original = recorded
+    result = cgraph(
+        "run", str(CHECKIN), "--jsonl", "--store", str(tmp_path), "--model", f"replay:{record}",
+        stdin="\n".join(HAPPY) + "\n",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    replayed = turns(result)
+    strip = [{k: v for k, v in t.items() if k != "session"} for t in original]
+    assert [{k: v for k, v in t.items() if k != "session"} for t in replayed] == strip
+
+
+def test_a_mismatching_replay_fails_loudly(
+    recorded: tuple[Path, list[dict[str, object]]], tmp_path: Path
+) -> None:
+    record, _ = recorded
+    changed = [*HAPPY[:2], "I skipped my evening pill.", *HAPPY[3:]]
+    result = cgraph(
+        "run", str(CHECKIN), "--jsonl", "--store", str(tmp_path), "--model", f"replay:{record}",
+        stdin="\n".join(changed) + "\n",
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "does not match the recording" in result.stderr
+    assert '+    "content": "I skipped my evening pill."' in result.stderr
+    assert len(turns(result)) == 2  # nothing printed after the mismatch
+
+
+def test_lint_errors_are_located_and_stop_the_run(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    text = CHECKIN.read_text().replace("next_state: vasodilator_check", "next_state: vasodilatr")
+    broken.write_text(text)
+    result = cgraph("run", str(broken), "--store", str(tmp_path / "s"), stdin="hi\n")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert f"{broken}:" in result.stderr and "vasodilatr" in result.stderr
+
+
+def test_model_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = load_graph(CHECKIN)
+    assert model_name(None, graph) == "semantic"
+    assert model_name("ollama/llama3.2", graph) == "ollama/llama3.2"
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert not has_credentials("gpt-4o-mini")
+    assert has_credentials("ollama/llama3.2")
+    assert has_credentials("openai/local-model", api_base="http://127.0.0.1:8080/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert has_credentials("gpt-4o-mini")
+    with_model = graph.model_copy(
+        update={"model": graph.model.model_copy(update={"name": "gpt-4o"})}
+    )
+    assert model_name(None, with_model) == "gpt-4o"
