@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from cgraph.engine_ask import render_safe
 from cgraph.engine_exits import SEPARATOR, check_start, check_transition, qualify
 from cgraph.engine_graphs import Graphs, topology_text
 from cgraph.engine_snapshot import Frame, Snapshot, jsonable
@@ -203,11 +204,24 @@ class Engine:
             self._arrive(source, outcome.exit_id, outcome.description, outcome.reason,
                          visit=False)  # fmt: skip
             return False
+        closing = self._closing(outcome)
         self._transition(source, END, outcome.exit_id, outcome.description, outcome.reason)
         snap.completed = True
-        self.emit("reply", text=outcome.reply, state=END, fallback=False)
+        self.emit("reply", text=closing, state=END, fallback=False)
         self.finish_turn()
         return True
+
+    def _closing(self, outcome: Move) -> str:
+        """The last words of a session: the model's parting reply; else the ending state's
+        `say:` when this turn entered it (so the user has not read it yet); else nothing,
+        because the closing was already said when the state was entered."""
+        if outcome.reply:
+            return outcome.reply
+        say = getattr(self.current_state(), "say", None)
+        if not say or not self.snap.entered:
+            return ""
+        context = self.template_context(self.current_graph(), self.snap.frame.state)
+        return render_safe(say, context).strip()
 
     def _arrive(self, source: str, exit_id: str, description: str, reason: str,
                 *, visit: bool = True) -> None:  # fmt: skip

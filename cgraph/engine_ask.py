@@ -105,22 +105,9 @@ def build_request(
     }
     window, dropped = (history, 0) if history is not None else engine.history()
     variables = {
-        "kind": kind,
-        "agent": engine.root.agent,
-        "graph": {"name": graph.name, "description": graph.description},
-        "state_id": state_id,
-        "state": texts,
-        "exits": [_option_view(o) for o in options],
+        **_prompt_variables(engine, kind, graph, state_id, texts, options, metadata),
         "allow_stay": allow_stay,
-        "topology": engine.topology(graph) if kind in TOPOLOGY_KINDS else "",
-        "memories": engine.turn_memories(),
-        "notes": list(engine.snap.notes),
-        "variables": engine.snap.variables,
         "dropped": dropped,
-        "entered_this_turn": engine.snap.entered,
-        "message": engine.message,
-        "has_memories": bool(metadata.get("has_memories", False)),
-        "memory_count": int(metadata.get("memory_count", 0)),
     }
     ids = tuple(o.id for o in options) + ((STAY,) if allow_stay else ())
     return LLMRequest(
@@ -145,6 +132,29 @@ def build_request(
         entered_this_turn=engine.snap.entered,
         metadata=metadata,
     )
+
+
+def _prompt_variables(
+    engine: Engine, kind: RequestKind, graph: Graph, state_id: str, texts: dict[str, Any],
+    options: tuple[ExitOption, ...], metadata: Mapping[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    """What the prompt templates read, besides `allow_stay` and `dropped`."""
+    return {
+        "kind": kind,
+        "agent": engine.root.agent,
+        "graph": {"name": graph.name, "description": graph.description},
+        "state_id": state_id,
+        "state": texts,
+        "exits": [_option_view(o) for o in options],
+        "topology": engine.topology(graph) if kind in TOPOLOGY_KINDS else "",
+        "memories": engine.turn_memories(),
+        "notes": list(engine.snap.notes),
+        "variables": engine.snap.variables,
+        "entered_this_turn": engine.snap.entered,
+        "message": engine.message,
+        "has_memories": bool(metadata.get("has_memories", False)),
+        "memory_count": int(metadata.get("memory_count", 0)),
+    }
 
 
 def _system_key(kind: str, graph: Graph, state_id: str, texts: dict[str, Any]) -> tuple[Any, ...]:

@@ -95,7 +95,19 @@ def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
         llm_calls=sum(d.attempts for d in made),
         memory_calls=sum(int(e.data.get("calls", 0)) for e in events if _extract(e)),
         fallback=bool(reply.get("fallback", False)),
+        warnings=tuple(dict.fromkeys(_warning(e) for e in events if e.kind in _FAILURES)),
     )
+
+
+_FAILURES = ("memory_error", "llm_error")
+
+
+def _warning(event: Event) -> str:
+    """A failure the turn survived, in words."""
+    error = event.data.get("error", "?")
+    if event.kind == "llm_error":
+        return f"the model failed in {event.data.get('state', '?')}: {error}"
+    return f"memory {event.data.get('operation', 'call')} failed: {error}"
 
 
 def _extract(event: Event) -> bool:

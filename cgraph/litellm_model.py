@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from cgraph.errors import LLMError
+from cgraph.errors import ConfigError, LLMError
 from cgraph.llm import LLMRequest
 
 Structured = Literal["auto", "json_schema", "tool", "json_object"]
@@ -47,7 +47,16 @@ def load_litellm() -> Any:
     with heavy_import_lock:
         import litellm
 
+    litellm.suppress_debug_info = True  # our errors say what failed; no links on the terminal
     return litellm
+
+
+def _local_key(name: str, api_base: str | None) -> str | None:
+    # A local OpenAI-compatible server (llama.cpp, vLLM, LM Studio) wants no key, but the
+    # OpenAI client refuses to send a request without one.
+    if api_base and name.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+        return "no-key"
+    return None
 
 
 class LiteLLMModel:
@@ -74,7 +83,7 @@ class LiteLLMModel:
         if not name:
             raise LLMError("a litellm model name is required, e.g. `gpt-4o-mini`")
         self.name = name
-        self.api_base, self.api_key = api_base, api_key
+        self.api_base, self.api_key = api_base, api_key or _local_key(name, api_base)
         self.temperature, self.max_tokens, self.timeout = temperature, max_tokens, timeout
         self.retries, self.backoff, self.max_backoff = retries, backoff, max_backoff
         self.structured = structured
@@ -85,6 +94,16 @@ class LiteLLMModel:
         self._mode: str | None = None
         self.calls = 0
         """Requests sent to the provider, retries included."""
+
+    def validate(self) -> None:
+        """Fail now, not on every turn, when litellm knows no provider for this name."""
+        try:
+            load_litellm().get_llm_provider(self.name, api_base=self.api_base)
+        except Exception as err:
+            raise ConfigError(
+                f"unknown model `{self.name}`: name a provider, e.g. `openai/{self.name}`, "
+                "`anthropic/…`, `ollama/…`, or pass --api-base for an OpenAI-compatible server"
+            ) from err
 
     def mode(self) -> str:
         """How the schema is sent: `json_schema`, `tool` or `json_object`."""

@@ -53,11 +53,14 @@ class Turn(Record):
     number: int
     user: str
     reply: str
+    """What the agent says to the user; "" means there is nothing to show. On the turn that
+    reaches END it is the model's parting words, else the ending state's `say:` if this turn
+    entered that state, else "" (its closing was already said when it was entered)."""
     path: tuple[str, ...]
     """States entered during this turn, in order (qualified inside sub-graphs)."""
     transitions: tuple[TransitionRecord, ...]
     state: str
-    """Where the turn ended."""
+    """Where the turn ended (on the turn that reaches END: the state that took the exit)."""
     recalled: tuple[RecalledMemory, ...] = ()
     decisions: tuple[Decision, ...] = ()
     completed: bool = False
@@ -69,6 +72,8 @@ class Turn(Record):
     """Calls that extracted memories after the reply (`memory.store`)."""
     fallback: bool = False
     """True when the reply is the graph's fallback because the model failed."""
+    warnings: tuple[str, ...] = ()
+    """Failures this turn survived (memory store down, model errors), in words."""
 
     def as_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -193,8 +193,12 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path, *, synchronous: Synchronous = "NORMAL") -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreError(f"cannot create the session store folder {self.path.parent}: "
+                             f"{err.strerror or err}") from err  # fmt: skip
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")

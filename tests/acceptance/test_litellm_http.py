@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,21 +23,26 @@ class Server:
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
-        self.answers: list[tuple[int, str]] = []
+        self.answers: list[tuple[int, str] | tuple[int, str, float]] = []
+        """(status, content) or (status, content, seconds to wait first)."""
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # the stdlib's name
                 length = int(self.headers.get("content-length", 0))
                 server.bodies.append(json.loads(self.rfile.read(length)))
-                status, content = server.answers.pop(0)
+                status, content, *wait = server.answers.pop(0)
+                time.sleep(wait[0] if wait else 0)
                 payload = completion(content) if status == 200 else {"error": {"message": "boom"}}
                 data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client timed out and hung up
+                    pass
 
             def log_message(self, *args: Any) -> None:
                 return None
@@ -95,15 +101,38 @@ def test_a_session_through_litellm_sends_the_enum_and_moves(tmp_path: Path, serv
     ] == ["END", "stay"]
 
 
-def test_a_5xx_is_retried_then_succeeds(tmp_path: Path, server: Server) -> None:
+@pytest.mark.parametrize(
+    "failure",
+    [
+        (500, ""),
+        (503, ""),
+        (429, ""),
+        (200, '{"exit": "stay", "reason": "late", "reply": "x"}', 3.0),
+    ],
+    ids=["500", "503", "429 rate limit", "timeout"],
+)
+def test_a_transient_failure_is_retried_then_succeeds(
+    tmp_path: Path, server: Server, failure: tuple[int, str] | tuple[int, str, float]
+) -> None:
     from cgraph.litellm_model import LiteLLMModel
 
-    server.answers = [(500, ""), answer("stay", "After a retry.")]
+    server.answers = [failure, answer("stay", "After a retry.")]
     waits: list[float] = []
-    model = LiteLLMModel("openai/test-model", api_base=server.base, retries=2, sleep=waits.append)
+    model = LiteLLMModel("openai/test-model", api_base=server.base, retries=2, timeout=0.5,
+                         sleep=waits.append)  # fmt: skip
     turn = Session.start(spec(tmp_path), model=model).send("hi")
     assert turn.reply == "After a retry." and not turn.fallback
     assert len(server.bodies) == 2 and len(waits) == 1 and model.calls == 2
+    assert 0.25 <= waits[0] <= 0.5  # backoff 0.5 s with equal jitter: half fixed, half random
+
+
+def test_an_authentication_error_is_not_retried(tmp_path: Path, server: Server) -> None:
+    from cgraph.litellm_model import LiteLLMModel
+
+    server.answers = [(401, "")]
+    model = LiteLLMModel("openai/test-model", api_base=server.base, retries=2, sleep=lambda s: None)
+    turn = Session.start(spec(tmp_path), model=model).send("hi")
+    assert turn.fallback and len(server.bodies) == 1 and model.calls == 1
 
 
 def test_a_provider_that_keeps_failing_gives_the_fallback(tmp_path: Path, server: Server) -> None:
@@ -115,3 +144,13 @@ def test_a_provider_that_keeps_failing_gives_the_fallback(tmp_path: Path, server
     turn = session.send("hi")
     assert turn.fallback and turn.reply == session.graph.fallback and len(server.bodies) == 3
     assert [e.kind for e in session.events()].count("llm_error") == 1
+
+
+def test_a_local_server_needs_no_api_key(
+    tmp_path: Path, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.answers = [answer("stay", "No key needed.")]
+    turn = Session.start(spec(tmp_path), model="openai/local", api_base=server.base).send("hi")
+    assert turn.reply == "No key needed." and not turn.fallback
+    assert server.bodies[0]["model"] == "local"

@@ -98,6 +98,7 @@ def test_every_example_graph_runs_to_its_end(path: Path) -> None:
             break
     assert session.completed, f"{path.name} did not reach END; stuck in {session.state}"
     assert not any(t.guard or t.fallback for t in turns)
+    assert all(t.reply for t in turns[:-1])  # only the turn that reaches END may say nothing
     stays = [t for t in turns[1:] if not t.transitions]
     assert stays and all(t.llm_calls == 1 for t in stays)
     for record in session.audit:  # every move the session made is one the graph declares

@@ -16,9 +16,10 @@ from tests.unit._runtime import action, graph, simple, stay
 
 
 def event(seq: int, turn: int = 1, kind: str = "user_message") -> Event:
-    return Event(
-        seq=seq, session="s", turn=turn, kind=kind, at=float(seq), data={"text": f"m{seq}"}
-    )  # type: ignore[arg-type]
+    return Event.model_validate(
+        {"seq": seq, "session": "s", "turn": turn, "kind": kind, "at": float(seq),
+         "data": {"text": f"m{seq}"}}
+    )  # fmt: skip
 
 
 def stores(tmp_path: Path) -> list[SessionStore]:
@@ -75,6 +76,16 @@ def test_open_store_forms(tmp_path: Path) -> None:
     assert open_store(tmp_path / "a.sqlite").path == tmp_path / "a.sqlite"  # type: ignore[attr-defined]
     with pytest.raises(StoreError, match="must be a folder"):
         open_store(42)
+
+
+def test_an_unusable_store_path_is_a_store_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StoreError, match="cannot create the session store folder"):
+        open_store(blocker)
+    (tmp_path / "dir.sqlite").mkdir()
+    with pytest.raises(StoreError, match="cannot open session store"):
+        open_store(tmp_path / "dir.sqlite")
 
 
 def test_bytes_per_step_stay_small_and_snapshots_hold_no_transcript(tmp_path: Path) -> None:
