@@ -410,20 +410,23 @@ class ChromaMemory:
     def _connect(self) -> Any:
         from cgraph.embed import heavy_import_lock
 
-        with heavy_import_lock:  # not at the same time as torch in another thread
+        if self.host:  # before the lock: an absent server may take `timeout` to fail
+            _probe(self.host, self.port, self.timeout)
+        # Not at the same time as torch in another thread; creating a client imports
+        # chromadb's components lazily, so the lock covers it too.
+        with heavy_import_lock:
             import chromadb
             from chromadb.config import Settings
 
-        settings = Settings(anonymized_telemetry=False)
-        if self.host:
-            _probe(self.host, self.port, self.timeout)
-            client = chromadb.HttpClient(host=self.host, port=self.port, settings=settings)
-            _set_http_timeout(client, self.timeout)
-            return client
-        if self.path is not None:
-            self.path.mkdir(parents=True, exist_ok=True)
-            return chromadb.PersistentClient(path=str(self.path), settings=settings)
-        return chromadb.EphemeralClient(settings=settings)
+            settings = Settings(anonymized_telemetry=False)
+            if self.host:
+                client = chromadb.HttpClient(host=self.host, port=self.port, settings=settings)
+                _set_http_timeout(client, self.timeout)
+                return client
+            if self.path is not None:
+                self.path.mkdir(parents=True, exist_ok=True)
+                return chromadb.PersistentClient(path=str(self.path), settings=settings)
+            return chromadb.EphemeralClient(settings=settings)
 
 
 _RECORD = ["documents", "metadatas"]

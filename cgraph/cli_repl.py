@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cgraph.cli_run import Opened, banner
+from cgraph.cli_run import Opened, banner, turn_warnings
 from cgraph.errors import CgraphError, SessionCompleted
 from cgraph.model import END, exits_of
 
@@ -122,6 +122,8 @@ class Repl:
             self.console.print(f"[bold red]error:[/] {escape(err.message)}")
             return
         self.render(turn)
+        for warning in turn_warnings(self.opened, turn):
+            self.console.print(f"[dim yellow]  {escape(warning)}[/]")
 
     def _status(self) -> str:
         from cgraph.embed import shared_embedder
@@ -163,7 +165,7 @@ class Repl:
 
     def show_help(self, _: str) -> bool:
         for name, text in HELP.items():
-            self.console.print(f"  [bold]{escape(name):16s}[/] {escape(text)}")
+            self.console.print(f"  [bold]{escape(name.ljust(16))}[/] {escape(text)}")
         return True
 
     def show_state(self, _: str) -> bool:
@@ -221,7 +223,7 @@ class Repl:
             self.console.print("[dim]no memories[/]")
         for m in found:
             score = f" {m.score:.2f}" if m.score is not None else ""
-            self.console.print(f"  [{m.tier}{score}] {escape(m.text)}")
+            self.console.print(f"  {escape(f'[{m.tier}{score}]')} {escape(m.text)}")
         return True
 
     def back(self, _: str) -> bool:

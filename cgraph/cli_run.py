@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from cgraph.errors import CgraphError, GraphError, SessionCompleted
+from cgraph.errors import CgraphError, GraphError
 from cgraph.memory import Memory, MemoryStore, NewMemory, NullMemory
 from cgraph.model import Graph, MemoryConfig, Tier
 
@@ -128,6 +128,9 @@ def build_model(name: str, graph: Graph, api_base: str | None, record: Path | No
     from cgraph.session import resolve_model
 
     chat = resolve_model(name, graph, api_base)
+    validate = getattr(chat, "validate", None)
+    if callable(validate):  # a provider model: an unknown name fails before the first turn
+        validate()
     if record is not None:
         from cgraph.replay import RecordingModel
 
@@ -216,6 +219,7 @@ class Opened:
     ) -> None:  # fmt: skip
         self.graph, self.session, self.model_name = graph, session, model_name
         self.memory, self.store, self.user = memory, store, user
+        self.memory_note_shown = False
 
     @property
     def model(self) -> Any:
@@ -241,9 +245,13 @@ def open_session(
     graph: Graph, model: str | None, api_base: str | None, user: str, session_id: str | None,
     store: Path, record: Path | None,
 ) -> Opened:  # fmt: skip
+    from cgraph.errors import ConfigError
     from cgraph.session import Session
 
-    store.mkdir(parents=True, exist_ok=True)
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"--store {store}: cannot use it as a folder ({err.strerror})") from err
     name = model or (stored_model(store, session_id) if session_id else None)
     name = model_name(name, graph)
     if name == SEMANTIC:
@@ -269,6 +277,20 @@ def stored_model(store: Path, session_id: str) -> str | None:
         if info.id == session_id:
             return info.model or None
     raise SessionNotFound(f"no session `{session_id}` in {store} (see `/sessions`)")
+
+
+# ----- memory warnings ----------------------------------------------------------------------
+
+
+def turn_warnings(opened: Opened, turn: Turn) -> list[str]:
+    """What the turn survived, each once; the memory store failing to open is reported once
+    per run, since it turns every later recall into "no memories" without an event of its own.
+    """
+    found = list(turn.warnings)
+    if opened.memory.note and not opened.memory_note_shown:
+        opened.memory_note_shown = True
+        found.insert(0, opened.memory.note)
+    return [f"warning: {text} (the conversation goes on)" for text in found]
 
 
 # ----- non-interactive ----------------------------------------------------------------------
@@ -308,13 +330,17 @@ def run_lines(opened: Opened, lines: TextIO, out: TextIO, err: TextIO, *, jsonl:
             continue
         try:
             turn = opened.session.send(message)
-        except SessionCompleted as error:
+        except CgraphError as error:  # a completed session, a broken store or script
             err.write(f"error: {error.message}\n")
             return 1
         failure = opened.replay_failure()
         if failure:
             err.write(f"error: {failure}\n")
             return 1
-        out.write((json.dumps(turn_json(turn), ensure_ascii=False) if jsonl else turn.reply) + "\n")
-        out.flush()
+        line = json.dumps(turn_json(turn), ensure_ascii=False) if jsonl else turn.reply
+        if line:  # the turn that reaches END may have nothing left to say
+            out.write(line + "\n")
+            out.flush()
+        for warning in turn_warnings(opened, turn):
+            err.write(warning + "\n")
     return 0

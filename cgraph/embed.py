@@ -81,15 +81,17 @@ heavy_import_lock = threading.RLock()
 def load_minilm() -> Any:
     """The packaged all-MiniLM-L6-v2 as a SentenceTransformer, quietly."""
     _silence()
+    # Building the model imports more of transformers (the BERT modules, lazily), so the
+    # lock covers construction too, not only the top-level imports.
     with heavy_import_lock:
         import torch
         from sentence_transformers import SentenceTransformer
 
-    # One thread: a turn embeds one short message, and on a busy 2-core machine two
-    # threads made the p95 of that 10-20x worse (bench/bench_recall.py). Process-wide.
-    torch.set_num_threads(int(os.environ.get("CGRAPH_EMBED_THREADS", "1")))
-    _silence_transformers()
-    return SentenceTransformer(model_path(), device="cpu")
+        # One thread: a turn embeds one short message, and on a busy 2-core machine two
+        # threads made the p95 of that 10-20x worse (bench/bench_recall.py). Process-wide.
+        torch.set_num_threads(int(os.environ.get("CGRAPH_EMBED_THREADS", "1")))
+        _silence_transformers()
+        return SentenceTransformer(model_path(), device="cpu")
 
 
 class MiniLMEmbedder:

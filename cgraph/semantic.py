@@ -9,8 +9,13 @@ closer than the best exit. The rule and its constants were calibrated on
 
     exit score  = 0.7 · max over examples (sim − 0.4 · polarity clash) + 0.3 · sim(description)
     stay score  = max(sim to the state's objective/actions, sim to conversational moves)
-    best        = the exit with the highest score (minus 0.3 when the message is a question)
+    best        = the exit with the highest score, minus 0.3 when the message is a question
+                  that neither the exit expects nor is a request ("Can you…?", "…please?")
     stay  when  best < 0.15  or  best < stay score − 0.2
+
+The question penalty keeps a clarifying question ("What do you mean by doses?") from
+counting as an answer; an exit expects questions when its description says the user
+asks, or one of its examples is a question.
 
 A *polarity clash* is a yes-answer against a no-example (1.0) or a plain statement against
 either (0.5): sentence embeddings barely see negation, so "No chest pain" sits close to
@@ -58,6 +63,9 @@ _DURABLE = re.compile(
     r"i prefer|i like|i hate|my (wife|husband|partner|son|daughter|doctor|dog|cat))\b",
     re.I,
 )
+# A question phrased as a request asks for the exit's action, not for clarification.
+_REQUEST = re.compile(r"^\W*(can|could|would|will) you\b|\bplease\b", re.I)
+_ASKS = re.compile(r"\bask", re.I)
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.I)
 
 
@@ -85,6 +93,16 @@ def polarity(text: str) -> int:
 
 def is_question(text: str) -> bool:
     return text.rstrip().endswith("?")
+
+
+def expects_questions(option: ExitOption) -> bool:
+    """An exit taken by asking: its description says so, or an example is a question."""
+    return bool(_ASKS.search(option.description)) or any(map(is_question, option.examples))
+
+
+def counts_as_answer(message: str, option: ExitOption) -> bool:
+    """Whether `message` may take `option` at full score (see the question penalty)."""
+    return not is_question(message) or bool(_REQUEST.search(message)) or expects_questions(option)
 
 
 class SemanticModel:
@@ -131,7 +149,8 @@ class SemanticModel:
         scores = self.exit_scores(message, request.options)
         stay_score = self.stay_score(message, request.stay_prototypes)
         best = max(scores, key=lambda k: scores[k])
-        chosen = self.choose(message, scores, stay_score, allow_stay=request.allow_stay)
+        answers = {o.id for o in request.options if counts_as_answer(message, o)}
+        chosen = self.choose(scores, stay_score, answers=answers, allow_stay=request.allow_stay)
         shown = {**_rounded(scores), STAY: round(stay_score, 3)}
         if chosen == STAY:
             reason = (
@@ -142,12 +161,21 @@ class SemanticModel:
         return {"exit": chosen, "reason": reason, "reply": "", "scores": shown}
 
     def choose(
-        self, message: str, scores: dict[str, float], stay_score: float, *, allow_stay: bool
+        self,
+        scores: dict[str, float],
+        stay_score: float,
+        *,
+        answers: set[str] | frozenset[str],
+        allow_stay: bool,
     ) -> str:
-        """The calibrated rule: the best exit, unless "stay" is clearly closer."""
+        """The calibrated rule: the best exit, unless "stay" is clearly closer.
+
+        `answers` are the exits the message may take at full score; the others pay the
+        question penalty.
+        """
         cal = self.calibration
         best = max(scores, key=lambda k: scores[k])
-        effective = scores[best] - (cal.question_penalty if is_question(message) else 0.0)
+        effective = scores[best] - (0.0 if best in answers else cal.question_penalty)
         if allow_stay and (effective < cal.floor or effective < stay_score - cal.stay_lead):
             return STAY
         return best

@@ -19,10 +19,10 @@ PROMPT = "you › "
 TIMEOUT = 120  # the first turn waits for the embedding model on a busy machine
 
 
-def spawn(store: Path, *extra: str) -> pexpect.spawn:
+def spawn(store: Path, *extra: str, graph: Path = GRAPHS / "medical_checkin.yaml") -> pexpect.spawn:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TERM": "xterm"}
     child = pexpect.spawn(
-        str(CGRAPH), ["run", str(GRAPHS / "medical_checkin.yaml"), "--store", str(store), *extra],
+        str(CGRAPH), ["run", str(graph), "--store", str(store), *extra],
         env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(50, 220),
     )  # fmt: skip
     child.expect_exact(PROMPT)
@@ -80,6 +80,38 @@ def test_checkin_back_crash_and_resume(tmp_path: Path) -> None:
     say(child, "No questions.", "goodbye")
     say(child, "Bye.", "reached END")
     child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+@pytest.mark.slow
+def test_every_command_and_a_dead_memory_server(tmp_path: Path) -> None:
+    child = spawn(tmp_path / "store")
+    say(child, "/help", "/memory [query]", "what is remembered", "/sessions")
+    say(child, "Hi", "Are you ready to begin?")
+    say(child, "I always walk my dog after lunch.", "welcome_patient")
+    say(child, "/memory dog", "[personal", "I always walk my dog after lunch.")
+    say(child, "/sessions", "◀", "welcome_patient")
+    say(child, "/reset", "new session")
+    say(child, "/history")
+    assert "walk my dog" not in child.before  # a new session, the memory stays
+    say(child, "/nonsense", "unknown command /nonsense")
+    child.sendline("/quit")
+    child.expect_exact("resume with --session")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+    # A Chroma server that does not answer: a dimmed warning, and the conversation goes on.
+    text = (GRAPHS / "medical_checkin.yaml").read_text(encoding="utf-8")
+    dead = tmp_path / "dead.yaml"
+    dead.write_text(text.replace("memory:\n", "memory:\n  host: 127.0.0.1\n  port: 9\n", 1))
+    child = spawn(tmp_path / "store", graph=dead)
+    say(child, "Hi", "Are you ready to begin?", "warning: memory is off", "goes on")
+    say(child, "Yes, let's start.", "heart medications")
+    child.sendintr()  # Ctrl-C at the prompt leaves
+    child.expect_exact("resume with --session")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0

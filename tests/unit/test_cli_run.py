@@ -5,16 +5,21 @@ The runs go through the real `cgraph` command in a subprocess, offline (semantic
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
-from cgraph.cli_run import has_credentials, model_name
+from cgraph.cli_run import Opened, has_credentials, model_name, run_lines
+from cgraph.errors import MemoryStoreError
 from cgraph.loader import load_graph
+from cgraph.session import Session
+from cgraph.testing import ScriptedModel
 from tests.conftest import GRAPHS
 
 CHECKIN = GRAPHS / "medical_checkin.yaml"
@@ -137,3 +142,50 @@ def test_model_choice(monkeypatch: pytest.MonkeyPatch) -> None:
         update={"model": graph.model.model_copy(update={"name": "gpt-4o"})}
     )
     assert model_name(None, with_model) == "gpt-4o"
+
+
+class BrokenMemory:
+    """A memory store whose every call fails, as a dead Chroma server's does."""
+
+    ready = True
+
+    def __init__(self, note: str = "") -> None:
+        self.note = note
+
+    def _fail(self, *_: object, **__: object) -> Any:
+        raise MemoryStoreError("memory recall failed: no Chroma server answers")
+
+    recall = add = list = delete = count = _fail
+
+
+def test_memory_failures_are_warned_per_turn_and_the_run_goes_on(tmp_path: Path) -> None:
+    graph = load_graph(CHECKIN)
+    memory = BrokenMemory(note="memory is off: no Chroma server answers at 127.0.0.1:9")
+    chat = ScriptedModel({"*": {"exit": "stay", "reason": "r", "reply": "Hello"}})
+    session = Session.start(graph, model=chat, user_id="ann", store=tmp_path, memory=memory)
+    opened = Opened(graph, session, "scripted", cast(Any, memory), tmp_path, "ann")
+    out, err = io.StringIO(), io.StringIO()
+    assert run_lines(opened, io.StringIO("Hi\nHello again\n"), out, err, jsonl=False) == 0
+    assert out.getvalue().splitlines() == ["Hello", "Hello"]
+    warnings = [line for line in err.getvalue().splitlines() if line.startswith("warning:")]
+    assert warnings.count(f"warning: {memory.note} (the conversation goes on)") == 1
+    recall_failed = [w for w in warnings if w.startswith("warning: memory recall failed")]
+    assert len(recall_failed) == 2, err.getvalue()  # one per turn: welcome_patient recalls
+
+
+def test_a_store_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    taken = tmp_path / "a-file"
+    taken.write_text("not a folder")
+    result = cgraph("run", str(CHECKIN), "--store", str(taken), stdin="hi\n")
+    assert result.returncode == 1
+    assert (
+        result.stderr.strip() == f"error: --store {taken}: cannot use it as a folder (File exists)"
+    )
+
+
+def test_an_unknown_provider_fails_before_the_first_turn(tmp_path: Path) -> None:
+    result = cgraph("run", str(CHECKIN), "--model", "nosuchprovider/x", "--store", str(tmp_path),
+                    stdin="hi\n")  # fmt: skip
+    assert result.returncode == 1
+    assert "error: unknown model `nosuchprovider/x`" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""

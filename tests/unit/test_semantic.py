@@ -9,13 +9,16 @@ import pytest
 from bench.semantic_cases import load_cases, request_for
 from cgraph.embed import shared_embedder
 from cgraph.llm import ExitOption, LLMRequest, resolve
-from cgraph.semantic import SemanticModel, extract_memories, polarity
+from cgraph.semantic import SemanticModel, counts_as_answer, extract_memories, polarity
 
-# Measured with bench/bench_semantic.py: 98/106 (92.5%) overall — 83/86 on the check-in the
-# rule was calibrated on, 15/20 on the other example graphs. The margin absorbs small
+# Measured with bench/bench_semantic.py: 127/134 (94.8%) overall — 83/86 on the check-in the
+# rule was calibrated on, 44/48 (91.7%) on the other example graphs (75% before questions
+# phrased as requests stopped paying the question penalty). The margin absorbs small
 # numeric differences between CPUs, not regressions.
-MEASURED_ACCURACY = 0.925
+MEASURED_ACCURACY = 0.948
+MEASURED_UNTUNED = 0.917
 MARGIN = 0.04
+CALIBRATED_ON = "medical_checkin.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +112,25 @@ def test_accuracy_on_the_labelled_set(model: SemanticModel) -> None:
     accuracy = sum(hits) / len(hits)
     print(f"semantic accuracy: {sum(hits)}/{len(hits)} = {accuracy:.1%}")
     assert accuracy >= MEASURED_ACCURACY - MARGIN
+    untuned = [hit for hit, c in zip(hits, cases, strict=True) if c.graph != CALIBRATED_ON]
+    assert len(untuned) >= 40
+    assert sum(untuned) / len(untuned) >= MEASURED_UNTUNED - MARGIN
+
+
+def test_only_clarifying_questions_pay_the_question_penalty() -> None:
+    plain = ExitOption("read", "The user wants to read a file.", "read", ("open main.py",))
+    asked = ExitOption("research", "The user asks a research question.", "research", ())
+    by_example = ExitOption("more", "A follow-up.", "more", ("which one is best?",))
+    assert counts_as_answer("open main.py", plain)
+    assert not counts_as_answer("What do you mean by file?", plain)
+    assert counts_as_answer("Can you display config.yaml?", plain)
+    assert counts_as_answer("Show me notes.txt, please?", plain)
+    assert counts_as_answer("What is Docker?", asked)
+    assert counts_as_answer("And for beginners?", by_example)
+
+
+def test_a_request_phrased_as_a_question_takes_its_exit(model: SemanticModel) -> None:
+    answer = json.loads(model.complete(_request(user_messages=("Can we start now, please?",))))
+    assert answer["exit"] == "go"
+    unclear = json.loads(model.complete(_request(user_messages=("What do you mean?",))))
+    assert unclear["exit"] == "stay"
