@@ -84,7 +84,8 @@ def topology(
     from cgraph.lint import topology_of
 
     if not graph.is_file():
-        sys.stderr.write(f"error: {graph}: no such file\n")
+        problem = "is a folder; name one graph file" if graph.is_dir() else "no such file"
+        sys.stderr.write(f"error: {graph}: {problem}\n")
         raise typer.Exit(2)
     text, diagnostics = topology_of(graph, check=check)
     for diag in diagnostics:

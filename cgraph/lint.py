@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +28,9 @@ from cgraph.reader import Document, read_file
 from cgraph.topology import derive
 
 SUFFIXES = (".yaml", ".yml", ".json")
+Check = Callable[[GraphContext], Iterable[Diagnostic]]
+CHECKS: tuple[Check, ...] = (check_graph, check_tools, check_templates, check_topology)
+"""The checks run on every graph that parses, in order."""
 # A folder walk lints files with a top-level `cgraph:` key; others are skipped with a note.
 _GRAPH_KEY = re.compile(r"""^(?:["']?cgraph["']?\s*:|\s*\{?\s*"cgraph"\s*:)""", re.MULTILINE)
 _SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
@@ -70,8 +73,9 @@ class _Outcome:
 
 
 class _Linter:
-    def __init__(self, result: LintResult) -> None:
+    def __init__(self, result: LintResult, checks: tuple[Check, ...]) -> None:
         self.result = result
+        self.checks = checks
         self.done: dict[Path, _Outcome] = {}
         self.active: list[tuple[Path, str]] = []
 
@@ -107,7 +111,7 @@ class _Linter:
                 if sub is None or sub.talks:
                     talking.add(name)
         ctx = GraphContext(doc, graph, frozenset(talking))
-        for check in (check_graph, check_tools, check_templates, check_topology):
+        for check in self.checks:
             try:
                 diagnostics.extend(check(ctx))
             except Exception as err:  # a bug in one check must not hide the others' findings
@@ -129,12 +133,12 @@ class _Linter:
         sub_path = Path(os.path.normpath(path.parent / target))
         display = str(sub_path)
         if not sub_path.is_file():
+            found = "is a folder" if sub_path.is_dir() else "does not exist"
             return None, doc.diag(
                 where,
                 "graph-missing",
-                f"state `{state}` hands over to `{target}`, which does not exist "
-                f"(looked for {display})",
-                "the path is relative to this graph file; check the name",
+                f"state `{state}` hands over to `{target}`, which {found} (looked for {display})",
+                "name a graph file; the path is relative to this graph file",
             )
         start = self._index(sub_path.resolve())
         if start >= 0:
@@ -151,24 +155,29 @@ class _Linter:
         return next((i for i, (k, _) in enumerate(self.active) if k == key), -1)
 
 
-def lint_paths(paths: Iterable[str | Path], *, only_graphs: bool = False) -> LintResult:
+def lint_paths(
+    paths: Iterable[str | Path], *, only_graphs: bool = False, checks: tuple[Check, ...] = CHECKS
+) -> LintResult:
     """Lint files and folders (recursively `*.yaml`, `*.yml`, `*.json`).
 
     A folder walk skips files without a top-level `cgraph:` key (with a note); a file
     named explicitly is always linted, unless `only_graphs` applies the same rule to it.
+    `checks` replaces the semantic checks run after the format check (default: all).
     """
     collecting = gc.isenabled()
     gc.disable()  # see reader.read_text: lint builds large, acyclic trees
     try:
-        return _lint_all(paths, only_graphs)
+        return _lint_all(paths, only_graphs, checks)
     finally:
         if collecting:
             gc.enable()
 
 
-def _lint_all(paths: Iterable[str | Path], only_graphs: bool) -> LintResult:
+def _lint_all(
+    paths: Iterable[str | Path], only_graphs: bool, checks: tuple[Check, ...]
+) -> LintResult:
     result = LintResult()
-    linter = _Linter(result)
+    linter = _Linter(result, checks)
     for given in paths:
         path = Path(given)
         if path.is_dir():

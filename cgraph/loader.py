@@ -80,13 +80,22 @@ def parse_graph(doc: Document) -> tuple[m.Graph | None, list[Diagnostic]]:
     return graph, diagnostics
 
 
+_WRONG_TYPE = frozenset(
+    {"string_type", "str_type", "tuple_type", "list_type", "dict_type", "model_type"}
+)
+
+
 def schema_diagnostics(doc: Document, err: ValidationError) -> list[Diagnostic]:
+    errors = [(*_data_path(doc.data, e["loc"]), e) for e in err.errors(include_url=False)]
+    # `start: [{stat: a}]` fails both union members: "should be text" at `start` and
+    # "missing `state`" inside it. The value has the list's shape, so only the deeper
+    # errors are news; a wrong type at a path other errors go beneath is dropped.
+    beneath = {path[:depth] for path, _, _ in errors for depth in range(len(path))}
     seen: set[tuple[tuple[Any, ...], str]] = set()
     found = []
-    for error in err.errors(include_url=False):
-        path, leftover = _data_path(doc.data, error["loc"])
+    for path, leftover, error in errors:
         kind = error["type"]
-        if (path, kind) in seen:
+        if (path, kind) in seen or (kind in _WRONG_TYPE and path in beneath):
             continue  # a union reports each member's failure; one message is enough
         seen.add((path, kind))
         found.append(_describe(doc, path, leftover, error))
@@ -103,15 +112,17 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[
         if in_dict or in_list:
             current = current[step]
             path.append(step)
-        elif index == len(loc) - 1 or (isinstance(step, str) and step not in _STATE_MODELS):
-            return tuple(path), tuple(s for s in loc[index:] if _is_key(s))
+        elif index == len(loc) - 1 or not _is_union_label(step):
+            return tuple(path), tuple(s for s in loc[index:] if not _is_union_label(s))
     return tuple(path), ()
 
 
-def _is_key(step: Any) -> bool:
-    return isinstance(step, int) or (
-        isinstance(step, str) and step not in _STATE_MODELS and "[" not in step
-    )
+def _is_union_label(step: Any) -> bool:
+    """`tuple[StartEntry, ...]`, `constrained-str`, a state type: a union member's name.
+
+    Field names are Python identifiers, so a step with `[` or `-` is never a key.
+    """
+    return isinstance(step, str) and ("[" in step or "-" in step or step in _STATE_MODELS)
 
 
 def where(data: Any, path: tuple[Any, ...]) -> str:
@@ -194,24 +205,39 @@ def _describe(
             path, "unknown-key", f"{where(data, parent)} has unknown key `{key}`", hint, key=True
         )
     if kind in ("union_tag_invalid", "union_tag_not_found"):
-        types = ", ".join(_STATE_MODELS)
-        got = _value_at(data, path).get("type") if isinstance(_value_at(data, path), dict) else None
-        message = (
-            f"state `{path[1]}` has unknown type `{got}`"
-            if got is not None
-            else f"state `{path[1]}` has no `type`"
-        )
-        return doc.diag(
-            path + (("type",) if got is not None else ()),
-            "state-type",
-            message,
-            did_you_mean(str(got), list(_STATE_MODELS)) + f"types are {types}",
-            key=got is None,
-        )
-    value = _value_at(data, path)
-    message, hint = _value_message(kind, error, value)
-    field = f"`{key}` of {where(data, path[:-1])}" if isinstance(key, str) else place
-    if isinstance(key, int) and len(path) >= 2:
+        return _state_type(doc, path)
+    return _wrong_value(doc, path, error)
+
+
+def _state_type(doc: Document, path: tuple[Any, ...]) -> Diagnostic:
+    """A state whose `type` is missing or not one of the seven."""
+    value = _value_at(doc.data, path)
+    got = value.get("type") if isinstance(value, dict) else None
+    message = (
+        f"state `{path[1]}` has unknown type `{got}`"
+        if got is not None
+        else f"state `{path[1]}` has no `type`"
+    )
+    return doc.diag(
+        path + (("type",) if got is not None else ()),
+        "state-type",
+        message,
+        did_you_mean(str(got), list(_STATE_MODELS)) + f"types are {', '.join(_STATE_MODELS)}",
+        key=got is None,
+    )
+
+
+def _wrong_value(doc: Document, path: tuple[Any, ...], error: Any) -> Diagnostic:
+    """A value of the wrong type or out of range: "`name` of the graph is not a valid id"."""
+    data, kind = doc.data, error["type"]
+    message, hint = _value_message(kind, error, _value_at(data, path))
+    key = path[-1] if path else None
+    field = f"`{key}` of {where(data, path[:-1])}" if isinstance(key, str) else where(data, path)
+    if isinstance(key, int) and len(path) == 2 and path[0] in ("tools", "start"):
+        field = where(data, path)  # "start entry 2"
+        if path[0] == "start" and kind in _WRONG_TYPE:
+            hint = "write each entry as `{when: condition, state: id}`, or `start: id` alone"
+    elif isinstance(key, int) and len(path) >= 2:
         field = f"item {key + 1} of `{path[-2]}` in {where(data, path)}"
     return doc.diag(path, "schema", f"{field} {message}", hint)
 
@@ -237,7 +263,8 @@ def _value_message(kind: str, error: Any, value: Any) -> tuple[str, str]:
         return ("must not be empty", "write some text or remove the key")
     if kind == "literal_error":
         expected = error.get("ctx", {}).get("expected", "")
-        return (f"is `{value}`, expected {expected}", f"use one of {expected}")
+        choice = "one of " if " or " in expected else ""
+        return (f"is `{value}`, expected {expected}", f"use {choice}{expected}")
     if kind in ("string_type", "str_type"):
         return (
             f"should be text, got {_kind(value)}",

@@ -122,31 +122,26 @@ def read_file(path: str | Path) -> Document:
     try:
         raw = Path(path).read_bytes()
     except OSError as err:
-        doc = Document(name, "")
-        doc.diagnostics.append(
-            Diagnostic(
-                name, 1, 1, Severity.ERROR, "unreadable", f"cannot read file: {err.strerror}"
-            )
+        return _failed(
+            name,
+            1,
+            "unreadable",
+            f"cannot read file: {err.strerror}",
+            "check the path, that a link's target exists, and the file's permissions",
         )
-        return doc
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        doc = Document(name, "")
         line = raw[: err.start].count(b"\n") + 1
-        doc.diagnostics.append(
-            Diagnostic(
-                name,
-                line,
-                1,
-                Severity.ERROR,
-                "encoding",
-                "file is not valid UTF-8",
-                "save the file as UTF-8",
-            )
-        )
-        return doc
+        return _failed(name, line, "encoding", "file is not valid UTF-8", "save the file as UTF-8")
     return read_text(text, name)
+
+
+def _failed(file: str, line: int, code: str, message: str, hint: str) -> Document:
+    """A document that could not be read at all: no text, one error."""
+    doc = Document(file, "")
+    doc.diagnostics.append(Diagnostic(file, line, 1, Severity.ERROR, code, message, hint))
+    return doc
 
 
 def read_text(text: str, file: str = "<string>") -> Document:

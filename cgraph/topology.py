@@ -219,14 +219,15 @@ def _starts(graph: Graph) -> Iterator[tuple[str | None, str]]:
         yield None, graph.start
     else:
         for entry in graph.start:
-            yield _clean(entry.when), entry.state
+            yield _clean(entry.when) or None, entry.state
 
 
 def _state_edges(name: str, state: object) -> Iterator[Edge]:
     conditions = getattr(state, "exit_conditions", None)
     if conditions:
         for exit_ in conditions:
-            yield Edge(name, exit_.next_state, _clean(exit_.description))
+            # A blank description is written (and parsed back) as an unlabelled edge.
+            yield Edge(name, exit_.next_state, _clean(exit_.description) or None)
     else:
         for exit_ in exits_of(state):  # type: ignore[arg-type]
             yield Edge(name, exit_.next_state, None)

@@ -52,13 +52,20 @@ def test_warnings_pass_unless_strict() -> None:
     assert strict.stdout.endswith("(--strict: warnings fail)\n")
 
 
-def test_usage_errors_and_missing_paths_exit_2() -> None:
+def test_usage_errors_and_missing_paths_exit_2(tmp_path: Path) -> None:
     assert cgraph("lint").returncode == 2
     assert cgraph("lint", "--format", "xml", "graphs").returncode == 2
+    assert cgraph("lint", "--no-such-option", "graphs").returncode == 2
     missing = cgraph("lint", "graphs", "no/such/file.yaml")
     assert missing.returncode == 2
     assert "error: no/such/file.yaml: no such file or folder" in missing.stderr
     assert "Traceback" not in missing.stderr
+    (tmp_path / "link.yaml").symlink_to(tmp_path / "gone.yaml")
+    dangling = cgraph("lint", "--format", "json", str(tmp_path / "link.yaml"))
+    assert dangling.returncode == 2
+    (item,) = json.loads(dangling.stdout)
+    assert item["code"] == "unreadable" and item["hint"]
+    assert "Traceback" not in dangling.stderr
 
 
 def test_json_format() -> None:
@@ -101,7 +108,7 @@ def test_folder_walk_lints_graphs_and_skips_other_yaml_with_a_note(tmp_path: Pat
 
 def test_every_yaml_test_suite_document_gets_clean_diagnostics() -> None:
     # The corpus sits next to the repository (CI clones it beside `shared/`): absent is a failure.
-    files = sorted(str(p) for p in CORPUS.glob("*/*.yaml"))
+    files = sorted(str(p) for p in CORPUS.rglob("*.yaml"))
     assert len(files) > 300, f"the YAML test-suite corpus is missing under {CORPUS}"
     done = cgraph("lint", "--format", "json", *files)
     assert done.returncode == 1
@@ -125,6 +132,11 @@ def test_topology_prints_the_derived_map_and_checks_the_authored_one() -> None:
     assert bad.returncode == 1
     assert "topology-type" in bad.stderr
     assert cgraph("topology", "nowhere.yaml").returncode == 2
+    folder = cgraph("topology", "graphs")
+    assert (folder.returncode, folder.stderr) == (
+        2,
+        "error: graphs: is a folder; name one graph file\n",
+    )
 
 
 def test_help_and_lint_never_import_heavy_packages() -> None:
@@ -137,6 +149,23 @@ def test_help_and_lint_never_import_heavy_packages() -> None:
         "    except SystemExit:\n"
         "        pass\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_lint_alone_imports_neither_rich_nor_jsonschema() -> None:
+    # Cold start: typer's help machinery (rich) and a second validator are not needed to lint.
+    probe = (
+        "import sys\n"
+        "from cgraph.cli import app\n"
+        "try:\n"
+        "    app(['lint', '--format', 'sarif', 'graphs'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(sorted(m for m in {('rich', 'jsonschema', *HEAVY)!r} if m in sys.modules))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True
@@ -157,3 +186,10 @@ def test_the_pre_commit_hook_entry_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     broken = cgraph(*args, str(LINT / "same_target.yaml"))
     assert broken.returncode == 1
+
+
+def test_schema_prints_the_shipped_json_schema() -> None:
+    done = cgraph("schema")
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout == (ROOT / "schemas" / "context-graph.schema.json").read_text()
+    assert json.loads(done.stdout)["$schema"] == "https://json-schema.org/draft/2020-12/schema"

@@ -1,19 +1,22 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cgraph.diagnostics import Severity
-from cgraph.lint import lint_file, lint_paths, topology_of
+from cgraph.diagnostics import Diagnostic, Severity
+from cgraph.lint import CHECKS, lint_file, lint_paths, topology_of
 from cgraph.lint_codes import CODES
+from cgraph.lint_graph import GraphContext
 from tests.conftest import FIXTURES, GRAPHS
 
 LINT = FIXTURES / "lint"
 CASES = sorted(p for p in LINT.glob("*.yaml") if p.with_suffix(".expected").exists())
-# Codes no fixture file can produce: an unreadable path, a crash inside a check, and
-# `cgraph topology --check` on a graph without a topology; each is tested on its own.
+# Codes no fixture file can produce: an unreadable path, a crash inside a check,
+# `cgraph topology --check` on a graph without a topology, and a self-containing anchor
+# (test_reader); each is tested on its own.
 NOT_IN_FIXTURES = {"unreadable", "internal-error", "topology-missing", "yaml-recursive"}
 
 ACTION = """\
@@ -67,6 +70,18 @@ def test_example_graphs_are_clean_even_with_strict() -> None:
         "research.yaml",
         "request_lifecycle.yaml",
     }
+
+
+def test_a_crashing_check_is_reported_and_the_other_checks_still_run() -> None:
+    def broken(ctx: GraphContext) -> Iterator[Diagnostic]:
+        raise KeyError("boom")
+
+    result = lint_paths([LINT / "unreachable.yaml"], checks=(broken, *CHECKS))
+    crash, *rest = result.diagnostics
+    assert (crash.code, crash.line, crash.column) == ("internal-error", 1, 1)
+    assert crash.message == "cgraph failed in broken: KeyError('boom')"
+    assert [d.code for d in rest] == [d.code for d in lint_file(LINT / "unreachable.yaml")]
+    assert result.exit_code() == 1
 
 
 def test_did_you_mean_hints() -> None:
@@ -195,6 +210,17 @@ def test_topology_of_derives_or_checks() -> None:
 def test_template_errors_inside_a_literal_block_point_at_the_line() -> None:
     found = {(d.line, d.column): d.message for d in lint_file(LINT / "templates.yaml")}
     assert found[(21, 9)] == "Jinja: No filter named 'nosuchfilter'."
+
+
+def test_a_graph_state_naming_a_folder_says_so(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "p.yaml").write_text(
+        "cgraph: 1\nname: g\nstart: hand\nstates:\n  hand:\n    type: graph\n"
+        "    objective: Hand over.\n    graph: sub\n    next_state: END\n"
+    )
+    (diag,) = lint_file(tmp_path / "p.yaml")
+    assert diag.code == "graph-missing"
+    assert diag.message.startswith("state `hand` hands over to `sub`, which is a folder")
 
 
 def test_the_recursion_chain_is_named() -> None:

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from cgraph import GraphError, load_graph
-from cgraph.loader import load_graph_text
+from cgraph.loader import load_graph_text, parse_graph
+from cgraph.reader import read_text
 from tests.conftest import GRAPHS
 
 MINIMAL = """\
@@ -55,3 +56,13 @@ def test_yaml11_word_stays_text_and_warns() -> None:
         "g.yaml",
     )
     assert "no" in graph.states
+
+
+def test_a_wrong_format_version_names_the_only_one() -> None:
+    doc = read_text("cgraph: 2\nname: g\nstart: a\nstates: {}\n", "v.yaml")
+    (diag,) = parse_graph(doc)[1]
+    assert (diag.code, diag.message, diag.hint) == (
+        "schema",
+        "`cgraph` of the graph is `2`, expected 1",
+        "use 1",
+    )

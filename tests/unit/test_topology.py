@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cgraph.loader import load_graph, load_graph_text
-from cgraph.model import Graph
+from cgraph.model import TYPE_LETTERS, Graph
 from cgraph.topology import START, Edge, graph_edges, parse
 from cgraph.topology import derive as derive_topology
 from tests.conftest import FIXTURES, GRAPHS, ROOT
@@ -77,6 +77,20 @@ def test_parsing_the_derived_topology_gives_back_exactly_the_graph_edges(path: P
     assert topology.problems == []
     assert topology.edge_set() == _edges(graph)
     assert not topology.partial and not topology.abbreviated
+    letters = {node.name: node.letter for node in topology.nodes}
+    assert letters == {name: TYPE_LETTERS[state.type] for name, state in graph.states.items()}
+
+
+def test_round_trip_keeps_a_blank_description_as_an_unlabelled_edge() -> None:
+    text = (GRAPHS / "companion.yaml").read_text()
+    text = text.replace("when: new user", "when: '  '").replace(
+        "description: The user says goodbye right away.", "description: ' '"
+    )
+    graph = load_graph_text(text, "blank.yaml")
+    assert [e for e in graph_edges(graph) if e.label is None][:1] == [Edge(START, "receive_input")]
+    topology = parse(derive_topology(graph))
+    assert topology.problems == []
+    assert topology.edge_set() == _edges(graph)
 
 
 def test_round_trip_holds_on_a_large_generated_graph() -> None:
