@@ -79,15 +79,18 @@ def topology(
         bool,
         typer.Option("--check", help="Compare the authored `topology:` with the states instead."),
     ] = False,
+    mermaid: Annotated[
+        bool, typer.Option("--mermaid", help="Draw the graph as a Mermaid flowchart instead.")
+    ] = False,
 ) -> None:
-    """Print the abstract topology derived from a graph's states."""
+    """Print the abstract topology derived from a graph's states (or draw it)."""
     from cgraph.lint import topology_of
 
     if not graph.is_file():
         problem = "is a folder; name one graph file" if graph.is_dir() else "no such file"
         sys.stderr.write(f"error: {graph}: {problem}\n")
         raise typer.Exit(2)
-    text, diagnostics = topology_of(graph, check=check)
+    text, diagnostics = topology_of(graph, check=check, mermaid=mermaid)
     for diag in diagnostics:
         sys.stderr.write(diag.render() + "\n")
     sys.stdout.write(text)

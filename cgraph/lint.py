@@ -26,6 +26,7 @@ from cgraph.loader import parse_graph
 from cgraph.model import Graph
 from cgraph.reader import Document, read_file
 from cgraph.topology import derive
+from cgraph.topology import mermaid as draw_mermaid
 
 SUFFIXES = (".yaml", ".yml", ".json")
 Check = Callable[[GraphContext], Iterable[Diagnostic]]
@@ -200,8 +201,11 @@ def lint_file(path: str | Path) -> list[Diagnostic]:
     return lint_paths([path]).diagnostics
 
 
-def topology_of(path: Path, *, check: bool = False) -> tuple[str, list[Diagnostic]]:
-    """The derived topology of a graph file, or (with `check`) the authored one's problems.
+def topology_of(
+    path: Path, *, check: bool = False, mermaid: bool = False
+) -> tuple[str, list[Diagnostic]]:
+    """The derived topology of a graph file (as Mermaid with `mermaid`), or (with `check`)
+    the authored one's problems.
 
     Returns the text to print and the diagnostics that make the command fail.
     """
@@ -210,7 +214,7 @@ def topology_of(path: Path, *, check: bool = False) -> tuple[str, list[Diagnosti
     if graph is None or has_errors(diagnostics):
         return "", [d for d in diagnostics if d.severity is Severity.ERROR]
     if not check:
-        return derive(graph), []
+        return (draw_mermaid(graph) if mermaid else derive(graph)), []
     if graph.topology is None:
         return "", [
             doc.diag(

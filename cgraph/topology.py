@@ -265,3 +265,34 @@ def _target(graph: Graph, name: str) -> str:
     if name == END or state is None:
         return name
     return f"[{TYPE_LETTERS[state.type]}] {name}"
+
+
+# Mermaid shapes by state type, so a drawn graph reads like the topology's letters.
+_SHAPES = {
+    "action": ("[", "]"),
+    "decision": ("{", "}"),
+    "reflection": ("([", "])"),
+    "recall": ("[(", ")]"),
+    "annotation": (">", "]"),
+    "side_effect": ("[[", "]]"),
+    "graph": ("{{", "}}"),
+}
+
+
+def mermaid(graph: Graph) -> str:
+    """The graph as a Mermaid flowchart (renders on GitHub, GitLab and in most editors)."""
+    ids = {name: f"s{index}" for index, name in enumerate(graph.states)}
+    ids.update({START: "start", END: "finish"})
+    lines = ["flowchart TD", '  start(("START"))', '  finish(("END"))']
+    for name, state in graph.states.items():
+        left, right = _SHAPES[state.type]
+        lines.append(f'  {ids[name]}{left}"{_quote(name)}"{right}')
+    for edge in graph_edges(graph):
+        target = ids.get(edge.target, "finish")
+        label = f'|"{_quote(edge.label)}"|' if edge.label else ""
+        lines.append(f"  {ids[edge.source]} -->{label} {target}")
+    return "\n".join(lines) + "\n"
+
+
+def _quote(text: str) -> str:
+    return text.replace('"', "#quot;")

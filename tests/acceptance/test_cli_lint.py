@@ -193,3 +193,10 @@ def test_schema_prints_the_shipped_json_schema() -> None:
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout == (ROOT / "schemas" / "context-graph.schema.json").read_text()
     assert json.loads(done.stdout)["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_topology_draws_mermaid() -> None:
+    result = cgraph("topology", str(GRAPHS / "medical_checkin.yaml"), "--mermaid")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("flowchart TD\n")
+    assert '-->|"The patient is ready to proceed with the check-in."|' in result.stdout

@@ -164,3 +164,20 @@ def test_comments_and_blank_lines_are_ignored() -> None:
         (START, "a", None),
         ("a", "END", None),
     ]
+
+
+@pytest.mark.parametrize("name", ["medical_checkin", "assistant", "request_lifecycle"])
+def test_mermaid_draws_every_state_and_edge(name: str) -> None:
+    from cgraph.topology import mermaid
+
+    graph = load_graph(GRAPHS / f"{name}.yaml")
+    lines = mermaid(graph).splitlines()
+    assert lines[0] == "flowchart TD"
+    nodes = [line for line in lines if '"' in line and "-->" not in line]
+    drawn = {line.split('"')[1] for line in nodes}
+    assert drawn == {*graph.states, "START", "END"}
+    assert sum("-->" in line for line in lines) == len(graph_edges(graph))
+    opening = {"action": '["', "decision": '{"', "recall": '[("', "annotation": '>"'}
+    for state_id, state in graph.states.items():  # the shape tells the state's type
+        if state.type in opening:
+            assert any(f'{opening[state.type]}{state_id}"' in line for line in nodes)
