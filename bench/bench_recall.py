@@ -27,7 +27,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cgraph.chroma_memory import ChromaMemory, _metadata
+from cgraph.chroma_memory import ChromaMemory
+from cgraph.chroma_records import metadata as _metadata
 from cgraph.embed import MiniLMEmbedder
 from cgraph.memory import Memory, NewMemory
 from cgraph.model import TIERS, Tier

@@ -15,9 +15,7 @@ stored; one that is merely very similar (a reworded or updated fact) replaces it
 from __future__ import annotations
 
 import builtins
-import hashlib
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,6 +23,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+from cgraph.chroma_records import (
+    collection_name,
+    hits,
+    metadata,
+    owner_key,
+    owner_where,
+    probe_server,
+    records,
+    set_http_timeout,
+    stamp,
+)
 from cgraph.embed import Embedder, Vector
 from cgraph.errors import CgraphError, MemoryStoreError
 from cgraph.memory import (
@@ -41,7 +50,7 @@ from cgraph.memory import (
     over_cap,
     plan_writes,
 )
-from cgraph.model import TIERS, MemoryConfig, Tier
+from cgraph.model import MemoryConfig, Tier
 
 DEFAULT_COLLECTION = "cgraph_memories"
 DUPLICATE_SIMILARITY = 0.90
@@ -50,7 +59,6 @@ same subject 0.70-0.81; updates that change only a number score 0.92-0.97 (they 
 SERVER_TIMEOUT = 5.0
 ADD_BATCH = 1000
 """Memories per Chroma write; its limit is about 5,000."""
-Where = dict[str, Any]
 Memories = list[Memory]
 
 
@@ -85,42 +93,6 @@ def open_memory(
     if connect:
         chroma.connect()
     return ReadOnlyMemory(chroma) if config.store == "off" else chroma
-
-
-def owner_key(user_id: str, tier: str) -> str:
-    """One metadata value naming both the tier and the user (a tier never holds "|")."""
-    return f"{tier}|{user_id}"
-
-
-def owner_where(user_id: str, tiers: Sequence[Tier] = ()) -> Where:
-    """Memories of `user_id` in `tiers` (all when empty).
-
-    One `$in` on the combined `owner` key, not an `$and` of `user_id` and `tier`: Chroma
-    1.5 keeps every collection's metadata in one table, and a clause matching many rows
-    (`tier`) made the filtered query 3-4x slower (bench/bench_recall.py).
-    """
-    return {"owner": {"$in": [owner_key(user_id, t) for t in dict.fromkeys(tiers or TIERS)]}}
-
-
-def collection_name(prefix: str, user_id: str) -> str:
-    """One collection per user; a digest because Chroma restricts collection names."""
-    return f"{prefix}-{hashlib.sha256(user_id.encode()).hexdigest()[:32]}"
-
-
-def to_memory(
-    id_: str, text: str | None, meta: Mapping[str, Any], score: float | None = None
-) -> Memory:
-    return Memory(
-        id=id_,
-        text=text or "",
-        tier=cast(Tier, meta.get("tier", "task")),
-        user_id=str(meta.get("user_id", "")),
-        session_id=str(meta.get("session_id", "")),
-        state=str(meta.get("state", "")),
-        turn=int(meta.get("turn", 0)),
-        created_at=float(meta.get("created_at", 0.0)),
-        score=score,
-    )
 
 
 class ChromaMemory:
@@ -214,7 +186,7 @@ class ChromaMemory:
         """A user's live memories, oldest first."""
         with self._guard("list"):
             got = self._get(user_id, where=owner_where(user_id, tiers), include=_RECORD)
-        found = [m for m in _records(got) if not self._expired(m)]
+        found = [m for m in records(got) if not self._expired(m)]
         return sorted(found, key=lambda m: (m.created_at, m.id))
 
     def export(self, user_id: str) -> builtins.list[dict[str, Any]]:
@@ -263,7 +235,7 @@ class ChromaMemory:
         if not self.max_items:
             return 0
         got = self._get(user_id, where={"user_id": user_id}, include=_RECORD)
-        return self._delete_ids(user_id, over_cap(_records(got), self.max_items))
+        return self._delete_ids(user_id, over_cap(records(got), self.max_items))
 
     def _maybe_prune_all(self) -> None:
         now = self._clock()
@@ -298,7 +270,7 @@ class ChromaMemory:
 
     def _write(self, user_id: str, writes: Sequence[Write]) -> Memories:
         now = self._clock()
-        stored = [_stamp(user_id, w, now) for w in writes]
+        stored = [stamp(user_id, w, now) for w in writes]
         coll = self._user_coll(user_id, create=True)
         for replacing in (True, False):
             chosen = [
@@ -310,7 +282,7 @@ class ChromaMemory:
                     ids=[m.id for _, m in batch],
                     embeddings=[w.vector for w, _ in batch],
                     documents=[m.text for _, m in batch],
-                    metadatas=[_metadata(m) for _, m in batch],
+                    metadatas=[metadata(m) for _, m in batch],
                 )
         return stored
 
@@ -328,7 +300,7 @@ class ChromaMemory:
             where=owner_where(user_id, tiers),
             include=["documents", "metadatas", "distances"],
         )
-        return [m for m in _hits(result) if m.user_id == user_id]
+        return [m for m in hits(result) if m.user_id == user_id]
 
     def _get(self, user_id: str, **query: Any) -> dict[str, Any]:
         coll = self._user_coll(user_id, create=False)
@@ -411,7 +383,7 @@ class ChromaMemory:
         from cgraph.embed import heavy_import_lock
 
         if self.host:  # before the lock: an absent server may take `timeout` to fail
-            _probe(self.host, self.port, self.timeout)
+            probe_server(self.host, self.port, self.timeout)
         # Not at the same time as torch in another thread; creating a client imports
         # chromadb's components lazily, so the lock covers it too.
         with heavy_import_lock:
@@ -421,7 +393,7 @@ class ChromaMemory:
             settings = Settings(anonymized_telemetry=False)
             if self.host:
                 client = chromadb.HttpClient(host=self.host, port=self.port, settings=settings)
-                _set_http_timeout(client, self.timeout)
+                set_http_timeout(client, self.timeout)
                 return client
             if self.path is not None:
                 self.path.mkdir(parents=True, exist_ok=True)
@@ -430,59 +402,3 @@ class ChromaMemory:
 
 
 _RECORD = ["documents", "metadatas"]
-
-
-def _stamp(user_id: str, w: Write, now: float) -> Memory:
-    i = w.item
-    return Memory(w.id, i.text, i.tier, user_id, i.session_id, i.state, i.turn, now)
-
-
-def _records(got: Mapping[str, Any]) -> Iterator[Memory]:
-    for id_, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
-        yield to_memory(id_, doc, meta)
-
-
-def _metadata(m: Memory) -> dict[str, str | int | float]:
-    return {
-        "user_id": m.user_id,
-        "session_id": m.session_id,
-        "tier": m.tier,
-        "state": m.state,
-        "turn": m.turn,
-        "created_at": m.created_at,
-        "owner": owner_key(m.user_id, m.tier),
-    }
-
-
-def _hits(result: Mapping[str, Any]) -> Iterator[Memory]:
-    """Memories from a Chroma query result, all queries flattened, scored 1 - distance."""
-    columns = zip(
-        result["ids"],
-        result["documents"] or [],
-        result["metadatas"] or [],
-        result["distances"] or [],
-        strict=True,
-    )
-    for ids, docs, metas, dists in columns:
-        for id_, doc, meta, dist in zip(ids, docs, metas, dists, strict=True):
-            yield to_memory(id_, doc, meta, round(1.0 - float(dist), 4))
-
-
-def _probe(host: str, port: int, timeout: float) -> None:
-    """Fail fast when no Chroma server answers: the client itself waits without limit."""
-    url = f"http://{host}:{port}/api/v2/heartbeat"
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            response.read()
-    except OSError as err:
-        raise MemoryStoreError(f"no Chroma server answers at {host}:{port}: {err}") from err
-
-
-def _set_http_timeout(client: Any, timeout: float) -> None:
-    # chromadb's HTTP client is built with no timeout and offers no setting for one; a
-    # server that accepts but never answers would hang the turn.
-    session = getattr(getattr(client, "_server", None), "_session", None)
-    if session is not None:
-        import httpx
-
-        session.timeout = httpx.Timeout(timeout)
