@@ -120,7 +120,7 @@ def has_credentials(name: str, api_base: str | None = None) -> bool:
 
         found = load_litellm().validate_environment(model=name)
         return bool(found.get("keys_in_environment"))
-    except Exception:
+    except Exception:  # a name litellm cannot place has no known keys: run `semantic`
         return False
 
 
@@ -307,9 +307,7 @@ def turn_json(turn: Turn) -> dict[str, Any]:
             for t in turn.transitions
         ],
         "state": turn.state,
-        "recalled": [
-            {"id": m.id, "text": m.text, "tier": m.tier, "score": m.score} for m in turn.recalled
-        ],
+        "recalled": [m.model_dump() for m in turn.recalled],
         "session": turn.session,
         "completed": turn.completed,
     }

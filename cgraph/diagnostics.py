@@ -25,11 +25,13 @@ class Diagnostic:
     path: tuple[str | int, ...] = field(default=())
 
     def render(self) -> str:
+        """`file:line:col severity code message`, then the hint on its own line."""
         where = f"{self.file}:{self.line}:{self.column}"
         head = f"{where} {self.severity.value} {self.code} {self.message}"
         return f"{head}\n  hint: {self.hint}" if self.hint else head
 
     def as_dict(self) -> dict[str, object]:
+        """The diagnostic as JSON-able data, `path` included."""
         return {
             "file": self.file,
             "line": self.line,
@@ -44,7 +46,3 @@ class Diagnostic:
 
 def has_errors(diagnostics: list[Diagnostic] | tuple[Diagnostic, ...]) -> bool:
     return any(d.severity is Severity.ERROR for d in diagnostics)
-
-
-def sort_key(d: Diagnostic) -> tuple[str, int, int, str]:
-    return (d.file, d.line, d.column, d.code)

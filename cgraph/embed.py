@@ -157,7 +157,8 @@ class MiniLMEmbedder:
     def _compute(self, texts: list[str]) -> dict[str, Vector]:
         self._ready.wait()
         if self._model is None:
-            raise ConfigError(f"the embedding model could not be loaded: {self._error}")
+            error = f"the embedding model could not be loaded: {self._error}"
+            raise ConfigError(error) from self._error
         with self._encode_lock:  # torch runs one batch at a time faster than two at once
             vectors = self._model.encode(
                 texts,

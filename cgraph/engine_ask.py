@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from jinja2 import TemplateError as JinjaError
 
 from cgraph.errors import CgraphError, LLMError
-from cgraph.llm import STAY, ExitOption, LLMRequest, RequestKind
+from cgraph.llm import ExitOption, LLMRequest, RequestKind, exit_ids
 from cgraph.model import AnyState, Graph
 from cgraph.prompts import prompt_hash, render_messages
 from cgraph.records import Decision
@@ -109,7 +109,6 @@ def build_request(
         "allow_stay": allow_stay,
         "dropped": dropped,
     }
-    ids = tuple(o.id for o in options) + ((STAY,) if allow_stay else ())
     return LLMRequest(
         kind=kind,
         messages=render_messages(
@@ -120,7 +119,7 @@ def build_request(
             system_key=_system_key(kind, graph, state_id, texts),
             cache=engine.prompt_cache,
         ),
-        schema=answer_schema(kind, ids),
+        schema=answer_schema(kind, exit_ids(options, allow_stay)),
         schema_name=f"cgraph_{kind}",
         state=state_id,
         objective=texts["objective"],
@@ -208,7 +207,7 @@ def _decision(
         kind=request.kind,
         chosen=answer.exit if answer else "",
         reason=answer.reason if answer else "the model failed; fallback",
-        candidates=tuple(o.id for o in request.options) + ((STAY,) if request.allow_stay else ()),
+        candidates=request.exit_ids,
         scores=answer.scores if answer else {},
         prompt_hash=prompt_hash(request.messages, request.schema),
         model=str(getattr(engine.model, "name", "")),

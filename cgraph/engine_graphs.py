@@ -7,7 +7,8 @@ import os.path
 from pathlib import Path
 
 from cgraph.loader import load_graph
-from cgraph.model import TYPE_LETTERS, Graph, targets_of
+from cgraph.model import Graph
+from cgraph.topology import derive
 
 
 class Graphs:
@@ -32,30 +33,15 @@ class Graphs:
         try:
             return target.relative_to(self.folder).as_posix()
         except ValueError:
-            return Path(_relpath(target, self.folder)).as_posix()
+            # Outside the root's folder (`../shared/x.yaml`): a relative key still works.
+            return Path(os.path.relpath(target, self.folder)).as_posix()
 
     def folder_of(self, graph: Graph) -> Path:
         return graph.source.resolve().parent if graph.source else self.folder
-
-
-def _relpath(target: Path, base: Path) -> str:
-    return os.path.relpath(target, base)
 
 
 def topology_text(graph: Graph) -> str:
     """The graph's authored topology, else one derived from its states."""
     if graph.topology:
         return graph.topology.strip()
-    try:
-        from cgraph.topology import derive
-    except ImportError:
-        return _edge_list(graph)
-    return str(derive(graph)).strip()
-
-
-def _edge_list(graph: Graph) -> str:
-    lines = []
-    for name, state in graph.states.items():
-        for target in targets_of(state):
-            lines.append(f"[{TYPE_LETTERS[state.type]}] {name} -> {target}")
-    return "\n".join(lines)
+    return derive(graph).strip()

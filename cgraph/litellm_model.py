@@ -115,7 +115,7 @@ class LiteLLMModel:
         litellm = load_litellm()
         try:
             _, provider, _, _ = litellm.get_llm_provider(self.name, api_base=self.api_base)
-        except Exception:
+        except Exception:  # an unknown provider only means no capability is known for it
             provider = ""
         if _supports(litellm.supports_response_schema, self.name, provider):
             return "json_schema"
@@ -184,7 +184,7 @@ class LiteLLMModel:
 def _supports(check: Callable[..., bool], model: str, provider: str) -> bool:
     try:
         return bool(check(model=model, custom_llm_provider=provider or None))
-    except Exception:
+    except Exception:  # litellm raises for models missing from its map: assume "no"
         return False
 
 

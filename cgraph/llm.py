@@ -15,7 +15,7 @@ A backend may add "scores": {exit id: float} to explain its choice (shown by `/w
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -59,6 +59,16 @@ class LLMRequest:
     entered_this_turn: bool = False
     """True when the newest user message already moved the conversation into this state."""
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_ids(self) -> tuple[str, ...]:
+        """Every answer `exit` may take: the options' ids, then `stay` when allowed."""
+        return exit_ids(self.options, self.allow_stay)
+
+
+def exit_ids(options: Sequence[ExitOption], allow_stay: bool) -> tuple[str, ...]:
+    """The ids a model may answer with; the schema's enum and the validator share it."""
+    return tuple(o.id for o in options) + ((STAY,) if allow_stay else ())
 
 
 @runtime_checkable

@@ -30,7 +30,11 @@ _SECTIONS: dict[str, type[BaseModel]] = {
 
 
 def load_graph(path: str | Path) -> m.Graph:
-    """Load and validate a graph file (and its sub-graphs); raise `GraphError` if invalid."""
+    """Load and validate one graph file; raise `GraphError` (with diagnostics) if invalid.
+
+    Sub-graphs are not read here: a session loads each when it first enters it, and
+    `cgraph.lint.lint_file` checks them ahead of time.
+    """
     graph, diagnostics = parse_graph(read_file(path))
     if graph is None or has_errors(diagnostics):
         raise GraphError(f"{path}: invalid context graph", diagnostics)
@@ -38,6 +42,7 @@ def load_graph(path: str | Path) -> m.Graph:
 
 
 def load_graph_text(text: str, file: str = "<string>") -> m.Graph:
+    """Like `load_graph`, for YAML text; `file` names it in diagnostics."""
     graph, diagnostics = parse_graph(read_text(text, file))
     if graph is None or has_errors(diagnostics):
         raise GraphError(f"{file}: invalid context graph", diagnostics)

@@ -65,13 +65,17 @@ class MemoryStore(Protocol):
         """Store new memories, skipping near-duplicates; returns what was stored."""
         ...
 
-    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]: ...
+    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
+        """A user's memories (only `tiers`, when given), oldest first."""
+        ...
 
     def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
         """Delete some (or, with `ids=None`, all) of a user's memories; returns how many."""
         ...
 
-    def count(self, user_id: str) -> int: ...
+    def count(self, user_id: str) -> int:
+        """How many memories `user_id` has."""
+        ...
 
 
 class NullMemory:

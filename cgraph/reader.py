@@ -71,9 +71,6 @@ class Document:
         mark = mark_node.start_mark
         return (mark.line + 1, mark.column + 1)
 
-    def locate_value(self, path: Sequence[str | int]) -> tuple[int, int]:
-        return self.locate(path, key=False)
-
     def node_at(self, path: Sequence[str | int]) -> yaml.Node | None:
         """The value node at `path`, or None when the path does not exist."""
         node = self.root
@@ -161,41 +158,8 @@ def _read(text: str, file: str) -> Document:
     doc = Document(file, text)
     if "\t" in text:
         doc.diagnostics.extend(_tab_diagnostics(text, file))
-    try:
-        root = yaml.compose(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as err:
-        _add_syntax_error(doc, err)
-        return doc
-    except yaml.YAMLError as err:  # unmarked reader errors (e.g. control characters)
-        position = getattr(err, "position", None)
-        line, column = _position(text, position) if isinstance(position, int) else (1, 1)
-        doc.diagnostics.append(
-            Diagnostic(
-                file,
-                line,
-                column,
-                Severity.ERROR,
-                "yaml-syntax",
-                _one_line(str(err).split("\n")[0]),
-                "remove control characters; YAML allows printable Unicode only",
-            )
-        )
-        return doc
-    except RecursionError:
-        doc.diagnostics.append(_too_deep(file))
-        return doc
+    root = _compose(doc)
     if root is None:
-        doc.diagnostics.append(
-            Diagnostic(
-                file,
-                1,
-                1,
-                Severity.ERROR,
-                "empty-file",
-                "file holds no YAML document",
-                "start with `cgraph: 1` and a `name:`",
-            )
-        )
         return doc
     doc.root = root
     try:
@@ -204,6 +168,48 @@ def _read(text: str, file: str) -> Document:
         doc.root = None
         doc.diagnostics.append(_too_deep(file))
     return doc
+
+
+def _compose(doc: Document) -> yaml.Node | None:
+    """The document's node tree, or None with the reason added to its diagnostics."""
+    try:
+        root = yaml.compose(doc.text, Loader=_Loader)
+    except yaml.MarkedYAMLError as err:
+        _add_syntax_error(doc, err)
+        return None
+    except yaml.YAMLError as err:  # unmarked reader errors (e.g. control characters)
+        doc.diagnostics.append(_reader_error(doc, err))
+        return None
+    except RecursionError:
+        doc.diagnostics.append(_too_deep(doc.file))
+        return None
+    if root is None:
+        doc.diagnostics.append(
+            Diagnostic(
+                doc.file,
+                1,
+                1,
+                Severity.ERROR,
+                "empty-file",
+                "file holds no YAML document",
+                "start with `cgraph: 1` and a `name:`",
+            )
+        )
+    return root
+
+
+def _reader_error(doc: Document, err: yaml.YAMLError) -> Diagnostic:
+    position = getattr(err, "position", None)
+    line, column = _position(doc.text, position) if isinstance(position, int) else (1, 1)
+    return Diagnostic(
+        doc.file,
+        line,
+        column,
+        Severity.ERROR,
+        "yaml-syntax",
+        _one_line(str(err).split("\n")[0]),
+        "remove control characters; YAML allows printable Unicode only",
+    )
 
 
 def _position(text: str, index: int) -> tuple[int, int]:

@@ -40,6 +40,8 @@ class Decision(Record):
 
 
 class RecalledMemory(Record):
+    """A memory recalled during a turn, with its similarity score."""
+
     id: str
     text: str
     tier: str
@@ -76,6 +78,7 @@ class Turn(Record):
     """Failures this turn survived (memory store down, model errors), in words."""
 
     def as_json(self) -> dict[str, Any]:
+        """The whole turn as JSON-able data (tuples become lists)."""
         return self.model_dump(mode="json")
 
 

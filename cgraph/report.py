@@ -64,15 +64,8 @@ class JsonReporter(Reporter):
 
 
 def _plain(diag: Diagnostic) -> dict[str, Any]:
-    return {
-        "file": diag.file,
-        "line": diag.line,
-        "column": diag.column,
-        "severity": diag.severity.value,
-        "code": diag.code,
-        "message": diag.message,
-        "hint": diag.hint,
-    }
+    # README promises exactly these seven keys: `path` is for the library, not the report.
+    return {k: v for k, v in diag.as_dict().items() if k != "path"}
 
 
 class GithubReporter(Reporter):

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cgraph.embed import Embedder, shared_embedder
+from cgraph.embed import Embedder, cosine, shared_embedder
 from cgraph.llm import STAY, ExitOption, LLMRequest
 
 # Conversational moves that never answer a state's question: greetings, clarifications,
@@ -123,6 +123,7 @@ class SemanticModel:
 
     @property
     def embedder(self) -> Embedder:
+        """The embedder given, else the process-wide MiniLM one (loaded on first use)."""
         if self._embedder is None:
             self._embedder = shared_embedder()
         return self._embedder
@@ -181,6 +182,8 @@ class SemanticModel:
         return best
 
     def exit_scores(self, message: str, options: Sequence[ExitOption]) -> dict[str, float]:
+        """Similarity of `message` to each exit: its description, blended with its closest
+        example (less a penalty when the two disagree in yes/no polarity)."""
         cal = self.calibration
         texts = [message, *(o.description for o in options)]
         texts += [e for o in options for e in o.examples]
@@ -188,12 +191,12 @@ class SemanticModel:
         mine, sign = vectors[message], polarity(message)
         scores: dict[str, float] = {}
         for option in options:
-            described = _dot(mine, vectors[option.description])
+            described = cosine(mine, vectors[option.description])
             if not option.examples:
                 scores[option.id] = described
                 continue
             matched = max(
-                _dot(mine, vectors[e]) - cal.polarity_penalty * abs(polarity(e) - sign) / 2
+                cosine(mine, vectors[e]) - cal.polarity_penalty * abs(polarity(e) - sign) / 2
                 for e in option.examples
             )
             weight = cal.description_weight
@@ -201,9 +204,10 @@ class SemanticModel:
         return scores
 
     def stay_score(self, message: str, prototypes: Sequence[str]) -> float:
+        """Similarity of `message` to staying: the state's own texts or a conversational move."""
         texts = [message, *prototypes, *CONVERSATIONAL]
         vectors = self.embedder.embed(texts)
-        return max(_dot(vectors[0], v) for v in vectors[1:])
+        return max(cosine(vectors[0], v) for v in vectors[1:])
 
     # -- silent states -------------------------------------------------------------------
 
@@ -279,10 +283,6 @@ def extract_memories(user_messages: Sequence[str]) -> list[dict[str, str]]:
         return []
     personal = _FIRST_PERSON.search(text) and _DURABLE.search(text)
     return [{"tier": "personal" if personal else "task", "text": text}]
-
-
-def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    return float(sum(x * y for x, y in zip(a, b, strict=True)))
 
 
 def _rounded(scores: dict[str, float]) -> dict[str, float]:

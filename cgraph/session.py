@@ -210,7 +210,7 @@ class Session:
         number = self.turn_number
         if number == 0:
             return None
-        taken = log.build_turn(self.id, number, log.turn_events(self._engine.events, number))
+        taken = self._built_turn(number)
         self._forget_memories(number)
         self._rewind(number, cancelled=False)
         return taken
@@ -232,6 +232,9 @@ class Session:
         number = self.turn_number
         with self._turn():
             extract(self._engine)
+        return self._built_turn(number)
+
+    def _built_turn(self, number: int) -> Turn:
         return log.build_turn(self.id, number, log.turn_events(self._engine.events, number))
 
     def _reload(self) -> None:
@@ -283,6 +286,7 @@ class Session:
 
     @property
     def completed(self) -> bool:
+        """True once the conversation reached `END`; `send` then raises `SessionCompleted`."""
         return self._engine.snap.completed
 
     @property
@@ -292,10 +296,12 @@ class Session:
 
     @property
     def turn_number(self) -> int:
+        """The number of the latest turn still in effect (0 before the first message)."""
         return self._engine.snap.turn
 
     @property
     def variables(self) -> dict[str, Any]:
+        """A copy of the session's variables (the graph's, as set by states and tools)."""
         return dict(self._engine.snap.variables)
 
     @property
@@ -305,6 +311,7 @@ class Session:
 
     @property
     def annotations(self) -> list[str]:
+        """Tags written by annotation states so far, oldest first."""
         return list(self._engine.snap.annotations)
 
     @property
@@ -314,24 +321,25 @@ class Session:
 
     @property
     def audit(self) -> list[TransitionRecord]:
+        """Every transition still in effect, oldest first (undone turns left out)."""
         return log.audit(self._engine.events)
 
     @property
     def last_decisions(self) -> list[Decision]:
+        """The choices made during the latest turn, by the model or the engine."""
         return log.decisions(log.turn_events(self._engine.events, self.turn_number))
 
     @property
     def last_turn(self) -> Turn | None:
+        """The latest turn still in effect, or None before the first message."""
         number = self.turn_number
         if number == 0:
             return None
-        return log.build_turn(self.id, number, log.turn_events(self._engine.events, number))
+        return self._built_turn(number)
 
     def turns(self) -> list[Turn]:
         """Every turn still in effect (undone turns left out), oldest first."""
-        events = self._engine.events
-        return [log.build_turn(self.id, n, log.turn_events(events, n))
-                for n in range(1, self.turn_number + 1)]  # fmt: skip
+        return [self._built_turn(n) for n in range(1, self.turn_number + 1)]
 
     def events(self) -> list[Event]:
         """The append-only event log, undone turns included (each undo is an event too)."""
@@ -344,6 +352,7 @@ class Session:
         return self.memory.list(self.user_id)
 
     def close(self) -> None:
+        """Close the session store; the session is kept and can be resumed later."""
         self.store.close()
 
     def __repr__(self) -> str:

@@ -44,6 +44,8 @@ class SessionInfo:
 
 @dataclass(slots=True)
 class StoredSession:
+    """What `SessionStore.load` returns: the session's summary, last snapshot and events."""
+
     info: SessionInfo
     snapshot: dict[str, Any]
     events: list[Event] = field(default_factory=list)
@@ -82,7 +84,9 @@ class SessionStore(Protocol):
         """Stored sessions, most recently updated first."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the store's resources (a database connection); stored data is kept."""
+        ...
 
 
 def _summary(info: SessionInfo, snapshot: dict[str, Any], at: float) -> SessionInfo:

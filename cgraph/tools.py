@@ -54,7 +54,7 @@ def _module(name: str, base: Path | None) -> ModuleType:
         unique = f"_cgraph_tool_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
         loaded = importlib.util.spec_from_file_location(unique, path)
         if loaded is None or loaded.loader is None:
-            raise ImportError(f"cannot load {path}")
+            raise ToolError(f"cannot load {path}")
         module = importlib.util.module_from_spec(loaded)
         loaded.loader.exec_module(module)
         return module

@@ -73,7 +73,7 @@ def _json_object(raw: str) -> dict[str, Any]:
 
 def _exit(data: dict[str, Any], request: LLMRequest) -> str:
     value = data.get("exit")
-    allowed = [o.id for o in request.options] + ([STAY] if request.allow_stay else [])
+    allowed = request.exit_ids
     if not isinstance(value, str) or not value:
         raise AnswerError(f'"exit" is missing: it must be one of {", ".join(allowed)}')
     if value not in allowed:
