@@ -73,8 +73,8 @@ def test_a_whole_medical_check_in(tmp_path: Path, cleared: bool) -> None:
         if not cleared
         else {"summarize_recommendations_disqualified": 2}
     )
-    flags = ["medication"] + ([] if cleared else ["chest pain"])
-    assert session.variables["red_flags"] == flags
+    assert session.variables["red_flags"] == ([] if cleared else ["chest pain"])
+    assert session.variables["medication_concern"] is True  # noted, not a red flag
     summary = turns[6]
     assert summary.path == (
         "check_shortness_of_breath", "recall_patient_history", "reflect_on_session_data",
@@ -88,7 +88,7 @@ def test_a_whole_medical_check_in(tmp_path: Path, cleared: bool) -> None:
     assert session.notes == ["flags noted"]
     disqualified = model.requests_for("summarize_recommendations_disqualified")
     if not cleared:
-        assert "medication, chest pain" in disqualified[0].messages[0]["content"]
+        assert "findings (chest pain)" in disqualified[0].messages[0]["content"]
     assert len(session.audit) == sum(len(t.transitions) for t in turns)
     with pytest.raises(SessionCompleted):
         session.send("hello?")
@@ -104,7 +104,9 @@ def test_resume_continues_with_the_same_state_transcript_and_audit(tmp_path: Pat
     again = Session.resume(session.id, store=tmp_path, model=ScriptedModel(script))
     assert again.state == "vasodilator_check" and again.turn_number == 4
     assert again.transcript == session.transcript and again.audit == session.audit
-    assert again.variables == {"red_flags": ["medication"], "nitro_used": False}
+    assert again.variables == {
+        "red_flags": [], "nitro_used": False, "medication_concern": True,
+    }  # fmt: skip
     assert again.send("No.").state == "check_chest_pain"
 
 
@@ -115,10 +117,11 @@ def test_undo_takes_back_the_last_turn(tmp_path: Path) -> None:
     for text in USER[:4]:
         session.send(text)
     before = (session.state, session.variables, len(session.transcript), len(session.audit))
-    assert before[0] == "vasodilator_check" and session.variables["red_flags"] == ["medication"]
+    assert before[0] == "vasodilator_check" and session.variables["medication_concern"] is True
     taken = session.undo()
     assert taken is not None and taken.number == 4 and taken.user == "Yesterday morning."
-    assert session.state == "assess_medication_impact" and session.variables["red_flags"] == []
+    assert session.state == "assess_medication_impact"
+    assert session.variables["medication_concern"] is False
     assert len(session.transcript) == before[2] - 2 and len(session.audit) < before[3]
     assert memory.deleted == ["n3"]  # the memory stored in the undone turn
     assert [e.kind for e in session.events()].count("undo") == 1
