@@ -12,13 +12,12 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from cgraph.errors import CgraphError, GraphError
-from cgraph.memory import Memory, MemoryStore, NewMemory, NullMemory
-from cgraph.model import Graph, MemoryConfig, Tier
+from cgraph.memory import ForwardingMemory, MemoryStore, NullMemory
+from cgraph.model import Graph, MemoryConfig
 
 if TYPE_CHECKING:
     from cgraph.llm import ChatModel
@@ -150,7 +149,7 @@ def banner(name: str) -> str:
 # ----- memory -------------------------------------------------------------------------------
 
 
-class BackgroundMemory:
+class BackgroundMemory(ForwardingMemory):
     """A `MemoryStore` opened in a thread; calls wait for it, failures fall back to none."""
 
     def __init__(self, config: MemoryConfig, folder: Path) -> None:
@@ -179,32 +178,9 @@ class BackgroundMemory:
     def ready(self) -> bool:
         return self._ready.is_set()
 
-    def store(self) -> MemoryStore:
+    def target(self) -> MemoryStore:
         self._ready.wait()
         return self._store
-
-    def recall(
-        self,
-        user_id: str,
-        queries: Sequence[str],
-        *,
-        tiers: Sequence[Tier] = (),
-        top_k: int = 5,
-        min_score: float | None = None,
-    ) -> list[Memory]:
-        return self.store().recall(user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score)
-
-    def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
-        return self.store().add(user_id, items)
-
-    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
-        return self.store().list(user_id, tiers=tiers)
-
-    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
-        return self.store().delete(user_id, ids)
-
-    def count(self, user_id: str) -> int:
-        return self.store().count(user_id)
 
 
 # ----- session ------------------------------------------------------------------------------

@@ -105,11 +105,11 @@ class NullMemory:
         return 0
 
 
-class ReadOnlyMemory:
-    """Recalls from another store but stores nothing: a graph's `memory: {store: off}`."""
+class ForwardingMemory:
+    """Passes every call to the store `target()` returns; subclasses change what differs."""
 
-    def __init__(self, inner: MemoryStore) -> None:
-        self.inner = inner
+    def target(self) -> MemoryStore:
+        raise NotImplementedError
 
     def recall(
         self,
@@ -120,19 +120,33 @@ class ReadOnlyMemory:
         top_k: int = 5,
         min_score: float | None = None,
     ) -> list[Memory]:
-        return self.inner.recall(user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score)
+        store = self.target()
+        return store.recall(user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score)
+
+    def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
+        return self.target().add(user_id, items)
+
+    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
+        return self.target().list(user_id, tiers=tiers)
+
+    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
+        return self.target().delete(user_id, ids)
+
+    def count(self, user_id: str) -> int:
+        return self.target().count(user_id)
+
+
+class ReadOnlyMemory(ForwardingMemory):
+    """Recalls from another store but stores nothing: a graph's `memory: {store: off}`."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        self.inner = inner
+
+    def target(self) -> MemoryStore:
+        return self.inner
 
     def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
         return []
-
-    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
-        return self.inner.list(user_id, tiers=tiers)
-
-    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
-        return self.inner.delete(user_id, ids)
-
-    def count(self, user_id: str) -> int:
-        return self.inner.count(user_id)
 
 
 def safe_recall(
