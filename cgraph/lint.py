@@ -3,9 +3,9 @@
     result = lint_paths(["graphs"])
     result.diagnostics, result.exit_code(strict=False)
 
-Pipeline per file: read (YAML with marks) → parse_graph (the pydantic models are the
-schema check) → structural, tool, template and topology checks → sub-graph files, linted
-once each, with recursive inclusion reported along its chain.
+Pipeline per file: read (YAML with marks) → parse_graph (the published JSON Schema,
+checked by `cgraph.conform`) → structural, tool, template and topology checks →
+sub-graph files, linted once each, with recursive inclusion reported along its chain.
 """
 
 from __future__ import annotations

@@ -21,11 +21,7 @@ Located = tuple[str, tuple[str | int, ...]]  # a target state and the YAML path 
 
 
 def field_of(state: AnyState, name: str) -> Any:
-    """A state's field, or None if its type has no such field.
-
-    Reads the model's `__dict__`: `getattr` with a default goes through pydantic's slow
-    `__getattr__` for every missing field, which dominates lint time on big graphs.
-    """
+    """A state's field, or None if its type has no such field (one dict lookup)."""
     return state.__dict__.get(name)
 
 

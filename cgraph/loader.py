@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from cgraph import model as m
+from cgraph.conform import Violation, conform
 from cgraph.diagnostics import Diagnostic, has_errors
 from cgraph.errors import GraphError
+from cgraph.model import HANDLER_PATTERN, TYPE_LETTERS
 from cgraph.reader import Document, read_file, read_text
 
-_STATE_MODELS: dict[str, type[BaseModel]] = {
-    "action": m.ActionState,
-    "decision": m.DecisionState,
-    "reflection": m.ReflectionState,
-    "recall": m.RecallState,
-    "annotation": m.AnnotationState,
-    "side_effect": m.SideEffectState,
-    "graph": m.GraphState,
-}
-_SECTIONS: dict[str, type[BaseModel]] = {
-    "agent": m.Agent,
-    "limits": m.Limits,
-    "memory": m.MemoryConfig,
-    "model": m.ModelConfig,
-}
+_SECTIONS = frozenset({"agent", "limits", "memory", "model"})
 
 
 def load_graph(path: str | Path) -> m.Graph:
@@ -76,58 +63,15 @@ def parse_graph(doc: Document) -> tuple[m.Graph | None, list[Diagnostic]]:
             )
         )
         return None, diagnostics
-    try:
-        graph = m.Graph.model_validate(doc.data)
-    except ValidationError as err:
-        diagnostics.extend(schema_diagnostics(doc, err))
+    graph, violations = conform(doc.data)
+    if graph is None:
+        diagnostics.extend(schema_diagnostics(doc, violations))
         return None, diagnostics
-    graph._source = Path(doc.file)
-    return graph, diagnostics
+    return replace(graph, source=Path(doc.file)), diagnostics
 
 
-_WRONG_TYPE = frozenset(
-    {"string_type", "str_type", "tuple_type", "list_type", "dict_type", "model_type"}
-)
-
-
-def schema_diagnostics(doc: Document, err: ValidationError) -> list[Diagnostic]:
-    errors = [(*_data_path(doc.data, e["loc"]), e) for e in err.errors(include_url=False)]
-    # `start: [{stat: a}]` fails both union members: "should be text" at `start` and
-    # "missing `state`" inside it. The value has the list's shape, so only the deeper
-    # errors are news; a wrong type at a path other errors go beneath is dropped.
-    beneath = {path[:depth] for path, _, _ in errors for depth in range(len(path))}
-    seen: set[tuple[tuple[Any, ...], str]] = set()
-    found = []
-    for path, leftover, error in errors:
-        kind = error["type"]
-        if (path, kind) in seen or (kind in _WRONG_TYPE and path in beneath):
-            continue  # a union reports each member's failure; one message is enough
-        seen.add((path, kind))
-        found.append(_describe(doc, path, leftover, error))
-    return found
-
-
-def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """Keep the steps of a pydantic location that exist in the data (drop union labels)."""
-    path: list[Any] = []
-    current = data
-    for index, step in enumerate(loc):
-        in_dict = isinstance(current, dict) and step in current
-        in_list = isinstance(current, list) and isinstance(step, int) and step < len(current)
-        if in_dict or in_list:
-            current = current[step]
-            path.append(step)
-        elif index == len(loc) - 1 or not _is_union_label(step):
-            return tuple(path), tuple(s for s in loc[index:] if not _is_union_label(s))
-    return tuple(path), ()
-
-
-def _is_union_label(step: Any) -> bool:
-    """`tuple[StartEntry, ...]`, `constrained-str`, a state type: a union member's name.
-
-    Field names are Python identifiers, so a step with `[` or `-` is never a key.
-    """
-    return isinstance(step, str) and ("[" in step or "-" in step or step in _STATE_MODELS)
+def schema_diagnostics(doc: Document, violations: list[Violation]) -> list[Diagnostic]:
+    return [_describe(doc, violation) for violation in violations]
 
 
 def where(data: Any, path: tuple[Any, ...]) -> str:
@@ -146,31 +90,6 @@ def where(data: Any, path: tuple[Any, ...]) -> str:
     return "the graph"
 
 
-def model_at(data: Any, path: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The model whose keys are allowed at `path`, for "allowed keys are …" hints."""
-    if not path:
-        return m.Graph
-    if len(path) == 1:
-        return _SECTIONS.get(path[0])
-    if path[0] == "tools" and len(path) == 2:
-        return m.Tool
-    if path[0] == "start" and len(path) == 2:
-        return m.StartEntry
-    if path[0] == "states":
-        state = data.get("states", {}).get(path[1]) if isinstance(data, dict) else None
-        kind = state.get("type") if isinstance(state, dict) else None
-        if len(path) == 2:
-            return _STATE_MODELS.get(kind) if isinstance(kind, str) else None
-        if len(path) == 4 and path[2] == "exit_conditions":
-            return m.ExitCondition
-    return None
-
-
-def allowed_keys(data: Any, path: tuple[Any, ...]) -> list[str]:
-    model = model_at(data, path)
-    return list(model.model_fields) if model else []
-
-
 def did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
     import difflib  # only on the error path; keeps `cgraph lint` on a clean file lean
 
@@ -184,40 +103,30 @@ def _value_at(data: Any, path: tuple[Any, ...]) -> Any:
     return data
 
 
-def _describe(
-    doc: Document, path: tuple[Any, ...], leftover: tuple[Any, ...], error: Any
-) -> Diagnostic:
-    data = doc.data
-    kind = error["type"]
-    place = where(data, path)
-    key = path[-1] if path else None
+def _describe(doc: Document, violation: Violation) -> Diagnostic:
+    data, path, kind = doc.data, violation.path, violation.kind
     if kind == "missing":
-        name = leftover[0] if leftover else key
         return doc.diag(
             path,
             "missing-key",
-            f"{place} is missing `{name}`",
-            _missing_hint(data, path, name),
+            f"{where(data, path)} is missing `{violation.detail}`",
+            _missing_hint(violation.detail),
             key=True,
         )
-    if kind == "extra_forbidden":
-        parent = path[:-1]
-        keys = allowed_keys(data, parent)
-        hint = did_you_mean(str(key), keys) + (
-            f"allowed keys are {', '.join(keys)}" if keys else ""
-        )
-        return doc.diag(
-            path, "unknown-key", f"{where(data, parent)} has unknown key `{key}`", hint, key=True
-        )
-    if kind in ("union_tag_invalid", "union_tag_not_found"):
-        return _state_type(doc, path)
-    return _wrong_value(doc, path, error)
+    if kind == "unknown-key":
+        keys = list(violation.detail)
+        hint = did_you_mean(str(path[-1]), keys) + f"allowed keys are {', '.join(keys)}"
+        message = f"{where(data, path[:-1])} has unknown key `{path[-1]}`"
+        return doc.diag(path, "unknown-key", message, hint, key=True)
+    if kind == "state-type":
+        return _state_type(doc, path, violation.detail)
+    if kind == "key":
+        return _wrong_key(doc, path, violation.detail)
+    return _wrong_value(doc, violation)
 
 
-def _state_type(doc: Document, path: tuple[Any, ...]) -> Diagnostic:
+def _state_type(doc: Document, path: tuple[Any, ...], got: Any) -> Diagnostic:
     """A state whose `type` is missing or not one of the seven."""
-    value = _value_at(doc.data, path)
-    got = value.get("type") if isinstance(value, dict) else None
     message = (
         f"state `{path[1]}` has unknown type `{got}`"
         if got is not None
@@ -227,71 +136,85 @@ def _state_type(doc: Document, path: tuple[Any, ...]) -> Diagnostic:
         path + (("type",) if got is not None else ()),
         "state-type",
         message,
-        did_you_mean(str(got), list(_STATE_MODELS)) + f"types are {', '.join(_STATE_MODELS)}",
+        did_you_mean(str(got), list(TYPE_LETTERS)) + f"types are {', '.join(TYPE_LETTERS)}",
         key=got is None,
     )
 
 
-def _wrong_value(doc: Document, path: tuple[Any, ...], error: Any) -> Diagnostic:
+def _wrong_key(doc: Document, path: tuple[Any, ...], names: dict[str, Any]) -> Diagnostic:
+    """A mapping key that is not an id (`states`, `variables`) or not a known name."""
+    place = f"key `{path[-1]}` of `{path[-2]}` in {where(doc.data, path[:-2])}"
+    if "enum" in names:
+        choices = _choices(names["enum"])
+        hint = did_you_mean(str(path[-1]), names["enum"]) + f"use one of {choices}"
+        return doc.diag(path, "schema", f"{place} is not one of {choices}", hint, key=True)
+    return doc.diag(path, "schema", f"{place} is not a valid id", _ID_HINT, key=True)
+
+
+def _wrong_value(doc: Document, violation: Violation) -> Diagnostic:
     """A value of the wrong type or out of range: "`name` of the graph is not a valid id"."""
-    data, kind = doc.data, error["type"]
-    message, hint = _value_message(kind, error, _value_at(data, path))
+    data, path, kind = doc.data, violation.path, violation.kind
+    message, hint = _value_message(kind, violation.detail, _value_at(data, path))
     key = path[-1] if path else None
     field = f"`{key}` of {where(data, path[:-1])}" if isinstance(key, str) else where(data, path)
     if isinstance(key, int) and len(path) == 2 and path[0] in ("tools", "start"):
         field = where(data, path)  # "start entry 2"
-        if path[0] == "start" and kind in _WRONG_TYPE:
+        if path[0] == "start" and kind == "type":
             hint = "write each entry as `{when: condition, state: id}`, or `start: id` alone"
     elif isinstance(key, int) and len(path) >= 2:
         field = f"item {key + 1} of `{path[-2]}` in {where(data, path)}"
     return doc.diag(path, "schema", f"{field} {message}", hint)
 
 
-def _missing_hint(data: Any, path: tuple[Any, ...], name: Any) -> str:
+def _missing_hint(name: Any) -> str:
     if name == "type":
-        return f"add `type:` — one of {', '.join(_STATE_MODELS)}"
+        return f"add `type:` — one of {', '.join(TYPE_LETTERS)}"
     if name == "exit_conditions":
         return "add `exit_conditions:` with `description` and `next_state` for each way out"
     return f"add `{name}:`"
 
 
-def _value_message(kind: str, error: Any, value: Any) -> tuple[str, str]:
+_ID_HINT = "ids start with a letter or _ and use letters, digits, _ . -"
+_TYPE_WORDS = {
+    "string": ("text", "write text; quote it if it looks like a number"),
+    "array": ("a list", "write it as `[a, b]` or one `- item` a line"),
+    "object": ("a mapping of keys", "write `key: value` lines, indented"),
+    "integer": ("a whole number", "write a number such as 3"),
+    "number": ("a number", "write a number such as 0.5"),
+    "boolean": ("true or false", "write true or false"),
+}
+_LIMITS = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than"}
+
+
+def _value_message(kind: str, detail: Any, value: Any) -> tuple[str, str]:
     if isinstance(value, bool):
         word = "true" if value else "false"
         return (f"is the YAML boolean `{word}`", f'quote it if you meant text: "{word}"')
-    if kind == "string_pattern_mismatch":
-        return (
-            f"`{value}` is not a valid id",
-            "ids start with a letter or _ and use letters, digits, _ . -",
-        )
-    if kind == "string_too_short":
+    if kind == "pattern" and detail == HANDLER_PATTERN:
+        return (f"`{value}` is not `module:function`", "name a function: `package.module:function`")
+    if kind == "pattern":
+        return (f"`{value}` is not a valid id", _ID_HINT)
+    if kind == "minLength":
         return ("must not be empty", "write some text or remove the key")
-    if kind == "literal_error":
-        expected = error.get("ctx", {}).get("expected", "")
-        choice = "one of " if " or " in expected else ""
-        return (f"is `{value}`, expected {expected}", f"use {choice}{expected}")
-    if kind in ("string_type", "str_type"):
+    if kind in ("const", "enum"):
+        options = (detail,) if kind == "const" else detail
+        choice = "one of " if len(options) > 1 else ""
         return (
-            f"should be text, got {_kind(value)}",
-            "write text; quote it if it looks like a number",
+            f"is {_kind(value)}, expected {_choices(options)}",
+            f"use {choice}{_choices(options)}",
         )
-    if kind in ("tuple_type", "list_type"):
-        return (
-            f"should be a list, got {_kind(value)}",
-            "write it as `[a, b]` or one `- item` a line",
-        )
-    if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return (
-            f"should be a mapping of keys, got {_kind(value)}",
-            "write `key: value` lines, indented",
-        )
-    if kind.startswith(("int_", "float_")) or kind in (
-        "greater_than_equal",
-        "greater_than",
-        "less_than_equal",
-    ):
-        return (f"is `{value}`: {error['msg'].lower()}", "change the number")
-    return (error["msg"].lower(), "see the format reference in the README or `cgraph schema`")
+    if kind in _LIMITS:
+        return (f"is `{value}`, should be {_LIMITS[kind]} {detail}", "change the number")
+    words = [_TYPE_WORDS[name] for name in detail if name in _TYPE_WORDS]
+    wanted = " or ".join(word for word, _ in words) or "nothing"
+    hint = words[0][1] if words else "remove the value"
+    return (f"should be {wanted}, got {_kind(value)}", hint)
+
+
+def _choices(options: Any) -> str:
+    """`'a', 'b' or 'c'`, as a designer would read a list of allowed values."""
+    shown = [repr(option) if isinstance(option, str) else str(option) for option in options]
+    return " or ".join(shown) if len(shown) < 3 else f"{', '.join(shown[:-1])} or {shown[-1]}"
 
 
 def _kind(value: Any) -> str:

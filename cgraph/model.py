@@ -1,21 +1,34 @@
-"""The context-graph format as immutable models; the JSON Schema is generated from them.
+"""The context-graph format as immutable dataclasses; the JSON Schema is generated from them.
 
-Every field's description is what a designer sees in their editor when hovering a key.
+Every field's docstring is what a designer sees in their editor when hovering a key.
+Constraints are JSON-Schema keywords in `Annotated` metadata, so the published schema
+says exactly what `cgraph.conform` enforces. Plain dataclasses, not pydantic: defining
+these classes costs nothing at import, which keeps `cgraph lint` starting fast.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints
+
+class Keywords(tuple[tuple[str, Any], ...]):
+    """JSON-Schema keywords attached to a type with `Annotated` (a dict would not hash)."""
+
+    def __new__(cls, **keywords: Any) -> Keywords:
+        return super().__new__(cls, sorted(keywords.items()))
+
 
 END = "END"
 FORMAT_VERSION = 1
+ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.\-]*$"
 Tier = Literal["personal", "project", "task"]
 TIERS: tuple[Tier, ...] = ("personal", "project", "task")
-Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]*$")]
-Text = Annotated[str, StringConstraints(min_length=1)]
+Identifier = Annotated[str, Keywords(pattern=ID_PATTERN)]
+Text = Annotated[str, Keywords(minLength=1)]
+HANDLER_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
+Handler = Annotated[str, Keywords(pattern=HANDLER_PATTERN)]
 
 # One letter per state type, as the abstract topology writes them.
 TYPE_LETTERS = {
@@ -28,13 +41,13 @@ TYPE_LETTERS = {
     "graph": "G",
 }
 SILENT_TYPES = frozenset(TYPE_LETTERS) - {"action"}
+PromptKind = Literal["action", "decision", "reflection", "extract", "start"]
+INTERNAL = {"internal": True}
+"""Field metadata: set by cgraph, never written in a graph file (left out of the schema)."""
 
 
-class Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ExitCondition(Spec):
+@dataclass(frozen=True, kw_only=True)
+class ExitCondition:
     """A way out of a state: when `description` holds, go to `next_state`."""
 
     description: Text
@@ -45,17 +58,19 @@ class ExitCondition(Spec):
     """User utterances that satisfy this condition: hints for LLMs, prototypes offline."""
 
 
-class _State(Spec):
+@dataclass(frozen=True, kw_only=True)
+class _State:
     objective: Text
     """What this state is for: every state has one."""
     fallback: Text | None = None
     """What the agent says here when the model keeps failing (overrides the graph's)."""
-    max_visits: int | None = Field(default=None, ge=1)
+    max_visits: Annotated[int, Keywords(minimum=1)] | None = None
     """How many times one session may enter this state; beyond it a guard stops the turn."""
     description: str | None = None
     """A note for designers; not shown to the model."""
 
 
+@dataclass(frozen=True, kw_only=True)
 class _Routed(_State):
     exit_conditions: tuple[ExitCondition, ...] | None = None
     """The ways out, chosen by the model."""
@@ -63,6 +78,7 @@ class _Routed(_State):
     """The single way out of a silent state (instead of `exit_conditions`)."""
 
 
+@dataclass(frozen=True, kw_only=True)
 class ActionState(_State):
     """User-facing: the agent talks with the user until an exit condition holds."""
 
@@ -85,6 +101,7 @@ class ActionState(_State):
     """A Jinja template for the reply when no LLM writes one (the offline semantic mode)."""
 
 
+@dataclass(frozen=True, kw_only=True)
 class DecisionState(_State):
     """Silent: chooses among two or more exits, seeing the whole topology."""
 
@@ -95,6 +112,7 @@ class DecisionState(_State):
     """How to weigh the candidates."""
 
 
+@dataclass(frozen=True, kw_only=True)
 class ReflectionState(_Routed):
     """Silent: re-assesses the conversation and writes an internal note."""
 
@@ -103,6 +121,7 @@ class ReflectionState(_Routed):
     """What to re-examine before moving on."""
 
 
+@dataclass(frozen=True, kw_only=True)
 class RecallState(_Routed):
     """Silent: pulls memories into the session's context."""
 
@@ -111,27 +130,29 @@ class RecallState(_Routed):
     """Jinja templates; each renders to one memory query."""
     tiers: tuple[Tier, ...] = ()
     """Memory tiers to search; empty means all."""
-    top_k: int = Field(default=5, ge=1, le=100)
+    top_k: Annotated[int, Keywords(minimum=1, maximum=100)] = 5
     """Memories kept per query."""
 
 
+@dataclass(frozen=True, kw_only=True)
 class AnnotationState(_Routed):
     """Silent: tags the transcript and sets variables."""
 
     type: Literal["annotation"]
     annotations: tuple[Text, ...] = ()
     """Tags added to the transcript at this point."""
-    set: dict[Identifier, str] = Field(default_factory=dict)
+    set: dict[Identifier, str] = field(default_factory=dict)
     """Variables to set: name → Jinja template."""
 
 
+@dataclass(frozen=True, kw_only=True)
 class SideEffectState(_Routed):
     """Silent: calls a declared tool and stores its result."""
 
     type: Literal["side_effect"]
     tool: Identifier
     """The name of a tool declared under `tools`."""
-    arguments: dict[Identifier, Any] = Field(default_factory=dict)
+    arguments: dict[Identifier, Any] = field(default_factory=dict)
     """Arguments for the tool; text values are Jinja templates."""
     result: Identifier | None = None
     """The variable that receives the tool's result."""
@@ -139,6 +160,7 @@ class SideEffectState(_Routed):
     """Where to go when the tool fails or times out (else the turn stops with the fallback)."""
 
 
+@dataclass(frozen=True, kw_only=True)
 class GraphState(_Routed):
     """Hands the conversation to another graph; continues here when that graph ends."""
 
@@ -155,11 +177,12 @@ State = Annotated[
     | AnnotationState
     | SideEffectState
     | GraphState,
-    Field(discriminator="type"),
+    Keywords(discriminator="type"),
 ]
 
 
-class Agent(Spec):
+@dataclass(frozen=True, kw_only=True)
+class Agent:
     """The agent core: identity and global directives, first in every prompt."""
 
     name: Text = "Assistant"
@@ -168,7 +191,8 @@ class Agent(Spec):
     """Rules that hold in every state."""
 
 
-class StartEntry(Spec):
+@dataclass(frozen=True, kw_only=True)
+class StartEntry:
     """A conditional entry point, chosen on the first turn like a decision."""
 
     when: Text
@@ -176,93 +200,92 @@ class StartEntry(Spec):
     state: Identifier
 
 
-class Limits(Spec):
+@dataclass(frozen=True, kw_only=True)
+class Limits:
     """Loop guards; hitting one stops the turn in the last user-facing state."""
 
-    max_transitions_per_turn: int = Field(default=12, ge=1)
-    max_reflections: int = Field(default=3, ge=0)
+    max_transitions_per_turn: Annotated[int, Keywords(minimum=1)] = 12
+    max_reflections: Annotated[int, Keywords(minimum=0)] = 3
     """Reflections allowed per turn (bounded reflection)."""
-    max_visits: dict[Identifier, int] = Field(default_factory=dict)
+    max_visits: dict[Identifier, int] = field(default_factory=dict)
     """Per-state visit caps for a whole session (a state's own `max_visits` also works)."""
-    history_tokens: int = Field(default=2000, ge=100)
+    history_tokens: Annotated[int, Keywords(minimum=100)] = 2000
     """Token budget of the conversation history in prompts; oldest turns are dropped."""
 
 
-class MemoryConfig(Spec):
+@dataclass(frozen=True, kw_only=True)
+class MemoryConfig:
     """The recall layer."""
 
     store: Literal["every_turn", "session_end", "off"] = "every_turn"
     """When memories are extracted from the conversation."""
-    top_k: int = Field(default=5, ge=1, le=100)
+    top_k: Annotated[int, Keywords(minimum=1, maximum=100)] = 5
     """Memories recalled per query for `included_contexts`."""
-    ttl_days: dict[Tier, float] = Field(default_factory=dict)
+    ttl_days: dict[Tier, float] = field(default_factory=dict)
     """Per-tier time-to-live in days."""
-    max_items: dict[Tier, int] = Field(default_factory=dict)
+    max_items: dict[Tier, int] = field(default_factory=dict)
     """Per-tier cap on memories per user; the oldest are removed first."""
     host: str | None = None
     """A Chroma server's host; unset means an embedded store next to the sessions."""
     port: int = 8000
-    min_score: float = Field(default=0.15, ge=-1, le=1)
+    min_score: Annotated[float, Keywords(minimum=-1, maximum=1)] = 0.15
     """Memories less similar than this are not recalled."""
 
 
-class Tool(Spec):
+@dataclass(frozen=True, kw_only=True)
+class Tool:
     """A Python function a side-effect state may call."""
 
     name: Identifier
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
     """A JSON Schema for the arguments."""
-    handler: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")]
+    handler: Handler
     """`module:function`, importable from the graph's folder or the Python path."""
-    timeout: float = Field(default=10.0, gt=0)
+    timeout: Annotated[float, Keywords(exclusiveMinimum=0)] = 10.0
     """Seconds before the call counts as failed."""
 
 
-class ModelConfig(Spec):
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
     """Defaults for the LLM; the command line overrides them."""
 
     name: str | None = None
     """A litellm model name, e.g. `gpt-4o-mini` or `anthropic/claude-3-5-haiku-latest`."""
-    temperature: float = Field(default=0.2, ge=0, le=2)
-    max_tokens: int = Field(default=600, ge=16)
-    timeout: float = Field(default=30.0, gt=0)
-    retries: int = Field(default=3, ge=0, le=10)
+    temperature: Annotated[float, Keywords(minimum=0, maximum=2)] = 0.2
+    max_tokens: Annotated[int, Keywords(minimum=16)] = 600
+    timeout: Annotated[float, Keywords(exclusiveMinimum=0)] = 30.0
+    retries: Annotated[int, Keywords(minimum=0, maximum=10)] = 3
     api_base: str | None = None
 
 
-class Graph(Spec):
+@dataclass(frozen=True, kw_only=True)
+class Graph:
     """A context graph."""
 
     cgraph: Literal[1]
     """Format version."""
     name: Identifier
     description: str = ""
-    agent: Agent = Agent()
+    agent: Agent = field(default_factory=Agent)
     start: Identifier | tuple[StartEntry, ...]
     """The first state, or conditional entries chosen on the first turn."""
     states: dict[Identifier, State]
     topology: str | None = None
     """The abstract topology: a compact map of the graph, checked against the states."""
-    variables: dict[Identifier, Any] = Field(default_factory=dict)
+    variables: dict[Identifier, Any] = field(default_factory=dict)
     """Variables templates may use, with their initial values."""
-    limits: Limits = Limits()
-    memory: MemoryConfig = MemoryConfig()
+    limits: Limits = field(default_factory=Limits)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     tools: tuple[Tool, ...] = ()
-    model: ModelConfig = ModelConfig()
+    model: ModelConfig = field(default_factory=ModelConfig)
     fallback: Text = "Sorry, I'm having trouble right now. Could you say that again?"
     """What the agent says when the model keeps failing."""
-    prompts: dict[Literal["action", "decision", "reflection", "extract", "start"], str] = Field(
-        default_factory=dict
-    )
+    prompts: dict[PromptKind, str] = field(default_factory=dict)
     """Jinja templates replacing the shipped prompt templates, by kind."""
 
-    _source: Path | None = PrivateAttr(default=None)
-
-    @property
-    def source(self) -> Path | None:
-        """The file this graph was loaded from (None for a graph built in code)."""
-        return self._source
+    source: Path | None = field(default=None, compare=False, repr=False, metadata=INTERNAL)
+    """The file this graph was loaded from (None for a graph built in code); not a key."""
 
     def start_states(self) -> tuple[str, ...]:
         if isinstance(self.start, str):

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -138,9 +139,7 @@ def test_model_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert has_credentials("openai/local-model", api_base="http://127.0.0.1:8080/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert has_credentials("gpt-4o-mini")
-    with_model = graph.model_copy(
-        update={"model": graph.model.model_copy(update={"name": "gpt-4o"})}
-    )
+    with_model = replace(graph, model=replace(graph.model, name="gpt-4o"))
     assert model_name(None, with_model) == "gpt-4o"
 
 

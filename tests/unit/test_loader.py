@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
+
 import pytest
 
 from cgraph import GraphError, load_graph
@@ -29,7 +31,7 @@ def test_example_graph_loads_as_immutable_model() -> None:
     graph = load_graph(GRAPHS / "medical_checkin.yaml")
     assert graph.name == "medical_checkin"
     assert graph.source == GRAPHS / "medical_checkin.yaml"
-    with pytest.raises(Exception, match="frozen"):
+    with pytest.raises(FrozenInstanceError):
         graph.name = "other"  # type: ignore[misc]
 
 

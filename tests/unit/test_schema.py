@@ -6,9 +6,7 @@ from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
-from pydantic import ValidationError
 
-from cgraph.model import Graph
 from cgraph.reader import read_file
 from cgraph.schema import dumps, generate, published
 from tests.conftest import FIXTURES, GRAPHS, ROOT
@@ -61,14 +59,3 @@ def test_schema_invalid_fixtures_are_rejected_by_the_schema() -> None:
             assert not _validator().is_valid(read_file(path).data), path.name
             rejected.append(path.name)
     assert len(rejected) >= 5
-
-
-@pytest.mark.parametrize("path", READABLE + EXAMPLES, ids=lambda p: p.name)
-def test_schema_and_models_agree(path: Path) -> None:
-    data = read_file(path).data
-    try:
-        Graph.model_validate(data)
-        models_accept = True
-    except ValidationError:
-        models_accept = False
-    assert _validator().is_valid(data) == models_accept
