@@ -22,8 +22,8 @@ from typing import Any
 from cgraph import model
 from cgraph.schema import published
 
-Path = tuple[str | int, ...]
-Check = Callable[[Any, Path, list["Violation"]], Any]
+JsonPath = tuple[str | int, ...]
+Check = Callable[[Any, JsonPath, list["Violation"]], Any]
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -58,17 +58,19 @@ _ACCEPTED = _NOTES | {
 
 @dataclass(frozen=True)
 class Violation:
-    """One way the data breaks the schema.
+    """One way the data breaks the schema, at `path` (the key or item at fault).
 
-    `kind` is `missing` (`detail` is the key), `unknown-key` (`detail`: the keys
-    allowed there), `state-type` (`detail` is
-    the tag found, or None), `type` (`detail` is the JSON types allowed), `key` (a
-    mapping key breaks `detail`, the key schema), or the keyword broken — `const`,
-    `enum`, `pattern`, `minLength`, `minimum`, `maximum`, `exclusiveMinimum` — with its
-    value as `detail`.
+    `kind`, and what `detail` holds for it:
+    - `missing`: the key that is missing (`path` is its mapping);
+    - `unknown-key`: the keys allowed there;
+    - `state-type`: the `type` found, or None;
+    - `type`: the JSON types allowed;
+    - `key`: the schema a mapping key breaks (`propertyNames`);
+    - a keyword broken (`const`, `enum`, `pattern`, `minLength`, `minimum`, `maximum`,
+      `exclusiveMinimum`): the keyword's value.
     """
 
-    path: Path
+    path: JsonPath
     kind: str
     detail: Any = None
 
@@ -105,7 +107,7 @@ class _Compiler:
             return _tagged(tag, {value: self.ref(ref) for value, ref in mapping.items()})
         kind = schema.get("type")
         if kind == "object" and "properties" in schema:
-            return self.model(schema, build)
+            return self.object_check(schema, build)
         if kind == "object":
             names = schema.get("propertyNames")
             keys = self.compile({"type": "string", **names}) if names else None
@@ -120,12 +122,13 @@ class _Compiler:
     def ref(self, ref: str) -> Check:
         name = ref.rsplit("/", 1)[-1]
         if name not in self.refs:
+            # Registered before compiling, so a definition may refer to itself.
             compiled: list[Check] = []
             self.refs[name] = lambda value, path, out: compiled[0](value, path, out)
             compiled.append(self.compile(self.defs[name], getattr(model, name)))
         return self.refs[name]
 
-    def model(self, schema: dict[str, Any], build: type | None) -> Check:
+    def object_check(self, schema: dict[str, Any], build: type | None) -> Check:
         props = {key: self.compile(sub) for key, sub in schema["properties"].items()}
         required = tuple(schema.get("required", ()))
         return _object(props, required, build)
@@ -139,14 +142,14 @@ def _json_types(schema: dict[str, Any]) -> frozenset[type]:
     return frozenset(_TYPES[kind]) if kind else frozenset({object})
 
 
-def _anything(value: Any, path: Path, out: list[Violation]) -> Any:
+def _anything(value: Any, path: JsonPath, out: list[Violation]) -> Any:
     return value
 
 
 def _object(props: dict[str, Check], required: tuple[str, ...], build: type | None) -> Check:
     allowed = tuple(props)
 
-    def check(value: Any, path: Path, out: list[Violation]) -> Any:
+    def check(value: Any, path: JsonPath, out: list[Violation]) -> Any:
         if type(value) is not dict:
             out.append(Violation(path, "type", ("object",)))
             return value
@@ -169,7 +172,7 @@ def _object(props: dict[str, Check], required: tuple[str, ...], build: type | No
 
 
 def _mapping(names: dict[str, Any] | None, key_check: Check | None, item: Check) -> Check:
-    def check(value: Any, path: Path, out: list[Violation]) -> Any:
+    def check(value: Any, path: JsonPath, out: list[Violation]) -> Any:
         if type(value) is not dict:
             out.append(Violation(path, "type", ("object",)))
             return value
@@ -188,7 +191,7 @@ def _mapping(names: dict[str, Any] | None, key_check: Check | None, item: Check)
 
 
 def _array(item: Check) -> Check:
-    def check(value: Any, path: Path, out: list[Violation]) -> Any:
+    def check(value: Any, path: JsonPath, out: list[Violation]) -> Any:
         if type(value) not in (list, tuple):
             out.append(Violation(path, "type", ("array",)))
             return value
@@ -203,7 +206,7 @@ def _any_of(branches: list[tuple[Check, frozenset[type]]]) -> Check:
         name for name, types in _TYPES.items() if any(set(types) <= t for _, t in branches)
     )
 
-    def check(value: Any, path: Path, out: list[Violation]) -> Any:
+    def check(value: Any, path: JsonPath, out: list[Violation]) -> Any:
         fitting = [c for c, types in branches if type(value) in types or object in types]
         if not fitting:
             out.append(Violation(path, "type", allowed))
@@ -219,7 +222,7 @@ def _any_of(branches: list[tuple[Check, frozenset[type]]]) -> Check:
 
 
 def _tagged(tag: str, members: dict[Any, Check]) -> Check:
-    def check(value: Any, path: Path, out: list[Violation]) -> Any:
+    def check(value: Any, path: JsonPath, out: list[Violation]) -> Any:
         if type(value) is not dict:
             out.append(Violation(path, "type", ("object",)))
             return value
@@ -241,7 +244,7 @@ def _scalar(schema: dict[str, Any]) -> Check:
     choices = [(k, e) for k, e, _ in tests if k in ("const", "enum")]
     wrong_type = Violation((), *choices[0]) if choices else Violation((), "type", (kind,))
 
-    def check(value: Any, path: Path, out: list[Violation]) -> Any:
+    def check(value: Any, path: JsonPath, out: list[Violation]) -> Any:
         if type(value) not in types:
             if kind == "integer" and type(value) is float and value.is_integer():
                 value = int(value)  # 3.0 is an integer in JSON Schema

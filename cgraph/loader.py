@@ -157,7 +157,9 @@ def _wrong_value(doc: Document, violation: Violation) -> Diagnostic:
     message, hint = _value_message(kind, violation.detail, _value_at(data, path))
     key = path[-1] if path else None
     field = f"`{key}` of {where(data, path[:-1])}" if isinstance(key, str) else where(data, path)
-    if isinstance(key, int) and len(path) == 2 and path[0] in ("tools", "start"):
+    if len(path) == 2 and path[0] == "states":
+        field = where(data, path)  # "state `x`"
+    elif isinstance(key, int) and len(path) == 2 and path[0] in ("tools", "start"):
         field = where(data, path)  # "start entry 2"
         if path[0] == "start" and kind == "type":
             hint = "write each entry as `{when: condition, state: id}`, or `start: id` alone"

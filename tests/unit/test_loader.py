@@ -68,3 +68,41 @@ def test_a_wrong_format_version_names_the_only_one() -> None:
         "`cgraph` of the graph is `2`, expected 1",
         "use 1",
     )
+
+
+def test_schema_problems_are_worded_for_designers_and_each_is_reported() -> None:
+    text = """\
+cgraph: 1
+name: g
+start: {a: b}
+memory: {store: sometimes, ttl_days: {tasks: 1}}
+tools:
+  - {name: t, handler: "not a handler"}
+states:
+  x: []
+  bad key: {type: reflection, objective: o, next_state: END}
+  y: {type: decision, objective: "", exit_conditions: [{}]}
+"""
+    found = {(d.line, d.column, d.code, d.message) for d in parse_graph(read_text(text, "g"))[1]}
+    assert found == {
+        (3, 8, "schema", "`start` of the graph should be text or a list, got a mapping"),
+        (
+            4,
+            17,
+            "schema",
+            "`store` of `memory` is text `sometimes`, "
+            "expected 'every_turn', 'session_end' or 'off'",
+        ),
+        (
+            4,
+            39,
+            "schema",
+            "key `tasks` of `ttl_days` in `memory` is not one of 'personal', 'project' or 'task'",
+        ),
+        (6, 24, "schema", "`handler` of tools entry 1 `not a handler` is not `module:function`"),
+        (8, 6, "schema", "state `x` should be a mapping of keys, got a list"),
+        (9, 3, "schema", "key `bad key` of `states` in the graph is not a valid id"),
+        (10, 34, "schema", "`objective` of state `y` (type decision) must not be empty"),
+        (10, 56, "missing-key", "exit 1 of state `y` (type decision) is missing `description`"),
+        (10, 56, "missing-key", "exit 1 of state `y` (type decision) is missing `next_state`"),
+    }
