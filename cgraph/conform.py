@@ -251,6 +251,8 @@ def _scalar(schema: dict[str, Any]) -> Check:
             else:
                 out.append(replace(wrong_type, path=path))
                 return value
+        elif kind == "number":
+            value = float(value)  # `timeout: 30` is a float to the code that reads it
         for keyword, expected, holds in tests:
             if not holds(value):
                 out.append(Violation(path, keyword, expected))

@@ -107,11 +107,12 @@ def test_the_built_model_is_frozen_dataclasses_with_defaults() -> None:
     assert graph.limits.max_transitions_per_turn >= 1 and graph.source is None
 
 
-def test_a_whole_float_is_an_integer_and_an_id_ends_at_its_last_character() -> None:
-    base = "cgraph: 1\nname: g\nstart: a\nlimits: {max_reflections: 2.0}\nstates:\n"
-    state = "  a: {type: reflection, objective: o, next_state: END}\n"
+def test_numbers_take_the_field_type_and_an_id_ends_at_its_last_character() -> None:
+    base = "cgraph: 1\nname: g\nstart: a\nlimits: {max_reflections: 2.0}\nmodel: {timeout: 5}\n"
+    state = "states:\n  a: {type: reflection, objective: o, next_state: END}\n"
     graph = load_graph_text(base + state)
     assert graph.limits.max_reflections == 2 and type(graph.limits.max_reflections) is int
+    assert graph.model.timeout == 5.0 and type(graph.model.timeout) is float
     data = yaml.safe_load(base + state)
     data["name"] = "g\n"
     assert [(v.path, v.kind) for v in conform(data)[1]] == [(("name",), "pattern")]
