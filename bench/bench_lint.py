@@ -4,7 +4,8 @@
 
 1. Cold start on one example graph: `cgraph lint graphs/medical_checkin.yaml` against
    `python -c "import yaml, jsonschema"` (aim: within 2x) and against check-jsonschema
-   validating the same file with the published schema (when it is installed).
+   validating the same file with the published schema (when it is installed); then the
+   same ratio in CPU instructions under valgrind's callgrind (when valgrind is installed).
 2. A generated 10,000-state graph (~5.6 MB): the whole `cgraph lint` command against
    bare `yaml.compose(text, Loader=yaml.CSafeLoader)` on the same file (aim: <= 1.5x),
    and check-jsonschema on it.
@@ -17,6 +18,7 @@ nothing here is asserted by the test suite.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import statistics
 import subprocess
@@ -108,6 +110,33 @@ def cold_start(runs: int) -> None:
         )
     else:
         print("   (check-jsonschema is not installed: `pip install check-jsonschema` to compare)")
+    instructions()
+
+
+def instructions() -> None:
+    """The same cold-start ratio in CPU instructions, which a busy machine cannot skew."""
+    if not shutil.which("valgrind"):
+        print("   (valgrind is not installed: no instruction counts)")
+        return
+    lint = counted([CGRAPH, "lint", EXAMPLE])
+    base = counted([sys.executable, "-c", "import yaml, jsonschema"])
+    print(
+        f"   => in instructions (callgrind): {lint / 1e6:,.0f} M / {base / 1e6:,.0f} M = "
+        f"{lint / base:.2f} (aim <= 2)"
+    )
+
+
+def counted(command: list[str]) -> int:
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind printed no count: {done.stderr[-300:]}")
+    return int(found.group(1))
 
 
 def large_graph(states: int, runs: int) -> None:
