@@ -20,10 +20,10 @@ from functools import cache, partial
 from typing import Any
 
 from cgraph import model
+from cgraph.diagnostics import DataPath
 from cgraph.schema import published
 
-JsonPath = tuple[str | int, ...]
-Check = Callable[[Any, JsonPath, list["Violation"]], Any]
+Check = Callable[[Any, DataPath, list["Violation"]], Any]
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -70,7 +70,7 @@ class Violation:
       `exclusiveMinimum`): the keyword's value.
     """
 
-    path: JsonPath
+    path: DataPath
     kind: str
     detail: Any = None
 
@@ -142,14 +142,14 @@ def _json_types(schema: dict[str, Any]) -> frozenset[type]:
     return frozenset(_TYPES[kind]) if kind else frozenset({object})
 
 
-def _anything(value: Any, path: JsonPath, out: list[Violation]) -> Any:
+def _anything(value: Any, path: DataPath, out: list[Violation]) -> Any:
     return value
 
 
 def _object(props: dict[str, Check], required: tuple[str, ...], build: type | None) -> Check:
     allowed = tuple(props)
 
-    def check(value: Any, path: JsonPath, out: list[Violation]) -> Any:
+    def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
         if type(value) is not dict:
             out.append(Violation(path, "type", ("object",)))
             return value
@@ -172,7 +172,7 @@ def _object(props: dict[str, Check], required: tuple[str, ...], build: type | No
 
 
 def _mapping(names: dict[str, Any] | None, key_check: Check | None, item: Check) -> Check:
-    def check(value: Any, path: JsonPath, out: list[Violation]) -> Any:
+    def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
         if type(value) is not dict:
             out.append(Violation(path, "type", ("object",)))
             return value
@@ -191,7 +191,7 @@ def _mapping(names: dict[str, Any] | None, key_check: Check | None, item: Check)
 
 
 def _array(item: Check) -> Check:
-    def check(value: Any, path: JsonPath, out: list[Violation]) -> Any:
+    def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
         if type(value) not in (list, tuple):
             out.append(Violation(path, "type", ("array",)))
             return value
@@ -206,7 +206,7 @@ def _any_of(branches: list[tuple[Check, frozenset[type]]]) -> Check:
         name for name, types in _TYPES.items() if any(set(types) <= t for _, t in branches)
     )
 
-    def check(value: Any, path: JsonPath, out: list[Violation]) -> Any:
+    def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
         fitting = [c for c, types in branches if type(value) in types or object in types]
         if not fitting:
             out.append(Violation(path, "type", allowed))
@@ -222,7 +222,7 @@ def _any_of(branches: list[tuple[Check, frozenset[type]]]) -> Check:
 
 
 def _tagged(tag: str, members: dict[Any, Check]) -> Check:
-    def check(value: Any, path: JsonPath, out: list[Violation]) -> Any:
+    def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
         if type(value) is not dict:
             out.append(Violation(path, "type", ("object",)))
             return value
@@ -244,7 +244,7 @@ def _scalar(schema: dict[str, Any]) -> Check:
     choices = [(k, e) for k, e, _ in tests if k in ("const", "enum")]
     wrong_type = Violation((), *choices[0]) if choices else Violation((), "type", (kind,))
 
-    def check(value: Any, path: JsonPath, out: list[Violation]) -> Any:
+    def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
         if type(value) not in types:
             if kind == "integer" and type(value) is float and value.is_integer():
                 value = int(value)  # 3.0 is an integer in JSON Schema

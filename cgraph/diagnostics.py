@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+DataPath = tuple[str | int, ...]
+"""Keys and indexes from a document's root to one value: `("states", "ask", "actions", 0)`."""
+
 
 class Severity(StrEnum):
     ERROR = "error"
@@ -22,7 +25,7 @@ class Diagnostic:
     code: str
     message: str
     hint: str = ""
-    path: tuple[str | int, ...] = field(default=())
+    path: DataPath = field(default=())
 
     def render(self) -> str:
         """`file:line:col severity code message`, then the hint on its own line."""

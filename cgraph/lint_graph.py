@@ -11,13 +11,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cgraph.diagnostics import Diagnostic, Severity
+from cgraph.diagnostics import DataPath, Diagnostic, Severity
 from cgraph.loader import did_you_mean
 from cgraph.model import END, SILENT_TYPES, AnyState, Graph
 from cgraph.reader import Document
 from cgraph.render import BUILTIN_NAMES
 
-Located = tuple[str, tuple[str | int, ...]]  # a target state and the YAML path naming it
+Located = tuple[str, DataPath]  # a target state and the YAML path naming it
 
 
 def field_of(state: AnyState, name: str) -> Any:
@@ -56,7 +56,7 @@ class GraphContext:
 
     def diag(
         self,
-        path: tuple[str | int, ...],
+        path: DataPath,
         code: str,
         message: str,
         hint: str,
@@ -353,7 +353,7 @@ def check_memory_and_limits(ctx: GraphContext) -> Iterator[Diagnostic]:
 
 def check_names(ctx: GraphContext) -> Iterator[Diagnostic]:
     """Variables named like a built-in would hide it from every template."""
-    places: list[tuple[str, tuple[str | int, ...]]] = [
+    places: list[tuple[str, DataPath]] = [
         (name, ("variables", name)) for name in ctx.graph.variables
     ]
     for name, state in ctx.graph.states.items():

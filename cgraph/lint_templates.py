@@ -14,7 +14,7 @@ from typing import Any
 
 from jinja2 import TemplateSyntaxError, meta
 
-from cgraph.diagnostics import Diagnostic
+from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint_graph import GraphContext, field_of
 from cgraph.loader import did_you_mean
 from cgraph.reader import Document
@@ -39,7 +39,6 @@ _NOT_TEMPLATES = frozenset(
         "top_k",
     }
 )
-Path_ = tuple[str | int, ...]
 
 
 @lru_cache(maxsize=8192)
@@ -60,7 +59,7 @@ def _analyse_fast(source: str) -> tuple[tuple[int, str] | None, frozenset[str]]:
     return error, names
 
 
-def template_strings(data: Any) -> Iterator[tuple[Path_, str, bool]]:
+def template_strings(data: Any) -> Iterator[tuple[DataPath, str, bool]]:
     """(path, text, names checked?) of every templated string a graph renders."""
     if not isinstance(data, dict):
         return
@@ -78,7 +77,7 @@ def template_strings(data: Any) -> Iterator[tuple[Path_, str, bool]]:
         yield from _strings(prompts, ("prompts",), False)
 
 
-def _strings(value: Any, path: Path_, names: bool) -> Iterator[tuple[Path_, str, bool]]:
+def _strings(value: Any, path: DataPath, names: bool) -> Iterator[tuple[DataPath, str, bool]]:
     if isinstance(value, str):
         if is_template(value):
             yield path, value, names
@@ -129,7 +128,9 @@ def check_templates(ctx: GraphContext) -> Iterator[Diagnostic]:
             )
 
 
-def _self_reference(ctx: GraphContext, path: Path_, used: frozenset[str]) -> Iterator[Diagnostic]:
+def _self_reference(
+    ctx: GraphContext, path: DataPath, used: frozenset[str]
+) -> Iterator[Diagnostic]:
     """`set: {n: "{{ n + 1 }}"}` fails on the first visit unless `n` starts with a value."""
     if len(path) == 4 and path[0] == "states" and path[2] == "set":
         var = str(path[3])
@@ -142,7 +143,7 @@ def _self_reference(ctx: GraphContext, path: Path_, used: frozenset[str]) -> Ite
             )
 
 
-def _position(doc: Document, path: Path_, template_line: int) -> tuple[int, int]:
+def _position(doc: Document, path: DataPath, template_line: int) -> tuple[int, int]:
     """The file position of a template's line: exact inside a literal `|` block."""
     node = doc.node_at(path)
     line, column = doc.locate(path)

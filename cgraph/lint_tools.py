@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cgraph.diagnostics import Diagnostic
+from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint_graph import GraphContext, field_of
 from cgraph.loader import did_you_mean
 
@@ -27,7 +27,7 @@ def _declarations(ctx: GraphContext) -> Iterator[Diagnostic]:
     used = {field_of(s, "tool") for s in ctx.graph.states.values()}
     folder = ctx.graph.source.parent if ctx.graph.source else Path.cwd()
     for index, tool in enumerate(ctx.graph.tools):
-        path: tuple[str | int, ...] = ("tools", index)
+        path: DataPath = ("tools", index)
         if tool.name in seen:
             yield ctx.diag(
                 (*path, "name"),
@@ -131,7 +131,7 @@ def _arguments(
     """Required parameters present, unknown ones absent (when the schema closes them)."""
     properties = schema.get("properties")
     required = schema.get("required")
-    path: tuple[str | int, ...] = ("states", name, "arguments")
+    path: DataPath = ("states", name, "arguments")
     if isinstance(required, list):
         for missing in (r for r in required if isinstance(r, str) and r not in arguments):
             yield ctx.diag(

@@ -10,14 +10,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from cgraph.diagnostics import Diagnostic
+from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint_graph import GraphContext, start_targets
 from cgraph.loader import did_you_mean
 from cgraph.model import END, TYPE_LETTERS
 from cgraph.reader import Document
 from cgraph.topology import START, Topology, parse
 
-_PATH: tuple[str | int, ...] = ("topology",)
+_PATH: DataPath = ("topology",)
 _At = Callable[[int, int, str, str, str], Diagnostic]
 
 
@@ -102,7 +102,7 @@ def _nodes(ctx: GraphContext, topology: Topology, at: _At) -> Iterator[Diagnosti
             )
 
 
-def _graph_pairs(ctx: GraphContext) -> list[tuple[tuple[str, str], tuple[str | int, ...]]]:
+def _graph_pairs(ctx: GraphContext) -> list[tuple[tuple[str, str], DataPath]]:
     pairs = [((START, target), path) for target, path in start_targets(ctx.graph)]
     for name, found in ctx.edges.items():
         pairs.extend(((name, target), path) for target, path in found)
