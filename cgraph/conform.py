@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import operator
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache, partial
@@ -34,6 +35,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "array": (list, tuple),
     "object": (dict,),
 }
+_FLOAT_MAX = sys.float_info.max
 _NOTES = frozenset({"title", "description", "default", "$schema", "$id", "$defs"})
 _ACCEPTED = _NOTES | {
     "$ref",
@@ -100,7 +102,7 @@ class _Compiler:
         if "$ref" in schema:
             return self.ref(schema["$ref"])
         if "anyOf" in schema:
-            return _any_of([(self.compile(s), _json_types(s)) for s in schema["anyOf"]])
+            return _any_of([(self.compile(s), _kind_of(s)) for s in schema["anyOf"]])
         if "oneOf" in schema:
             tag = schema["discriminator"]["propertyName"]
             mapping = schema["discriminator"]["mapping"]
@@ -111,8 +113,10 @@ class _Compiler:
         if kind == "object":
             names = schema.get("propertyNames")
             keys = self.compile({"type": "string", **names}) if names else None
-            values = schema.get("additionalProperties", {})
-            return _mapping(names, keys, self.compile(values if isinstance(values, dict) else {}))
+            values = schema.get("additionalProperties", True)
+            if values is False:
+                raise ValueError("cgraph.conform needs `properties` beside `additionalProperties`")
+            return _mapping(names, keys, self.compile({} if values is True else values))
         if kind == "array":
             return _array(self.compile(schema.get("items", {})))
         if kind is None:
@@ -129,17 +133,26 @@ class _Compiler:
         return self.refs[name]
 
     def object_check(self, schema: dict[str, Any], build: type | None) -> Check:
+        if schema.get("additionalProperties") is not False:
+            raise ValueError("cgraph.conform checks only closed objects (additionalProperties)")
         props = {key: self.compile(sub) for key, sub in schema["properties"].items()}
         required = tuple(schema.get("required", ()))
         return _object(props, required, build)
 
 
-def _json_types(schema: dict[str, Any]) -> frozenset[type]:
-    """The Python types a branch of `anyOf` can accept (a `$ref` is a mapping)."""
+def _kind_of(schema: dict[str, Any]) -> str | None:
+    """The JSON type a branch of `anyOf` takes (a `$ref` is an object); None for any."""
     if "$ref" in schema or "oneOf" in schema:
-        return frozenset(_TYPES["object"])
-    kind = schema.get("type")
-    return frozenset(_TYPES[kind]) if kind else frozenset({object})
+        return "object"
+    kind: str | None = schema.get("type")
+    return kind
+
+
+def fits(kind: str, value: Any) -> bool:
+    """Whether `value` is of JSON type `kind`: `True` is no integer, `3.0` is one."""
+    if type(value) in _TYPES[kind]:
+        return True
+    return kind == "integer" and type(value) is float and value.is_integer()
 
 
 def _anything(value: Any, path: DataPath, out: list[Violation]) -> Any:
@@ -200,14 +213,12 @@ def _array(item: Check) -> Check:
     return check
 
 
-def _any_of(branches: list[tuple[Check, frozenset[type]]]) -> Check:
+def _any_of(branches: list[tuple[Check, str | None]]) -> Check:
     """The branch whose type fits the value speaks; with none, one `type` violation."""
-    allowed = tuple(
-        name for name, types in _TYPES.items() if any(set(types) <= t for _, t in branches)
-    )
+    allowed = tuple(kind for _, kind in branches if kind)
 
     def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
-        fitting = [c for c, types in branches if type(value) in types or object in types]
+        fitting = [c for c, kind in branches if kind is None or fits(kind, value)]
         if not fitting:
             out.append(Violation(path, "type", allowed))
             return value
@@ -238,20 +249,18 @@ def _tagged(tag: str, members: dict[Any, Check]) -> Check:
 
 def _scalar(schema: dict[str, Any]) -> Check:
     kind = schema["type"]
-    types = _TYPES[kind]
     tests = _tests(schema)
     # With a fixed set of values, "expected 1" says more than "should be a number".
     choices = [(k, e) for k, e, _ in tests if k in ("const", "enum")]
     wrong_type = Violation((), *choices[0]) if choices else Violation((), "type", (kind,))
 
     def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
-        if type(value) not in types:
-            if kind == "integer" and type(value) is float and value.is_integer():
-                value = int(value)  # 3.0 is an integer in JSON Schema
-            else:
-                out.append(replace(wrong_type, path=path))
-                return value
-        elif kind == "number":
+        if not fits(kind, value):
+            out.append(replace(wrong_type, path=path))
+            return value
+        if kind == "integer":
+            value = int(value)  # `3.0` is an integer in JSON Schema
+        elif kind == "number" and abs(value) < _FLOAT_MAX:
             value = float(value)  # `timeout: 30` is a float to the code that reads it
         for keyword, expected, holds in tests:
             if not holds(value):
@@ -268,9 +277,11 @@ def _tests(schema: dict[str, Any]) -> list[tuple[str, Any, Callable[[Any], objec
 
 
 def _pattern(expected: str) -> Callable[[Any], object]:
-    # `$` ends the text in JSON Schema; in Python it also matches before a final "\n".
-    anchored = expected[:-1] + r"\Z" if expected.endswith("$") else expected
-    return re.compile(anchored).search
+    # A final `$` ends the text in the ECMA regexes editors use (and in pydantic's); in
+    # Python it also matches before a final "\n". The one place cgraph is stricter than
+    # Python's jsonschema.
+    ends = expected.endswith("$") and not expected.endswith("\\$")
+    return re.compile(expected[:-1] + r"\Z" if ends else expected).search
 
 
 def _min_length(expected: int) -> Callable[[Any], object]:

@@ -14,6 +14,10 @@ from cgraph.model import HANDLER_PATTERN, TYPE_LETTERS
 from cgraph.reader import Document, read_file, read_text
 
 _SECTIONS = frozenset({"agent", "limits", "memory", "model"})
+# Mappings whose keys the designer names (a variable, a tier, a prompt kind).
+_NAMED_VALUES = frozenset(
+    {"set", "arguments", "variables", "prompts", "max_visits", "ttl_days", "max_items"}
+)
 
 
 def load_graph(path: str | Path) -> m.Graph:
@@ -127,17 +131,19 @@ def _describe(doc: Document, violation: Violation) -> Diagnostic:
 
 def _state_type(doc: Document, path: tuple[Any, ...], got: Any) -> Diagnostic:
     """A state whose `type` is missing or not one of the seven."""
-    message = (
-        f"state `{path[1]}` has unknown type `{got}`"
-        if got is not None
-        else f"state `{path[1]}` has no `type`"
-    )
+    written = "type" in _value_at(doc.data, path)
+    if got is not None:
+        message = f"state `{path[1]}` has unknown type `{got}`"
+    elif written:
+        message = f"state `{path[1]}` has `type:` with no value"
+    else:
+        message = f"state `{path[1]}` has no `type`"
     return doc.diag(
-        path + (("type",) if got is not None else ()),
+        path + (("type",) if written else ()),
         "state-type",
         message,
         did_you_mean(str(got), list(TYPE_LETTERS)) + f"types are {', '.join(TYPE_LETTERS)}",
-        key=got is None,
+        key=not written,
     )
 
 
@@ -157,8 +163,12 @@ def _wrong_value(doc: Document, violation: Violation) -> Diagnostic:
     message, hint = _value_message(kind, violation.detail, _value_at(data, path))
     key = path[-1] if path else None
     field = f"`{key}` of {where(data, path[:-1])}" if isinstance(key, str) else where(data, path)
-    if len(path) == 2 and path[0] == "states":
-        field = where(data, path)  # "state `x`"
+    if (len(path) == 2 and path[0] == "states") or (
+        len(path) > 2 and path[-2] == "exit_conditions"
+    ):
+        field = where(data, path)  # "state `x`", "exit 2 of state `x`"
+    elif len(path) >= 2 and path[-2] in _NAMED_VALUES:
+        field = f"`{path[-2]}.{key}` of {where(data, path[:-2])}"  # "`set.n` of state `x`"
     elif isinstance(key, int) and len(path) == 2 and path[0] in ("tools", "start"):
         field = where(data, path)  # "start entry 2"
         if path[0] == "start" and kind == "type":

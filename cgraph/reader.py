@@ -79,7 +79,9 @@ class Document:
             if index is None:
                 index = {_scalar_key(k): (k, v) for k, v in node.value}
                 self._index[id(node)] = index
-            return index.get(step)
+            found = index.get(step)
+            # An int key (`1:`) is indexed by its text, as the node holds it.
+            return found if found is not None or isinstance(step, str) else index.get(str(step))
         return None
 
     def diag(

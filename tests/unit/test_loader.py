@@ -106,3 +106,25 @@ states:
         (10, 56, "missing-key", "exit 1 of state `y` (type decision) is missing `description`"),
         (10, 56, "missing-key", "exit 1 of state `y` (type decision) is missing `next_state`"),
     }
+
+
+def test_named_values_int_keys_and_empty_types_are_located_and_named() -> None:
+    text = """\
+cgraph: 1
+name: g
+start: a
+limits: {max_visits: {a: x}}
+states:
+  1: {type: reflection, objective: o, next_state: END}
+  a: {type: annotation, objective: o, set: {x: [1]}, max_visits: 3.0, next_state: END}
+  b: {type: null, objective: o}
+  c: {type: decision, objective: o, exit_conditions: [[x]]}
+"""
+    found = {(d.line, d.column, d.message) for d in parse_graph(read_text(text, "g"))[1]}
+    assert found == {
+        (4, 26, "`max_visits.a` of `limits` should be a whole number, got text `x`"),
+        (6, 3, "key `1` of `states` in the graph is not a valid id"),
+        (7, 48, "`set.x` of state `a` (type annotation) should be text, got a list"),
+        (8, 13, "state `b` has `type:` with no value"),
+        (9, 55, "exit 1 of state `c` (type decision) should be a mapping of keys, got a list"),
+    }
