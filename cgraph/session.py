@@ -146,7 +146,9 @@ class Session:
         re-read from the path recorded at start unless `graph` is given).
 
         With `finish` (the default) a turn the previous process left unfinished is
-        completed now — no committed step runs again — and returned as `recovered`.
+        completed now — no committed step runs again — and returned as `recovered`; a
+        finished turn whose memories were never extracted (the process died between the
+        two) has them extracted now.
         """
         backend = open_store(store)
         stored = backend.load(session_id)
@@ -162,6 +164,8 @@ class Session:
         )  # fmt: skip
         if finish and session.interrupted is not None:
             session.recovered = session.finish_turn()
+        elif finish:
+            session._finish_extraction()
         return session
 
     @staticmethod
@@ -233,6 +237,13 @@ class Session:
         with self._turn():
             extract(self._engine)
         return self._built_turn(number)
+
+    def _finish_extraction(self) -> None:
+        number = self.turn_number
+        events = log.turn_events(self._engine.events, number)
+        if number and not any(e.kind in ("memory_stored", "memory_error") for e in events):
+            with self._turn():
+                extract(self._engine)
 
     def _built_turn(self, number: int) -> Turn:
         return log.build_turn(self.id, number, log.turn_events(self._engine.events, number))

@@ -215,6 +215,31 @@ def test_memories_are_extracted_per_the_graphs_setting(tmp_path: Path, mode: str
     assert memory.queries[0] == ("ann", ["I have a cat"], ("personal",))
 
 
+def test_memories_a_crash_kept_from_being_stored_are_stored_on_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = {
+        "a": stay("hi"),
+        "extract": {"memories": [{"tier": "personal", "text": "Has a cat."}]},
+    }
+    spec = graph(tmp_path, MEMORY_GRAPH.format(mode="every_turn"))
+    session = Session.start(spec, model=ScriptedModel(script), memory=FakeMemory(), store=tmp_path)
+
+    def die(engine: object) -> None:
+        raise RuntimeError("the process died after the turn, before extraction")
+
+    monkeypatch.setattr("cgraph.session.extract", die)
+    with pytest.raises(RuntimeError):
+        session.send("I have a cat")
+    monkeypatch.undo()
+    memory = FakeMemory()
+    again = Session.resume(session.id, store=tmp_path, model=ScriptedModel(script), memory=memory)
+    assert again.turn_number == 1 and again.transcript[-1]["content"] == "hi"
+    assert [m.text for m in memory.added] == ["Has a cat."]
+    Session.resume(session.id, store=tmp_path, model=ScriptedModel(script), memory=memory)
+    assert len(memory.added) == 1  # extracted once, not on every resume
+
+
 def test_a_failing_memory_add_is_logged_and_the_session_goes_on(tmp_path: Path) -> None:
     model = ScriptedModel(
         {"a": stay("hi"), "extract": {"memories": [{"tier": "task", "text": "x"}]}}
