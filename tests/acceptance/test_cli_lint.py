@@ -141,39 +141,34 @@ def test_topology_prints_the_derived_map_and_checks_the_authored_one() -> None:
     )
 
 
-def test_help_and_lint_never_import_heavy_packages() -> None:
+def imported(runs: list[list[str]], watched: tuple[str, ...]) -> list[str]:
+    """Which of `watched` a fresh interpreter has imported after these cgraph commands."""
     probe = (
-        "import sys\n"
+        "import json, sys\n"
         "from cgraph.cli import app\n"
-        "for args in (['--help'], ['lint', 'graphs'], ['topology', 'graphs/assistant.yaml']):\n"
+        f"for args in {runs!r}:\n"
         "    try:\n"
         "        app(args)\n"
         "    except SystemExit:\n"
         "        pass\n"
-        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+        f"print(json.dumps(sorted(m for m in {watched!r} if m in sys.modules)))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True
     )
-    assert done.stdout.splitlines()[-1] == "[]"
+    found: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+def test_help_and_lint_never_import_heavy_packages() -> None:
+    runs = [["--help"], ["lint", "graphs"], ["topology", "graphs/assistant.yaml"]]
+    assert imported(runs, HEAVY) == []
 
 
 def test_lint_alone_imports_neither_rich_nor_jsonschema_nor_pydantic() -> None:
     # Cold start: typer's help machinery (rich) and other validators are not needed to lint;
     # pydantic alone would double the start (typer 0.29 imports it, hence the pin below 0.29).
-    probe = (
-        "import sys\n"
-        "from cgraph.cli import app\n"
-        "try:\n"
-        "    app(['lint', '--format', 'sarif', 'graphs'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        f"print(sorted(m for m in {LEAN!r} if m in sys.modules))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True
-    )
-    assert done.stdout.splitlines()[-1] == "[]"
+    assert imported([["lint", "--format", "sarif", "graphs"]], LEAN) == []
 
 
 def test_the_pre_commit_hook_entry_runs(tmp_path: Path) -> None:
