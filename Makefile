@@ -32,8 +32,8 @@ check: $(STAMP)
 	$(BIN)/cgraph lint graphs
 
 schema: $(STAMP)
-	$(BIN)/python -m cgraph.schema > schemas/context-graph.schema.json
-	cp schemas/context-graph.schema.json cgraph/data/context-graph.schema.json
+	$(BIN)/python -m cgraph.spec.schema > schemas/context-graph.schema.json
+	cp schemas/context-graph.schema.json cgraph/spec/data/context-graph.schema.json
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[dev,bench]"

@@ -31,12 +31,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from cgraph.llm import LLMRequest  # noqa: E402
-from cgraph.loader import load_graph  # noqa: E402
-from cgraph.memory import Memory, NewMemory  # noqa: E402
-from cgraph.session import Session  # noqa: E402
-from cgraph.store import InMemorySessionStore, SQLiteStore  # noqa: E402
-from cgraph.testing import ScriptedModel  # noqa: E402
+from cgraph.backends.llm.scripted import ScriptedModel  # noqa: E402
+from cgraph.backends.llm.types import LLMRequest  # noqa: E402
+from cgraph.backends.memory.policy import Memory, NewMemory  # noqa: E402
+from cgraph.runtime.session import Session  # noqa: E402
+from cgraph.runtime.store import InMemorySessionStore, SQLiteStore  # noqa: E402
+from cgraph.spec.load import load_graph  # noqa: E402
 
 FLOW = ROOT / "bench" / "data" / "flow.yaml"
 LANGGRAPH_STEPS = 5  # receive, recall, reason|clarify, respond, store

@@ -27,11 +27,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cgraph.chroma_memory import ChromaMemory
-from cgraph.chroma_records import metadata as _metadata
-from cgraph.embed import MiniLMEmbedder
-from cgraph.memory import Memory, NewMemory
-from cgraph.model import TIERS, Tier
+from cgraph.backends.embed import MiniLMEmbedder
+from cgraph.backends.memory.chroma import ChromaMemory
+from cgraph.backends.memory.layout import metadata as _metadata
+from cgraph.backends.memory.policy import Memory, NewMemory
+from cgraph.spec.model import TIERS, Tier
 
 NAMES = ["Ann", "Bob", "Cleo", "Dan", "Eve", "Femi", "Gus", "Hana", "Ivo", "Jun"]
 FACTS = [

@@ -5,7 +5,7 @@
 Prints accuracy (overall, exit vs stay, just-entered, per graph) and per-decision latency
 (p50/p95, model loaded, each message embedded once). For every `--model NAME` whose
 credentials are present the same table is printed for that model through
-`cgraph.llm.resolve(NAME)`; requests are built by the engine's own `build_request`.
+`cgraph.backends.llm.types.resolve(NAME)`; requests are built by the engine's own `build_request`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.semantic_cases import Case, load_cases, request_for
+from cgraph.backends.llm.types import ChatModel, resolve
 from cgraph.errors import CgraphError
-from cgraph.llm import ChatModel, resolve
 
 
 def evaluate(model: ChatModel, cases: list[Case]) -> tuple[list[tuple[Case, str]], list[float]]:

@@ -2,7 +2,7 @@
 
 Each case becomes the request the engine itself would send: an `Engine` is positioned at
 the case's state with the case's earlier user messages in its transcript, and
-`cgraph.engine_ask.build_request` renders the real prompt. So the semantic model and any
+`cgraph.runtime.asking.build_request` renders the real prompt. So the semantic model and any
 provider model (`bench_semantic.py --model NAME`) answer exactly what a session asks.
 """
 
@@ -13,15 +13,15 @@ from pathlib import Path
 
 import yaml
 
-from cgraph.engine import Engine
-from cgraph.engine_ask import build_request
-from cgraph.engine_exits import exit_options
-from cgraph.engine_snapshot import Frame, Snapshot
-from cgraph.llm import ChatModel, LLMRequest, RequestKind
-from cgraph.loader import load_graph
-from cgraph.memory import NullMemory
-from cgraph.model import Graph
-from cgraph.store import InMemorySessionStore
+from cgraph.backends.llm.types import ChatModel, LLMRequest, RequestKind
+from cgraph.backends.memory.policy import NullMemory
+from cgraph.runtime.asking import build_request
+from cgraph.runtime.engine import Engine
+from cgraph.runtime.exits import exit_options
+from cgraph.runtime.snapshot import Frame, Snapshot
+from cgraph.runtime.store import InMemorySessionStore
+from cgraph.spec.load import load_graph
+from cgraph.spec.model import Graph
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ROOT / "tests" / "fixtures" / "semantic_labels.yaml"

@@ -21,18 +21,18 @@ __all__ = ["CgraphError", "GraphError", "Session", "load_graph"]
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from cgraph.loader import load_graph
-    from cgraph.session import Session
+    from cgraph.runtime.session import Session
+    from cgraph.spec.load import load_graph
 
 
 def __getattr__(name: str) -> Any:
     # Imported on first use, so `cgraph --help` builds no models and loads no runtime.
     if name == "Session":
-        from cgraph.session import Session
+        from cgraph.runtime.session import Session
 
         return Session
     if name == "load_graph":
-        from cgraph.loader import load_graph
+        from cgraph.spec.load import load_graph
 
         return load_graph
     raise AttributeError(name)

@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.conftest import FIXTURES, GRAPHS, ROOT
 
 CGRAPH = Path(sys.executable).parent / "cgraph"
-CORPUS = ROOT.parent / "shared" / "corpora" / "yaml-test-suite"
+CORPUS = FIXTURES / "corpora" / "yaml-test-suite"
 LINT = FIXTURES / "lint"
 LINE = re.compile(
     r"^(?P<file>[^\s].*?):(?P<line>\d+):(?P<col>\d+) (?P<sev>error|warning) "
@@ -109,7 +109,7 @@ def test_folder_walk_lints_graphs_and_skips_other_yaml_with_a_note(tmp_path: Pat
 
 
 def test_every_yaml_test_suite_document_gets_clean_diagnostics() -> None:
-    # The corpus sits next to the repository (CI clones it beside `shared/`): absent is a failure.
+    # The corpus ships in the repository's fixtures: absent is a failure.
     files = sorted(str(p) for p in CORPUS.rglob("*.yaml"))
     assert len(files) > 300, f"the YAML test-suite corpus is missing under {CORPUS}"
     done = cgraph("lint", "--format", "json", *files)
@@ -145,7 +145,7 @@ def imported(runs: list[list[str]], watched: tuple[str, ...]) -> list[str]:
     """Which of `watched` a fresh interpreter has imported after these cgraph commands."""
     probe = (
         "import json, sys\n"
-        "from cgraph.cli import app\n"
+        "from cgraph.cli.app import app\n"
         f"for args in {runs!r}:\n"
         "    try:\n"
         "        app(args)\n"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from cgraph.session import Session
-from tests.unit._runtime import action, graph, simple
+from cgraph.runtime.session import Session
+from tests.unit.runtime._runtime import action, graph, simple
 
 pytestmark = pytest.mark.slow
 
@@ -114,7 +114,7 @@ def test_a_session_through_litellm_sends_the_enum_and_moves(tmp_path: Path, serv
 def test_a_transient_failure_is_retried_then_succeeds(
     tmp_path: Path, server: Server, failure: tuple[int, str] | tuple[int, str, float]
 ) -> None:
-    from cgraph.litellm_model import LiteLLMModel
+    from cgraph.backends.llm.litellm_chat import LiteLLMModel
 
     server.answers = [failure, answer("stay", "After a retry.")]
     waits: list[float] = []
@@ -127,7 +127,7 @@ def test_a_transient_failure_is_retried_then_succeeds(
 
 
 def test_an_authentication_error_is_not_retried(tmp_path: Path, server: Server) -> None:
-    from cgraph.litellm_model import LiteLLMModel
+    from cgraph.backends.llm.litellm_chat import LiteLLMModel
 
     server.answers = [(401, "")]
     model = LiteLLMModel("openai/test-model", api_base=server.base, retries=2, sleep=lambda s: None)
@@ -136,7 +136,7 @@ def test_an_authentication_error_is_not_retried(tmp_path: Path, server: Server) 
 
 
 def test_a_provider_that_keeps_failing_gives_the_fallback(tmp_path: Path, server: Server) -> None:
-    from cgraph.litellm_model import LiteLLMModel
+    from cgraph.backends.llm.litellm_chat import LiteLLMModel
 
     server.answers = [(503, "")] * 3
     model = LiteLLMModel("openai/test-model", api_base=server.base, retries=2, sleep=lambda s: None)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from cgraph.chroma_memory import ChromaMemory, memory_folder
-from cgraph.embed import Embedder, shared_embedder
+from cgraph.backends.embed import Embedder, shared_embedder
+from cgraph.backends.memory.chroma import ChromaMemory, memory_folder
+from cgraph.backends.memory.policy import NewMemory, safe_recall
 from cgraph.errors import MemoryStoreError
-from cgraph.memory import NewMemory, safe_recall
 from tests.conftest import ROOT
-from tests.unit.test_chroma_memory import HashEmbedder, free_port
+from tests.unit.backends.memory.test_chroma import HashEmbedder, free_port
 
 CHROMA = Path(sys.executable).with_name("chroma")
 
@@ -80,9 +80,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """`cgraph memory …` as the lead registers it (`python -m cgraph.cli_memory` here)."""
+    """`cgraph memory …` as the lead registers it (`python -m cgraph.cli.memory` here)."""
     return subprocess.run(
-        [sys.executable, "-m", "cgraph.cli_memory", *args],
+        [sys.executable, "-m", "cgraph.cli.memory", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -205,7 +205,7 @@ def test_a_server_that_dies_means_no_memories_and_a_warning(
         doomed.stop()
     with pytest.raises(MemoryStoreError, match="memory recall failed"):
         mem.recall("ann", ["gardening"])
-    with caplog.at_level(logging.WARNING, logger="cgraph.memory"):
+    with caplog.at_level(logging.WARNING, logger="cgraph.backends.memory.policy"):
         memories, error = safe_recall(mem, "ann", ["gardening"])
     assert memories == [] and error is not None
     assert "recall failed, continuing without memories" in caplog.text
@@ -213,7 +213,7 @@ def test_a_server_that_dies_means_no_memories_and_a_warning(
 
 @pytest.mark.slow
 def test_a_conversation_goes_on_when_the_server_dies(tmp_path: Path) -> None:
-    from cgraph.session import Session
+    from cgraph.runtime.session import Session
 
     doomed = Server(tmp_path / "chroma")
     mem = ChromaMemory(host="127.0.0.1", port=doomed.port, timeout=2.0)

@@ -1,0 +1,138 @@
+"""A deterministic model for tests: it answers from a script keyed by state.
+
+    model = ScriptedModel({
+        "welcome": [{"exit": "stay", "reason": "greeting", "reply": "Hi!"}],
+        "triage": ["not json", {"exit": "urgent", "reason": "chest pain"}],
+        "extract": [{"memories": []}],
+    })
+
+A script maps a key to one answer or a list of answers consumed in order. The key is the
+asking state's qualified id (its bare id also matches; `"*"` answers any state), or for
+`start` requests `start` (or `file.yaml#START` in a sub-graph) and for memory extraction
+`extract`. An answer is a dict (sent as JSON), a string
+(sent as is — for malformed output), an exception (raised), a callable taking the
+`LLMRequest`, or `{"sleep": seconds, "then": answer}`. A single (non-list) answer repeats
+forever. `extract` requests with no script answer `{"memories": []}`.
+
+`scripted:FILE` (`cgraph.backends.llm.types.resolve`) loads a script from YAML or JSON; there an
+exception is written `{"raise": "message"}` (an `LLMError`). For tests only: never a default.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cgraph.backends.llm.types import LLMRequest
+from cgraph.errors import CgraphError, LLMError
+
+ANY = "*"
+
+
+class ScriptError(CgraphError):
+    """The script has no answer for a request: the test expected fewer model calls."""
+
+
+class ScriptedModel:
+    """Answers from a script; records every request for assertions."""
+
+    def __init__(
+        self,
+        script: Mapping[str, Any] | str | Path | None = None,
+        *,
+        name: str = "scripted",
+        sleep: Callable[[float], None] = time.sleep,
+        **_options: Any,
+    ) -> None:
+        if isinstance(script, str | Path):
+            name = f"scripted:{script}"
+            script = load_script(script)
+        self.name = name
+        self.requests: list[LLMRequest] = []
+        self._sleep = sleep
+        self._queues: dict[str, list[Any]] = {}
+        self._repeat: dict[str, Any] = {}
+        for key, value in (script or {}).items():
+            if isinstance(value, list):
+                self._queues[key] = list(value)
+            else:
+                self._repeat[key] = value
+
+    def complete(self, request: LLMRequest) -> str:
+        self.requests.append(request)
+        answer = self._next(request)
+        while isinstance(answer, dict) and "sleep" in answer and "then" in answer:
+            self._sleep(float(answer["sleep"]))
+            answer = answer["then"]
+        if callable(answer) and not isinstance(answer, type):
+            answer = answer(request)
+        if isinstance(answer, BaseException):
+            raise answer
+        if isinstance(answer, dict) and set(answer) == {"raise"}:
+            raise LLMError(str(answer["raise"]))
+        return answer if isinstance(answer, str) else json.dumps(answer)
+
+    def _next(self, request: LLMRequest) -> Any:
+        for key in _keys(request):
+            queue = self._queues.get(key)
+            if queue:
+                return queue.pop(0)
+            if key in self._repeat:
+                return self._repeat[key]
+        if request.kind == "extract":
+            return {"memories": []}
+        raise ScriptError(
+            f"the script has no answer left for {request.kind} request of `{request.state}` "
+            f"(keys tried: {', '.join(_keys(request))})"
+        )
+
+    # ----- assertions ---------------------------------------------------------------------
+
+    def requests_for(self, state: str) -> list[LLMRequest]:
+        return [r for r in self.requests if r.state == state or _bare(r.state) == state]
+
+    def exit_enum(self, state: str) -> list[str]:
+        """The exit enum of the last structured-output schema sent for `state`."""
+        found = self.requests_for(state)
+        if not found:
+            raise AssertionError(f"no request was made for `{state}`")
+        properties = found[-1].schema["properties"]
+        return list(properties["exit"]["enum"])
+
+    def assert_exit_enum(self, state: str, expected: list[str]) -> None:
+        actual = self.exit_enum(state)
+        if sorted(actual) != sorted(expected):
+            raise AssertionError(f"exit enum of `{state}` is {actual}, expected {expected}")
+
+    def unused(self) -> dict[str, int]:
+        """Answers left in the script, by key (a test may assert it is empty)."""
+        return {k: len(v) for k, v in self._queues.items() if v}
+
+
+def _bare(state: str) -> str:
+    return state.rsplit("#", 1)[-1]
+
+
+def _keys(request: LLMRequest) -> list[str]:
+    if request.kind == "extract":
+        return ["extract"]
+    if request.kind == "start":
+        return list(dict.fromkeys(["start", request.state]))
+    return list(dict.fromkeys([request.state, _bare(request.state), ANY]))
+
+
+def load_script(path: str | Path) -> dict[str, Any]:
+    """A script file: YAML or JSON mapping of keys to answers."""
+    file = Path(path)
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise CgraphError(f"cannot read model script {file}: {err}") from err
+    if not isinstance(data, dict):
+        raise CgraphError(f"model script {file} must be a mapping of state ids to answers")
+    return data

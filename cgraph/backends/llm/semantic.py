@@ -1,0 +1,289 @@
+"""The offline semantic mode: exits chosen by embedding similarity, replies authored.
+
+No language model is involved. For an action state the newest user message is compared
+(cosine similarity of all-MiniLM-L6-v2 embeddings) with each exit's `examples:` and its
+`description`; the state *stays* when a "stay" prototype (the state's objective and
+actions, or one of a few conversational moves such as "What do you mean?") is clearly
+closer than the best exit. The rule and its constants were calibrated on
+`tests/fixtures/semantic_labels.yaml` (see `bench/bench_semantic.py`):
+
+    exit score  = 0.7 · max over examples (sim − 0.4 · polarity clash) + 0.3 · sim(description)
+    stay score  = max(sim to the state's objective/actions, sim to conversational moves)
+    best        = the exit with the highest score, minus 0.3 when the message is a question
+                  that neither the exit expects nor is a request ("Can you…?", "…please?")
+    stay  when  best < 0.15  or  best < stay score − 0.2
+
+The question penalty keeps a clarifying question ("What do you mean by doses?") from
+counting as an answer; an exit expects questions when its description says the user
+asks, or one of its examples is a question.
+
+A *polarity clash* is a yes-answer against a no-example (1.0) or a plain statement against
+either (0.5): sentence embeddings barely see negation, so "No chest pain" sits close to
+"I had chest pain" without it. Decisions (and reflections, conditional starts) weigh
+first the session's findings (annotation tags, exits taken), then the recent user
+messages: the exit backed by the most distinctive single piece of evidence wins. Replies
+are the state's authored text; reflections are templated notes; extraction keeps the
+user's own statements verbatim.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cgraph.backends.embed import Embedder, cosine, shared_embedder
+from cgraph.backends.llm.types import STAY, ExitOption, LLMRequest
+
+# Conversational moves that never answer a state's question: greetings, clarifications,
+# hesitation. They give "stay" a prototype in every state, whatever its objective says.
+CONVERSATIONAL = (
+    "Hello.",
+    "Hi, how are you?",
+    "What do you mean?",
+    "Can you explain that?",
+    "I have a question.",
+    "Wait a moment.",
+    "I don't know.",
+    "Why do you ask?",
+    "Sorry, say that again?",
+    "Tell me more first.",
+    "Thanks for asking.",
+)
+_YES = re.compile(
+    r"^\W*(yes|yeah|yep|yup|sure|i did|i have|i do|correct|right|absolutely|definitely)\b", re.I
+)
+_NO = re.compile(r"^\W*(no|nope|nah|not|never|none|nothing)\b", re.I)
+_NEGATION = re.compile(r"\b(not|no|never|none|nothing|nobody|without)\b|n't\b", re.I)
+# First-person statements with these words describe the user, not today's task.
+_DURABLE = re.compile(
+    r"\b(my name|i live|i work|allergic|always|usually|every (day|morning|night|week)|"
+    r"i prefer|i like|i hate|my (wife|husband|partner|son|daughter|doctor|dog|cat))\b",
+    re.I,
+)
+# A question phrased as a request asks for the exit's action, not for clarification.
+_REQUEST = re.compile(r"^\W*(can|could|would|will) you\b|\bplease\b", re.I)
+_ASKS = re.compile(r"\bask", re.I)
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """The constants of the exit rule, measured on the labelled set."""
+
+    description_weight: float = 0.3
+    polarity_penalty: float = 0.4
+    question_penalty: float = 0.3
+    floor: float = 0.15
+    stay_lead: float = 0.2
+    decisive_lead: float = 0.05
+    """A silent state's evidence must favour one exit by this much to count."""
+
+
+def polarity(text: str) -> int:
+    """+1 for a yes-answer, -1 for a no-answer or a negated statement, 0 otherwise."""
+    if _YES.search(text):
+        return 1
+    if _NO.search(text) or _NEGATION.search(text):
+        return -1
+    return 0
+
+
+def is_question(text: str) -> bool:
+    return text.rstrip().endswith("?")
+
+
+def expects_questions(option: ExitOption) -> bool:
+    """An exit taken by asking: its description says so, or an example is a question."""
+    return bool(_ASKS.search(option.description)) or any(map(is_question, option.examples))
+
+
+def counts_as_answer(message: str, option: ExitOption) -> bool:
+    """Whether `message` may take `option` at full score (see the question penalty)."""
+    return not is_question(message) or bool(_REQUEST.search(message)) or expects_questions(option)
+
+
+class SemanticModel:
+    """A `ChatModel` that needs no LLM: see the module docstring for the rule."""
+
+    name = "semantic"
+
+    def __init__(
+        self,
+        rest: str = "",
+        embedder: Embedder | None = None,
+        calibration: Calibration | None = None,
+        **options: Any,
+    ) -> None:
+        # Provider options (api_base, temperature, ...) mean nothing here and are ignored.
+        self._embedder = embedder
+        self.calibration = calibration or Calibration()
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder given, else the process-wide MiniLM one (loaded on first use)."""
+        if self._embedder is None:
+            self._embedder = shared_embedder()
+        return self._embedder
+
+    def complete(self, request: LLMRequest) -> str:
+        if request.kind == "extract":
+            answer: dict[str, Any] = {"memories": extract_memories(request.user_messages)}
+        elif request.kind == "action":
+            answer = self._action(request)
+        elif request.kind == "reflection":
+            answer = self._reflection(request)
+        else:  # decision, start, graph
+            answer = self._decision(request)
+        return json.dumps(answer, ensure_ascii=False)
+
+    # -- action states -------------------------------------------------------------------
+
+    def _action(self, request: LLMRequest) -> dict[str, Any]:
+        stay = {"exit": STAY, "reply": request.authored_reply}
+        if request.entered_this_turn or not request.user_messages or not request.options:
+            why = "just entered this state" if request.entered_this_turn else "nothing to match"
+            return {**stay, "reason": why, "scores": {}}
+        message = request.user_messages[-1]
+        scores = self.exit_scores(message, request.options)
+        stay_score = self.stay_score(message, request.stay_prototypes)
+        best = max(scores, key=lambda k: scores[k])
+        answers = {o.id for o in request.options if counts_as_answer(message, o)}
+        chosen = self.choose(scores, stay_score, answers=answers, allow_stay=request.allow_stay)
+        shown = {**_rounded(scores), STAY: round(stay_score, 3)}
+        if chosen == STAY:
+            reason = (
+                f"no exit is close enough (best {best} {scores[best]:.2f}, stay {stay_score:.2f})"
+            )
+            return {**stay, "reason": reason, "scores": shown}
+        reason = f"closest to {chosen} ({scores[chosen]:.2f}; stay {stay_score:.2f})"
+        return {"exit": chosen, "reason": reason, "reply": "", "scores": shown}
+
+    def choose(
+        self,
+        scores: dict[str, float],
+        stay_score: float,
+        *,
+        answers: set[str] | frozenset[str],
+        allow_stay: bool,
+    ) -> str:
+        """The calibrated rule: the best exit, unless "stay" is clearly closer.
+
+        `answers` are the exits the message may take at full score; the others pay the
+        question penalty.
+        """
+        cal = self.calibration
+        best = max(scores, key=lambda k: scores[k])
+        effective = scores[best] - (0.0 if best in answers else cal.question_penalty)
+        if allow_stay and (effective < cal.floor or effective < stay_score - cal.stay_lead):
+            return STAY
+        return best
+
+    def exit_scores(self, message: str, options: Sequence[ExitOption]) -> dict[str, float]:
+        """Similarity of `message` to each exit: its description, blended with its closest
+        example (less a penalty when the two disagree in yes/no polarity)."""
+        cal = self.calibration
+        texts = [message, *(o.description for o in options)]
+        texts += [e for o in options for e in o.examples]
+        vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
+        mine, sign = vectors[message], polarity(message)
+        scores: dict[str, float] = {}
+        for option in options:
+            described = cosine(mine, vectors[option.description])
+            if not option.examples:
+                scores[option.id] = described
+                continue
+            matched = max(
+                cosine(mine, vectors[e]) - cal.polarity_penalty * abs(polarity(e) - sign) / 2
+                for e in option.examples
+            )
+            weight = cal.description_weight
+            scores[option.id] = (1 - weight) * matched + weight * described
+        return scores
+
+    def stay_score(self, message: str, prototypes: Sequence[str]) -> float:
+        """Similarity of `message` to staying: the state's own texts or a conversational move."""
+        texts = [message, *prototypes, *CONVERSATIONAL]
+        vectors = self.embedder.embed(texts)
+        return max(cosine(vectors[0], v) for v in vectors[1:])
+
+    # -- silent states -------------------------------------------------------------------
+
+    def _decision(self, request: LLMRequest) -> dict[str, Any]:
+        if not request.options:
+            return {"exit": "", "reason": "no exits", "scores": {}}
+        if len(request.options) == 1:
+            only = request.options[0].id
+            return {"exit": only, "reason": "the only way out", "scores": {only: 1.0}}
+        # The graph's own record of findings (tags, exits taken) outweighs raw messages:
+        # "No chest pain" said last must not hide the chest pain flagged two turns ago.
+        for label, evidence in decision_evidence(request):
+            scores = self.evidence_scores(evidence, request.options)
+            chosen = max(scores, key=lambda k: scores[k])
+            if scores[chosen] >= self.calibration.decisive_lead:
+                reason = f"{label} point to {chosen} (lead {scores[chosen]:.2f})"
+                return {"exit": chosen, "reason": reason, "scores": _rounded(scores)}
+        first = request.options[0].id
+        return {"exit": first, "reason": "no decisive evidence; first exit", "scores": {}}
+
+    def evidence_scores(
+        self, evidence: Sequence[str], options: Sequence[ExitOption]
+    ) -> dict[str, float]:
+        """Per exit, its largest lead over the other exits on any one piece of evidence."""
+        lead = {o.id: -1.0 for o in options}
+        for item in evidence:
+            scores = self.exit_scores(item, options)
+            for option in options:
+                others = max(v for k, v in scores.items() if k != option.id)
+                lead[option.id] = max(lead[option.id], scores[option.id] - others)
+        return lead
+
+    def _reflection(self, request: LLMRequest) -> dict[str, Any]:
+        said = request.user_messages[-1] if request.user_messages else ""
+        note = f"Reviewed: {request.objective}".rstrip()
+        if said:
+            note += f' The user last said: "{said}"'
+        decided = self._decision(request)
+        return {"note": note, **decided}
+
+
+def decision_evidence(request: LLMRequest) -> list[tuple[str, list[str]]]:
+    """What a silent state can weigh, strongest first: the session's findings (annotation
+    tags, descriptions of the exits taken), then the recent user messages."""
+    meta = request.metadata
+    findings = [str(tag).replace("_", " ") for tag in meta.get("annotations", ())]
+    for taken in meta.get("transitions", ()):
+        text = taken.get("description", "") if isinstance(taken, dict) else str(taken)
+        if text and text != "continue":
+            findings.append(text)
+    messages = list(request.user_messages)
+    if request.kind == "start":
+        known = meta.get("has_memories") or meta.get("memory_count")
+        messages.append("returning user" if known else "new user")
+    groups = [("the session's findings", findings), ("the user's messages", messages)]
+    return [
+        (label, list(dict.fromkeys(i for i in items if i.strip())))
+        for label, items in groups
+        if any(i.strip() for i in items)
+    ]
+
+
+def extract_memories(user_messages: Sequence[str]) -> list[dict[str, str]]:
+    """The newest user message, verbatim, unless it is a question or a bare acknowledgement.
+
+    First-person statements about lasting things (names, habits, family, allergies) are
+    `personal`; everything else is `task` context for this session.
+    """
+    if not user_messages:
+        return []
+    text = " ".join(user_messages[-1].split())
+    if is_question(text) or len(text.split()) < 3:
+        return []
+    personal = _FIRST_PERSON.search(text) and _DURABLE.search(text)
+    return [{"tier": "personal" if personal else "task", "text": text}]
+
+
+def _rounded(scores: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 3) for k, v in scores.items()}

@@ -1,0 +1,126 @@
+"""What the engine asks of a language model, and the table of model backends.
+
+A backend receives an `LLMRequest` — the rendered prompt *and* a structured view of the
+same question — and returns the raw text of its answer. The engine validates that text
+itself, so a backend can never make a transition the graph does not declare.
+
+Answers are JSON objects:
+- action:     {"exit": "<exit id>" | "stay", "reason": str, "reply": str}
+- decision / start / graph: {"exit": "<exit id>", "reason": str}
+- reflection: {"note": str, "exit": "<exit id>", "reason": str}
+- extract:    {"memories": [{"tier": "personal"|"project"|"task", "text": str}]}
+A backend may add "scores": {exit id: float} to explain its choice (shown by `/why`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from cgraph.errors import ConfigError
+
+RequestKind = Literal["action", "decision", "reflection", "start", "graph", "extract"]
+STAY = "stay"
+
+
+@dataclass(frozen=True, slots=True)
+class ExitOption:
+    """One exit as the model sees it: `id` is what it must answer."""
+
+    id: str
+    description: str
+    target: str
+    examples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LLMRequest:
+    """One question to a model."""
+
+    kind: RequestKind
+    messages: tuple[dict[str, str], ...]
+    """The rendered prompt, as chat messages (system first), static parts first."""
+    schema: dict[str, Any]
+    """JSON Schema of the answer; the exit field is an enum of the exit ids."""
+    schema_name: str
+    state: str
+    """The qualified id of the state asking (`sub.yaml#triage` inside a sub-graph)."""
+    objective: str = ""
+    options: tuple[ExitOption, ...] = ()
+    allow_stay: bool = False
+    user_messages: tuple[str, ...] = ()
+    """Recent user messages, newest last."""
+    stay_prototypes: tuple[str, ...] = ()
+    """Texts that describe staying: the state's objective and actions."""
+    authored_reply: str = ""
+    """The state's authored text (`say:` rendered, or its actions) for models that cannot write."""
+    entered_this_turn: bool = False
+    """True when the newest user message already moved the conversation into this state."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_ids(self) -> tuple[str, ...]:
+        """Every answer `exit` may take: the options' ids, then `stay` when allowed."""
+        return exit_ids(self.options, self.allow_stay)
+
+
+def exit_ids(options: Sequence[ExitOption], allow_stay: bool) -> tuple[str, ...]:
+    """The ids a model may answer with; the schema's enum and the validator share it."""
+    return tuple(o.id for o in options) + ((STAY,) if allow_stay else ())
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A language model backend."""
+
+    name: str
+
+    def complete(self, request: LLMRequest) -> str:
+        """Answer `request` with raw text (JSON expected). Raise `LLMError` on failure."""
+        ...
+
+
+ModelFactory = Callable[..., ChatModel]
+# Backends by prefix, imported only when asked for so that light commands stay light.
+_BUILTIN = {
+    "semantic": "cgraph.backends.llm.semantic:SemanticModel",
+    "replay": "cgraph.backends.llm.replay:ReplayModel",
+    "scripted": "cgraph.backends.llm.scripted:ScriptedModel",
+}
+_FACTORIES: dict[str, ModelFactory] = {}
+
+
+def register(prefix: str, factory: ModelFactory) -> None:
+    """Make `prefix:REST` model names resolve to `factory(REST, **options)`."""
+    _FACTORIES[prefix] = factory
+
+
+def resolve(name: str, **options: Any) -> ChatModel:
+    """`semantic`, `replay:FILE`, `scripted:FILE`, or any litellm model name."""
+    prefix, _, rest = name.partition(":")
+    factory = _FACTORIES.get(prefix) or _builtin(prefix)
+    if factory is not None:
+        model: ChatModel = factory(rest, **options)
+        return model
+    from cgraph.backends.llm.litellm_chat import LiteLLMModel  # heavy: imported only when used
+
+    return LiteLLMModel(name, **options)
+
+
+def _builtin(prefix: str) -> ModelFactory | None:
+    target = _BUILTIN.get(prefix)
+    if target is None:
+        return None
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigError(f"model backend `{prefix}` is not available: {err}") from err
+    factory: ModelFactory = getattr(module, attr)
+    return factory
+
+
+def known_prefixes() -> list[str]:
+    return sorted({*_BUILTIN, *_FACTORIES})

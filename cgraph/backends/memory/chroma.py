@@ -1,0 +1,404 @@
+"""Memories kept in Chroma and searched by meaning, per user and tier.
+
+Chroma never embeds anything itself (its default embedding would download a model):
+vectors come from a cgraph `Embedder`, by default the process's shared MiniLM model, so
+the user's message is embedded once per turn whatever reads it. Every chromadb failure
+becomes a `MemoryStoreError`, which the engine turns into "no memories this time".
+
+Retention: expired memories (per-tier `ttl_days`) are never recalled or listed and are
+deleted by `prune()`, which `add` runs for its user and, every `prune_interval` seconds,
+for everyone; per-tier `max_items` keeps the newest memories of each user.
+Duplicates: a memory whose text matches an existing one of the same user and tier is not
+stored; one that is merely very similar (a reworded or updated fact) replaces it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+
+from cgraph.backends.embed import Embedder, Vector
+from cgraph.backends.memory.layout import (
+    collection_name,
+    hits,
+    metadata,
+    owner_key,
+    owner_where,
+    probe_server,
+    records,
+    set_http_timeout,
+    stamp,
+)
+from cgraph.backends.memory.policy import (
+    DAY,
+    Memory,
+    MemoryStore,
+    Nearest,
+    NewMemory,
+    ReadOnlyMemory,
+    Write,
+    best,
+    expired,
+    export_dict,
+    over_cap,
+    plan_writes,
+)
+from cgraph.errors import CgraphError, MemoryStoreError
+from cgraph.spec.model import MemoryConfig, Tier
+
+DEFAULT_COLLECTION = "cgraph_memories"
+DUPLICATE_SIMILARITY = 0.90
+"""Measured on MiniLM: restatements of one fact score 0.93-1.0, distinct facts about the
+same subject 0.70-0.81; updates that change only a number score 0.92-0.97 (they replace)."""
+SERVER_TIMEOUT = 5.0
+ADD_BATCH = 1000
+"""Memories per Chroma write; its limit is about 5,000."""
+Memories = list[Memory]
+
+
+def memory_folder(store: Path) -> Path:
+    """The embedded Chroma folder inside a session store folder."""
+    return Path(store) / "memory"
+
+
+def open_memory(
+    config: MemoryConfig,
+    folder: Path | None,
+    embedder: Embedder | None = None,
+    *,
+    connect: bool = False,
+) -> MemoryStore:
+    """The store a graph's `memory:` settings ask for.
+
+    A Chroma server when `host` is set; else an embedded store in `folder/memory`, or an
+    in-process one when `folder` is None. `store: off` means nothing new is stored, but
+    earlier memories are still recalled, so it returns a read-only view, not `NullMemory`.
+    Chroma is imported and opened on first use, or now with `connect=True` (from a
+    background thread, so the first turn does not pay for it; raises `MemoryStoreError`).
+    """
+    chroma = ChromaMemory(
+        path=None if config.host or folder is None else memory_folder(folder),
+        host=config.host,
+        port=config.port,
+        embedder=embedder,
+        ttl_days=config.ttl_days,
+        max_items=config.max_items,
+    )
+    if connect:
+        chroma.connect()
+    return ReadOnlyMemory(chroma) if config.store == "off" else chroma
+
+
+class ChromaMemory:
+    """A `MemoryStore` in an embedded Chroma folder, a Chroma server, or in-process
+    (no `path`, no `host`: private to this object, gone with the process).
+
+    Each user's memories live in their own collection (named by a digest of the user
+    id), and every read also filters on the user: isolation does not rest on one check.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        host: str | None = None,
+        port: int = 8000,
+        embedder: Embedder | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        ttl_days: Mapping[Tier, float] | None = None,
+        max_items: Mapping[Tier, int] | None = None,
+        clock: Callable[[], float] = time.time,
+        new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        duplicate_similarity: float = DUPLICATE_SIMILARITY,
+        timeout: float = SERVER_TIMEOUT,
+        prune_interval: float = 3600.0,
+    ) -> None:
+        self.path = Path(path) if path is not None else None
+        self.host, self.port, self.timeout = host, port, timeout
+        self.ttl_days = dict(ttl_days or {})
+        self.max_items = dict(max_items or {})
+        self.duplicate_similarity = duplicate_similarity
+        self.prune_interval = prune_interval
+        # In-process Chroma is one per process: a private prefix keeps two stores apart.
+        private = path is None and not host
+        self.prefix = f"{collection}-{uuid.uuid4().hex[:8]}" if private else collection
+        self._embedder = embedder
+        self._clock = clock
+        self._new_id = new_id
+        self._client: Any = None
+        self._collections: dict[str, Any] = {}
+        self._last_full_prune = float("-inf")
+
+    def __repr__(self) -> str:
+        where = f"{self.host}:{self.port}" if self.host else (self.path or "in-process")
+        return f"ChromaMemory({where}, collection={self.prefix!r})"
+
+    def connect(self) -> None:
+        """Import chromadb and open the client now rather than on first use."""
+        with self._guard("open"):
+            self._chroma()
+
+    # --- the MemoryStore protocol -------------------------------------------------------
+
+    def recall(
+        self,
+        user_id: str,
+        queries: Sequence[str],
+        *,
+        tiers: Sequence[Tier] = (),
+        top_k: int = 5,
+        min_score: float | None = None,
+    ) -> list[Memory]:
+        texts = [q.strip() for q in queries if q and q.strip()]
+        if not texts or top_k < 1:
+            return []
+        vectors = self._embed(texts)
+        with self._guard("recall"):
+            hits = self._query(user_id, vectors, tiers, top_k)
+            if any(self._expired(m) for m in hits):  # rare: prune() runs on every add
+                self._prune_user(user_id)
+                hits = self._query(user_id, vectors, tiers, top_k)
+        return best([m for m in hits if not self._expired(m)], top_k, min_score)
+
+    def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
+        fresh = [replace(i, text=i.text.strip()) for i in items if i.text.strip()]
+        if not fresh:
+            return []
+        vectors = self._embed([i.text for i in fresh])
+        with self._guard("store"):
+            self._maybe_prune_all()
+            self._prune_user(user_id)
+            nearest = self._nearest(user_id, fresh, vectors)
+            plan = plan_writes(
+                fresh, vectors, nearest, threshold=self.duplicate_similarity, new_id=self._new_id
+            )
+            stored = self._write(user_id, plan)
+            self._prune_over_cap(user_id)
+        return stored
+
+    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> Memories:
+        """A user's live memories, oldest first."""
+        with self._guard("list"):
+            got = self._get(user_id, where=owner_where(user_id, tiers), include=_RECORD)
+        found = [m for m in records(got) if not self._expired(m)]
+        return sorted(found, key=lambda m: (m.created_at, m.id))
+
+    def export(self, user_id: str) -> builtins.list[dict[str, Any]]:
+        """A user's memories as JSON-able dicts, oldest first."""
+        return [export_dict(m) for m in self.list(user_id)]
+
+    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
+        if ids is not None and not ids:
+            return 0
+        with self._guard("delete"):
+            if ids is None:
+                return self._drop_user(user_id)
+            owned = self._get(user_id, ids=list(ids), where={"user_id": user_id}, include=[])
+            return self._delete_ids(user_id, owned["ids"])
+
+    def count(self, user_id: str) -> int:
+        with self._guard("count"):
+            return len(self._get(user_id, where={"user_id": user_id}, include=[])["ids"])
+
+    def users(self) -> builtins.list[str]:
+        """Every user with a memory collection in this store."""
+        with self._guard("list"):
+            return sorted(self._user_collections())
+
+    # --- retention ----------------------------------------------------------------------
+
+    def prune(self, user_id: str | None = None) -> int:
+        """Delete expired memories and those over the per-tier caps; returns how many."""
+        with self._guard("prune"):
+            users = [user_id] if user_id is not None else self._user_collections()
+            return sum(self._prune_user(u) + self._prune_over_cap(u) for u in users)
+
+    def _expired(self, m: Memory) -> bool:
+        return expired(m, self.ttl_days, self._clock())
+
+    def _prune_user(self, user_id: str) -> int:
+        now = self._clock()
+        expired: builtins.list[str] = []
+        for tier, days in self.ttl_days.items():
+            old = {"created_at": {"$lt": now - days * DAY}}
+            where = {"$and": [{"owner": owner_key(user_id, tier)}, old]}
+            expired += self._get(user_id, where=where, include=[])["ids"]
+        return self._delete_ids(user_id, expired)
+
+    def _prune_over_cap(self, user_id: str) -> int:
+        if not self.max_items:
+            return 0
+        got = self._get(user_id, where={"user_id": user_id}, include=_RECORD)
+        return self._delete_ids(user_id, over_cap(records(got), self.max_items))
+
+    def _maybe_prune_all(self) -> None:
+        now = self._clock()
+        if (self.ttl_days or self.max_items) and now - self._last_full_prune >= self.prune_interval:
+            self._last_full_prune = now
+            for user in self._user_collections():
+                self._prune_user(user)
+                self._prune_over_cap(user)
+
+    # --- storing ------------------------------------------------------------------------
+
+    def _nearest(
+        self, user_id: str, items: Sequence[NewMemory], vectors: Sequence[Vector]
+    ) -> builtins.list[Nearest]:
+        """Each item's most similar memory of the same user and tier: (id, score, text)."""
+        nearest: builtins.list[Nearest] = [None] * len(items)
+        coll = self._user_coll(user_id, create=False)
+        for tier in dict.fromkeys(i.tier for i in items) if coll is not None else ():
+            index = [n for n, i in enumerate(items) if i.tier == tier]
+            result = coll.query(
+                query_embeddings=[vectors[n] for n in index],
+                n_results=1,
+                where={"owner": owner_key(user_id, tier)},
+                include=["documents", "distances"],
+            )
+            for n, ids, docs, dists in zip(
+                index, result["ids"], result["documents"], result["distances"], strict=True
+            ):
+                if ids:
+                    nearest[n] = (ids[0], 1.0 - float(dists[0]), docs[0] or "")
+        return nearest
+
+    def _write(self, user_id: str, writes: Sequence[Write]) -> Memories:
+        now = self._clock()
+        stored = [stamp(user_id, w, now) for w in writes]
+        coll = self._user_coll(user_id, create=True)
+        for replacing in (True, False):
+            chosen = [
+                (w, m) for w, m in zip(writes, stored, strict=True) if w.replaces is replacing
+            ]
+            for start in range(0, len(chosen), ADD_BATCH):
+                batch = chosen[start : start + ADD_BATCH]
+                (coll.update if replacing else coll.add)(
+                    ids=[m.id for _, m in batch],
+                    embeddings=[w.vector for w, _ in batch],
+                    documents=[m.text for _, m in batch],
+                    metadatas=[metadata(m) for _, m in batch],
+                )
+        return stored
+
+    # --- Chroma plumbing ----------------------------------------------------------------
+
+    def _query(
+        self, user_id: str, vectors: Sequence[Vector], tiers: Sequence[Tier], top_k: int
+    ) -> Memories:
+        coll = self._user_coll(user_id, create=False)
+        if coll is None:
+            return []
+        result = coll.query(
+            query_embeddings=list(vectors),
+            n_results=top_k,
+            where=owner_where(user_id, tiers),
+            include=["documents", "metadatas", "distances"],
+        )
+        return [m for m in hits(result) if m.user_id == user_id]
+
+    def _get(self, user_id: str, **query: Any) -> dict[str, Any]:
+        coll = self._user_coll(user_id, create=False)
+        if coll is None:
+            return {"ids": [], "documents": [], "metadatas": []}
+        return cast(dict[str, Any], coll.get(**query))
+
+    def _delete_ids(self, user_id: str, ids: Sequence[str]) -> int:
+        coll = self._user_coll(user_id, create=False)
+        if not ids or coll is None:
+            return 0
+        coll.delete(ids=list(ids))
+        return len(ids)
+
+    def _drop_user(self, user_id: str) -> int:
+        """Forget a user entirely: the collection goes, with the user id in its metadata."""
+        count = len(self._get(user_id, include=[])["ids"])
+        if self._user_coll(user_id, create=False) is not None:
+            self._chroma().delete_collection(collection_name(self.prefix, user_id))
+        self._collections.pop(user_id, None)
+        return count
+
+    def _user_coll(self, user_id: str, *, create: bool) -> Any:
+        """The user's collection, or None when they have none and `create` is false."""
+        if user_id in self._collections:
+            return self._collections[user_id]
+        name = collection_name(self.prefix, user_id)
+        client = self._chroma()
+        if create:
+            coll = client.get_or_create_collection(
+                name,
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"cgraph": "memories", "user_id": user_id},
+            )
+        else:
+            from chromadb.errors import NotFoundError
+
+            try:
+                coll = client.get_collection(name, embedding_function=None)
+            except NotFoundError:
+                return None  # not cached: another process may create it
+        self._collections[user_id] = coll
+        return coll
+
+    def _user_collections(self) -> dict[str, Any]:
+        prefix = f"{self.prefix}-"
+        found = {}
+        for coll in self._chroma().list_collections():
+            if coll.name.startswith(prefix) and (coll.metadata or {}).get("cgraph"):
+                found[str(coll.metadata["user_id"])] = coll
+        return found
+
+    def _embed(self, texts: Sequence[str]) -> builtins.list[Vector]:
+        with self._guard("embed"):
+            if self._embedder is None:
+                from cgraph.backends.embed import shared_embedder
+
+                self._embedder = shared_embedder()
+            return self._embedder.embed(texts)
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except MemoryStoreError:
+            raise
+        except CgraphError as err:
+            raise MemoryStoreError(f"memory {action} failed: {err.message}") from err
+        except Exception as err:  # chromadb raises many types; the engine needs one
+            self._collections.clear()  # a handle may be stale (deleted by another process)
+            raise MemoryStoreError(f"memory {action} failed ({self!r}): {err}") from err
+
+    def _chroma(self) -> Any:
+        if self._client is None:
+            self._client = self._connect()
+        return self._client
+
+    def _connect(self) -> Any:
+        from cgraph.backends.embed import heavy_import_lock
+
+        if self.host:  # before the lock: an absent server may take `timeout` to fail
+            probe_server(self.host, self.port, self.timeout)
+        # Not at the same time as torch in another thread; creating a client imports
+        # chromadb's components lazily, so the lock covers it too.
+        with heavy_import_lock:
+            import chromadb
+            from chromadb.config import Settings
+
+            settings = Settings(anonymized_telemetry=False)
+            if self.host:
+                client = chromadb.HttpClient(host=self.host, port=self.port, settings=settings)
+                set_http_timeout(client, self.timeout)
+                return client
+            if self.path is not None:
+                self.path.mkdir(parents=True, exist_ok=True)
+                return chromadb.PersistentClient(path=str(self.path), settings=settings)
+            return chromadb.EphemeralClient(settings=settings)
+
+
+_RECORD = ["documents", "metadatas"]

@@ -1,0 +1,110 @@
+"""How memories are laid out in Chroma, and how Chroma's answers become `Memory` records.
+
+Kept apart from the store so the layout (one collection per user, one `owner` key per
+user and tier) reads in one place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, cast
+
+from cgraph.backends.memory.policy import Memory, Write
+from cgraph.errors import MemoryStoreError
+from cgraph.spec.model import TIERS, Tier
+
+Where = dict[str, Any]
+
+
+def owner_key(user_id: str, tier: str) -> str:
+    """One metadata value naming both the tier and the user (a tier never holds "|")."""
+    return f"{tier}|{user_id}"
+
+
+def owner_where(user_id: str, tiers: Sequence[Tier] = ()) -> Where:
+    """Memories of `user_id` in `tiers` (all when empty).
+
+    One `$in` on the combined `owner` key, not an `$and` of `user_id` and `tier`: Chroma
+    1.5 keeps every collection's metadata in one table, and a clause matching many rows
+    (`tier`) made the filtered query 3-4x slower (bench/bench_recall.py).
+    """
+    return {"owner": {"$in": [owner_key(user_id, t) for t in dict.fromkeys(tiers or TIERS)]}}
+
+
+def collection_name(prefix: str, user_id: str) -> str:
+    """One collection per user; a digest because Chroma restricts collection names."""
+    return f"{prefix}-{hashlib.sha256(user_id.encode()).hexdigest()[:32]}"
+
+
+def to_memory(
+    id_: str, text: str | None, meta: Mapping[str, Any], score: float | None = None
+) -> Memory:
+    return Memory(
+        id=id_,
+        text=text or "",
+        tier=cast(Tier, meta.get("tier", "task")),
+        user_id=str(meta.get("user_id", "")),
+        session_id=str(meta.get("session_id", "")),
+        state=str(meta.get("state", "")),
+        turn=int(meta.get("turn", 0)),
+        created_at=float(meta.get("created_at", 0.0)),
+        score=score,
+    )
+
+
+def stamp(user_id: str, w: Write, now: float) -> Memory:
+    i = w.item
+    return Memory(w.id, i.text, i.tier, user_id, i.session_id, i.state, i.turn, now)
+
+
+def records(got: Mapping[str, Any]) -> Iterator[Memory]:
+    for id_, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
+        yield to_memory(id_, doc, meta)
+
+
+def metadata(m: Memory) -> dict[str, str | int | float]:
+    return {
+        "user_id": m.user_id,
+        "session_id": m.session_id,
+        "tier": m.tier,
+        "state": m.state,
+        "turn": m.turn,
+        "created_at": m.created_at,
+        "owner": owner_key(m.user_id, m.tier),
+    }
+
+
+def hits(result: Mapping[str, Any]) -> Iterator[Memory]:
+    """Memories from a Chroma query result, all queries flattened, scored 1 - distance."""
+    columns = zip(
+        result["ids"],
+        result["documents"] or [],
+        result["metadatas"] or [],
+        result["distances"] or [],
+        strict=True,
+    )
+    for ids, docs, metas, dists in columns:
+        for id_, doc, meta, dist in zip(ids, docs, metas, dists, strict=True):
+            yield to_memory(id_, doc, meta, round(1.0 - float(dist), 4))
+
+
+def probe_server(host: str, port: int, timeout: float) -> None:
+    """Fail fast when no Chroma server answers: the client itself waits without limit."""
+    url = f"http://{host}:{port}/api/v2/heartbeat"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            response.read()
+    except OSError as err:
+        raise MemoryStoreError(f"no Chroma server answers at {host}:{port}: {err}") from err
+
+
+def set_http_timeout(client: Any, timeout: float) -> None:
+    # chromadb's HTTP client is built with no timeout and offers no setting for one; a
+    # server that accepts but never answers would hang the turn.
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if session is not None:
+        import httpx
+
+        session.timeout = httpx.Timeout(timeout)

@@ -1,0 +1,275 @@
+"""The recall interface the engine talks to, and the empty store used when memory is off.
+
+The Chroma-backed store (`cgraph.backends.memory.chroma`) implements `MemoryStore`; the engine
+treats any `MemoryStoreError` as "no memories this time" and logs it (`safe_recall`,
+`safe_add`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from cgraph.backends.embed import Vector, cosine
+from cgraph.errors import MemoryStoreError
+from cgraph.spec.model import Tier
+
+logger = logging.getLogger("cgraph.backends.memory.policy")
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """Something worth remembering, before it is stored."""
+
+    text: str
+    tier: Tier
+    session_id: str = ""
+    state: str = ""
+    turn: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """A stored memory; `score` is the similarity when it was recalled."""
+
+    id: str
+    text: str
+    tier: Tier
+    user_id: str
+    session_id: str
+    state: str
+    turn: int
+    created_at: float
+    score: float | None = None
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """Per-user memories, searched by meaning. One user's memories never reach another."""
+
+    def recall(
+        self,
+        user_id: str,
+        queries: Sequence[str],
+        *,
+        tiers: Sequence[Tier] = (),
+        top_k: int = 5,
+        min_score: float | None = None,
+    ) -> list[Memory]:
+        """Memories of `user_id` most similar to any query, best first; empty tiers = all."""
+        ...
+
+    def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
+        """Store new memories, skipping near-duplicates; returns what was stored."""
+        ...
+
+    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
+        """A user's memories (only `tiers`, when given), oldest first."""
+        ...
+
+    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
+        """Delete some (or, with `ids=None`, all) of a user's memories; returns how many."""
+        ...
+
+    def count(self, user_id: str) -> int:
+        """How many memories `user_id` has."""
+        ...
+
+
+class NullMemory:
+    """Remembers nothing: the store used when memory is off."""
+
+    def recall(
+        self,
+        user_id: str,
+        queries: Sequence[str],
+        *,
+        tiers: Sequence[Tier] = (),
+        top_k: int = 5,
+        min_score: float | None = None,
+    ) -> list[Memory]:
+        return []
+
+    def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
+        return []
+
+    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
+        return []
+
+    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
+        return 0
+
+    def count(self, user_id: str) -> int:
+        return 0
+
+
+class ForwardingMemory:
+    """Passes every call to the store `target()` returns; subclasses change what differs."""
+
+    def target(self) -> MemoryStore:
+        raise NotImplementedError
+
+    def recall(
+        self,
+        user_id: str,
+        queries: Sequence[str],
+        *,
+        tiers: Sequence[Tier] = (),
+        top_k: int = 5,
+        min_score: float | None = None,
+    ) -> list[Memory]:
+        store = self.target()
+        return store.recall(user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score)
+
+    def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
+        return self.target().add(user_id, items)
+
+    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
+        return self.target().list(user_id, tiers=tiers)
+
+    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
+        return self.target().delete(user_id, ids)
+
+    def count(self, user_id: str) -> int:
+        return self.target().count(user_id)
+
+
+class ReadOnlyMemory(ForwardingMemory):
+    """Recalls from another store but stores nothing: a graph's `memory: {store: off}`."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        self.inner = inner
+
+    def target(self) -> MemoryStore:
+        return self.inner
+
+    def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
+        return []
+
+
+def safe_recall(
+    store: MemoryStore,
+    user_id: str,
+    queries: Sequence[str],
+    *,
+    tiers: Sequence[Tier] = (),
+    top_k: int = 5,
+    min_score: float | None = None,
+    log: logging.Logger = logger,
+) -> tuple[list[Memory], MemoryStoreError | None]:
+    """Recall, or no memories and a logged warning when the store fails.
+
+    The conversation must go on without memories, so the error is returned (for the
+    event log) instead of raised.
+    """
+    try:
+        return store.recall(user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score), None
+    except MemoryStoreError as err:
+        log.warning("recall failed, continuing without memories: %s", err.message)
+        return [], err
+
+
+def safe_add(
+    store: MemoryStore, user_id: str, items: Sequence[NewMemory], *, log: logging.Logger = logger
+) -> tuple[list[Memory], MemoryStoreError | None]:
+    """Store, or store nothing and log a warning when the store fails."""
+    try:
+        return store.add(user_id, items), None
+    except MemoryStoreError as err:
+        log.warning("storing memories failed, continuing: %s", err.message)
+        return [], err
+
+
+def normalized(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(".!")
+
+
+def best(memories: Sequence[Memory], top_k: int, min_score: float | None) -> list[Memory]:
+    """The `top_k` highest-scoring distinct memories at or above `min_score`, best first."""
+    top: dict[str, Memory] = {}
+    for m in memories:
+        if min_score is not None and (m.score or 0.0) < min_score:
+            continue
+        if m.id not in top or (m.score or 0.0) > (top[m.id].score or 0.0):
+            top[m.id] = m
+    ranked = sorted(top.values(), key=lambda m: (-(m.score or 0.0), -m.created_at, m.id))
+    return ranked[:top_k]
+
+
+def export_dict(memory: Memory) -> dict[str, Any]:
+    """A memory as JSON-able data (no score: it belongs to one recall)."""
+    data = asdict(memory)
+    data.pop("score")
+    return data
+
+
+# --- policies shared by every store: retention and duplicates, as pure functions --------
+
+DAY = 86_400.0
+
+
+def expired(memory: Memory, ttl_days: Mapping[Tier, float], now: float) -> bool:
+    """True when the memory's tier has a time-to-live and it has run out."""
+    days = ttl_days.get(memory.tier)
+    return days is not None and memory.created_at < now - days * DAY
+
+
+def over_cap(memories: Iterable[Memory], max_items: Mapping[Tier, int]) -> list[str]:
+    """Ids of the memories beyond each tier's cap (one user's); the oldest go first."""
+    newest_first = sorted(memories, key=lambda m: (-m.created_at, m.id))
+    over: list[str] = []
+    for tier, cap in max_items.items():
+        over += [m.id for m in newest_first if m.tier == tier][cap:]
+    return over
+
+
+Nearest = tuple[str, float, str] | None
+"""The stored memory most similar to a new one: (id, similarity, text), or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """What storing one new memory comes to: a new id, or the id of the one it replaces."""
+
+    id: str
+    item: NewMemory
+    vector: Vector
+    replaces: bool
+
+
+def plan_writes(
+    items: Sequence[NewMemory],
+    vectors: Sequence[Vector],
+    nearest: Sequence[Nearest],
+    *,
+    threshold: float,
+    new_id: Callable[[], str],
+) -> list[Write]:
+    """Per new memory (with its vector and nearest stored memory of the same tier):
+
+    - the same text as the nearest one (ignoring case and spacing): nothing to write;
+    - similar above `threshold` (reworded, or updated like "25 km" → "30 km"): it replaces
+      the stored one, keeping its id;
+    - otherwise a new memory. Two similar items in one batch: the later one wins.
+    """
+    writes: dict[str, Write] = {}
+    for item, vector, near in zip(items, vectors, nearest, strict=True):
+        twin = next(
+            (
+                w
+                for w in writes.values()
+                if w.item.tier == item.tier and cosine(w.vector, vector) >= threshold
+            ),
+            None,
+        )
+        if twin is not None:
+            writes[twin.id] = Write(twin.id, item, vector, twin.replaces)
+        elif near is not None and near[1] >= threshold:
+            if normalized(near[2]) != normalized(item.text):
+                writes[near[0]] = Write(near[0], item, vector, replaces=True)
+        else:
+            new = Write(new_id(), item, vector, replaces=False)
+            writes[new.id] = new
+    return list(writes.values())

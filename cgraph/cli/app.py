@@ -1,0 +1,139 @@
+"""The `cgraph` command: a thin layer that parses options and calls the library.
+
+Only this module (and `cli_*` modules) import typer and rich. Heavy parts are
+imported inside the commands that need them so `cgraph --help` and `cgraph lint`
+stay fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cgraph.cli.memory import memory_app
+
+app = typer.Typer(
+    name="cgraph",
+    help="Context graphs in YAML: lint them, draw them, run them as conversations.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(memory_app, name="memory")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the context-graph format."""
+    from cgraph.spec.schema import dumps, published
+
+    sys.stdout.write(dumps(published()))
+
+
+class Format(StrEnum):
+    """Output formats of `cgraph lint` (the names of `cgraph.lint.report.REPORTERS`)."""
+
+    text = "text"
+    json = "json"
+    github = "github"
+    sarif = "sarif"
+
+
+@app.command()
+def lint(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Graph files and folders (folders are searched for *.yaml, *.yml, *.json).",
+            show_default=False,
+            metavar="PATH",
+        ),
+    ],
+    output: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
+    only_graphs: Annotated[
+        bool,
+        typer.Option(
+            "--only-graphs",
+            help="Skip named files without a top-level `cgraph:` key too (for pre-commit).",
+        ),
+    ] = False,
+) -> None:
+    """Check graph files: exit 0 when clean, 1 when problems were found, 2 on a usage error."""
+    from cgraph.lint.report import reporter
+    from cgraph.lint.walk import lint_paths
+
+    result = lint_paths(paths, only_graphs=only_graphs)
+    reporter(output.value, sys.stdout, sys.stderr, strict=strict).report(result)
+    raise typer.Exit(result.exit_code(strict))
+
+
+@app.command()
+def topology(
+    graph: Annotated[Path, typer.Argument(help="The graph file.", show_default=False)],
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Compare the authored `topology:` with the states instead."),
+    ] = False,
+    mermaid: Annotated[
+        bool, typer.Option("--mermaid", help="Draw the graph as a Mermaid flowchart instead.")
+    ] = False,
+) -> None:
+    """Print the abstract topology derived from a graph's states (or draw it)."""
+    from cgraph.lint.walk import topology_of
+
+    if not graph.is_file():
+        problem = "is a folder; name one graph file" if graph.is_dir() else "no such file"
+        sys.stderr.write(f"error: {graph}: {problem}\n")
+        raise typer.Exit(2)
+    text, diagnostics = topology_of(graph, check=check, mermaid=mermaid)
+    for diag in diagnostics:
+        sys.stderr.write(diag.render() + "\n")
+    sys.stdout.write(text)
+    raise typer.Exit(1 if diagnostics else 0)
+
+
+@app.command()
+def run(
+    graph: Annotated[Path, typer.Argument(help="The graph file to run.")],
+    model: Annotated[
+        str | None, typer.Option(help="A litellm model, `semantic`, or `replay:FILE`.")
+    ] = None,
+    api_base: Annotated[
+        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
+    ] = None,
+    user: Annotated[str, typer.Option(help="User id; memories are kept per user.")] = "local",
+    session: Annotated[str | None, typer.Option(help="Resume this session id.")] = None,
+    store: Annotated[Path, typer.Option(help="Folder for sessions and memories.")] = Path(
+        ".cgraph"
+    ),
+    jsonl: Annotated[bool, typer.Option(help="Print one JSON object per turn.")] = False,
+    record: Annotated[Path | None, typer.Option(help="Save every LLM exchange to FILE.")] = None,
+) -> None:
+    """Talk with a graph: an interactive session, or one message per line from stdin."""
+    from cgraph.cli.run import run_command
+
+    raise typer.Exit(
+        run_command(
+            graph=graph,
+            model=model,
+            api_base=api_base,
+            user=user,
+            session=session,
+            store=store,
+            jsonl=jsonl,
+            record=record,
+        )
+    )
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Every diagnostic code cgraph reports, with a one-line description (SARIF rules, docs)."""
+
+from __future__ import annotations
+
+CODES: dict[str, str] = {
+    # reading the file (cgraph.spec.read)
+    "unreadable": "The file cannot be read.",
+    "encoding": "The file is not valid UTF-8.",
+    "empty-file": "The file holds no YAML document.",
+    "yaml-syntax": "The file is not valid YAML.",
+    "tab-indent": "A tab character is used for indentation.",
+    "duplicate-key": "A mapping has the same key twice; YAML keeps only the last.",
+    "yaml-bool": "A key is read as a boolean (true/false) instead of text.",
+    "yaml11-bool": "A yes/no/on/off value is a boolean in YAML 1.1; cgraph reads it as text.",
+    "complex-key": "A mapping key is not plain text.",
+    "yaml-recursive": "An anchor contains itself.",
+    # the format (cgraph.spec.load)
+    "not-a-graph": "The file is not a mapping of graph keys.",
+    "missing-key": "A required key is missing.",
+    "unknown-key": "A key is not part of the format here.",
+    "state-type": "A state has no type or an unknown type.",
+    "schema": "A value has the wrong type or is out of range.",
+    # structure (cgraph.lint.structure)
+    "unknown-state": "A next_state, start, on_error or max_visits names no state.",
+    "unreachable-state": "No path from START leads to the state.",
+    "no-path-to-end": "END can never be reached from the state.",
+    "silent-cycle": "Silent states form an unbounded loop inside one turn.",
+    "decision-exits": "A decision state has fewer than two exits.",
+    "duplicate-exit": "Two exits (or start entries) of one state share a description.",
+    "same-target": "Two exits of one state lead to the same state.",
+    "duplicate-example": "One utterance is an example of two exits of a state.",
+    "exit-conflict": "A state has both exit_conditions and next_state.",
+    "no-exit": "A silent state has no way out.",
+    "memory-off": "included_contexts are recalled while memory.store is off.",
+    "reflection-disabled": "A reflection state exists while limits.max_reflections is 0.",
+    "shadowed-name": "A variable hides a built-in template name.",
+    # tools (cgraph.lint.tools)
+    "unknown-tool": "A side-effect state calls a tool that is not declared.",
+    "duplicate-tool": "Two tools share a name.",
+    "unused-tool": "A declared tool is never called.",
+    "tool-handler": "A tool's handler module or function cannot be found.",
+    "tool-arguments": "A side-effect state's arguments do not fit the tool's parameters.",
+    # templates (cgraph.lint.templates)
+    "template-syntax": "A Jinja template does not parse (or uses an unknown filter/test).",
+    "undefined-variable": "A template uses a name no variable, set or result defines.",
+    "uninitialised-variable": "A `set:` value reads its own variable, which has no initial value.",
+    # topology (cgraph.lint.topology)
+    "topology-syntax": "A topology line is not in the notation.",
+    "topology-unknown-state": "The topology names a state that does not exist.",
+    "topology-type": "The topology's type letter disagrees with the state's type.",
+    "topology-extra-edge": "The topology shows an edge the states do not have.",
+    "topology-missing-edge": "A state's exit is missing from the topology.",
+    # sub-graphs (cgraph.lint.walk)
+    "graph-missing": "A graph state's file does not exist.",
+    "graph-recursive": "Graph files include each other in a cycle.",
+    # the command itself
+    "topology-missing": "`cgraph topology --check` found no authored topology.",
+    "internal-error": "A check failed unexpectedly; the other checks still ran.",
+}

@@ -1,0 +1,389 @@
+"""Structural checks of one valid graph: references, reachability, loops, exits, limits.
+
+Each check is a small generator of diagnostics over a `GraphContext`; `check_graph` runs
+them all. Every walk is linear in states plus exits, so a 10,000-state graph lints fast.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cgraph.diagnostics import DataPath, Diagnostic, Severity
+from cgraph.spec.load import did_you_mean
+from cgraph.spec.model import END, SILENT_TYPES, AnyState, Graph
+from cgraph.spec.read import Document
+from cgraph.spec.templating import BUILTIN_NAMES
+
+Located = tuple[str, DataPath]  # a target state and the YAML path naming it
+
+
+def field_of(state: AnyState, name: str) -> Any:
+    """A state's field, or None if its type has no such field (one dict lookup)."""
+    return state.__dict__.get(name)
+
+
+def targets(name: str, state: AnyState) -> Iterator[Located]:
+    """Every state `name` may lead to, with the path of the YAML node that names it."""
+    conditions = field_of(state, "exit_conditions")
+    if conditions:
+        for index, exit_ in enumerate(conditions):
+            yield exit_.next_state, ("states", name, "exit_conditions", index, "next_state")
+    else:
+        next_state = field_of(state, "next_state")
+        if next_state:
+            yield next_state, ("states", name, "next_state")
+    on_error = field_of(state, "on_error")
+    if on_error:
+        yield on_error, ("states", name, "on_error")
+
+
+@dataclass
+class GraphContext:
+    """One graph under lint, with what the cross-file pass learned about its sub-graphs."""
+
+    doc: Document
+    graph: Graph
+    talking_subgraphs: frozenset[str] = frozenset()
+    """`graph` states whose sub-graph has a user-facing state (so they are not silent)."""
+    edges: dict[str, list[Located]] = field(init=False)
+    """Every state's targets, computed once for all checks."""
+
+    def __post_init__(self) -> None:
+        self.edges = {n: list(targets(n, s)) for n, s in self.graph.states.items()}
+
+    def diag(
+        self,
+        path: DataPath,
+        code: str,
+        message: str,
+        hint: str,
+        *,
+        warning: bool = False,
+        key: bool = False,
+    ) -> Diagnostic:
+        severity = Severity.WARNING if warning else Severity.ERROR
+        return self.doc.diag(path, code, message, hint, severity=severity, key=key)
+
+
+def start_targets(graph: Graph) -> Iterator[Located]:
+    if isinstance(graph.start, str):
+        yield graph.start, ("start",)
+    else:
+        for index, entry in enumerate(graph.start):
+            yield entry.state, ("start", index, "state")
+
+
+def check_references(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """`next_state`, `start`, `on_error` and `limits.max_visits` must name a state."""
+    names = list(ctx.graph.states)
+    known = set(names) | {END}
+    located = list(start_targets(ctx.graph))
+    for found in ctx.edges.values():
+        located.extend(found)
+    for target, path in located:
+        if target not in known:
+            yield ctx.diag(
+                path,
+                "unknown-state",
+                f"`{path[-1]}` names `{target}`, which is not a state",
+                did_you_mean(target, [*names, END]) + "use a state id from `states:` or `END`",
+            )
+    for name in ctx.graph.limits.max_visits:
+        if name not in ctx.graph.states:
+            yield ctx.diag(
+                ("limits", "max_visits", name),
+                "unknown-state",
+                f"`limits.max_visits` names `{name}`, which is not a state",
+                did_you_mean(name, names) + "use a state id from `states:`",
+                key=True,
+            )
+
+
+def _successors(ctx: GraphContext) -> dict[str, list[str]]:
+    states = ctx.graph.states
+    return {
+        name: [t for t, _ in found if t in states or t == END] for name, found in ctx.edges.items()
+    }
+
+
+def _reach(starts: list[str], edges: Mapping[str, list[str]]) -> set[str]:
+    seen = set(starts)
+    queue = deque(starts)
+    while queue:
+        for nxt in edges.get(queue.popleft(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                queue.append(nxt)
+    return seen
+
+
+def check_reachability(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """States START never leads to, and states that can never lead to END."""
+    graph = ctx.graph
+    succ = _successors(ctx)
+    starts = [s for s in graph.start_states() if s in graph.states]
+    # With no known start everything is unreachable: the unknown-state error says enough.
+    reached = _reach(starts, succ) if starts else set(graph.states)
+    preds: dict[str, list[str]] = {}
+    for name, nexts in succ.items():
+        for nxt in nexts:
+            preds.setdefault(nxt, []).append(name)
+    # A state with a dangling target already has an error; count it as finishing.
+    dangling = [n for n, found in ctx.edges.items() if any(t not in succ[n] for t, _ in found)]
+    finishing = _reach([END, *dangling], preds)
+    for name in graph.states:
+        if name not in reached:
+            yield ctx.diag(
+                ("states", name),
+                "unreachable-state",
+                f"state `{name}` cannot be reached from START",
+                "lead an exit of another state here, or remove the state",
+                key=True,
+            )
+        elif name not in finishing and (ctx.edges[name] or graph.states[name].type == "action"):
+            # (a silent state with no exit at all has its own, clearer error)
+            yield ctx.diag(
+                ("states", name),
+                "no-path-to-end",
+                f"END can never be reached from state `{name}`: the conversation cannot finish",
+                "add an exit that leads, directly or through other states, to END",
+                key=True,
+            )
+
+
+def _bounded(ctx: GraphContext, name: str, state: AnyState) -> bool:
+    """A visit cap or a (per-turn bounded) reflection stops a silent loop."""
+    return (
+        state.max_visits is not None
+        or name in ctx.graph.limits.max_visits
+        or state.type == "reflection"
+    )
+
+
+def _silent(ctx: GraphContext, name: str, state: AnyState) -> bool:
+    if state.type == "graph":
+        return name not in ctx.talking_subgraphs
+    return state.type in SILENT_TYPES
+
+
+def check_silent_cycles(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """A loop of silent, unbounded states would spin inside one turn forever."""
+    states = ctx.graph.states
+    loose = {n for n, s in states.items() if _silent(ctx, n, s) and not _bounded(ctx, n, s)}
+    edges = {n: [t for t, _ in ctx.edges[n] if t in loose] for n in loose}
+    order = {name: index for index, name in enumerate(states)}
+    for component in strongly_connected(edges):
+        if len(component) == 1 and component[0] not in edges[component[0]]:
+            continue
+        members = sorted(component, key=order.__getitem__)
+        loop = " → ".join(f"`{m}`" for m in [*members, members[0]])
+        yield ctx.diag(
+            ("states", members[0]),
+            "silent-cycle",
+            f"states {loop} form a loop with no user-facing state: one turn could spin forever",
+            "route the loop through an action state, give one state `max_visits`, "
+            "or pass through a reflection (bounded by `limits.max_reflections`)",
+            key=True,
+        )
+
+
+def strongly_connected(edges: Mapping[str, list[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative so deep graphs do not hit the recursion limit."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(edges[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(edges[child])))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                found.append(component)
+    return found
+
+
+def check_exits(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """Decisions need two ways out; descriptions must differ; targets should differ."""
+    for name, state in ctx.graph.states.items():
+        conditions = field_of(state, "exit_conditions") or ()
+        base = ("states", name, "exit_conditions")
+        if state.type == "decision" and len(conditions) < 2:
+            yield ctx.diag(
+                base,
+                "decision-exits",
+                f"decision state `{name}` has {len(conditions)} exit(s); "
+                "a decision needs two or more",
+                "add another exit, or make the state a reflection with `next_state`",
+                key=True,
+            )
+        yield from _way_out(ctx, name, state)
+        seen: dict[str, int] = {}
+        targets_seen: dict[str, int] = {}
+        for index, exit_ in enumerate(conditions):
+            text = " ".join(exit_.description.casefold().split())
+            if text in seen:
+                yield ctx.diag(
+                    (*base, index, "description"),
+                    "duplicate-exit",
+                    f"exits {seen[text] + 1} and {index + 1} of state `{name}` "
+                    "have the same description",
+                    "each exit needs its own condition, or the model cannot tell them apart",
+                )
+            seen.setdefault(text, index)
+            if exit_.next_state in targets_seen:
+                yield ctx.diag(
+                    (*base, index, "next_state"),
+                    "same-target",
+                    f"exits {targets_seen[exit_.next_state] + 1} and {index + 1} of state `{name}` "
+                    f"both lead to `{exit_.next_state}`",
+                    "merge them into one exit with a broader description, if they mean the same",
+                    warning=True,
+                )
+            targets_seen.setdefault(exit_.next_state, index)
+
+
+def check_examples(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """One utterance given as an example of two exits makes the offline chooser guess."""
+    for name, state in ctx.graph.states.items():
+        owner: dict[str, int] = {}
+        for index, exit_ in enumerate(field_of(state, "exit_conditions") or ()):
+            for number, example in enumerate(exit_.examples):
+                text = " ".join(example.casefold().split())
+                first = owner.setdefault(text, index)
+                if first != index:
+                    yield ctx.diag(
+                        ("states", name, "exit_conditions", index, "examples", number),
+                        "duplicate-example",
+                        f"`{example}` is an example of exits {first + 1} and {index + 1} "
+                        f"of state `{name}`",
+                        "keep each example under the one exit it means",
+                        warning=True,
+                    )
+
+
+def _way_out(ctx: GraphContext, name: str, state: AnyState) -> Iterator[Diagnostic]:
+    conditions = field_of(state, "exit_conditions")
+    next_state = field_of(state, "next_state")
+    if conditions and next_state:
+        yield ctx.diag(
+            ("states", name, "next_state"),
+            "exit-conflict",
+            f"state `{name}` has both `exit_conditions` and `next_state`; `next_state` is ignored",
+            "keep `exit_conditions`, or use `next_state` alone for a single way out",
+            key=True,
+        )
+    elif state.type in SILENT_TYPES - {"decision"} and not conditions and not next_state:
+        yield ctx.diag(
+            ("states", name),
+            "no-exit",
+            f"silent state `{name}` has no way out",
+            "add `next_state:` (or `exit_conditions:` with two or more exits)",
+            key=True,
+        )
+
+
+def check_start(ctx: GraphContext) -> Iterator[Diagnostic]:
+    if isinstance(ctx.graph.start, str):
+        return
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(ctx.graph.start):
+        text = " ".join(entry.when.casefold().split())
+        if text in seen:
+            yield ctx.diag(
+                ("start", index, "when"),
+                "duplicate-exit",
+                f"start entries {seen[text] + 1} and {index + 1} have the same condition",
+                "give each entry its own `when`",
+            )
+        seen.setdefault(text, index)
+
+
+def check_memory_and_limits(ctx: GraphContext) -> Iterator[Diagnostic]:
+    graph = ctx.graph
+    for name, state in graph.states.items():
+        if graph.memory.store == "off" and field_of(state, "included_contexts"):
+            yield ctx.diag(
+                ("states", name, "included_contexts"),
+                "memory-off",
+                f"state `{name}` recalls `included_contexts` but `memory.store` is off, "
+                "so no memories are ever stored",
+                "set `memory.store: every_turn` (or `session_end`), or remove `included_contexts`",
+                warning=True,
+                key=True,
+            )
+        if state.type == "reflection" and graph.limits.max_reflections == 0:
+            yield ctx.diag(
+                ("states", name),
+                "reflection-disabled",
+                f"reflection state `{name}` can never run: `limits.max_reflections` is 0",
+                "raise `limits.max_reflections`, or remove the reflection",
+                warning=True,
+                key=True,
+            )
+
+
+def check_names(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """Variables named like a built-in would hide it from every template."""
+    places: list[tuple[str, DataPath]] = [
+        (name, ("variables", name)) for name in ctx.graph.variables
+    ]
+    for name, state in ctx.graph.states.items():
+        places.extend((var, ("states", name, "set", var)) for var in field_of(state, "set") or {})
+        result = field_of(state, "result")
+        if result:
+            places.append((result, ("states", name, "result")))
+    for var, path in places:
+        if var in BUILTIN_NAMES:
+            yield ctx.diag(
+                path,
+                "shadowed-name",
+                f"variable `{var}` hides the built-in template name `{var}`",
+                "rename the variable",
+                warning=True,
+                key=path[-1] == var,
+            )
+
+
+CHECKS: tuple[Callable[[GraphContext], Iterator[Diagnostic]], ...] = (
+    check_references,
+    check_start,
+    check_reachability,
+    check_silent_cycles,
+    check_exits,
+    check_examples,
+    check_memory_and_limits,
+    check_names,
+)
+
+
+def check_graph(ctx: GraphContext) -> list[Diagnostic]:
+    return [d for check in CHECKS for d in check(ctx)]

@@ -1,0 +1,163 @@
+"""Jinja checks: every templated text must parse, and use only names that exist.
+
+Only strings holding `{{`, `{%` or `{#` are parsed. Parsing is cached by the template's
+*skeleton* (its tags without the text between them): names and syntax depend only on
+the tags, and graphs repeat the same few tags in thousands of sentences.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import TemplateSyntaxError, meta
+
+from cgraph.diagnostics import DataPath, Diagnostic
+from cgraph.lint.structure import GraphContext, field_of
+from cgraph.spec.load import did_you_mean
+from cgraph.spec.read import Document
+from cgraph.spec.templating import BUILTIN_NAMES, is_template, text_env
+
+_TAGS = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
+# Keys whose values are ids, tags or example utterances, never rendered as templates.
+_NOT_TEMPLATES = frozenset(
+    {
+        "type",
+        "next_state",
+        "on_error",
+        "tool",
+        "result",
+        "graph",
+        "tiers",
+        "included_contexts",
+        "message_metadata",
+        "annotations",
+        "examples",
+        "max_visits",
+        "top_k",
+    }
+)
+
+
+@lru_cache(maxsize=8192)
+def analyse(source: str) -> tuple[tuple[int, str] | None, frozenset[str]]:
+    """(line and message of a syntax error, or None; names the template reads)."""
+    env = text_env()
+    try:
+        names = meta.find_undeclared_variables(env.parse(source))
+    except TemplateSyntaxError as err:
+        return (err.lineno or 1, err.message or "invalid template"), frozenset()
+    return None, frozenset(names) - frozenset(env.globals)
+
+
+def _analyse_fast(source: str) -> tuple[tuple[int, str] | None, frozenset[str]]:
+    error, names = analyse("".join(_TAGS.findall(source)))
+    if error is not None:  # locate it on the real text (and rule out a skeleton artefact)
+        return analyse(source)
+    return error, names
+
+
+def template_strings(data: Any) -> Iterator[tuple[DataPath, str, bool]]:
+    """(path, text, names checked?) of every templated string a graph renders."""
+    if not isinstance(data, dict):
+        return
+    yield from _strings(data.get("agent"), ("agent",), True)
+    yield from _strings(data.get("fallback"), ("fallback",), True)
+    states = data.get("states")
+    if isinstance(states, dict):
+        for name, state in states.items():
+            if isinstance(state, dict):
+                fields = {k: v for k, v in state.items() if k != "description"}
+                yield from _strings(fields, ("states", name), True)
+    prompts = data.get("prompts")
+    if isinstance(prompts, dict):
+        # Prompt templates see the engine's prompt context, not graph variables.
+        yield from _strings(prompts, ("prompts",), False)
+
+
+def _strings(value: Any, path: DataPath, names: bool) -> Iterator[tuple[DataPath, str, bool]]:
+    if isinstance(value, str):
+        if is_template(value):
+            yield path, value, names
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key not in _NOT_TEMPLATES:
+                yield from _strings(item, (*path, key), names)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, (*path, index), names)
+
+
+def allowed_names(ctx: GraphContext) -> frozenset[str]:
+    names = set(BUILTIN_NAMES) | set(ctx.graph.variables)
+    for state in ctx.graph.states.values():
+        names.update(field_of(state, "set") or {})
+        result = field_of(state, "result")
+        if result:
+            names.add(result)
+    return frozenset(names)
+
+
+def check_templates(ctx: GraphContext) -> Iterator[Diagnostic]:
+    allowed = allowed_names(ctx)
+    for path, text, check_names in template_strings(ctx.doc.data):
+        error, used = _analyse_fast(text)
+        if error is not None:
+            line, column = _position(ctx.doc, path, error[0])
+            diag = ctx.diag(
+                path,
+                "template-syntax",
+                f"Jinja: {error[1]}",
+                "check the `{{ }}` and `{% %}` tags: every tag closed, every block ended",
+            )
+            yield _moved(diag, line, column)
+            continue
+        if not check_names:
+            continue
+        yield from _self_reference(ctx, path, used)
+        for name in sorted(used - allowed):
+            yield ctx.diag(
+                path,
+                "undefined-variable",
+                f"template uses `{name}`, which is never defined",
+                did_you_mean(name, sorted(allowed))
+                + "declare it under `variables:`, set it in an annotation state's `set:`, "
+                "or store a tool `result:` in it",
+            )
+
+
+def _self_reference(
+    ctx: GraphContext, path: DataPath, used: frozenset[str]
+) -> Iterator[Diagnostic]:
+    """`set: {n: "{{ n + 1 }}"}` fails on the first visit unless `n` starts with a value."""
+    if len(path) == 4 and path[0] == "states" and path[2] == "set":
+        var = str(path[3])
+        if var in used and var not in ctx.graph.variables:
+            yield ctx.diag(
+                path,
+                "uninitialised-variable",
+                f"`{var}` is computed from itself but has no initial value: the first visit fails",
+                f"give it a starting value under `variables:`, e.g. `{var}: 0`",
+            )
+
+
+def _position(doc: Document, path: DataPath, template_line: int) -> tuple[int, int]:
+    """The file position of a template's line: exact inside a literal `|` block."""
+    node = doc.node_at(path)
+    line, column = doc.locate(path)
+    if node is None or getattr(node, "style", None) != "|":
+        return line, column
+    target = node.start_mark.line + template_line  # 0-based: content starts a line below
+    lines = doc.text.splitlines()
+    if target < len(lines):
+        text = lines[target]
+        return target + 1, len(text) - len(text.lstrip()) + 1
+    return line, column
+
+
+def _moved(diag: Diagnostic, line: int, column: int) -> Diagnostic:
+    return Diagnostic(
+        diag.file, line, column, diag.severity, diag.code, diag.message, diag.hint, diag.path
+    )

@@ -1,0 +1,152 @@
+"""Checks of `tools:` and the side-effect states that call them.
+
+Handlers are never imported: lint reads the handler's source file and parses it, so a
+graph from an untrusted branch cannot run code in CI.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cgraph.diagnostics import DataPath, Diagnostic
+from cgraph.lint.structure import GraphContext, field_of
+from cgraph.spec.load import did_you_mean
+
+
+def check_tools(ctx: GraphContext) -> Iterator[Diagnostic]:
+    yield from _declarations(ctx)
+    yield from _calls(ctx)
+
+
+def _declarations(ctx: GraphContext) -> Iterator[Diagnostic]:
+    seen: set[str] = set()
+    used = {field_of(s, "tool") for s in ctx.graph.states.values()}
+    folder = ctx.graph.source.parent if ctx.graph.source else Path.cwd()
+    for index, tool in enumerate(ctx.graph.tools):
+        path: DataPath = ("tools", index)
+        if tool.name in seen:
+            yield ctx.diag(
+                (*path, "name"),
+                "duplicate-tool",
+                f"tool `{tool.name}` is declared twice",
+                "remove one declaration or rename it",
+            )
+        seen.add(tool.name)
+        if tool.name not in used:
+            yield ctx.diag(
+                (*path, "name"),
+                "unused-tool",
+                f"tool `{tool.name}` is declared but no side-effect state calls it",
+                "call it from a `side_effect` state, or remove the declaration",
+                warning=True,
+            )
+        problem = handler_problem(tool.handler, folder)
+        if problem:
+            yield ctx.diag((*path, "handler"), "tool-handler", problem[0], problem[1])
+
+
+def handler_problem(handler: str, folder: Path) -> tuple[str, str] | None:
+    """Why `module:function` cannot be found, or None when it looks callable."""
+    module, _, function = handler.partition(":")
+    found, source = _module_file(module, folder)
+    if not found:
+        return (
+            f"handler module `{module}` is found neither next to the graph nor on the Python path",
+            f"put `{module.replace('.', '/')}.py` next to the graph file, or install the module",
+        )
+    if source is None:
+        return None  # present, but its contents cannot be read without importing it
+    names = _top_level_names(source)
+    if names is None:
+        return (f"handler module `{module}` ({source}) has a syntax error", "fix the module")
+    if function not in names:
+        return (
+            f"handler module `{module}` defines no `{function}`",
+            did_you_mean(function, sorted(names)) + f"define `def {function}(...)` in {source}",
+        )
+    return None
+
+
+def _module_file(module: str, folder: Path) -> tuple[bool, Path | None]:
+    """Whether the module exists, and its source file when that can be read safely."""
+    parts = module.split(".")
+    for candidate in (
+        folder.joinpath(*parts).with_suffix(".py"),
+        folder.joinpath(*parts, "__init__.py"),
+    ):
+        if candidate.is_file():
+            return True, candidate
+    # Only the top-level name is looked up on the path: finding `a.b` would import `a`.
+    try:
+        spec = importlib.util.find_spec(parts[0])
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return False, None
+    origin = spec.origin or ""
+    return True, Path(origin) if len(parts) == 1 and origin.endswith(".py") else None
+
+
+def _top_level_names(source: Path) -> set[str] | None:
+    try:
+        tree = ast.parse(source.read_text(encoding="utf-8"), str(source))
+    except (SyntaxError, OSError, UnicodeDecodeError, ValueError):
+        return None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _calls(ctx: GraphContext) -> Iterator[Diagnostic]:
+    declared = [t.name for t in ctx.graph.tools]
+    for name, state in ctx.graph.states.items():
+        if state.type != "side_effect":
+            continue
+        tool = ctx.graph.tool(state.tool)
+        if tool is None:
+            yield ctx.diag(
+                ("states", name, "tool"),
+                "unknown-tool",
+                f"state `{name}` calls tool `{state.tool}`, which is not declared under `tools`",
+                did_you_mean(state.tool, declared)
+                + "declare it under `tools:` with a name and a `module:function` handler",
+            )
+            continue
+        yield from _arguments(ctx, name, state.arguments, tool.parameters)
+
+
+def _arguments(
+    ctx: GraphContext, name: str, arguments: dict[str, Any], schema: dict[str, Any]
+) -> Iterator[Diagnostic]:
+    """Required parameters present, unknown ones absent (when the schema closes them)."""
+    properties = schema.get("properties")
+    required = schema.get("required")
+    path: DataPath = ("states", name, "arguments")
+    if isinstance(required, list):
+        for missing in (r for r in required if isinstance(r, str) and r not in arguments):
+            yield ctx.diag(
+                path if arguments else ("states", name, "tool"),
+                "tool-arguments",
+                f"state `{name}` does not pass `{missing}`, which the tool requires",
+                f"add `{missing}:` under `arguments:`",
+                key=bool(arguments),
+            )
+    if isinstance(properties, dict) and schema.get("additionalProperties") is False:
+        for extra in (a for a in arguments if a not in properties):
+            yield ctx.diag(
+                (*path, extra),
+                "tool-arguments",
+                f"state `{name}` passes `{extra}`, which the tool does not take",
+                did_you_mean(extra, list(properties)) + f"parameters are {', '.join(properties)}",
+                key=True,
+            )

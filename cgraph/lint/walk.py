@@ -1,0 +1,250 @@
+"""`cgraph lint` as a library: files and folders in, every diagnostic out.
+
+    result = lint_paths(["graphs"])
+    result.diagnostics, result.exit_code(strict=False)
+
+Pipeline per file: read (YAML with marks) → parse_graph (the published JSON Schema,
+checked by `cgraph.spec.conform`) → structural, tool, template and topology checks →
+sub-graph files, linted once each, with recursive inclusion reported along its chain.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cgraph.diagnostics import Diagnostic, Severity, has_errors
+from cgraph.lint.structure import GraphContext, check_graph
+from cgraph.lint.templates import check_templates
+from cgraph.lint.tools import check_tools
+from cgraph.lint.topology import check_topology
+from cgraph.spec.load import parse_graph
+from cgraph.spec.model import Graph
+from cgraph.spec.read import Document, read_file
+from cgraph.spec.topology import derive
+from cgraph.spec.topology import mermaid as draw_mermaid
+
+SUFFIXES = (".yaml", ".yml", ".json")
+Check = Callable[[GraphContext], Iterable[Diagnostic]]
+CHECKS: tuple[Check, ...] = (check_graph, check_tools, check_templates, check_topology)
+"""The checks run on every graph that parses, in order."""
+# A folder walk lints files with a top-level `cgraph:` key; others are skipped with a note.
+_GRAPH_KEY = re.compile(r"""^(?:["']?cgraph["']?\s*:|\s*\{?\s*"cgraph"\s*:)""", re.MULTILINE)
+_SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
+
+
+@dataclass
+class LintResult:
+    """Everything one lint run found; reporters and the CLI read it."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    """Files linted, sub-graphs included, in order."""
+    notes: list[str] = field(default_factory=list)
+    """Skipped files and empty folders, said once each."""
+    missing: list[str] = field(default_factory=list)
+    """Paths that do not exist or cannot be read (a usage error)."""
+
+    @property
+    def errors(self) -> int:
+        return sum(d.severity is Severity.ERROR for d in self.diagnostics)
+
+    @property
+    def warnings(self) -> int:
+        return sum(d.severity is Severity.WARNING for d in self.diagnostics)
+
+    def exit_code(self, strict: bool = False) -> int:
+        """0 clean, 1 problems (warnings too with `strict`), 2 unreadable paths."""
+        if self.missing:
+            return 2
+        if self.errors or (strict and self.warnings):
+            return 1
+        return 0
+
+
+@dataclass
+class _Outcome:
+    graph: Graph | None
+    talks: bool = True
+    """Whether entering this graph can reach a user-facing state (unknown counts as yes)."""
+
+
+class _Linter:
+    def __init__(self, result: LintResult, checks: tuple[Check, ...]) -> None:
+        self.result = result
+        self.checks = checks
+        self.done: dict[Path, _Outcome] = {}
+        self.active: list[tuple[Path, str]] = []
+
+    def lint(self, path: Path, display: str) -> _Outcome:
+        key = path.resolve()
+        if key in self.done:
+            return self.done[key]
+        self.active.append((key, display))
+        try:
+            doc = read_file(display)
+            for diag in doc.diagnostics:
+                if diag.code == "unreadable":
+                    self.result.missing.append(display)
+            outcome, diagnostics = self._check(path, doc)
+        finally:
+            self.active.pop()
+        self.done[key] = outcome
+        self.result.files.append(display)
+        diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
+        self.result.diagnostics.extend(dict.fromkeys(diagnostics))
+        return outcome
+
+    def _check(self, path: Path, doc: Document) -> tuple[_Outcome, list[Diagnostic]]:
+        graph, diagnostics = parse_graph(doc)
+        if graph is None:
+            return _Outcome(None), diagnostics
+        talking = set()
+        for name, state in graph.states.items():
+            if state.type == "graph":
+                sub, problem = self._subgraph(doc, path, name, state.graph)
+                if problem:
+                    diagnostics.append(problem)
+                if sub is None or sub.talks:
+                    talking.add(name)
+        ctx = GraphContext(doc, graph, frozenset(talking))
+        for check in self.checks:
+            try:
+                diagnostics.extend(check(ctx))
+            except Exception as err:  # a bug in one check must not hide the others' findings
+                diagnostics.append(
+                    doc.diag(
+                        (),
+                        "internal-error",
+                        f"cgraph failed in {check.__name__}: {err!r}",
+                        "please report this with the file attached",
+                    )
+                )
+        talks = any(s.type == "action" for s in graph.states.values()) or bool(talking)
+        return _Outcome(graph, talks), diagnostics
+
+    def _subgraph(
+        self, doc: Document, path: Path, state: str, target: str
+    ) -> tuple[_Outcome | None, Diagnostic | None]:
+        where = ("states", state, "graph")
+        sub_path = Path(os.path.normpath(path.parent / target))
+        display = str(sub_path)
+        if not sub_path.is_file():
+            found = "is a folder" if sub_path.is_dir() else "does not exist"
+            return None, doc.diag(
+                where,
+                "graph-missing",
+                f"state `{state}` hands over to `{target}`, which {found} (looked for {display})",
+                "name a graph file; the path is relative to this graph file",
+            )
+        start = self._index(sub_path.resolve())
+        if start >= 0:
+            loop = " → ".join([*(shown for _, shown in self.active[start:]), display])
+            return None, doc.diag(
+                where,
+                "graph-recursive",
+                f"graph files include each other: {loop}",
+                "a sub-graph must not hand the conversation back to a graph that contains it",
+            )
+        return self.lint(sub_path, display), None
+
+    def _index(self, key: Path) -> int:
+        return next((i for i, (k, _) in enumerate(self.active) if k == key), -1)
+
+
+def lint_paths(
+    paths: Iterable[str | Path], *, only_graphs: bool = False, checks: tuple[Check, ...] = CHECKS
+) -> LintResult:
+    """Lint files and folders (recursively `*.yaml`, `*.yml`, `*.json`).
+
+    A folder walk skips files without a top-level `cgraph:` key (with a note); a file
+    named explicitly is always linted, unless `only_graphs` applies the same rule to it.
+    `checks` replaces the semantic checks run after the format check (default: all).
+    """
+    collecting = gc.isenabled()
+    gc.disable()  # see reader.read_text: lint builds large, acyclic trees
+    try:
+        return _lint_all(paths, only_graphs, checks)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _lint_all(
+    paths: Iterable[str | Path], only_graphs: bool, checks: tuple[Check, ...]
+) -> LintResult:
+    result = LintResult()
+    linter = _Linter(result, checks)
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found = list(_walk(path, result))
+            if not found:
+                result.notes.append(f"{given}: no graph files found")
+            for file in found:
+                linter.lint(file, str(file))
+        elif only_graphs and path.is_file() and not looks_like_graph(path):
+            result.notes.append(f"{given}: skipped, no top-level `cgraph:` key")
+        elif path.exists() or path.is_symlink():
+            linter.lint(path, str(given))
+        else:
+            result.missing.append(str(given))
+    return result
+
+
+def lint_file(path: str | Path) -> list[Diagnostic]:
+    """The diagnostics of one file (and of the sub-graphs it hands over to)."""
+    return lint_paths([path]).diagnostics
+
+
+def topology_of(
+    path: Path, *, check: bool = False, mermaid: bool = False
+) -> tuple[str, list[Diagnostic]]:
+    """The derived topology of a graph file (as Mermaid with `mermaid`), or (with `check`)
+    the authored one's problems.
+
+    Returns the text to print and the diagnostics that make the command fail.
+    """
+    doc = read_file(str(path))
+    graph, diagnostics = parse_graph(doc)
+    if graph is None or has_errors(diagnostics):
+        return "", [d for d in diagnostics if d.severity is Severity.ERROR]
+    if not check:
+        return (draw_mermaid(graph) if mermaid else derive(graph)), []
+    if graph.topology is None:
+        return "", [
+            doc.diag(
+                (),
+                "topology-missing",
+                "the graph has no `topology:` to check",
+                "add one; `cgraph topology GRAPH` prints a starting point",
+            )
+        ]
+    found = list(check_topology(GraphContext(doc, graph)))
+    return ("" if found else "topology agrees with the states\n"), found
+
+
+def _walk(folder: Path, result: LintResult) -> Iterable[Path]:
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS)
+        for name in sorted(files):
+            if not name.endswith(SUFFIXES):
+                continue
+            file = Path(root, name)
+            if looks_like_graph(file):
+                yield file
+            else:
+                result.notes.append(f"{file}: skipped, no top-level `cgraph:` key")
+
+
+def looks_like_graph(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(1 << 20).decode("utf-8-sig", "replace")
+    except OSError:
+        return True  # let lint report why it cannot be read
+    return _GRAPH_KEY.search(head) is not None

@@ -1,0 +1,100 @@
+"""Exit ids, qualified state ids and the transition guard.
+
+An exit's id is its target state's id (`END` for the terminal), so the model and the
+audit log both read meaningful names; two exits of one state with the same target become
+`target`, `target_2`, … in declaration order.
+
+States inside a sub-graph are named `<file>#<state>`, the file relative to the root
+graph's folder (`research.yaml#search`, `sub/deep.yaml#pick`); root states keep their
+plain id. `#` cannot appear in a state id, so a qualified id is never ambiguous.
+"""
+
+from __future__ import annotations
+
+from cgraph.backends.llm.types import ExitOption
+from cgraph.errors import TransitionError
+from cgraph.spec.model import END, AnyState, ExitCondition, Graph, StartEntry, exits_of, targets_of
+
+SEPARATOR = "#"
+ON_ERROR = "on_error"
+
+
+def unique_ids(targets: tuple[str, ...]) -> tuple[str, ...]:
+    """`a, b, a` → `a, b, a_2`: the target id, numbered only where it repeats."""
+    seen: dict[str, int] = {}
+    ids = []
+    for target in targets:
+        seen[target] = seen.get(target, 0) + 1
+        ids.append(target if seen[target] == 1 else f"{target}_{seen[target]}")
+    return tuple(ids)
+
+
+# Keyed by identity: states are immutable but not all hashable (`set:` is a dict). The
+# state is kept in the value so its id cannot be reused while cached.
+_OPTIONS: dict[int, tuple[AnyState, tuple[ExitOption, ...]]] = {}
+
+
+def _state_options(state: AnyState) -> tuple[ExitOption, ...]:
+    cached = _OPTIONS.get(id(state))
+    if cached is not None and cached[0] is state:
+        return cached[1]
+    exits = exits_of(state)
+    ids = unique_ids(tuple(e.next_state for e in exits))
+    options = tuple(_option(i, e) for i, e in zip(ids, exits, strict=True))
+    _OPTIONS[id(state)] = (state, options)
+    return options
+
+
+def _option(exit_id: str, condition: ExitCondition) -> ExitOption:
+    return ExitOption(
+        id=exit_id,
+        description=condition.description,
+        target=condition.next_state,
+        examples=condition.examples,
+    )
+
+
+def exit_options(state: AnyState) -> tuple[ExitOption, ...]:
+    """The exits of a state as the model sees them (`on_error` is not the model's to take)."""
+    return _state_options(state)
+
+
+def start_options(entries: tuple[StartEntry, ...]) -> tuple[ExitOption, ...]:
+    """Conditional start entries as exits: the id is the entry's state id, `when` its text."""
+    ids = unique_ids(tuple(e.state for e in entries))
+    return tuple(
+        ExitOption(id=i, description=e.when, target=e.state)
+        for i, e in zip(ids, entries, strict=True)
+    )
+
+
+def qualify(graph_key: str, state_id: str) -> str:
+    """The unambiguous name of a state: plain at the root, `file#state` in a sub-graph."""
+    if not graph_key or state_id == END:
+        return state_id
+    return f"{graph_key}{SEPARATOR}{state_id}"
+
+
+def check_transition(graph: Graph, source: str, target: str) -> None:
+    """Raise `TransitionError` unless `graph` declares `source → target`.
+
+    The engine validates every answer before it gets here; this guard is the last line, so
+    that no code path (a model, a bug, a hand-edited snapshot) can apply an undeclared move.
+    """
+    state = graph.states.get(source)
+    if state is None:
+        raise TransitionError(f"`{source}` is not a state of graph `{graph.name}`")
+    if target not in targets_of(state):
+        allowed = ", ".join(targets_of(state)) or "none"
+        raise TransitionError(
+            f"`{source}` → `{target}` is not declared in graph `{graph.name}` "
+            f"(its exits lead to {allowed})"
+        )
+    if target != END and target not in graph.states:
+        raise TransitionError(f"`{target}` is not a state of graph `{graph.name}`")
+
+
+def check_start(graph: Graph, target: str) -> None:
+    """Raise `TransitionError` unless `target` is one of the graph's start states."""
+    if target not in graph.start_states() or target not in graph.states:
+        raise TransitionError(f"`{target}` is not a start state of graph `{graph.name}`")

@@ -1,0 +1,133 @@
+"""Reading the event log: the effective events, the transcript, the audit, and `Turn`s.
+
+The log is append-only. Undoing (or cancelling) turn N appends an `undo` event; reading
+the log folds it by dropping every earlier event of turns ≥ N. Everything a session
+shows — transcript, audit, a turn's path — is derived from the log this way, so a
+resumed session and a live one answer the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from cgraph.runtime.records import Decision, Event, RecalledMemory, TransitionRecord, Turn
+
+
+def effective(events: Iterable[Event]) -> list[Event]:
+    """The log as it stands after undos: undone turns' events are left out."""
+    kept: list[Event] = []
+    for event in events:
+        if event.kind == "undo":
+            turn = int(event.data.get("turn", event.turn))
+            kept = [e for e in kept if e.turn < turn]
+        kept.append(event)
+    return kept
+
+
+def transcript(events: Iterable[Event]) -> list[dict[str, str]]:
+    """User messages and replies, in order, as chat messages."""
+    messages = []
+    for event in events:
+        if event.kind == "user_message":
+            messages.append({"role": "user", "content": str(event.data.get("text", ""))})
+        elif event.kind == "reply" and event.data.get("text"):
+            messages.append({"role": "assistant", "content": str(event.data["text"])})
+    return messages
+
+
+def transition_record(event: Event) -> TransitionRecord:
+    data = event.data
+    return TransitionRecord(
+        turn=event.turn,
+        from_state=data["from"],
+        to_state=data["to"],
+        exit_id=data["exit"],
+        description=data.get("description", ""),
+        reason=data.get("reason", ""),
+        at=event.at,
+    )
+
+
+def audit(events: Iterable[Event]) -> list[TransitionRecord]:
+    return [transition_record(e) for e in events if e.kind == "transition"]
+
+
+def decisions(events: Iterable[Event]) -> list[Decision]:
+    return [Decision(**e.data) for e in events if e.kind == "decision"]
+
+
+def recalled(events: Iterable[Event]) -> list[RecalledMemory]:
+    found: list[RecalledMemory] = []
+    for event in events:
+        if event.kind == "recall":
+            found.extend(RecalledMemory(**m) for m in event.data.get("memories", ()))
+    return found
+
+
+def turn_events(events: Sequence[Event], number: int) -> list[Event]:
+    """The events of turn `number` (from an effective log, where turns only grow)."""
+    start = len(events)
+    while start > 0 and events[start - 1].turn >= number:
+        start -= 1
+    return [e for e in events[start:] if e.turn == number and e.kind != "undo"]
+
+
+def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
+    """The `Turn` a user saw, rebuilt from that turn's events."""
+    begin = _first(events, "user_message")
+    end = _first(events, "turn_completed")
+    reply = _last(events, "reply")
+    transitions = audit(events)
+    made = decisions(events)
+    return Turn(
+        session=session_id,
+        number=number,
+        user=str(begin.get("text", "")),
+        reply=str(reply.get("text", "")),
+        path=_path(str(begin.get("state", "")), transitions, str(end.get("state", ""))),
+        transitions=tuple(transitions),
+        state=str(end.get("state", "")),
+        recalled=tuple(recalled(events)),
+        decisions=tuple(made),
+        completed=bool(end.get("completed", False)),
+        guard=end.get("guard"),
+        llm_calls=sum(d.attempts for d in made),
+        memory_calls=sum(int(e.data.get("calls", 0)) for e in events if _extract(e)),
+        fallback=bool(reply.get("fallback", False)),
+        warnings=tuple(dict.fromkeys(_warning(e) for e in events if e.kind in _FAILURES)),
+    )
+
+
+_FAILURES = ("memory_error", "llm_error")
+
+
+def _warning(event: Event) -> str:
+    """A failure the turn survived, in words."""
+    error = event.data.get("error", "?")
+    if event.kind == "llm_error":
+        return f"the model failed in {event.data.get('state', '?')}: {error}"
+    return f"memory {event.data.get('operation', 'call')} failed: {error}"
+
+
+def _extract(event: Event) -> bool:
+    return event.kind in ("memory_stored", "memory_error") and "calls" in event.data
+
+
+def _path(start: str, transitions: Sequence[TransitionRecord], end: str) -> tuple[str, ...]:
+    """The states this turn went through, from the one it began in to the one it ended in."""
+    path = [start] if start and start != "START" else []
+    for record in transitions:
+        if record.to_state != "END" and (not path or path[-1] != record.to_state):
+            path.append(record.to_state)
+    if end and end not in ("END", "START") and (not path or path[-1] != end):
+        path.append(end)  # a guard moved the turn back to its last user-facing state
+    return tuple(path)
+
+
+def _first(events: Sequence[Event], kind: str) -> dict[str, Any]:
+    return next((e.data for e in events if e.kind == kind), {})
+
+
+def _last(events: Sequence[Event], kind: str) -> dict[str, Any]:
+    return next((e.data for e in reversed(events) if e.kind == kind), {})

@@ -1,0 +1,371 @@
+"""The library API of a running conversation.
+
+    graph = cgraph.load_graph("graphs/medical_checkin.yaml")
+    session = Session.start(graph, model="semantic", user_id="ann", store=".cgraph")
+    turn = session.send("Hi, I'm ready")
+    turn.reply, turn.path, turn.transitions
+    ...
+    session = Session.resume(session.id, store=".cgraph", model="semantic")
+
+Every step of a turn is committed to the store before the next one runs. If the process
+dies mid-turn, `Session.resume` finishes the interrupted turn from its last committed step
+(`session.recovered` is that turn); Ctrl-C during `send` cancels the turn instead, leaving
+the session as it was before the message.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from cgraph.backends.llm.types import ChatModel, known_prefixes, resolve
+from cgraph.backends.memory.policy import Memory, MemoryStore, NullMemory
+from cgraph.errors import ConfigError, SessionCompleted, SessionError
+from cgraph.runtime import log_view as log
+from cgraph.runtime.engine import START, Engine
+from cgraph.runtime.memory import extract
+from cgraph.runtime.records import Decision, Event, TransitionRecord, Turn
+from cgraph.runtime.snapshot import Frame, Snapshot, jsonable
+from cgraph.runtime.store import SessionInfo, SessionStore, open_store
+from cgraph.spec.load import load_graph
+from cgraph.spec.model import AnyState, Graph
+
+DEFAULT_MODEL = "semantic"
+
+
+def _graph(graph: Graph | str | Path) -> Graph:
+    return graph if isinstance(graph, Graph) else load_graph(graph)
+
+
+def resolve_model(model: ChatModel | str | None, graph: Graph, api_base: str | None) -> ChatModel:
+    """A `ChatModel` as given, or by name: the graph's `model.name`, else `semantic`."""
+    if isinstance(model, ChatModel):
+        return model
+    name = model or graph.model.name or DEFAULT_MODEL
+    prefix = name.partition(":")[0]
+    if prefix in known_prefixes():
+        return resolve(name)
+    config = graph.model
+    return resolve(
+        name, api_base=api_base or config.api_base, temperature=config.temperature,
+        max_tokens=config.max_tokens, timeout=config.timeout, retries=config.retries,
+    )  # fmt: skip
+
+
+def initial_snapshot(graph: Graph) -> Snapshot:
+    first = graph.start if isinstance(graph.start, str) else START
+    return Snapshot(stack=[Frame("", first)], variables=jsonable(dict(graph.variables)))
+
+
+class Session:
+    """One conversation with a graph, checkpointed at every step."""
+
+    id: str
+    user_id: str
+    graph: Graph
+
+    def __init__(
+        self, *, info: SessionInfo, graph: Graph, model: ChatModel, memory: MemoryStore,
+        store: SessionStore, clock: Callable[[], float], snapshot: Snapshot, events: list[Event],
+    ) -> None:  # fmt: skip
+        self.id, self.user_id, self.graph, self.info = info.id, info.user_id, graph, info
+        self.model, self.memory, self.store, self.clock = model, memory, store, clock
+        self.recovered: Turn | None = None
+        """The turn an interrupted process left unfinished, completed by `resume`."""
+        self._engine = self._make_engine(snapshot, events)
+
+    def _make_engine(self, snapshot: Snapshot, events: list[Event]) -> Engine:
+        engine = Engine(
+            graph=self.graph, model=self.model, memory=self.memory, store=self.store,
+            session_id=self.id, user_id=self.user_id, clock=self.clock, snapshot=snapshot,
+            events=events,
+        )  # fmt: skip
+        engine.transcript = log.transcript(events)
+        return engine
+
+    @classmethod
+    def start(
+        cls,
+        graph: Graph | str | Path,
+        *,
+        model: ChatModel | str | None = None,
+        user_id: str = "local",
+        session_id: str | None = None,
+        store: Any = None,
+        memory: MemoryStore | None = None,
+        api_base: str | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> Session:
+        """Start a new session. `store` is a `SessionStore`, a folder (its `sessions.sqlite`
+        is used), a `.sqlite` file, or None (in memory).
+
+        `model` is a `ChatModel`, a model name (see `cgraph.backends.llm`), or None (the graph's
+        `model.name`, else the offline semantic model). `memory` defaults to `NullMemory`.
+        """
+        spec = _graph(graph)
+        chat = resolve_model(model, spec, api_base)
+        clock = clock or time.time
+        now = clock()
+        source = str(spec.source.resolve()) if spec.source else ""
+        info = SessionInfo(
+            id=session_id or uuid.uuid4().hex[:12], user_id=user_id, graph=source,
+            graph_name=spec.name, model=str(getattr(chat, "name", "")), created_at=now,
+        )  # fmt: skip
+        snapshot = initial_snapshot(spec)
+        first = Event.model_construct(
+            seq=0, session=info.id, turn=0, kind="session_started", at=now,
+            data={"graph": source, "graph_name": spec.name, "user": user_id, "model": info.model},
+        )  # fmt: skip
+        snapshot.seq = 1
+        backend = open_store(store)
+        backend.create(info, snapshot.to_dict(), [first])
+        return cls(
+            info=info, graph=spec, model=chat, memory=memory or NullMemory(), store=backend,
+            clock=clock, snapshot=snapshot, events=[first],
+        )  # fmt: skip
+
+    @classmethod
+    def resume(
+        cls,
+        session_id: str,
+        *,
+        store: Any,
+        model: ChatModel | str | None = None,
+        memory: MemoryStore | None = None,
+        graph: Graph | str | Path | None = None,
+        api_base: str | None = None,
+        clock: Callable[[], float] | None = None,
+        finish: bool = True,
+    ) -> Session:
+        """Continue a stored session from its last committed step (the graph file is
+        re-read from the path recorded at start unless `graph` is given).
+
+        With `finish` (the default) a turn the previous process left unfinished is
+        completed now — no committed step runs again — and returned as `recovered`; a
+        finished turn whose memories were never extracted (the process died between the
+        two) has them extracted now.
+        """
+        backend = open_store(store)
+        stored = backend.load(session_id)
+        if graph is None and not stored.info.graph:
+            raise ConfigError(f"session `{session_id}` was started from a graph built in code; "
+                              "pass `graph=` to resume it")  # fmt: skip
+        spec = _graph(graph if graph is not None else stored.info.graph)
+        chat = resolve_model(model or stored.info.model or None, spec, api_base)
+        session = cls(
+            info=stored.info, graph=spec, model=chat, memory=memory or NullMemory(),
+            store=backend, clock=clock or time.time,
+            snapshot=Snapshot.from_dict(stored.snapshot), events=log.effective(stored.events),
+        )  # fmt: skip
+        if finish and session.interrupted is not None:
+            session.recovered = session.finish_turn()
+        elif finish:
+            session._finish_extraction()
+        return session
+
+    @staticmethod
+    def list_sessions(store: Any, user_id: str | None = None) -> list[SessionInfo]:
+        """The sessions in a store, most recently updated first."""
+        return open_store(store).sessions(user_id)
+
+    # ----- turns --------------------------------------------------------------------------
+
+    def send(self, message: str) -> Turn:
+        """Run one user turn; raises `SessionCompleted` after END."""
+        if self.completed:
+            raise SessionCompleted(
+                f"session `{self.id}` reached END at turn {self.turn_number}; "
+                "start a new session to talk again"
+            )
+        if self.interrupted is not None:
+            raise SessionError(
+                f"turn {self.turn_number} of session `{self.id}` was interrupted; "
+                "call finish_turn() to complete it or cancel_turn() to drop it"
+            )
+        with self._turn():
+            self._engine.begin_turn(message)
+            self._engine.run()
+        return self._after_turn()
+
+    def finish_turn(self) -> Turn:
+        """Complete an interrupted turn from its last committed step."""
+        if self.interrupted is None:
+            raise SessionError(f"session `{self.id}` has no interrupted turn")
+        with self._turn():
+            self._engine.run()
+        return self._after_turn()
+
+    def cancel_turn(self) -> None:
+        """Drop a turn in progress: the session is as it was before its message."""
+        if self.interrupted is not None:
+            self._rewind(self.turn_number, cancelled=True)
+
+    def undo(self) -> Turn | None:
+        """Take back the last turn (state, variables, notes, transcript); returns it."""
+        if self.interrupted is not None:
+            number = self.turn_number
+            self.cancel_turn()
+            return log.build_turn(self.id, number, [])
+        number = self.turn_number
+        if number == 0:
+            return None
+        taken = self._built_turn(number)
+        self._forget_memories(number)
+        self._rewind(number, cancelled=False)
+        return taken
+
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        """On any escape, return to the last committed step; Ctrl-C also drops the turn."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            self._reload()
+            self.cancel_turn()
+            raise
+        except BaseException:
+            self._reload()
+            raise
+
+    def _after_turn(self) -> Turn:
+        number = self.turn_number
+        with self._turn():
+            extract(self._engine)
+        return self._built_turn(number)
+
+    def _finish_extraction(self) -> None:
+        number = self.turn_number
+        events = log.turn_events(self._engine.events, number)
+        if number and not any(e.kind in ("memory_stored", "memory_error") for e in events):
+            with self._turn():
+                extract(self._engine)
+
+    def _built_turn(self, number: int) -> Turn:
+        return log.build_turn(self.id, number, log.turn_events(self._engine.events, number))
+
+    def _reload(self) -> None:
+        stored = self.store.load(self.id)
+        self._engine = self._make_engine(
+            Snapshot.from_dict(stored.snapshot), log.effective(stored.events)
+        )
+
+    def _rewind(self, number: int, *, cancelled: bool) -> None:
+        saved = self.store.checkpoint(self.id, number - 1)
+        if saved is None:
+            raise SessionError(f"no checkpoint before turn {number} of session `{self.id}`")
+        engine = self._engine
+        restored = Snapshot.from_dict(saved)
+        restored.seq = engine.snap.seq  # sequence numbers only ever grow
+        engine.snap = restored
+        engine.emit("undo", turn=number, cancelled=cancelled)
+        engine.commit(drop_checkpoints_after=number - 1)
+        self._engine = self._make_engine(restored, log.effective(engine.events))
+
+    def _forget_memories(self, number: int) -> None:
+        ids = [
+            m["id"]
+            for e in log.turn_events(self._engine.events, number)
+            if e.kind == "memory_stored"
+            for m in e.data.get("memories", [])
+        ]
+        if ids:
+            try:
+                self.memory.delete(self.user_id, ids)
+            except Exception as err:  # undo still works if the memory store is down
+                self._engine.emit("memory_error", operation="delete", error=str(err))
+
+    # ----- what the session shows ---------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        """The current state's qualified id (`START` before a conditional start is chosen)."""
+        return self._engine.qualified()
+
+    @property
+    def current_graph(self) -> Graph:
+        """The graph the current state belongs to (a sub-graph while inside one)."""
+        return self._engine.current_graph()
+
+    def current_state(self) -> AnyState | None:
+        """The current state's spec (None before a conditional start is chosen)."""
+        return self._engine.current_state()
+
+    @property
+    def completed(self) -> bool:
+        """True once the conversation reached `END`; `send` then raises `SessionCompleted`."""
+        return self._engine.snap.completed
+
+    @property
+    def interrupted(self) -> str | None:
+        """The user message of a turn that started but did not finish, if any."""
+        return self._engine.snap.pending
+
+    @property
+    def turn_number(self) -> int:
+        """The number of the latest turn still in effect (0 before the first message)."""
+        return self._engine.snap.turn
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        """A copy of the session's variables (the graph's, as set by states and tools)."""
+        return dict(self._engine.snap.variables)
+
+    @property
+    def notes(self) -> list[str]:
+        """Reflection notes (internal; never shown to the user as replies)."""
+        return list(self._engine.snap.notes)
+
+    @property
+    def annotations(self) -> list[str]:
+        """Tags written by annotation states so far, oldest first."""
+        return list(self._engine.snap.annotations)
+
+    @property
+    def transcript(self) -> list[dict[str, str]]:
+        """`{"role": "user"|"assistant", "content": ...}` messages."""
+        return [dict(m) for m in self._engine.transcript]
+
+    @property
+    def audit(self) -> list[TransitionRecord]:
+        """Every transition still in effect, oldest first (undone turns left out)."""
+        return log.audit(self._engine.events)
+
+    @property
+    def last_decisions(self) -> list[Decision]:
+        """The choices made during the latest turn, by the model or the engine."""
+        return log.decisions(log.turn_events(self._engine.events, self.turn_number))
+
+    @property
+    def last_turn(self) -> Turn | None:
+        """The latest turn still in effect, or None before the first message."""
+        number = self.turn_number
+        if number == 0:
+            return None
+        return self._built_turn(number)
+
+    def turns(self) -> list[Turn]:
+        """Every turn still in effect (undone turns left out), oldest first."""
+        return [self._built_turn(n) for n in range(1, self.turn_number + 1)]
+
+    def events(self) -> list[Event]:
+        """The append-only event log, undone turns included (each undo is an event too)."""
+        return self.store.load(self.id).events
+
+    def memories(self, query: str | None = None) -> list[Memory]:
+        """This user's memories, or those most similar to `query`."""
+        if query:
+            return self.memory.recall(self.user_id, [query], top_k=self.graph.memory.top_k)
+        return self.memory.list(self.user_id)
+
+    def close(self) -> None:
+        """Close the session store; the session is kept and can be resumed later."""
+        self.store.close()
+
+    def __repr__(self) -> str:
+        info = replace(self.info, turn=self.turn_number, state=self.state)
+        return f"Session(id={info.id!r}, user={info.user_id!r}, state={info.state!r})"

@@ -1,0 +1,241 @@
+"""File → document → validated, immutable `Graph`; schema problems in a designer's words."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from cgraph.diagnostics import Diagnostic, has_errors
+from cgraph.errors import GraphError
+from cgraph.spec import model as m
+from cgraph.spec.conform import Violation, conform
+from cgraph.spec.model import HANDLER_PATTERN, TYPE_LETTERS
+from cgraph.spec.read import Document, read_file, read_text
+
+_SECTIONS = frozenset({"agent", "limits", "memory", "model"})
+# Mappings whose keys the designer names (a variable, a tier, a prompt kind).
+_NAMED_VALUES = frozenset(
+    {"set", "arguments", "variables", "prompts", "max_visits", "ttl_days", "max_items"}
+)
+
+
+def load_graph(path: str | Path) -> m.Graph:
+    """Load and validate one graph file; raise `GraphError` (with diagnostics) if invalid.
+
+    Sub-graphs are not read here: a session loads each when it first enters it, and
+    `cgraph.lint.walk.lint_file` checks them ahead of time.
+    """
+    graph, diagnostics = parse_graph(read_file(path))
+    if graph is None or has_errors(diagnostics):
+        raise GraphError(f"{path}: invalid context graph", diagnostics)
+    return graph
+
+
+def load_graph_text(text: str, file: str = "<string>") -> m.Graph:
+    """Like `load_graph`, for YAML text; `file` names it in diagnostics."""
+    graph, diagnostics = parse_graph(read_text(text, file))
+    if graph is None or has_errors(diagnostics):
+        raise GraphError(f"{file}: invalid context graph", diagnostics)
+    return graph
+
+
+def parse_graph(doc: Document) -> tuple[m.Graph | None, list[Diagnostic]]:
+    """Validate a read document against the format; every problem becomes a diagnostic."""
+    diagnostics = list(doc.diagnostics)
+    if not doc.ok:
+        return None, diagnostics
+    if not isinstance(doc.data, dict):
+        diagnostics.append(
+            doc.diag(
+                (),
+                "not-a-graph",
+                "a context graph is a mapping of keys",
+                "start the file with `cgraph: 1`, `name:`, `start:` and `states:`",
+            )
+        )
+        return None, diagnostics
+    if "cgraph" not in doc.data and "states" not in doc.data:
+        # Other YAML (a CI config, a fixture): one clear message instead of a cascade.
+        diagnostics.append(
+            doc.diag(
+                (),
+                "not-a-graph",
+                "this file has neither `cgraph:` nor `states:`; "
+                "it does not look like a context graph",
+                "start a graph with `cgraph: 1`, `name:`, `start:` and `states:`",
+            )
+        )
+        return None, diagnostics
+    graph, violations = conform(doc.data)
+    if graph is None:
+        diagnostics.extend(schema_diagnostics(doc, violations))
+        return None, diagnostics
+    return replace(graph, source=Path(doc.file)), diagnostics
+
+
+def schema_diagnostics(doc: Document, violations: list[Violation]) -> list[Diagnostic]:
+    return [_describe(doc, violation) for violation in violations]
+
+
+def where(data: Any, path: tuple[Any, ...]) -> str:
+    """A location in words: "state `x`", "exit 2 of state `x`", "`limits`"."""
+    if len(path) >= 2 and path[0] == "states":
+        state = data.get("states", {}).get(path[1])
+        kind = state.get("type") if isinstance(state, dict) else None
+        label = f"state `{path[1]}`" + (f" (type {kind})" if isinstance(kind, str) else "")
+        if len(path) >= 4 and path[2] == "exit_conditions" and isinstance(path[3], int):
+            return f"exit {path[3] + 1} of {label}"
+        return label
+    if len(path) >= 2 and path[0] in ("tools", "start") and isinstance(path[1], int):
+        return f"{path[0]} entry {path[1] + 1}"
+    if path and path[0] in _SECTIONS:
+        return f"`{path[0]}`"
+    return "the graph"
+
+
+def did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
+    import difflib  # only on the error path; keeps `cgraph lint` on a clean file lean
+
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"did you mean `{close[0]}`? " if close else ""
+
+
+def _value_at(data: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        data = data[step]
+    return data
+
+
+def _describe(doc: Document, violation: Violation) -> Diagnostic:
+    data, path, kind = doc.data, violation.path, violation.kind
+    if kind == "missing":
+        return doc.diag(
+            path,
+            "missing-key",
+            f"{where(data, path)} is missing `{violation.detail}`",
+            _missing_hint(violation.detail),
+            key=True,
+        )
+    if kind == "unknown-key":
+        keys = list(violation.detail)
+        hint = did_you_mean(str(path[-1]), keys) + f"allowed keys are {', '.join(keys)}"
+        message = f"{where(data, path[:-1])} has unknown key `{path[-1]}`"
+        return doc.diag(path, "unknown-key", message, hint, key=True)
+    if kind == "state-type":
+        return _state_type(doc, path, violation.detail)
+    if kind == "key":
+        return _wrong_key(doc, path, violation.detail)
+    return _wrong_value(doc, violation)
+
+
+def _state_type(doc: Document, path: tuple[Any, ...], got: Any) -> Diagnostic:
+    """A state whose `type` is missing or not one of the seven."""
+    written = "type" in _value_at(doc.data, path)
+    if got is not None:
+        message = f"state `{path[1]}` has unknown type `{got}`"
+    elif written:
+        message = f"state `{path[1]}` has `type:` with no value"
+    else:
+        message = f"state `{path[1]}` has no `type`"
+    return doc.diag(
+        path + (("type",) if written else ()),
+        "state-type",
+        message,
+        did_you_mean(str(got), list(TYPE_LETTERS)) + f"types are {', '.join(TYPE_LETTERS)}",
+        key=not written,
+    )
+
+
+def _wrong_key(doc: Document, path: tuple[Any, ...], names: dict[str, Any]) -> Diagnostic:
+    """A mapping key that is not an id (`states`, `variables`) or not a known name."""
+    place = f"key `{path[-1]}` of `{path[-2]}` in {where(doc.data, path[:-2])}"
+    if "enum" in names:
+        choices = _choices(names["enum"])
+        hint = did_you_mean(str(path[-1]), names["enum"]) + f"use one of {choices}"
+        return doc.diag(path, "schema", f"{place} is not one of {choices}", hint, key=True)
+    return doc.diag(path, "schema", f"{place} is not a valid id", _ID_HINT, key=True)
+
+
+def _wrong_value(doc: Document, violation: Violation) -> Diagnostic:
+    """A value of the wrong type or out of range: "`name` of the graph is not a valid id"."""
+    data, path, kind = doc.data, violation.path, violation.kind
+    message, hint = _value_message(kind, violation.detail, _value_at(data, path))
+    key = path[-1] if path else None
+    field = f"`{key}` of {where(data, path[:-1])}" if isinstance(key, str) else where(data, path)
+    if (len(path) == 2 and path[0] == "states") or (
+        len(path) > 2 and path[-2] == "exit_conditions"
+    ):
+        field = where(data, path)  # "state `x`", "exit 2 of state `x`"
+    elif len(path) >= 2 and path[-2] in _NAMED_VALUES:
+        field = f"`{path[-2]}.{key}` of {where(data, path[:-2])}"  # "`set.n` of state `x`"
+    elif isinstance(key, int) and len(path) == 2 and path[0] in ("tools", "start"):
+        field = where(data, path)  # "start entry 2"
+        if path[0] == "start" and kind == "type":
+            hint = "write each entry as `{when: condition, state: id}`, or `start: id` alone"
+    elif isinstance(key, int) and len(path) >= 2:
+        field = f"item {key + 1} of `{path[-2]}` in {where(data, path)}"
+    return doc.diag(path, "schema", f"{field} {message}", hint)
+
+
+def _missing_hint(name: Any) -> str:
+    if name == "type":
+        return f"add `type:` — one of {', '.join(TYPE_LETTERS)}"
+    if name == "exit_conditions":
+        return "add `exit_conditions:` with `description` and `next_state` for each way out"
+    return f"add `{name}:`"
+
+
+_ID_HINT = "ids start with a letter or _ and use letters, digits, _ . -"
+_TYPE_WORDS = {
+    "string": ("text", "write text; quote it if it looks like a number"),
+    "array": ("a list", "write it as `[a, b]` or one `- item` a line"),
+    "object": ("a mapping of keys", "write `key: value` lines, indented"),
+    "integer": ("a whole number", "write a number such as 3"),
+    "number": ("a number", "write a number such as 0.5"),
+    "boolean": ("true or false", "write true or false"),
+}
+_LIMITS = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than"}
+
+
+def _value_message(kind: str, detail: Any, value: Any) -> tuple[str, str]:
+    if isinstance(value, bool):
+        word = "true" if value else "false"
+        return (f"is the YAML boolean `{word}`", f'quote it if you meant text: "{word}"')
+    if kind == "pattern" and detail == HANDLER_PATTERN:
+        return (f"`{value}` is not `module:function`", "name a function: `package.module:function`")
+    if kind == "pattern":
+        return (f"`{value}` is not a valid id", _ID_HINT)
+    if kind == "minLength":
+        return ("must not be empty", "write some text or remove the key")
+    if kind in ("const", "enum"):
+        options = (detail,) if kind == "const" else detail
+        choice = "one of " if len(options) > 1 else ""
+        return (
+            f"is {_kind(value)}, expected {_choices(options)}",
+            f"use {choice}{_choices(options)}",
+        )
+    if kind in _LIMITS:
+        return (f"is `{value}`, should be {_LIMITS[kind]} {detail}", "change the number")
+    words = [_TYPE_WORDS[name] for name in detail if name in _TYPE_WORDS]
+    wanted = " or ".join(word for word, _ in words) or "nothing"
+    hint = words[0][1] if words else "remove the value"
+    return (f"should be {wanted}, got {_kind(value)}", hint)
+
+
+def _choices(options: Any) -> str:
+    """`'a', 'b' or 'c'`, as a designer would read a list of allowed values."""
+    shown = [repr(option) if isinstance(option, str) else str(option) for option in options]
+    return " or ".join(shown) if len(shown) < 3 else f"{', '.join(shown[:-1])} or {shown[-1]}"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"text `{value}`"
+    return f"`{value}`"

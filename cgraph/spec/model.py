@@ -1,0 +1,327 @@
+"""The context-graph format as immutable dataclasses; the JSON Schema is generated from them.
+
+Every field's docstring is what a designer sees in their editor when hovering a key.
+Constraints are JSON-Schema keywords in `Annotated` metadata, so the published schema
+says exactly what `cgraph.spec.conform` enforces. Plain dataclasses, not pydantic: defining
+these classes costs nothing at import, which keeps `cgraph lint` starting fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+
+class Keywords(tuple[tuple[str, Any], ...]):
+    """JSON-Schema keywords attached to a type with `Annotated` (a dict would not hash)."""
+
+    def __new__(cls, **keywords: Any) -> Keywords:
+        return super().__new__(cls, sorted(keywords.items()))
+
+
+END = "END"
+FORMAT_VERSION = 1
+ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.\-]*$"
+Tier = Literal["personal", "project", "task"]
+TIERS: tuple[Tier, ...] = ("personal", "project", "task")
+Identifier = Annotated[str, Keywords(pattern=ID_PATTERN)]
+Text = Annotated[str, Keywords(minLength=1)]
+HANDLER_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
+Handler = Annotated[str, Keywords(pattern=HANDLER_PATTERN)]
+
+# One letter per state type, as the abstract topology writes them.
+TYPE_LETTERS = {
+    "action": "A",
+    "decision": "D",
+    "reflection": "R",
+    "recall": "M",
+    "annotation": "N",
+    "side_effect": "S",
+    "graph": "G",
+}
+SILENT_TYPES = frozenset(TYPE_LETTERS) - {"action"}
+PromptKind = Literal["action", "decision", "reflection", "extract", "start"]
+INTERNAL = {"internal": True}
+"""Field metadata: set by cgraph, never written in a graph file (left out of the schema)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExitCondition:
+    """A way out of a state: when `description` holds, go to `next_state`."""
+
+    description: Text
+    """The condition, written so a model (or a person) can tell whether it holds."""
+    next_state: Identifier
+    """The state to go to, or `END` to finish the conversation."""
+    examples: tuple[Text, ...] = ()
+    """User utterances that satisfy this condition: hints for LLMs, prototypes offline."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _State:
+    objective: Text
+    """What this state is for: every state has one."""
+    fallback: Text | None = None
+    """What the agent says here when the model keeps failing (overrides the graph's)."""
+    max_visits: Annotated[int, Keywords(minimum=1)] | None = None
+    """How many times one session may enter this state; beyond it a guard stops the turn."""
+    description: str | None = None
+    """A note for designers; not shown to the model."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Routed(_State):
+    exit_conditions: tuple[ExitCondition, ...] | None = None
+    """The ways out, chosen by the model."""
+    next_state: Identifier | None = None
+    """The single way out of a silent state (instead of `exit_conditions`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActionState(_State):
+    """User-facing: the agent talks with the user until an exit condition holds."""
+
+    type: Literal["action"]
+    actions: tuple[Text, ...]
+    """Ordered client-facing interaction steps."""
+    intra_state_navigation_guidelines: tuple[Text, ...]
+    """Rules for sequencing actions and for choosing an exit."""
+    action_guidelines: tuple[Text, ...]
+    """Behavioural rules for the agent in this state."""
+    boundary_constraints: tuple[Text, ...]
+    """What the agent must never do in this state."""
+    exit_conditions: tuple[ExitCondition, ...]
+    """The ways out; when none holds the agent stays and replies."""
+    included_contexts: tuple[Tier, ...] = ()
+    """Memory tiers recalled (by the user's message) into this state's prompt."""
+    message_metadata: tuple[Text, ...] = ()
+    """Tags attached to every message the agent sends in this state."""
+    say: str | None = None
+    """A Jinja template for the reply when no LLM writes one (the offline semantic mode)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionState(_State):
+    """Silent: chooses among two or more exits, seeing the whole topology."""
+
+    type: Literal["decision"]
+    exit_conditions: tuple[ExitCondition, ...]
+    """The candidates; a decision needs at least two."""
+    decision_guidelines: tuple[Text, ...] = ()
+    """How to weigh the candidates."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReflectionState(_Routed):
+    """Silent: re-assesses the conversation and writes an internal note."""
+
+    type: Literal["reflection"]
+    reflection_guidelines: tuple[Text, ...] = ()
+    """What to re-examine before moving on."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecallState(_Routed):
+    """Silent: pulls memories into the session's context."""
+
+    type: Literal["recall"]
+    queries: tuple[Text, ...] = ("{{ message }}",)
+    """Jinja templates; each renders to one memory query."""
+    tiers: tuple[Tier, ...] = ()
+    """Memory tiers to search; empty means all."""
+    top_k: Annotated[int, Keywords(minimum=1, maximum=100)] = 5
+    """Memories kept per query."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnnotationState(_Routed):
+    """Silent: tags the transcript and sets variables."""
+
+    type: Literal["annotation"]
+    annotations: tuple[Text, ...] = ()
+    """Tags added to the transcript at this point."""
+    set: dict[Identifier, str] = field(default_factory=dict)
+    """Variables to set: name → Jinja template."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SideEffectState(_Routed):
+    """Silent: calls a declared tool and stores its result."""
+
+    type: Literal["side_effect"]
+    tool: Identifier
+    """The name of a tool declared under `tools`."""
+    arguments: dict[Identifier, Any] = field(default_factory=dict)
+    """Arguments for the tool; text values are Jinja templates."""
+    result: Identifier | None = None
+    """The variable that receives the tool's result."""
+    on_error: Identifier | None = None
+    """Where to go when the tool fails or times out (else the turn stops with the fallback)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GraphState(_Routed):
+    """Hands the conversation to another graph; continues here when that graph ends."""
+
+    type: Literal["graph"]
+    graph: Text
+    """Path of the sub-graph file, relative to this file."""
+
+
+State = Annotated[
+    ActionState
+    | DecisionState
+    | ReflectionState
+    | RecallState
+    | AnnotationState
+    | SideEffectState
+    | GraphState,
+    Keywords(discriminator="type"),
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Agent:
+    """The agent core: identity and global directives, first in every prompt."""
+
+    name: Text = "Assistant"
+    persona: str = ""
+    directives: tuple[Text, ...] = ()
+    """Rules that hold in every state."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartEntry:
+    """A conditional entry point, chosen on the first turn like a decision."""
+
+    when: Text
+    """The condition, e.g. `new user` or `returning user`."""
+    state: Identifier
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """Loop guards; hitting one stops the turn in the last user-facing state."""
+
+    max_transitions_per_turn: Annotated[int, Keywords(minimum=1)] = 12
+    max_reflections: Annotated[int, Keywords(minimum=0)] = 3
+    """Reflections allowed per turn (bounded reflection)."""
+    max_visits: dict[Identifier, int] = field(default_factory=dict)
+    """Per-state visit caps for a whole session (a state's own `max_visits` also works)."""
+    history_tokens: Annotated[int, Keywords(minimum=100)] = 2000
+    """Token budget of the conversation history in prompts; oldest turns are dropped."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryConfig:
+    """The recall layer."""
+
+    store: Literal["every_turn", "session_end", "off"] = "every_turn"
+    """When memories are extracted from the conversation."""
+    top_k: Annotated[int, Keywords(minimum=1, maximum=100)] = 5
+    """Memories recalled per query for `included_contexts`."""
+    ttl_days: dict[Tier, float] = field(default_factory=dict)
+    """Per-tier time-to-live in days."""
+    max_items: dict[Tier, int] = field(default_factory=dict)
+    """Per-tier cap on memories per user; the oldest are removed first."""
+    host: str | None = None
+    """A Chroma server's host; unset means an embedded store next to the sessions."""
+    port: int = 8000
+    min_score: Annotated[float, Keywords(minimum=-1, maximum=1)] = 0.15
+    """Memories less similar than this are not recalled."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    """A Python function a side-effect state may call."""
+
+    name: Identifier
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    """A JSON Schema for the arguments."""
+    handler: Handler
+    """`module:function`, importable from the graph's folder or the Python path."""
+    timeout: Annotated[float, Keywords(exclusiveMinimum=0)] = 10.0
+    """Seconds before the call counts as failed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """Defaults for the LLM; the command line overrides them."""
+
+    name: str | None = None
+    """A litellm model name, e.g. `gpt-4o-mini` or `anthropic/claude-3-5-haiku-latest`."""
+    temperature: Annotated[float, Keywords(minimum=0, maximum=2)] = 0.2
+    max_tokens: Annotated[int, Keywords(minimum=16)] = 600
+    timeout: Annotated[float, Keywords(exclusiveMinimum=0)] = 30.0
+    retries: Annotated[int, Keywords(minimum=0, maximum=10)] = 3
+    api_base: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Graph:
+    """A context graph."""
+
+    cgraph: Literal[1]
+    """Format version."""
+    name: Identifier
+    description: str = ""
+    agent: Agent = field(default_factory=Agent)
+    start: Identifier | tuple[StartEntry, ...]
+    """The first state, or conditional entries chosen on the first turn."""
+    states: dict[Identifier, State]
+    topology: str | None = None
+    """The abstract topology: a compact map of the graph, checked against the states."""
+    variables: dict[Identifier, Any] = field(default_factory=dict)
+    """Variables templates may use, with their initial values."""
+    limits: Limits = field(default_factory=Limits)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    tools: tuple[Tool, ...] = ()
+    model: ModelConfig = field(default_factory=ModelConfig)
+    fallback: Text = "Sorry, I'm having trouble right now. Could you say that again?"
+    """What the agent says when the model keeps failing."""
+    prompts: dict[PromptKind, str] = field(default_factory=dict)
+    """Jinja templates replacing the shipped prompt templates, by kind."""
+
+    source: Path | None = field(default=None, compare=False, repr=False, metadata=INTERNAL)
+    """The file this graph was loaded from (None for a graph built in code); not a key."""
+
+    def start_states(self) -> tuple[str, ...]:
+        if isinstance(self.start, str):
+            return (self.start,)
+        return tuple(entry.state for entry in self.start)
+
+    def tool(self, name: str) -> Tool | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+
+AnyState = (
+    ActionState
+    | DecisionState
+    | ReflectionState
+    | RecallState
+    | AnnotationState
+    | SideEffectState
+    | GraphState
+)
+
+
+def exits_of(state: AnyState) -> tuple[ExitCondition, ...]:
+    """Every declared way out of a state, `next_state` shown as one unnamed exit."""
+    conditions = getattr(state, "exit_conditions", None)
+    if conditions:
+        return tuple(conditions)
+    target = getattr(state, "next_state", None)
+    if target:
+        return (ExitCondition(description="continue", next_state=target),)
+    return ()
+
+
+def targets_of(state: AnyState) -> tuple[str, ...]:
+    """Every state this one may lead to, `on_error` included."""
+    found = [e.next_state for e in exits_of(state)]
+    on_error = getattr(state, "on_error", None)
+    if on_error:
+        found.append(on_error)
+    return tuple(found)

@@ -1,0 +1,259 @@
+"""Read YAML (or JSON) into plain data, keeping the node tree for locating diagnostics.
+
+The composed node tree is kept and searched only when a diagnostic needs a position, so
+line numbers cost nothing on a clean file and the text is parsed exactly once.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cgraph.diagnostics import Diagnostic, Severity
+from cgraph.spec.yaml_values import NodeBuilder
+
+try:
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - libyaml is in every wheel we install
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+
+@dataclass
+class Document:
+    """A parsed file: its data (None when unreadable), its nodes and its read problems."""
+
+    file: str
+    text: str
+    data: Any = None
+    root: yaml.Node | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    _index: dict[int, dict[Any, tuple[yaml.Node, yaml.Node]]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.root is not None
+
+    def locate(self, path: Sequence[str | int], *, key: bool = False) -> tuple[int, int]:
+        """Line and column (1-based) of the node at `path`, or of its deepest existing parent.
+
+        With `key=True`, a mapping entry is located at its key rather than its value.
+        """
+        node = self.root
+        if node is None:
+            return (1, 1)
+        mark_node: yaml.Node = node
+        for step in path:
+            entry = self._child(node, step)
+            if entry is None:
+                break
+            key_node, node = entry
+            mark_node = key_node if key else node
+            if key and key_node is node:
+                mark_node = node
+        mark = mark_node.start_mark
+        return (mark.line + 1, mark.column + 1)
+
+    def node_at(self, path: Sequence[str | int]) -> yaml.Node | None:
+        """The value node at `path`, or None when the path does not exist."""
+        node = self.root
+        for step in path:
+            if node is None:
+                return None
+            entry = self._child(node, step)
+            node = entry[1] if entry else None
+        return node
+
+    def _child(self, node: yaml.Node, step: str | int) -> tuple[yaml.Node, yaml.Node] | None:
+        if isinstance(node, yaml.SequenceNode) and isinstance(step, int):
+            if 0 <= step < len(node.value):
+                child = node.value[step]
+                return (child, child)
+            return None
+        if isinstance(node, yaml.MappingNode):
+            index = self._index.get(id(node))
+            if index is None:
+                index = {_scalar_key(k): (k, v) for k, v in node.value}
+                self._index[id(node)] = index
+            found = index.get(step)
+            # An int key (`1:`) is indexed by its text, as the node holds it.
+            return found if found is not None or isinstance(step, str) else index.get(str(step))
+        return None
+
+    def diag(
+        self,
+        path: Sequence[str | int],
+        code: str,
+        message: str,
+        hint: str = "",
+        *,
+        severity: Severity = Severity.ERROR,
+        key: bool = False,
+    ) -> Diagnostic:
+        line, column = self.locate(path, key=key)
+        return Diagnostic(self.file, line, column, severity, code, message, hint, tuple(path))
+
+
+def _scalar_key(node: yaml.Node) -> Any:
+    return node.value if isinstance(node, yaml.ScalarNode) else id(node)
+
+
+def read_file(path: str | Path) -> Document:
+    """Read a graph file; problems become diagnostics, never exceptions."""
+    name = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as err:
+        return _failed(
+            name,
+            1,
+            "unreadable",
+            f"cannot read file: {err.strerror}",
+            "check the path, that a link's target exists, and the file's permissions",
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        return _failed(name, line, "encoding", "file is not valid UTF-8", "save the file as UTF-8")
+    return read_text(text, name)
+
+
+def _failed(file: str, line: int, code: str, message: str, hint: str) -> Document:
+    """A document that could not be read at all: no text, one error."""
+    doc = Document(file, "")
+    doc.diagnostics.append(Diagnostic(file, line, 1, Severity.ERROR, code, message, hint))
+    return doc
+
+
+def read_text(text: str, file: str = "<string>") -> Document:
+    """Parse YAML text into a `Document`; problems become diagnostics, never exceptions."""
+    # The node tree and data are millions of acyclic objects on a big graph; the cyclic
+    # garbage collector would re-scan them again and again while they are built.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _read(text, file)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read(text: str, file: str) -> Document:
+    doc = Document(file, text)
+    if "\t" in text:
+        doc.diagnostics.extend(_tab_diagnostics(text, file))
+    root = _compose(doc)
+    if root is None:
+        return doc
+    doc.root = root
+    try:
+        doc.data = NodeBuilder(doc.file, doc.diagnostics).build(root)
+    except RecursionError:
+        doc.root = None
+        doc.diagnostics.append(_too_deep(file))
+    return doc
+
+
+def _compose(doc: Document) -> yaml.Node | None:
+    """The document's node tree, or None with the reason added to its diagnostics."""
+    try:
+        root = yaml.compose(doc.text, Loader=_Loader)
+    except yaml.MarkedYAMLError as err:
+        _add_syntax_error(doc, err)
+        return None
+    except yaml.YAMLError as err:  # unmarked reader errors (e.g. control characters)
+        doc.diagnostics.append(_reader_error(doc, err))
+        return None
+    except RecursionError:
+        doc.diagnostics.append(_too_deep(doc.file))
+        return None
+    if root is None:
+        doc.diagnostics.append(
+            Diagnostic(
+                doc.file,
+                1,
+                1,
+                Severity.ERROR,
+                "empty-file",
+                "file holds no YAML document",
+                "start with `cgraph: 1` and a `name:`",
+            )
+        )
+    return root
+
+
+def _reader_error(doc: Document, err: yaml.YAMLError) -> Diagnostic:
+    position = getattr(err, "position", None)
+    line, column = _position(doc.text, position) if isinstance(position, int) else (1, 1)
+    return Diagnostic(
+        doc.file,
+        line,
+        column,
+        Severity.ERROR,
+        "yaml-syntax",
+        _one_line(str(err).split("\n")[0]),
+        "remove control characters; YAML allows printable Unicode only",
+    )
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _too_deep(file: str) -> Diagnostic:
+    return Diagnostic(
+        file,
+        1,
+        1,
+        Severity.ERROR,
+        "yaml-syntax",
+        "document is nested too deeply",
+        "a graph needs only a few levels of nesting; check for runaway brackets",
+    )
+
+
+def _tab_diagnostics(text: str, file: str) -> list[Diagnostic]:
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if "\t" in indent:
+            found.append(
+                Diagnostic(
+                    file,
+                    number,
+                    indent.index("\t") + 1,
+                    Severity.ERROR,
+                    "tab-indent",
+                    "tab character in indentation",
+                    "YAML indents with spaces only; replace the tab",
+                )
+            )
+    return found
+
+
+def _add_syntax_error(doc: Document, err: yaml.MarkedYAMLError) -> None:
+    mark = err.problem_mark or err.context_mark
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    if any(d.code == "tab-indent" and d.line == line for d in doc.diagnostics):
+        return  # the tab diagnostic already says it better
+    problem = err.problem or "invalid YAML"
+    message = f"YAML syntax: {problem}"
+    if err.context:
+        message += f" ({err.context})"
+    if "expected a single document" in str(err) or "but found another document" in str(err):
+        message, hint = "file holds more than one YAML document", "keep one graph per file"
+    else:
+        hint = "check indentation, quoting and the previous line"
+    doc.diagnostics.append(
+        Diagnostic(doc.file, line, column, Severity.ERROR, "yaml-syntax", _one_line(message), hint)
+    )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,298 @@
+"""The abstract topology: a compact map of a graph, parsed from text or derived from states.
+
+The notation (from Amigo's "State-Based Architecture" page)::
+
+    START(new user) -> [A] welcome_patient      # a conditional entry
+    [A] welcome_patient                         # a block: one state and its exits
+      (The patient is ready) -> [A] medication_check
+      ...                                       # this block lists only some exits
+    [R] reflect -> [D] decide                   # a single unlabelled edge
+    [A] end_session -> END
+    ...                                         # states may be left out of this map
+
+Letters: A action, D decision, R reflection, M recall, N annotation, S side-effect,
+G graph. Parsing never raises: problems are returned as located `TopologyProblem`s so
+lint can point at the exact line of the YAML block.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from cgraph.spec.model import END, TYPE_LETTERS, Graph, exits_of
+
+START = "START"
+ON_ERROR = "on error"
+LETTERS = frozenset(TYPE_LETTERS.values())
+_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_NODE = re.compile(rf"^\[(?P<letter>[^\]\s]*)\]\s*(?P<name>{_NAME})$")
+_ARROW = re.compile(r"\s*->\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A state as the topology writes it: `[A] name` (END has no letter)."""
+
+    name: str
+    letter: str | None
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """`source -> target`, with the condition in brackets as `label` (None if unlabelled)."""
+
+    source: str
+    target: str
+    label: str | None = None
+    line: int = 0
+
+    @property
+    def pair(self) -> tuple[str, str]:
+        return (self.source, self.target)
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyProblem:
+    """A line of the topology that is not in the notation; `line` is 1-based in the text."""
+
+    line: int
+    column: int
+    message: str
+
+
+@dataclass
+class Topology:
+    """What a topology text says: its nodes, edges, blocks and abbreviations."""
+
+    nodes: list[Node] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    sources: dict[str, int] = field(default_factory=dict)
+    """Every state written as a block header or an edge's source, with its first line."""
+    abbreviated: set[str] = field(default_factory=set)
+    """Blocks ending in `...`: they list only some of their state's exits."""
+    partial: bool = False
+    """A top-level `...`: whole states may be left out."""
+    problems: list[TopologyProblem] = field(default_factory=list)
+
+    def edge_set(self) -> Counter[tuple[str, str, str | None]]:
+        return Counter((e.source, e.target, e.label) for e in self.edges)
+
+
+def parse(text: str) -> Topology:
+    """Parse topology text; lines that do not fit the notation become problems."""
+    result = Topology()
+    block: str | None = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.rstrip()
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(line) - len(stripped)
+        if indent == 0:
+            block = _top_line(result, stripped, number)
+        elif block is None:
+            result.problems.append(
+                TopologyProblem(number, indent + 1, "indented line outside a `[X] state` block")
+            )
+        else:
+            _block_line(result, block, stripped, number, indent + 1)
+    return result
+
+
+def _top_line(result: Topology, text: str, number: int) -> str | None:
+    """Handle a line at the left margin; return the block it opens, if any."""
+    if text == "...":
+        result.partial = True
+        return None
+    head, arrow, tail = _split_arrow(text)
+    if head.startswith(START):
+        label = _start_label(result, head, number)
+        if label is not None and arrow:
+            _add_edge(result, START, label or None, tail, number, len(text) - len(tail) + 1)
+        elif not arrow:
+            result.problems.append(TopologyProblem(number, 1, "a START line needs `-> [X] state`"))
+        return None
+    node = _node(result, head, number, 1)
+    if node is None:
+        return None
+    result.sources.setdefault(node.name, number)
+    if not arrow:
+        return node.name
+    _add_edge(result, node.name, None, tail, number, len(text) - len(tail) + 1)
+    return None
+
+
+def _block_line(result: Topology, block: str, text: str, number: int, column: int) -> None:
+    if text == "...":
+        result.abbreviated.add(block)
+        return
+    head, arrow, tail = _split_arrow(text)
+    if not arrow:
+        result.problems.append(
+            TopologyProblem(number, column, "expected `(condition) -> [X] state` or `...`")
+        )
+        return
+    label: str | None = None
+    if head:
+        if not (head.startswith("(") and head.endswith(")")):
+            result.problems.append(
+                TopologyProblem(number, column, "write the condition in brackets: `(condition)`")
+            )
+            return
+        label = _clean(head[1:-1]) or None
+    _add_edge(result, block, label, tail, number, column + len(text) - len(tail))
+
+
+def _split_arrow(text: str) -> tuple[str, str, str]:
+    """Split at the last `->`, so a condition may itself contain an arrow."""
+    matches = list(_ARROW.finditer(text))
+    if not matches:
+        return text, "", ""
+    last = matches[-1]
+    return text[: last.start()], "->", text[last.end() :]
+
+
+def _start_label(result: Topology, head: str, number: int) -> str | None:
+    rest = head[len(START) :].strip()
+    if not rest:
+        return ""
+    if rest.startswith("(") and rest.endswith(")"):
+        return _clean(rest[1:-1])
+    result.problems.append(
+        TopologyProblem(number, 1, "write a START line as `START(condition) -> [X] state`")
+    )
+    return None
+
+
+def _add_edge(
+    result: Topology, source: str, label: str | None, target: str, number: int, column: int
+) -> None:
+    target = target.strip()
+    if target == END:
+        result.edges.append(Edge(source, END, label, number))
+        return
+    node = _node(result, target, number, column)
+    if node is not None:
+        result.edges.append(Edge(source, node.name, label, number))
+
+
+def _node(result: Topology, text: str, number: int, column: int) -> Node | None:
+    match = _NODE.match(text.strip())
+    if match is None:
+        result.problems.append(
+            TopologyProblem(number, column, f"expected `[X] state_id` or `END`, got `{text}`")
+        )
+        return None
+    letter = match["letter"]
+    if letter not in LETTERS:
+        letters = ", ".join(f"{v} {k}" for k, v in TYPE_LETTERS.items())
+        result.problems.append(
+            TopologyProblem(
+                number, column, f"unknown type letter `[{letter}]` (letters: {letters})"
+            )
+        )
+        return None
+    node = Node(match["name"], letter, number, column)
+    result.nodes.append(node)
+    return node
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split())
+
+
+def graph_edges(graph: Graph) -> list[Edge]:
+    """Every edge of a graph as the topology writes it: exits, `next_state`, `on_error`."""
+    edges = [Edge(START, target, label) for label, target in _starts(graph)]
+    for name, state in graph.states.items():
+        edges.extend(_state_edges(name, state))
+    return edges
+
+
+def _starts(graph: Graph) -> Iterator[tuple[str | None, str]]:
+    if isinstance(graph.start, str):
+        yield None, graph.start
+    else:
+        for entry in graph.start:
+            yield _clean(entry.when) or None, entry.state
+
+
+def _state_edges(name: str, state: object) -> Iterator[Edge]:
+    conditions = getattr(state, "exit_conditions", None)
+    if conditions:
+        for exit_ in conditions:
+            # A blank description is written (and parsed back) as an unlabelled edge.
+            yield Edge(name, exit_.next_state, _clean(exit_.description) or None)
+    else:
+        for exit_ in exits_of(state):  # type: ignore[arg-type]
+            yield Edge(name, exit_.next_state, None)
+    on_error = getattr(state, "on_error", None)
+    if on_error:
+        yield Edge(name, on_error, ON_ERROR)
+
+
+def derive(graph: Graph) -> str:
+    """The topology of a graph's states, with full exit descriptions as labels."""
+    lines = [
+        f"{_start_head(label)} -> {_target(graph, target)}" for label, target in _starts(graph)
+    ]
+    for name, state in graph.states.items():
+        edges = list(_state_edges(name, state))
+        head = f"[{TYPE_LETTERS[state.type]}] {name}"
+        if lines:
+            lines.append("")
+        if len(edges) == 1 and edges[0].label is None:
+            lines.append(f"{head} -> {_target(graph, edges[0].target)}")
+            continue
+        lines.append(head)
+        for edge in edges:
+            condition = f"({edge.label}) " if edge.label is not None else ""
+            lines.append(f"  {condition}-> {_target(graph, edge.target)}")
+    return "\n".join(lines) + "\n"
+
+
+def _start_head(label: str | None) -> str:
+    return f"{START}({label})" if label else START
+
+
+def _target(graph: Graph, name: str) -> str:
+    state = graph.states.get(name)
+    if name == END or state is None:
+        return name
+    return f"[{TYPE_LETTERS[state.type]}] {name}"
+
+
+# Mermaid shapes by state type, so a drawn graph reads like the topology's letters.
+_SHAPES = {
+    "action": ("[", "]"),
+    "decision": ("{", "}"),
+    "reflection": ("([", "])"),
+    "recall": ("[(", ")]"),
+    "annotation": (">", "]"),
+    "side_effect": ("[[", "]]"),
+    "graph": ("{{", "}}"),
+}
+
+
+def mermaid(graph: Graph) -> str:
+    """The graph as a Mermaid flowchart (renders on GitHub, GitLab and in most editors)."""
+    ids = {name: f"s{index}" for index, name in enumerate(graph.states)}
+    ids.update({START: "start", END: "finish"})
+    lines = ["flowchart TD", '  start(("START"))', '  finish(("END"))']
+    for name, state in graph.states.items():
+        left, right = _SHAPES[state.type]
+        lines.append(f'  {ids[name]}{left}"{_quote(name)}"{right}')
+    for edge in graph_edges(graph):
+        target = ids.get(edge.target, "finish")
+        label = f'|"{_quote(edge.label)}"|' if edge.label else ""
+        lines.append(f"  {ids[edge.source]} -->{label} {target}")
+    return "\n".join(lines) + "\n"
+
+
+def _quote(text: str) -> str:
+    return text.replace('"', "#quot;")

@@ -1,0 +1,136 @@
+"""The offline semantic model: its answers, its rule, and its accuracy on the labelled set."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.semantic_cases import load_cases, request_for
+from cgraph.backends.embed import shared_embedder
+from cgraph.backends.llm.semantic import SemanticModel, counts_as_answer, extract_memories, polarity
+from cgraph.backends.llm.types import ExitOption, LLMRequest, resolve
+
+# Measured with bench/bench_semantic.py: 127/134 (94.8%) overall — 83/86 on the check-in the
+# rule was calibrated on, 44/48 (91.7%) on the other example graphs (75% before questions
+# phrased as requests stopped paying the question penalty). The margin absorbs small
+# numeric differences between CPUs, not regressions.
+MEASURED_ACCURACY = 0.948
+MEASURED_UNTUNED = 0.917
+MARGIN = 0.04
+CALIBRATED_ON = "medical_checkin.yaml"
+
+
+@pytest.fixture(scope="module")
+def model() -> SemanticModel:
+    return SemanticModel(embedder=shared_embedder())
+
+
+def _request(kind: str = "action", **fields: object) -> LLMRequest:
+    options = (
+        ExitOption("go", "The user is ready to start.", "go", ("Yes, I'm ready.", "Let's start.")),
+        ExitOption("END", "The user wants to stop.", "END", ("Stop, I want to quit.",)),
+    )
+    base: dict[str, object] = dict(
+        kind=kind, messages=(), schema={}, schema_name="x", state="here",
+        objective="Ask whether the user is ready.", options=options, allow_stay=kind == "action",
+        stay_prototypes=("Ask whether the user is ready.",), authored_reply="Ready?",
+    )  # fmt: skip
+    base.update(fields)
+    return LLMRequest(**base)  # type: ignore[arg-type]
+
+
+def test_resolves_by_name() -> None:
+    assert isinstance(resolve("semantic"), SemanticModel)
+
+
+def test_polarity_reads_yes_and_no() -> None:
+    assert polarity("Yes, I did.") == 1
+    assert polarity("Nope, haven't touched it.") == -1
+    assert polarity("I haven't used any.") == -1
+    assert polarity("I took a tablet.") == 0
+
+
+def test_action_exit_has_scores_for_every_candidate(model: SemanticModel) -> None:
+    answer = json.loads(model.complete(_request(user_messages=("Sure, we can begin now.",))))
+    assert answer["exit"] == "go"
+    assert set(answer["scores"]) == {"go", "END", "stay"}
+    assert answer["scores"]["go"] > answer["scores"]["stay"]
+
+
+def test_question_stays_with_authored_reply(model: SemanticModel) -> None:
+    answer = json.loads(model.complete(_request(user_messages=("What do you mean by ready?",))))
+    assert answer == {**answer, "exit": "stay", "reply": "Ready?"}
+
+
+def test_just_entered_state_stays_and_speaks(model: SemanticModel) -> None:
+    request = _request(user_messages=("Yes, I'm ready.",), entered_this_turn=True)
+    answer = json.loads(model.complete(request))
+    assert (answer["exit"], answer["reply"]) == ("stay", "Ready?")
+
+
+def test_is_deterministic(model: SemanticModel) -> None:
+    request = _request(user_messages=("ok go ahead",))
+    assert model.complete(request) == model.complete(request)
+
+
+def test_decision_prefers_session_findings(model: SemanticModel) -> None:
+    options = (
+        ExitOption("ok", "No red-flag symptoms were reported.", "ok", ("No chest pain.",)),
+        ExitOption("stop", "Chest pain was reported.", "stop", ("I had chest pain.",)),
+    )
+    request = _request(
+        "decision", options=options, user_messages=("No chest pain.",),
+        metadata={"annotations": ["chest_pain"]},
+    )  # fmt: skip
+    assert json.loads(model.complete(request))["exit"] == "stop"
+    plain = _request("decision", options=options, user_messages=("No chest pain.",))
+    assert json.loads(model.complete(plain))["exit"] == "ok"
+
+
+def test_reflection_writes_a_note_and_takes_the_only_exit(model: SemanticModel) -> None:
+    options = (ExitOption("next", "continue", "next"),)
+    request = _request("reflection", options=options, user_messages=("I feel fine.",))
+    answer = json.loads(model.complete(request))
+    assert answer["exit"] == "next"
+    assert "Ask whether the user is ready." in answer["note"] and "I feel fine." in answer["note"]
+
+
+def test_extraction_keeps_statements_verbatim_with_tiers() -> None:
+    assert extract_memories(("I always walk my dog after lunch.",)) == [
+        {"tier": "personal", "text": "I always walk my dog after lunch."}
+    ]
+    assert extract_memories(("I took my pills this morning.",))[0]["tier"] == "task"
+    assert extract_memories(("What is nitroglycerin?",)) == []
+    assert extract_memories(("Okay.",)) == []
+
+
+def test_accuracy_on_the_labelled_set(model: SemanticModel) -> None:
+    cases = load_cases()
+    assert len(cases) >= 60
+    hits = [json.loads(model.complete(request_for(c, model)))["exit"] == c.expect for c in cases]
+    accuracy = sum(hits) / len(hits)
+    print(f"semantic accuracy: {sum(hits)}/{len(hits)} = {accuracy:.1%}")
+    assert accuracy >= MEASURED_ACCURACY - MARGIN
+    untuned = [hit for hit, c in zip(hits, cases, strict=True) if c.graph != CALIBRATED_ON]
+    assert len(untuned) >= 40
+    assert sum(untuned) / len(untuned) >= MEASURED_UNTUNED - MARGIN
+
+
+def test_only_clarifying_questions_pay_the_question_penalty() -> None:
+    plain = ExitOption("read", "The user wants to read a file.", "read", ("open main.py",))
+    asked = ExitOption("research", "The user asks a research question.", "research", ())
+    by_example = ExitOption("more", "A follow-up.", "more", ("which one is best?",))
+    assert counts_as_answer("open main.py", plain)
+    assert not counts_as_answer("What do you mean by file?", plain)
+    assert counts_as_answer("Can you display config.yaml?", plain)
+    assert counts_as_answer("Show me notes.txt, please?", plain)
+    assert counts_as_answer("What is Docker?", asked)
+    assert counts_as_answer("And for beginners?", by_example)
+
+
+def test_a_request_phrased_as_a_question_takes_its_exit(model: SemanticModel) -> None:
+    answer = json.loads(model.complete(_request(user_messages=("Can we start now, please?",))))
+    assert answer["exit"] == "go"
+    unclear = json.loads(model.complete(_request(user_messages=("What do you mean?",))))
+    assert unclear["exit"] == "stay"

@@ -1,0 +1,147 @@
+"""The embedder: quiet offline loading, the per-text cache, and the backend table."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from cgraph.backends.embed import (
+    EMBEDDERS,
+    Embedder,
+    MiniLMEmbedder,
+    cosine,
+    make_embedder,
+    shared_embedder,
+)
+from cgraph.errors import ConfigError
+from tests.conftest import ROOT
+
+
+class FakeArray(list[float]):
+    def tolist(self) -> list[float]:
+        return list(self)
+
+
+class FakeModel:
+    """Stands in for a SentenceTransformer: one-hot-ish vectors, and a log of batches."""
+
+    def __init__(self, gate: threading.Event | None = None) -> None:
+        self.batches: list[list[str]] = []
+        self.gate = gate
+
+    def encode(self, texts: Sequence[str], **options: Any) -> list[FakeArray]:
+        assert options["normalize_embeddings"] and not options["show_progress_bar"]
+        self.batches.append(list(texts))
+        return [FakeArray([float(len(t)), 1.0]) for t in texts]
+
+
+def fake(model: FakeModel, **kwargs: Any) -> MiniLMEmbedder:
+    return MiniLMEmbedder(loader=lambda: model, background=False, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def real_embedder() -> Embedder:
+    embedder = shared_embedder()
+    assert embedder.wait(120)
+    return embedder
+
+
+def test_each_distinct_text_goes_through_the_model_once() -> None:
+    model = FakeModel()
+    embedder = fake(model)
+    first = embedder.embed(["ab", "abc", "ab"])
+    second = embedder.embed(["abc", "abcd"])
+    assert model.batches == [["ab", "abc"], ["abcd"]]
+    assert first == [[2.0, 1.0], [3.0, 1.0], [2.0, 1.0]]
+    assert second[0] == first[1]
+    assert embedder.computed == 3
+
+
+def test_the_cache_forgets_the_least_recently_used_text() -> None:
+    model = FakeModel()
+    embedder = fake(model, cache_size=2)
+    embedder.embed(["a"])
+    embedder.embed(["bb"])
+    embedder.embed(["a"])  # "a" is now the most recent
+    embedder.embed(["ccc"])  # evicts "bb"
+    embedder.embed(["a", "bb"])
+    assert model.batches == [["a"], ["bb"], ["ccc"], ["bb"]]
+
+
+def test_a_batch_larger_than_the_cache_still_comes_back_whole() -> None:
+    embedder = fake(FakeModel(), cache_size=1)
+    assert len(embedder.embed(["a", "bb", "ccc"])) == 3
+
+
+def test_loading_in_the_background_makes_embed_wait_for_the_model() -> None:
+    gate = threading.Event()
+    model = FakeModel()
+
+    def slow_loader() -> FakeModel:
+        gate.wait(10)
+        return model
+
+    embedder = MiniLMEmbedder(loader=slow_loader)
+    assert not embedder.ready
+    gate.set()
+    assert embedder.embed(["ab"]) == [[2.0, 1.0]]
+    assert embedder.ready
+
+
+def test_a_model_that_fails_to_load_is_reported_on_use() -> None:
+    def broken() -> None:
+        raise OSError("model.safetensors is missing")
+
+    embedder = MiniLMEmbedder(loader=broken, background=False)
+    with pytest.raises(ConfigError, match=r"could not be loaded: model\.safetensors is missing"):
+        embedder.embed(["hello"])
+
+
+def test_an_unknown_backend_lists_the_known_ones() -> None:
+    assert "minilm" in EMBEDDERS
+    with pytest.raises(ConfigError, match="unknown embedder 'bert'; valid embedders are: minilm"):
+        make_embedder("bert")
+
+
+def test_the_shared_embedder_is_one_per_process() -> None:
+    assert shared_embedder() is shared_embedder()
+
+
+def test_importing_the_module_loads_no_heavy_package() -> None:
+    code = (
+        "import sys, cgraph.backends.embed, cgraph.backends.memory.chroma, cgraph.cli.memory;"
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'chromadb')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+@pytest.mark.slow
+def test_the_real_model_loads_offline_without_printing_anything() -> None:
+    code = "from cgraph.backends.embed import MiniLMEmbedder\nMiniLMEmbedder().embed(['hello'])\n"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert (out.stdout, out.stderr) == ("", "")
+
+
+@pytest.mark.slow
+def test_real_vectors_are_unit_length_and_close_in_meaning(real_embedder: Embedder) -> None:
+    allergy, rash, marathon = real_embedder.embed(
+        [
+            "I'm allergic to penicillin",
+            "Penicillin gives me a rash",
+            "I am training for a marathon",
+        ]
+    )
+    assert len(allergy) == real_embedder.dimension == 384
+    assert math.isclose(cosine(allergy, allergy), 1.0, abs_tol=1e-5)
+    assert cosine(allergy, rash) > cosine(allergy, marathon) + 0.2

@@ -1,0 +1,63 @@
+"""Validating what a model answered."""
+
+from __future__ import annotations
+
+import pytest
+
+from cgraph.backends.llm.types import ExitOption, LLMRequest
+from cgraph.runtime.answers import AnswerError, answer_schema, parse_answer
+
+
+def request(kind: str = "action", stay: bool = True) -> LLMRequest:
+    options = (ExitOption("b", "to b", "b"), ExitOption("END", "finish", "END"))
+    return LLMRequest(kind=kind, messages=(), schema={}, schema_name="x", state="a",  # type: ignore[arg-type]
+                      options=options, allow_stay=stay)  # fmt: skip
+
+
+def test_valid_answers() -> None:
+    answer = parse_answer(
+        '{"exit": "b", "reason": " r ", "reply": "", "scores": {"b": 0.9, "x": "no"}}', request()
+    )
+    assert (answer.exit, answer.reason, answer.scores) == ("b", "r", {"b": 0.9})
+    fenced = parse_answer('```json\n{"exit": "stay", "reason": "", "reply": "hi"}\n```', request())
+    assert fenced.reply == "hi"
+    note = parse_answer('{"note": "n", "exit": "END", "reason": "r"}', request("reflection", False))
+    assert note.note == "n"
+    memories = parse_answer(
+        '{"memories": [{"tier": "task", "text": " x "}, {"tier": "task", "text": ""}]}',
+        request("extract"),
+    )
+    assert memories.memories == (("task", "x"),)
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind", "message"),
+    [
+        ("", "action", "empty"),
+        ("nope", "action", "not valid JSON"),
+        ("[]", "action", "must be a JSON object"),
+        ('{"reason": "r"}', "action", '"exit" is missing'),
+        ('{"exit": "c"}', "action", "`c`, which is not one of b, END, stay"),
+        ('{"exit": "stay", "reply": " "}', "action", '"reply" is empty'),
+        ('{"exit": "stay"}', "decision", "not one of b, END"),
+        ('{"exit": "b", "note": ""}', "reflection", '"note" is empty'),
+        ('{"exit": "b", "reply": 3}', "action", '"reply" must be a string'),
+        ('{"memories": [{"tier": "forever", "text": "x"}]}', "extract", "tier `forever`"),
+    ],
+)
+def test_invalid_answers_say_what_is_wrong(raw: str, kind: str, message: str) -> None:
+    with pytest.raises(AnswerError, match=message.replace("(", r"\(")):
+        parse_answer(raw, request(kind, stay=kind == "action"))
+
+
+def test_schemas_are_strict_and_enumerate_exits() -> None:
+    schema = answer_schema("action", ("b", "END", "stay"))
+    assert schema["properties"]["exit"]["enum"] == ["b", "END", "stay"]
+    assert (
+        schema["required"] == ["exit", "reason", "reply"]
+        and schema["additionalProperties"] is False
+    )
+    assert answer_schema("reflection", ("b",))["required"] == ["note", "exit", "reason"]
+    assert answer_schema("extract", ())["properties"]["memories"]["items"]["properties"]["tier"][
+        "enum"
+    ] == ["personal", "project", "task"]

@@ -1,0 +1,301 @@
+"""Sessions: whole conversations, undo, resume, cancel, memory hooks, history windows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.backends.memory.policy import NewMemory
+from cgraph.errors import SessionCompleted, SessionError
+from cgraph.runtime.session import Session
+from cgraph.runtime.store import InMemorySessionStore, SQLiteStore
+from tests.conftest import GRAPHS
+from tests.unit.runtime._runtime import action, go, graph, pick, simple, stay
+from tests.unit.runtime.test_engine import FakeMemory
+
+MEDICAL = GRAPHS / "medical_checkin.yaml"
+
+
+def medical_script(cleared: bool) -> dict[str, Any]:
+    return {
+        "welcome_patient": [stay("Hello, ready?"), go("medication_adherence_check", "ready")],
+        "medication_adherence_check": [stay("Meds?"), go("assess_medication_impact", "missed")],
+        "assess_medication_impact": [stay("When?"), go("note_medication_concern", "timing known")],
+        "vasodilator_check": [stay("Nitro?"), go("check_chest_pain", "no nitro")],
+        "check_chest_pain": [
+            stay("Chest pain?"),
+            go("check_shortness_of_breath" if cleared else "flag_chest_pain", "answered"),
+        ],
+        "check_shortness_of_breath": [stay("Breathless?"), go("recall_patient_history", "fine")],
+        "reflect_on_session_data": [
+            {"note": "flags noted", "exit": "determine_exercise_clearance", "reason": "done"}
+        ],
+        "determine_exercise_clearance": [
+            pick(
+                "summarize_recommendations_approved"
+                if cleared
+                else "summarize_recommendations_disqualified",
+                "per the flags",
+            )
+        ],
+        "summarize_recommendations_approved": [stay("Cleared."), go("patient_questions")],
+        "summarize_recommendations_disqualified": [stay("Skip today."), go("patient_questions")],
+        "patient_questions": [stay("Questions?"), go("end_session", "none")],
+        "end_session": [stay("Goodbye!"), go("END", "bye", reply="Take care.")],
+    }
+
+
+USER = [
+    "Hi",
+    "Yes, I'm ready.",
+    "I forgot my beta blocker.",
+    "Yesterday morning.",
+    "No, I didn't need it.",
+    "I had some pressure in my chest.",
+    "No, breathing is fine.",
+    "Okay, I understand.",
+    "No, that's all.",
+    "Bye.",
+]
+
+
+@pytest.mark.parametrize("cleared", [False, True])
+def test_a_whole_medical_check_in(tmp_path: Path, cleared: bool) -> None:
+    model = ScriptedModel(medical_script(cleared))
+    session = Session.start(MEDICAL, model=model, store=tmp_path)
+    turns = [session.send(text) for text in USER]
+    assert session.completed and turns[-1].completed and turns[-1].reply == "Take care."
+    assert (
+        model.unused() == {"summarize_recommendations_approved": 2}
+        if not cleared
+        else {"summarize_recommendations_disqualified": 2}
+    )
+    assert session.variables["red_flags"] == ([] if cleared else ["chest pain"])
+    assert session.variables["medication_concern"] is True  # noted, not a red flag
+    summary = turns[6]
+    assert summary.path == (
+        "check_shortness_of_breath", "recall_patient_history", "reflect_on_session_data",
+        "determine_exercise_clearance",
+        "summarize_recommendations_" + ("approved" if cleared else "disqualified"),
+    )  # fmt: skip
+    assert summary.llm_calls == 4  # exit, reflection, decision, the new state's reply
+    assert [t.llm_calls for t in turns if len(t.path) == 1] == [1] * sum(
+        len(t.path) == 1 for t in turns
+    )  # every turn that stays costs exactly one call
+    assert session.notes == ["flags noted"]
+    disqualified = model.requests_for("summarize_recommendations_disqualified")
+    if not cleared:
+        assert "findings (chest pain)" in disqualified[0].messages[0]["content"]
+    assert len(session.audit) == sum(len(t.transitions) for t in turns)
+    with pytest.raises(SessionCompleted):
+        session.send("hello?")
+
+
+def test_resume_continues_with_the_same_state_transcript_and_audit(tmp_path: Path) -> None:
+    session = Session.start(MEDICAL, model=ScriptedModel(medical_script(True)), store=tmp_path)
+    for text in USER[:4]:
+        session.send(text)
+    session.close()
+    script = medical_script(True)
+    script["vasodilator_check"] = [go("check_chest_pain", "no nitro")]
+    again = Session.resume(session.id, store=tmp_path, model=ScriptedModel(script))
+    assert again.state == "vasodilator_check" and again.turn_number == 4
+    assert again.transcript == session.transcript and again.audit == session.audit
+    assert again.variables == {
+        "red_flags": [], "nitro_used": False, "medication_concern": True,
+    }  # fmt: skip
+    assert again.send("No.").state == "check_chest_pain"
+
+
+def test_undo_takes_back_the_last_turn(tmp_path: Path) -> None:
+    memory = FakeMemory()
+    script = medical_script(True) | {"extract": {"memories": [{"tier": "personal", "text": "m"}]}}
+    session = Session.start(MEDICAL, model=ScriptedModel(script), store=tmp_path, memory=memory)
+    for text in USER[:4]:
+        session.send(text)
+    before = (session.state, session.variables, len(session.transcript), len(session.audit))
+    assert before[0] == "vasodilator_check" and session.variables["medication_concern"] is True
+    taken = session.undo()
+    assert taken is not None and taken.number == 4 and taken.user == "Yesterday morning."
+    assert session.state == "assess_medication_impact"
+    assert session.variables["medication_concern"] is False
+    assert len(session.transcript) == before[2] - 2 and len(session.audit) < before[3]
+    assert memory.deleted == ["n3"]  # the memory stored in the undone turn
+    assert [e.kind for e in session.events()].count("undo") == 1
+    again = Session.resume(session.id, store=tmp_path, model=ScriptedModel(medical_script(True)))
+    assert again.state == "assess_medication_impact" and again.transcript == session.transcript
+
+
+def test_undo_twice_and_on_a_fresh_session(tmp_path: Path) -> None:
+    spec = graph(tmp_path, simple(body=action("a", {"END": "bye"})))
+    session = Session.start(spec, model=ScriptedModel({"a": stay("hi")}))
+    assert session.undo() is None
+    session.send("one")
+    session.send("two")
+    assert session.undo() is not None and session.undo() is not None
+    assert session.turn_number == 0 and session.transcript == []
+    assert session.send("three").number == 1
+
+
+class Crash(BaseException):
+    """Stands in for the process dying: not an Exception, so nothing catches it."""
+
+
+def test_an_interrupted_turn_is_finished_on_resume_without_repeating_steps(tmp_path: Path) -> None:
+    text = simple(
+        body=action("a", {"n": "Go."})
+        + """\
+  n:
+    type: annotation
+    objective: Count.
+    set: {count: "{{ count + 1 }}"}
+    next_state: b
+"""
+        + action("b", {"END": "x"}),
+        top="variables: {count: 0}\n",
+    )
+    spec = graph(tmp_path, text)
+    model = ScriptedModel({"a": [stay("hi"), go("n")], "b": [Crash()]})
+    session = Session.start(spec, model=model, store=tmp_path)
+    session.send("hi")
+    with pytest.raises(Crash):
+        session.send("go")
+    assert session.interrupted == "go" and session.variables == {"count": 1}
+    with pytest.raises(SessionError, match="interrupted"):
+        session.send("again")
+    resumed = Session.resume(session.id, store=tmp_path, model=ScriptedModel({"b": stay("in b")}))
+    recovered = resumed.recovered
+    assert recovered is not None and recovered.reply == "in b" and recovered.path == ("a", "n", "b")
+    assert resumed.variables == {"count": 1}  # the annotation step was not applied twice
+    assert resumed.interrupted is None
+
+
+def test_ctrl_c_cancels_the_turn_cleanly(tmp_path: Path) -> None:
+    spec = graph(tmp_path, simple(body=action("a", {"b": "Go."}) + action("b", {"END": "x"})))
+    model = ScriptedModel({"a": [stay("hi"), go("b")], "b": [KeyboardInterrupt()]})
+    session = Session.start(spec, model=model, store=tmp_path)
+    session.send("hi")
+    with pytest.raises(KeyboardInterrupt):
+        session.send("go")
+    assert session.state == "a" and session.interrupted is None and session.turn_number == 1
+    assert [m["content"] for m in session.transcript] == ["hi", "hi"]
+    stored = Session.resume(session.id, store=tmp_path, model=ScriptedModel({}))
+    assert stored.state == "a" and stored.recovered is None
+
+
+MEMORY_GRAPH = """\
+memory: {{store: {mode}}}
+cgraph: 1
+name: m
+start: a
+states:
+""" + action("a", {"END": "The user says bye."}, included_contexts="[personal]")
+
+
+@pytest.mark.parametrize("mode", ["every_turn", "session_end", "off"])
+def test_memories_are_extracted_per_the_graphs_setting(tmp_path: Path, mode: str) -> None:
+    memory = FakeMemory(["likes tea"])
+    extract = {"memories": [{"tier": "personal", "text": "Has a cat."}]}
+    model = ScriptedModel({"a": [stay("hi"), go("END", reply="bye")], "extract": extract})
+    session = Session.start(graph(tmp_path, MEMORY_GRAPH.format(mode=mode)), model=model,
+                            memory=memory, user_id="ann")  # fmt: skip
+    first = session.send("I have a cat")
+    last = session.send("bye")
+    calls = {"every_turn": (1, 1), "session_end": (0, 1), "off": (0, 0)}[mode]
+    assert (first.memory_calls, last.memory_calls) == calls
+    assert first.llm_calls == 1  # extraction is counted apart from the turn's own call
+    assert len(memory.added) == sum(calls)
+    if memory.added:
+        item = memory.added[0]
+        assert isinstance(item, NewMemory) and item.text == "Has a cat." and item.tier == "personal"
+    assert [m.text for m in first.recalled] == ["likes tea"]  # included_contexts
+    assert memory.queries[0] == ("ann", ["I have a cat"], ("personal",))
+
+
+def test_memories_a_crash_kept_from_being_stored_are_stored_on_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = {
+        "a": stay("hi"),
+        "extract": {"memories": [{"tier": "personal", "text": "Has a cat."}]},
+    }
+    spec = graph(tmp_path, MEMORY_GRAPH.format(mode="every_turn"))
+    session = Session.start(spec, model=ScriptedModel(script), memory=FakeMemory(), store=tmp_path)
+
+    def die(engine: object) -> None:
+        raise RuntimeError("the process died after the turn, before extraction")
+
+    monkeypatch.setattr("cgraph.runtime.session.extract", die)
+    with pytest.raises(RuntimeError):
+        session.send("I have a cat")
+    monkeypatch.undo()
+    memory = FakeMemory()
+    again = Session.resume(session.id, store=tmp_path, model=ScriptedModel(script), memory=memory)
+    assert again.turn_number == 1 and again.transcript[-1]["content"] == "hi"
+    assert [m.text for m in memory.added] == ["Has a cat."]
+    Session.resume(session.id, store=tmp_path, model=ScriptedModel(script), memory=memory)
+    assert len(memory.added) == 1  # extracted once, not on every resume
+
+
+def test_a_failing_memory_add_is_logged_and_the_session_goes_on(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        {"a": stay("hi"), "extract": {"memories": [{"tier": "task", "text": "x"}]}}
+    )
+    memory = FakeMemory()
+    memory.fail = True
+    session = Session.start(graph(tmp_path, MEMORY_GRAPH.format(mode="every_turn")), model=model,
+                            memory=memory)  # fmt: skip
+    turn = session.send("hello")
+    assert turn.reply == "hi"
+    assert {e.data.get("operation") for e in session.events() if e.kind == "memory_error"} >= {
+        "recall", "add"
+    }  # fmt: skip
+
+
+def test_history_is_bounded_by_tokens_and_the_oldest_turns_are_dropped(tmp_path: Path) -> None:
+    spec = graph(
+        tmp_path, simple(body=action("a", {"END": "bye"}), top="limits: {history_tokens: 200}\n")
+    )
+    model = ScriptedModel({"a": stay("short reply")})
+    session = Session.start(spec, model=model)
+    for number in range(12):
+        session.send(f"message {number} " + "word " * 40)
+    messages = model.requests[-1].messages
+    history = [m for m in messages if m["role"] != "system"]
+    assert history[-1]["content"].startswith("message 11") and history[0]["role"] == "user"
+    assert sum(len(m["content"]) // 4 + 4 for m in history) <= 200
+    assert not any(m["content"].startswith("message 0 ") for m in history)
+    assert "oldest messages of this conversation are no longer shown" in messages[-1]["content"]
+
+
+def test_graph_prompt_overrides_replace_blocks(tmp_path: Path) -> None:
+    text = simple(body=action("a", {"END": "bye"})) + (
+        'prompts:\n  action: |\n    {% extends "action.j2" %}\n'
+        "    {% block answer %}CUSTOM ANSWER FORMAT{% endblock %}\n"
+    )
+    model = ScriptedModel({"a": stay("hi")})
+    Session.start(graph(tmp_path, text), model=model).send("hello")
+    system = model.requests[0].messages[0]["content"]
+    assert "CUSTOM ANSWER FORMAT" in system and "Objective of a." in system
+    assert "Answer with one JSON object" not in system
+
+
+def test_sessions_are_listed_per_store(tmp_path: Path) -> None:
+    spec = graph(tmp_path, simple(body=action("a", {"END": "bye"})))
+    for user in ("ann", "bob"):
+        Session.start(spec, model=ScriptedModel({"a": stay("hi")}), store=tmp_path,
+                      user_id=user).send("x")  # fmt: skip
+    found = Session.list_sessions(tmp_path, user_id="ann")
+    assert [(i.user_id, i.turn, i.state) for i in found] == [("ann", 1, "a")]
+    assert len(Session.list_sessions(tmp_path)) == 2
+
+
+def test_store_argument_forms(tmp_path: Path) -> None:
+    spec = graph(tmp_path, simple(body=action("a", {"END": "bye"})))
+    model = ScriptedModel({"a": stay("hi")})
+    assert isinstance(Session.start(spec, model=model).store, InMemorySessionStore)
+    assert isinstance(Session.start(spec, model=model, store=tmp_path / "s").store, SQLiteStore)
+    assert (tmp_path / "s" / "sessions.sqlite").is_file()

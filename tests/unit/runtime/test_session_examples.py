@@ -1,0 +1,115 @@
+"""A full run of every example graph in graphs/, driven by a scripted walker.
+
+The walker explores first (rotating through each action state's exits, chatting every
+other turn; silent states take their first exit) and then heads for END by the shortest
+declared route. Every run must finish, hit
+no guard and no fallback, apply only declared transitions, and cost exactly one LLM call
+on every turn that stays in its state.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.backends.llm.types import LLMRequest
+from cgraph.runtime.exits import SEPARATOR, check_transition
+from cgraph.runtime.session import Session
+from cgraph.spec.load import load_graph
+from cgraph.spec.model import END, Graph, exits_of
+from tests.conftest import GRAPHS
+
+EXAMPLES = sorted(GRAPHS.glob("*.yaml"))
+EXPLORE = 16
+# Words the example tools understand (a file, a topic, a skill), so their calls succeed.
+MESSAGE = "Yes: please summarize main.py and tell me about langgraph."
+
+
+def distances(graph: Graph) -> dict[str, int]:
+    """Exits to END from each state (within its own graph)."""
+    back: dict[str, list[str]] = {}
+    for name, state in graph.states.items():
+        for condition in exits_of(state):
+            back.setdefault(condition.next_state, []).append(name)
+    found, queue = {END: 0}, deque([END])
+    while queue:
+        node = queue.popleft()
+        for source in back.get(node, []):
+            if source not in found:
+                found[source] = found[node] + 1
+                queue.append(source)
+    return found
+
+
+class Walker:
+    def __init__(self, root: Graph) -> None:
+        self.root = root
+        self.turn = 0
+        self.rotation: Counter[str] = Counter()
+
+    def graph_of(self, state: str) -> Graph:
+        if SEPARATOR not in state:
+            return self.root
+        key = state.rsplit(SEPARATOR, 1)[0]
+        assert self.root.source is not None
+        return load_graph(self.root.source.parent / key)
+
+    def __call__(self, request: LLMRequest) -> dict[str, Any]:
+        ids = [o.id for o in request.options]
+        if request.kind == "extract":
+            return {"memories": []}
+        if request.kind == "action" and (request.entered_this_turn or self.turn % 2 == 1):
+            return {"exit": "stay", "reason": "chat", "reply": f"Reply from {request.state}."}
+        answer: dict[str, Any] = {"exit": self.choose(request, ids), "reason": "walk", "reply": ""}
+        if request.kind == "reflection":
+            answer["note"] = "a note"
+        return answer
+
+    def choose(self, request: LLMRequest, ids: list[str]) -> str:
+        far = distances(self.graph_of(request.state))
+        targets = {o.id: o.target for o in request.options}
+        if request.kind in ("decision", "reflection", "graph"):
+            return ids[0]  # silent states: the first declared exit is the usual way on
+        if self.turn <= EXPLORE or request.kind == "start":
+            # Explore: the deepest exits first, rotating, so most states get visited.
+            ordered = sorted(ids, key=lambda i: -far.get(targets[i], 0))
+            ordered = [i for i in ordered if i != END] or ordered
+            choice = ordered[self.rotation[request.state] % len(ordered)]
+            self.rotation[request.state] += 1
+            return choice
+        return min(ids, key=lambda i: far.get(targets[i], 999))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_example_graph_runs_to_its_end(path: Path) -> None:
+    root = load_graph(path)
+    walker = Walker(root)
+    model = ScriptedModel({"*": walker, "start": walker})
+    session = Session.start(root, model=model, user_id="walker")
+    turns = []
+    for number in range(1, 80):
+        walker.turn = number
+        turns.append(session.send(MESSAGE))
+        if session.completed:
+            break
+    assert session.completed, f"{path.name} did not reach END; stuck in {session.state}"
+    assert not any(t.guard or t.fallback for t in turns)
+    assert all(t.reply for t in turns[:-1])  # only the turn that reaches END may say nothing
+    stays = [t for t in turns[1:] if not t.transitions]
+    assert stays and all(t.llm_calls == 1 for t in stays)
+    for record in session.audit:  # every move the session made is one the graph declares
+        source, target = record.from_state, record.to_state
+        if source == "START" or (SEPARATOR in source) != (SEPARATOR in target):
+            continue  # entering or leaving a sub-graph: checked by its start entries
+        key = source.rsplit(SEPARATOR, 1)[0] if SEPARATOR in source else ""
+        graph = walker.graph_of(source) if key else root
+        bare = (s.rsplit(SEPARATOR, 1)[-1] for s in (source, target))
+        check_transition(graph, *bare)
+    visited = {t.to_state for t in session.audit}
+    assert len(visited & set(root.states)) >= len(root.states) // 2
+    failed = [e for e in session.events() if e.kind == "tool_call" and e.data["status"] == "failed"]
+    assert failed == []

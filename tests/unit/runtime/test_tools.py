@@ -1,0 +1,61 @@
+"""Tool handlers: loaded next to the graph, called with a timeout and an idempotency key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cgraph.errors import ToolError
+from cgraph.runtime.tools import accepts_key, call_tool, load_handler
+from tests.conftest import FIXTURES
+
+FOLDER = FIXTURES / "runtime"
+
+
+def test_handlers_load_from_the_graph_folder_and_are_cached() -> None:
+    lookup = load_handler("tools_fixture:lookup", FOLDER)
+    assert load_handler("tools_fixture:lookup", FOLDER) is lookup
+    assert call_tool(lookup, {"query": "q"}, timeout=2, idempotency_key="k1") == {
+        "query": "q", "hits": 3, "ok": True
+    }  # fmt: skip
+    assert lookup.__globals__["CALLS"][-1] == {"query": "q", "limit": 3, "key": "k1"}
+
+
+def test_same_module_name_in_two_folders_does_not_collide(tmp_path: Path) -> None:
+    for name, value in (("one", 1), ("two", 2)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "tools_fixture.py").write_text(f"def f():\n    return {value}\n")
+    first = load_handler("tools_fixture:f", tmp_path / "one")
+    second = load_handler("tools_fixture:f", tmp_path / "two")
+    assert (first(), second()) == (1, 2)
+
+
+def test_python_path_modules_load_too() -> None:
+    assert load_handler("json:dumps")([1]) == "[1]"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("missing_module:f", "cannot import tool module"),
+        ("tools_fixture:nothing", "has no function"),
+    ],
+)
+def test_load_errors_are_tool_errors(spec: str, message: str) -> None:
+    with pytest.raises(ToolError, match=message):
+        load_handler(spec, FOLDER)
+
+
+def test_failures_and_timeouts_are_tool_errors() -> None:
+    with pytest.raises(ToolError, match="RuntimeError: the service is down"):
+        call_tool(load_handler("tools_fixture:broken", FOLDER), {}, timeout=2, idempotency_key="k")
+    with pytest.raises(ToolError, match=r"timed out after 0\.1s"):
+        call_tool(load_handler("tools_fixture:slow", FOLDER), {"seconds": 2}, timeout=0.1,
+                  idempotency_key="k")  # fmt: skip
+
+
+def test_the_key_is_passed_only_to_handlers_that_accept_it() -> None:
+    no_key = load_handler("tools_fixture:no_key", FOLDER)
+    assert not accepts_key(no_key) and accepts_key(load_handler("tools_fixture:broken", FOLDER))
+    assert call_tool(no_key, {"value": 4}, timeout=2, idempotency_key="k") == 8
