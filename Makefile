@@ -29,6 +29,7 @@ check: $(STAMP)
 	$(BIN)/ruff check cgraph tests bench
 	$(BIN)/ruff format --check cgraph tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/cgraph lint graphs
 
 schema: $(STAMP)

@@ -12,13 +12,13 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import CgraphError, GraphError
+from cgraph.version import __version__
 
 # pydantic scans every installed distribution for plugins on first use; cgraph uses none,
 # and the scan is a large share of `cgraph lint`'s cold start.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 __all__ = ["CgraphError", "GraphError", "Session", "load_graph"]
-__version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from cgraph.runtime.session import Session

@@ -99,7 +99,7 @@ class SarifReporter(Reporter):
     """SARIF 2.1.0 for code scanning; one rule per diagnostic code."""
 
     def write(self, result: LintResult) -> None:
-        from cgraph import __version__
+        from cgraph.version import __version__
 
         codes = sorted({d.code for d in result.diagnostics})
         rules = [_rule(code) for code in codes]
