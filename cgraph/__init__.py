@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import CgraphError, GraphError
-from cgraph.version import __version__
+from cgraph.version import __version__ as __version__
 
 # pydantic scans every installed distribution for plugins on first use; cgraph uses none,
 # and the scan is a large share of `cgraph lint`'s cold start.
