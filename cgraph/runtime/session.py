@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -57,9 +57,26 @@ def resolve_model(model: ChatModel | str | None, graph: Graph, api_base: str | N
     )  # fmt: skip
 
 
-def initial_snapshot(graph: Graph) -> Snapshot:
-    first = graph.start if isinstance(graph.start, str) else START
-    return Snapshot(stack=[Frame("", first)], variables=jsonable(dict(graph.variables)))
+def initial_snapshot(
+    graph: Graph, state: str | None = None, variables: Mapping[str, Any] | None = None
+) -> Snapshot:
+    """Where a new session stands: the graph's start, or `state` as if already entered.
+
+    `variables` override the graph's initial values; a test starts a deep state this way
+    without replaying the conversation that leads to it.
+    """
+    values = jsonable({**graph.variables, **(variables or {})})
+    if state is None:
+        first = graph.start if isinstance(graph.start, str) else START
+        return Snapshot(stack=[Frame("", first)], variables=values)
+    if state not in graph.states:
+        known = ", ".join(sorted(graph.states))
+        raise ConfigError(f"graph `{graph.name}` has no state `{state}`; its states are {known}")
+    here = [Frame("", state)]
+    facing = [Frame("", state)] if graph.states[state].type == "action" else None
+    return Snapshot(
+        stack=here, variables=values, started=True, visits={state: 1}, last_action=facing
+    )
 
 
 class Session:
@@ -100,12 +117,16 @@ class Session:
         memory: MemoryStore | None = None,
         api_base: str | None = None,
         clock: Callable[[], float] | None = None,
+        state: str | None = None,
+        variables: Mapping[str, Any] | None = None,
     ) -> Session:
         """Start a new session. `store` is a `SessionStore`, a folder (its `sessions.sqlite`
         is used), a `.sqlite` file, or None (in memory).
 
         `model` is a `ChatModel`, a model name (see `cgraph.backends.llm`), or None (the graph's
         `model.name`, else the offline semantic model). `memory` defaults to `NullMemory`.
+        `state` starts the session in that root state, as if the conversation had already
+        entered it (its `say:` is not repeated); `variables` override the graph's values.
         """
         spec = _graph(graph)
         chat = resolve_model(model, spec, api_base)
@@ -116,7 +137,7 @@ class Session:
             id=session_id or uuid.uuid4().hex[:12], user_id=user_id, graph=source,
             graph_name=spec.name, model=str(getattr(chat, "name", "")), created_at=now,
         )  # fmt: skip
-        snapshot = initial_snapshot(spec)
+        snapshot = initial_snapshot(spec, state, variables)
         first = Event.model_construct(
             seq=0, session=info.id, turn=0, kind="session_started", at=now,
             data={"graph": source, "graph_name": spec.name, "user": user_id, "model": info.model},
