@@ -18,7 +18,8 @@ from rich.table import Table
 
 from cgraph.cli.run import Opened, banner, turn_warnings
 from cgraph.errors import CgraphError, SessionCompleted
-from cgraph.spec.model import END, exits_of
+from cgraph.spec.model import exits_of
+from cgraph.spec.names import END, bare
 
 if TYPE_CHECKING:
     from cgraph.runtime.records import Turn
@@ -185,7 +186,7 @@ class Repl:
     def show_topology(self, _: str) -> bool:
         from cgraph.spec.topology import derive
 
-        here = self.opened.session.state.rsplit("#", 1)[-1]
+        here = bare(self.opened.session.state)
         for line in derive(self.opened.session.current_graph).splitlines():
             marked = line.rstrip().endswith(f"] {here}") and not line.startswith(" ")
             text = escape(line)

@@ -13,7 +13,8 @@ from typing import Any
 
 from cgraph.diagnostics import DataPath, Diagnostic, Severity
 from cgraph.spec.load import did_you_mean
-from cgraph.spec.model import END, SILENT_TYPES, AnyState, Graph
+from cgraph.spec.model import SILENT_TYPES, AnyState, Graph
+from cgraph.spec.names import END
 from cgraph.spec.read import Document
 from cgraph.spec.templating import BUILTIN_NAMES
 

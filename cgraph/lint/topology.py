@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, start_targets
 from cgraph.spec.load import did_you_mean
-from cgraph.spec.model import END, TYPE_LETTERS
+from cgraph.spec.model import TYPE_LETTERS
+from cgraph.spec.names import END, START
 from cgraph.spec.read import Document
-from cgraph.spec.topology import START, Topology, parse
+from cgraph.spec.topology import Topology, parse
 
 _PATH: DataPath = ("topology",)
 _At = Callable[[int, int, str, str, str], Diagnostic]

@@ -16,7 +16,7 @@ from cgraph.backends.llm.types import ChatModel
 from cgraph.backends.memory.policy import MemoryStore
 from cgraph.errors import TransitionError
 from cgraph.runtime.asking import render_safe
-from cgraph.runtime.exits import SEPARATOR, check_start, check_transition, qualify
+from cgraph.runtime.exits import check_start, check_transition
 from cgraph.runtime.graphs import Graphs, topology_text
 from cgraph.runtime.handlers import HANDLERS, Enter, Move, Outcome, Reply, Stop, choose_start
 from cgraph.runtime.handlers import authored_reply as _authored
@@ -24,9 +24,8 @@ from cgraph.runtime.prompts import estimate_tokens, history_start
 from cgraph.runtime.records import Decision, Event, EventKind
 from cgraph.runtime.snapshot import Frame, Snapshot, jsonable
 from cgraph.runtime.store import SessionStore
-from cgraph.spec.model import END, AnyState, Graph
-
-START = "START"
+from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.names import END, START, qualify
 
 
 class Engine:
@@ -102,7 +101,7 @@ class Engine:
         snap.turn += 1
         snap.pending, snap.step, snap.transitions, snap.reflections = message, 0, 0, 0
         snap.entered = False
-        self.emit("user_message", text=message, state=self.state_name())
+        self.emit("user_message", text=message, state=self.qualified())
         self.commit()
 
     def run(self) -> None:
@@ -118,7 +117,7 @@ class Engine:
     def finish_turn(self, *, guard: str | None = None) -> None:
         snap = self.snap
         self.emit(
-            "turn_completed", state=self.state_name(), completed=snap.completed, guard=guard,
+            "turn_completed", state=self.qualified(), completed=snap.completed, guard=guard,
             transitions=snap.transitions,
         )  # fmt: skip
         snap.pending = None
@@ -283,9 +282,6 @@ class Engine:
         frame = self.snap.frame
         return qualify(frame.graph, frame.state)
 
-    def state_name(self) -> str:
-        return self.qualified()
-
     def mark_user_facing(self) -> None:
         self.snap.last_action = [Frame(f.graph, f.state, f.returned) for f in self.snap.stack]
 
@@ -367,6 +363,3 @@ class Engine:
         from cgraph.runtime.memory import memory_metadata
 
         return memory_metadata(self)
-
-
-__all__ = ["SEPARATOR", "START", "Engine", "Graphs", "topology_text"]

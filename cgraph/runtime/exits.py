@@ -1,21 +1,17 @@
-"""Exit ids, qualified state ids and the transition guard.
+"""Exit ids and the transition guard.
 
 An exit's id is its target state's id (`END` for the terminal), so the model and the
 audit log both read meaningful names; two exits of one state with the same target become
 `target`, `target_2`, … in declaration order.
-
-States inside a sub-graph are named `<file>#<state>`, the file relative to the root
-graph's folder (`research.yaml#search`, `sub/deep.yaml#pick`); root states keep their
-plain id. `#` cannot appear in a state id, so a qualified id is never ambiguous.
 """
 
 from __future__ import annotations
 
 from cgraph.backends.llm.types import ExitOption
 from cgraph.errors import TransitionError
-from cgraph.spec.model import END, AnyState, ExitCondition, Graph, StartEntry, exits_of, targets_of
+from cgraph.spec.model import AnyState, ExitCondition, Graph, StartEntry, exits_of, targets_of
+from cgraph.spec.names import END
 
-SEPARATOR = "#"
 ON_ERROR = "on_error"
 
 
@@ -66,13 +62,6 @@ def start_options(entries: tuple[StartEntry, ...]) -> tuple[ExitOption, ...]:
         ExitOption(id=i, description=e.when, target=e.state)
         for i, e in zip(ids, entries, strict=True)
     )
-
-
-def qualify(graph_key: str, state_id: str) -> str:
-    """The unambiguous name of a state: plain at the root, `file#state` in a sub-graph."""
-    if not graph_key or state_id == END:
-        return state_id
-    return f"{graph_key}{SEPARATOR}{state_id}"
 
 
 def check_transition(graph: Graph, source: str, target: str) -> None:

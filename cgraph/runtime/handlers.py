@@ -21,7 +21,7 @@ from cgraph.runtime.asking import (
     build_request,
     engine_decision,
 )
-from cgraph.runtime.exits import ON_ERROR, exit_options, qualify, start_options
+from cgraph.runtime.exits import ON_ERROR, exit_options, start_options
 from cgraph.runtime.tools import call_tool, load_handler
 from cgraph.spec.model import (
     ActionState,
@@ -34,6 +34,7 @@ from cgraph.spec.model import (
     ReflectionState,
     SideEffectState,
 )
+from cgraph.spec.names import START, qualify
 from cgraph.spec.templating import render_value
 
 if TYPE_CHECKING:
@@ -219,7 +220,7 @@ def step_graph(engine: Engine, graph: Graph, state: GraphState) -> Outcome:
 def choose_start(engine: Engine, key: str, *, push: bool) -> Outcome:
     """Where a graph begins: its start state, or the model's pick among conditional entries."""
     graph = engine.graph(key)
-    here = qualify(key, "START")
+    here = qualify(key, START)
     if isinstance(graph.start, str):
         reason = "the graph's start state"
         engine.record(engine_decision(here, "start", graph.start, reason))

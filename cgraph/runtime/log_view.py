@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from cgraph.runtime.records import Decision, Event, RecalledMemory, TransitionRecord, Turn
+from cgraph.spec.names import END, START
 
 
 def effective(events: Iterable[Event]) -> list[Event]:
@@ -116,11 +117,11 @@ def _extract(event: Event) -> bool:
 
 def _path(start: str, transitions: Sequence[TransitionRecord], end: str) -> tuple[str, ...]:
     """The states this turn went through, from the one it began in to the one it ended in."""
-    path = [start] if start and start != "START" else []
+    path = [start] if start and start != START else []
     for record in transitions:
-        if record.to_state != "END" and (not path or path[-1] != record.to_state):
+        if record.to_state != END and (not path or path[-1] != record.to_state):
             path.append(record.to_state)
-    if end and end not in ("END", "START") and (not path or path[-1] != end):
+    if end and end not in (END, START) and (not path or path[-1] != end):
         path.append(end)  # a guard moved the turn back to its last user-facing state
     return tuple(path)
 

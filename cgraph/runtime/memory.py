@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from cgraph.backends.memory.policy import Memory, NewMemory, NullMemory
 from cgraph.runtime.asking import ask, build_request
 from cgraph.spec.model import TIERS, Tier
+from cgraph.spec.names import START
 
 if TYPE_CHECKING:
     from cgraph.runtime.engine import Engine
@@ -48,7 +49,7 @@ def memory_metadata(engine: Engine) -> dict[str, Any]:
     try:
         count = engine.memory.count(engine.user_id)
     except Exception as err:
-        engine.emit("memory_error", state="START", operation="count", error=_text(err))
+        engine.emit("memory_error", state=START, operation="count", error=_text(err))
         count = 0
     return {"has_memories": count > 0, "memory_count": count}
 

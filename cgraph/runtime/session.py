@@ -27,13 +27,14 @@ from cgraph.backends.llm.types import ChatModel, known_prefixes, resolve
 from cgraph.backends.memory.policy import Memory, MemoryStore, NullMemory
 from cgraph.errors import ConfigError, SessionCompleted, SessionError
 from cgraph.runtime import log_view as log
-from cgraph.runtime.engine import START, Engine
+from cgraph.runtime.engine import Engine
 from cgraph.runtime.memory import extract
 from cgraph.runtime.records import Decision, Event, TransitionRecord, Turn
 from cgraph.runtime.snapshot import Frame, Snapshot, jsonable
 from cgraph.runtime.store import SessionInfo, SessionStore, open_store
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.names import START
 
 DEFAULT_MODEL = "semantic"
 

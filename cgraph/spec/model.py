@@ -20,8 +20,6 @@ class Keywords(tuple[tuple[str, Any], ...]):
         return super().__new__(cls, sorted(keywords.items()))
 
 
-END = "END"
-FORMAT_VERSION = 1
 ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.\-]*$"
 Tier = Literal["personal", "project", "task"]
 TIERS: tuple[Tier, ...] = ("personal", "project", "task")

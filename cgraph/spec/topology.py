@@ -22,9 +22,9 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from cgraph.spec.model import END, TYPE_LETTERS, Graph, exits_of
+from cgraph.spec.model import TYPE_LETTERS, Graph, exits_of
+from cgraph.spec.names import END, START
 
-START = "START"
 ON_ERROR = "on error"
 LETTERS = frozenset(TYPE_LETTERS.values())
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"

@@ -30,6 +30,7 @@ import yaml
 
 from cgraph.backends.llm.types import LLMRequest
 from cgraph.errors import CgraphError, LLMError
+from cgraph.spec.names import bare
 
 ANY = "*"
 
@@ -94,7 +95,7 @@ class ScriptedModel:
     # ----- assertions ---------------------------------------------------------------------
 
     def requests_for(self, state: str) -> list[LLMRequest]:
-        return [r for r in self.requests if r.state == state or _bare(r.state) == state]
+        return [r for r in self.requests if r.state == state or bare(r.state) == state]
 
     def exit_enum(self, state: str) -> list[str]:
         """The exit enum of the last structured-output schema sent for `state`."""
@@ -114,16 +115,12 @@ class ScriptedModel:
         return {k: len(v) for k, v in self._queues.items() if v}
 
 
-def _bare(state: str) -> str:
-    return state.rsplit("#", 1)[-1]
-
-
 def _keys(request: LLMRequest) -> list[str]:
     if request.kind == "extract":
         return ["extract"]
     if request.kind == "start":
         return list(dict.fromkeys(["start", request.state]))
-    return list(dict.fromkeys([request.state, _bare(request.state), ANY]))
+    return list(dict.fromkeys([request.state, bare(request.state), ANY]))
 
 
 def load_script(path: str | Path) -> dict[str, Any]:

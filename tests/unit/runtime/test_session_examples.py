@@ -17,10 +17,11 @@ import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.llm.types import LLMRequest
-from cgraph.runtime.exits import SEPARATOR, check_transition
+from cgraph.runtime.exits import check_transition
 from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
-from cgraph.spec.model import END, Graph, exits_of
+from cgraph.spec.model import Graph, exits_of
+from cgraph.spec.names import END, SEPARATOR, START, bare, split
 from tests.conftest import GRAPHS
 
 EXAMPLES = sorted(GRAPHS.glob("*.yaml"))
@@ -52,9 +53,9 @@ class Walker:
         self.rotation: Counter[str] = Counter()
 
     def graph_of(self, state: str) -> Graph:
-        if SEPARATOR not in state:
+        key = split(state)[0]
+        if not key:
             return self.root
-        key = state.rsplit(SEPARATOR, 1)[0]
         assert self.root.source is not None
         return load_graph(self.root.source.parent / key)
 
@@ -103,12 +104,9 @@ def test_every_example_graph_runs_to_its_end(path: Path) -> None:
     assert stays and all(t.llm_calls == 1 for t in stays)
     for record in session.audit:  # every move the session made is one the graph declares
         source, target = record.from_state, record.to_state
-        if source == "START" or (SEPARATOR in source) != (SEPARATOR in target):
+        if source == START or (SEPARATOR in source) != (SEPARATOR in target):
             continue  # entering or leaving a sub-graph: checked by its start entries
-        key = source.rsplit(SEPARATOR, 1)[0] if SEPARATOR in source else ""
-        graph = walker.graph_of(source) if key else root
-        bare = (s.rsplit(SEPARATOR, 1)[-1] for s in (source, target))
-        check_transition(graph, *bare)
+        check_transition(walker.graph_of(source), bare(source), bare(target))
     visited = {t.to_state for t in session.audit}
     assert len(visited & set(root.states)) >= len(root.states) // 2
     failed = [e for e in session.events() if e.kind == "tool_call" and e.data["status"] == "failed"]

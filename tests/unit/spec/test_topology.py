@@ -8,7 +8,8 @@ import pytest
 
 from cgraph.spec.load import load_graph, load_graph_text
 from cgraph.spec.model import TYPE_LETTERS, Graph
-from cgraph.spec.topology import START, Edge, graph_edges, parse
+from cgraph.spec.names import START
+from cgraph.spec.topology import Edge, graph_edges, parse
 from cgraph.spec.topology import derive as derive_topology
 from tests.conftest import FIXTURES, GRAPHS, ROOT
 
