@@ -1,9 +1,11 @@
 """Accuracy and latency of the offline semantic exit chooser on the labelled set.
 
-    python bench/bench_semantic.py [--model NAME ...]
+    python bench/bench_semantic.py [--labels FILE ...] [--model NAME ...]
 
-Prints accuracy (overall, exit vs stay, just-entered, per graph) and per-decision latency
-(p50/p95, model loaded, each message embedded once). For every `--model NAME` whose
+Prints accuracy (overall, exit vs stay, just-entered, per graph, per labelled kind of
+message) and per-decision latency (p50/p95, model loaded, each message embedded once) on
+the check-in set the rule was calibrated on and on the held-out set, which was written
+before the chooser changed and is never tuned on. For every `--model NAME` whose
 credentials are present the same table is printed for that model through
 `cgraph.backends.llm.types.resolve(NAME)`; requests are built by the engine's own `build_request`.
 """
@@ -24,7 +26,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.semantic_cases import Case, load_cases, request_for
+from bench.semantic_cases import HELDOUT, LABELS, Case, load_cases, request_for
 from cgraph.backends.llm.types import ChatModel, resolve
 from cgraph.errors import CgraphError
 
@@ -55,6 +57,8 @@ def table(name: str, results: list[tuple[Case, str]], latencies: list[float]) ->
         if not case.entered:
             groups["similarity only"].append(ok)
         groups[f"graph {case.graph}"].append(ok)
+        if case.label:
+            groups[f"kind {case.label}"].append(ok)
     print(f"\n== {name}: {len(results)} labelled messages")
     figures = {}
     for key, oks in groups.items():
@@ -81,18 +85,23 @@ def has_credentials(name: str) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", default=[], help="also measure this model")
+    parser.add_argument(
+        "--labels", action="append", type=Path, help="labelled set (default: check-in, held-out)"
+    )
     args = parser.parse_args()
-    cases = load_cases()
+    sets = [(path, load_cases(path)) for path in args.labels or [LABELS, HELDOUT]]
     semantic = resolve("semantic")
     started = time.perf_counter()
-    semantic.complete(request_for(cases[0], semantic))  # loads the embedding model
+    semantic.complete(request_for(sets[0][1][0], semantic))  # loads the embedding model
     print(f"model load + first decision: {time.perf_counter() - started:.1f} s")
-    table("semantic", *evaluate(semantic, cases))
+    for path, cases in sets:
+        table(f"semantic on {path.name}", *evaluate(semantic, cases))
     for name in args.model:
         if not has_credentials(name):
             print(f"\n== {name}: skipped, no credentials in the environment")
             continue
-        table(name, *evaluate(resolve(name), cases))
+        for path, cases in sets:
+            table(f"{name} on {path.name}", *evaluate(resolve(name), cases))
 
 
 if __name__ == "__main__":
