@@ -45,6 +45,11 @@ class Case:
     """Where `graph` lies."""
 
     @property
+    def opening(self) -> bool:
+        """The conversation's first message, at the start state."""
+        return self.label == "opening"
+
+    @property
     def kind(self) -> str:
         return "stay" if self.expect == "stay" else "exit"
 
@@ -93,7 +98,8 @@ def request_for(case: Case, model: ChatModel) -> LLMRequest:
         turn=len(case.before) + 1,
         started=True,
         pending=case.message,
-        entered=case.entered,
+        # An opening message enters the start state, as in a live session.
+        entered=case.entered or case.opening,
     )
     engine = Engine(
         graph=graph, model=model, memory=NullMemory(), store=InMemorySessionStore(),
@@ -104,5 +110,5 @@ def request_for(case: Case, model: ChatModel) -> LLMRequest:
     kind: RequestKind = "action" if state.type == "action" else "decision"
     return build_request(
         engine, kind, graph=graph, state_id=case.state, state=state,
-        options=exit_options(state), allow_stay=kind == "action",
+        options=exit_options(state), allow_stay=kind == "action", opening=case.opening,
     )  # fmt: skip

@@ -93,6 +93,7 @@ def build_request(
     allow_stay: bool = False,
     history: list[dict[str, str]] | None = None,
     extra: Mapping[str, Any] | None = None,
+    opening: bool = False,
 ) -> LLMRequest:
     context = engine.template_context(graph, state_id)
     texts = state_texts(state, context)
@@ -129,6 +130,7 @@ def build_request(
         stay_prototypes=tuple(t for t in (texts["objective"], *texts["actions"]) if t),
         authored_reply=authored_reply(state, context),
         entered_this_turn=engine.snap.entered,
+        opening=opening,
         metadata=metadata,
     )
 

@@ -111,13 +111,22 @@ def _routed(engine: Engine, asked: Asked, options: tuple[ExitOption, ...]) -> Ou
 
 
 def step_action(engine: Engine, graph: Graph, state: ActionState) -> Outcome:
+    # No user-facing state before this one: the user's first message is still unanswered.
+    opening = engine.snap.last_action is None
     engine.mark_user_facing()
     here = engine.qualified()
     if state.included_contexts:
         engine.recall(here, [engine.message], state.included_contexts, graph.memory.top_k)
     options = exit_options(state)
     request = build_request(
-        engine, "action", graph=graph, state_id=here, state=state, options=options, allow_stay=True
+        engine,
+        "action",
+        graph=graph,
+        state_id=here,
+        state=state,
+        options=options,
+        allow_stay=True,
+        opening=opening,
     )
     asked = ask(engine, request)
     engine.record(asked.decision)

@@ -143,8 +143,9 @@ class SemanticModel:
 
     def _action(self, request: LLMRequest) -> dict[str, Any]:
         stay = {"exit": STAY, "reply": request.authored_reply}
-        if request.entered_this_turn or not request.user_messages or not request.options:
-            why = "just entered this state" if request.entered_this_turn else "nothing to match"
+        just_entered = request.entered_this_turn and not request.opening
+        if just_entered or not request.user_messages or not request.options:
+            why = "just entered this state" if just_entered else "nothing to match"
             return {**stay, "reason": why, "scores": {}}
         message = request.user_messages[-1]
         scores = self.exit_scores(message, request.options)

@@ -58,6 +58,9 @@ class LLMRequest:
     """The state's authored text (`say:` rendered, or its actions) for models that cannot write."""
     entered_this_turn: bool = False
     """True when the newest user message already moved the conversation into this state."""
+    opening: bool = False
+    """The newest user message opens the conversation and no state has answered it yet: it
+    is judged against this state's exits although the state was entered this turn."""
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -7,9 +7,11 @@ import json
 import pytest
 
 from bench.semantic_cases import load_cases, request_for
+from cgraph import Session
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.semantic import SemanticModel, counts_as_answer, extract_memories, polarity
 from cgraph.backends.llm.types import ExitOption, LLMRequest, resolve
+from tests.conftest import ROOT
 
 # Measured with bench/bench_semantic.py: 127/134 (94.8%) overall — 83/86 on the check-in the
 # rule was calibrated on, 44/48 (91.7%) on the other example graphs (75% before questions
@@ -134,3 +136,21 @@ def test_a_request_phrased_as_a_question_takes_its_exit(model: SemanticModel) ->
     assert answer["exit"] == "go"
     unclear = json.loads(model.complete(_request(user_messages=("What do you mean?",))))
     assert unclear["exit"] == "stay"
+
+
+def test_an_opening_message_is_judged_against_the_start_states_exits(
+    model: SemanticModel,
+) -> None:
+    checkin = ROOT / "graphs" / "medical_checkin.yaml"
+    ready = Session.start(checkin, model=model)
+    ready.send("Hi Ava, yes, I'm all set, let's begin.")
+    # The opening answered the greeting; the next state, entered by it, still asks its own.
+    assert ready.state == "medication_adherence_check"
+    greeting = Session.start(checkin, model=model)
+    greeting.send("Hello there.")
+    assert greeting.state == "welcome_patient"
+
+
+def test_only_the_first_user_facing_state_hears_the_opening(model: SemanticModel) -> None:
+    request = _request(user_messages=("Yes, I'm ready.",), entered_this_turn=True, opening=True)
+    assert json.loads(model.complete(request))["exit"] == "go"
