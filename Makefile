@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install demo test check lint-graphs schema bench clean
+.PHONY: install demo test check lint-graphs schema bench clean graphviz
 
 install: $(STAMP)
 
@@ -22,8 +22,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/cgraph run graphs/medical_checkin.yaml
 
-test: $(STAMP)
+# `cgraph render`, `--html` and their tests draw with Graphviz: install it when it is missing.
+test: $(STAMP) graphviz
 	$(BIN)/pytest -n 2 -q
+
+graphviz:
+	@command -v dot >/dev/null || (apt-get update -qq && apt-get install -y -qq graphviz) \
+	  || { echo "make: Graphviz's \`dot\` is missing; install the graphviz package" >&2; exit 1; }
 
 check: $(STAMP)
 	$(BIN)/ruff check cgraph tests bench
@@ -35,6 +40,8 @@ check: $(STAMP)
 schema: $(STAMP)
 	$(BIN)/python -m cgraph.spec.schema > schemas/context-graph.schema.json
 	cp schemas/context-graph.schema.json cgraph/spec/data/context-graph.schema.json
+	$(BIN)/python -m cgraph.spec.testfile > schemas/cgraph-test.schema.json
+	cp schemas/cgraph-test.schema.json cgraph/spec/data/cgraph-test.schema.json
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[dev,bench]"

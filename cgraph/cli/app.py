@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from cgraph.cli.memory import memory_app
+from cgraph.cli.test import test as test_command
 
 app = typer.Typer(
     name="cgraph",
@@ -24,6 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(memory_app, name="memory")
+app.command(name="test")(test_command)
 
 
 @app.command()

@@ -25,6 +25,7 @@ from cgraph.lint.topology import check_topology
 from cgraph.spec.load import parse_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.read import Document, read_file
+from cgraph.spec.testfile import looks_like_tests, parse_tests
 from cgraph.spec.topology import derive
 from cgraph.spec.topology import mermaid as draw_mermaid
 
@@ -33,7 +34,10 @@ Check = Callable[[GraphContext], Iterable[Diagnostic]]
 CHECKS: tuple[Check, ...] = (check_graph, check_tools, check_templates, check_topology)
 """The checks run on every graph that parses, in order."""
 # A folder walk lints files with a top-level `cgraph:` key; others are skipped with a note.
-_GRAPH_KEY = re.compile(r"""^(?:["']?cgraph["']?\s*:|\s*\{?\s*"cgraph"\s*:)""", re.MULTILINE)
+# Conversation tests (`cgraph-test:`) are linted against their own schema.
+_GRAPH_KEY = re.compile(
+    r"""^(?:["']?cgraph(?:-test)?["']?\s*:|\s*\{?\s*"cgraph(?:-test)?"\s*:)""", re.MULTILINE
+)
 _SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 
 
@@ -100,6 +104,8 @@ class _Linter:
         return outcome
 
     def _check(self, path: Path, doc: Document) -> tuple[_Outcome, list[Diagnostic]]:
+        if looks_like_tests(doc.data):
+            return _Outcome(None), parse_tests(doc)[1]
         graph, diagnostics = parse_graph(doc)
         if graph is None:
             return _Outcome(None), diagnostics

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache, partial
+from types import ModuleType
 from typing import Any
 
 from cgraph.diagnostics import DataPath
@@ -86,13 +87,19 @@ def conform(data: Any) -> tuple[model.Graph | None, list[Violation]]:
 
 @cache
 def _graph_check() -> Check:
-    schema = published()
-    return _Compiler(schema.get("$defs", {})).compile(schema, model.Graph)
+    return compile_schema(published(), model, model.Graph)
+
+
+def compile_schema(schema: dict[str, Any], models: ModuleType, root: type) -> Check:
+    """A check that validates data against `schema` and builds `root` (and the dataclasses
+    of `models` its `$ref`s name); `conform` is this for the context-graph format."""
+    return _Compiler(schema.get("$defs", {}), models).compile(schema, root)
 
 
 class _Compiler:
-    def __init__(self, defs: dict[str, Any]) -> None:
+    def __init__(self, defs: dict[str, Any], models: ModuleType) -> None:
         self.defs = defs
+        self.models = models
         self.refs: dict[str, Check] = {}
 
     def compile(self, schema: dict[str, Any], build: type | None = None) -> Check:
@@ -129,7 +136,7 @@ class _Compiler:
             # Registered before compiling, so a definition may refer to itself.
             compiled: list[Check] = []
             self.refs[name] = lambda value, path, out: compiled[0](value, path, out)
-            compiled.append(self.compile(self.defs[name], getattr(model, name)))
+            compiled.append(self.compile(self.defs[name], getattr(self.models, name)))
         return self.refs[name]
 
     def object_check(self, schema: dict[str, Any], build: type | None) -> Check:

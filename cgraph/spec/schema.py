@@ -10,7 +10,7 @@ import json
 from dataclasses import MISSING, Field, asdict, fields, is_dataclass
 from functools import cache
 from pathlib import Path
-from types import UnionType
+from types import ModuleType, UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 SCHEMA_ID = "https://cgraph.dev/schemas/context-graph.schema.json"
@@ -18,16 +18,21 @@ SCHEMA_ID = "https://cgraph.dev/schemas/context-graph.schema.json"
 
 def generate() -> dict[str, Any]:
     """Build the schema from the models (used by `make schema` and the drift test)."""
-    import inspect  # generation only: `cgraph lint` reads the shipped schema
-
     from cgraph.spec import model
 
-    builder = _Builder(_attribute_docs(inspect.getsource(model)))
-    body = builder.object_schema(model.Graph)
+    return schema_of(model, model.Graph, SCHEMA_ID, "cgraph context graph")
+
+
+def schema_of(module: ModuleType, root: type, schema_id: str, title: str) -> dict[str, Any]:
+    """The JSON Schema of dataclass `root`, its field docstrings read from `module`'s source."""
+    import inspect  # generation only: `cgraph lint` reads the shipped schema
+
+    builder = _Builder(_attribute_docs(inspect.getsource(module)))
+    body = builder.object_schema(root)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        "title": "cgraph context graph",
+        "$id": schema_id,
+        "title": title,
         "$defs": dict(sorted(builder.defs.items())),
         **{k: v for k, v in body.items() if k != "title"},
     }
@@ -43,7 +48,7 @@ _SCALARS: dict[Any, str] = {
 
 
 class _Builder:
-    """Python types of the dataclasses in `cgraph.spec.model` → JSON Schema, `$defs` shared."""
+    """Python types of a module's dataclasses → JSON Schema, `$defs` shared."""
 
     def __init__(self, docs: dict[str, dict[str, str]]) -> None:
         self.docs = docs
@@ -168,11 +173,11 @@ def _attribute_docs(source: str) -> dict[str, dict[str, str]]:
 
 
 @cache
-def published() -> dict[str, Any]:
-    """The schema shipped inside the package."""
+def published(name: str = "context-graph.schema.json") -> dict[str, Any]:
+    """A schema shipped inside the package (the context graph's, unless `name` says)."""
     # A plain file beside the module: importing `importlib.resources` would cost `cgraph lint`
     # about 1.5% of its start.
-    text = (Path(__file__).parent / "data" / "context-graph.schema.json").read_text("utf-8")
+    text = (Path(__file__).parent / "data" / name).read_text("utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from cgraph.spec import model
 from cgraph.spec.conform import _Compiler, conform
 from cgraph.spec.load import load_graph_text
 from cgraph.spec.model import ActionState, ExitCondition, Graph
@@ -136,4 +137,4 @@ def test_numbers_take_the_field_type_and_an_id_ends_at_its_last_character() -> N
 
 def test_a_keyword_the_checker_does_not_know_fails_at_compile_time() -> None:
     with pytest.raises(ValueError, match="format"):
-        _Compiler({}).compile({"type": "string", "format": "email"})
+        _Compiler({}, model).compile({"type": "string", "format": "email"})

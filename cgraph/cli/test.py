@@ -1,0 +1,72 @@
+"""`cgraph test`: run conversation tests, report them, and map the result to an exit code."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+class TestFormat(StrEnum):
+    """Output formats of `cgraph test` (the names of `cgraph.testing.reporters.REPORTERS`)."""
+
+    text = "text"
+    json = "json"
+    junit = "junit"
+    github = "github"
+
+
+TestFormat.__test__ = False  # type: ignore[attr-defined]  # not a pytest class
+
+
+def test(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Test files and folders (searched for *.test.yaml). Default: the current folder.",
+            show_default=False,
+            metavar="PATH",
+        ),
+    ] = None,
+    pattern: Annotated[
+        list[str] | None,
+        typer.Option("-k", help="Only cases whose name contains this (or globs); repeatable."),
+    ] = None,
+    exitfirst: Annotated[bool, typer.Option("-x", help="Stop at the first failure.")] = False,
+    model: Annotated[str | None, typer.Option(help="Override every file's model.")] = None,
+    output: Annotated[
+        TestFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = TestFormat.text,
+    coverage: Annotated[
+        bool, typer.Option("--coverage", help="Report the states entered and exits taken.")
+    ] = False,
+    fail_under: Annotated[
+        float | None,
+        typer.Option(help="Fail when a graph's exit coverage is below this percent."),
+    ] = None,
+    html: Annotated[
+        Path | None, typer.Option(help="Write a self-contained HTML report to this file.")
+    ] = None,
+    record: Annotated[
+        Path | None,
+        typer.Option(help="Save each file's model exchanges to DIR/<name>.jsonl for replay."),
+    ] = None,
+) -> None:
+    """Run conversation tests: exit 0 when all pass, 1 on a failure, 2 on a file error."""
+    from cgraph.testing.suite import TestRequest, run_tests
+
+    request = TestRequest(
+        paths=tuple(paths or [Path()]),
+        patterns=tuple(pattern or ()),
+        stop_first=exitfirst,
+        model=model,
+        output=output.value,
+        coverage=coverage or fail_under is not None,
+        fail_under=fail_under,
+        html=html,
+        record=record,
+    )
+    raise typer.Exit(run_tests(request, sys.stdout, sys.stderr))

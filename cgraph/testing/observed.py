@@ -1,0 +1,64 @@
+"""What one turn did, as plain data the expectations are checked against."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cgraph.runtime.records import Decision, Turn
+from cgraph.spec.model import END
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """One turn as a test sees it: `state` is `END` once the conversation is over."""
+
+    user: str
+    reply: str
+    state: str
+    path: tuple[str, ...]
+    exits: tuple[tuple[str, str], ...]
+    """(state, exit id) of every exit taken, in order."""
+    variables: dict[str, Any]
+    annotations: tuple[str, ...]
+    recalled: tuple[str, ...]
+    completed: bool
+    fallback: bool
+    guard: str | None
+    decisions: tuple[Decision, ...]
+
+    def exit_names(self) -> list[str]:
+        return [f"{state} -> {exit_id}" for state, exit_id in self.exits]
+
+
+def observe(turn: Turn, variables: dict[str, Any], annotations: list[str]) -> Observed:
+    """The turn from `Session.send` with the session's variables and tags after it."""
+    return Observed(
+        user=turn.user,
+        reply=turn.reply,
+        state=END if turn.completed else turn.state,
+        path=turn.path,
+        exits=tuple((t.from_state, t.exit_id) for t in turn.transitions),
+        variables=variables,
+        annotations=tuple(annotations),
+        recalled=tuple(m.text for m in turn.recalled),
+        completed=turn.completed,
+        fallback=turn.fallback,
+        guard=turn.guard,
+        decisions=turn.decisions,
+    )
+
+
+def why(observed: Observed) -> list[str]:
+    """The turn's `/why`: each decision's choice, candidates with scores, and reason."""
+    lines = []
+    for d in observed.decisions:
+        scored = ", ".join(_candidate(c, d.scores.get(c)) for c in d.candidates)
+        lines.append(f"{d.state} ({d.kind}) chose {d.chosen}: {scored}")
+        if d.reason:
+            lines.append(f"  reason: {d.reason}")
+    return lines
+
+
+def _candidate(name: str, score: float | None) -> str:
+    return name if score is None else f"{name} {score:.3f}"

@@ -1,0 +1,204 @@
+"""Reporters of a test run: one ABC, a name → class table, one class per format.
+
+Text and GitHub print each run as it finishes (`started`/`run`), then a closing; JSON and
+JUnit write one document at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from typing import IO, Any
+from xml.sax.saxutils import escape, quoteattr
+
+from cgraph.testing.coverage import GraphCoverage
+from cgraph.testing.explain import failure_lines
+from cgraph.testing.runner import FileResult, RunResult, count
+
+
+class Reporter(ABC):
+    """Writes a test run to `out`."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+
+    def run(self, result: RunResult) -> None:  # noqa: B027 - most formats print at the end
+        """One run has finished (streamed formats print it now)."""
+
+    @abstractmethod
+    def finish(self, results: list[FileResult], covered: list[GraphCoverage] | None) -> None:
+        """Every file has run; `covered` is given with `--coverage`."""
+
+
+def summary(results: list[FileResult]) -> str:
+    """`N passed, N failed` and `, N skipped` when some were: the closing line."""
+    passed, failed, skipped = count(results)
+    line = f"{passed} passed, {failed} failed"
+    return line + (f", {skipped} skipped" if skipped else "")
+
+
+def file_problems(results: list[FileResult]) -> list[str]:
+    return [d.render() for r in results for d in r.problems]
+
+
+class TextReporter(Reporter):
+    """`✓ name (0.12s)` per run, a located diff per failure, the coverage table, a summary."""
+
+    def run(self, result: RunResult) -> None:
+        mark = "✓" if result.passed else "✗"
+        self.out.write(f"{mark} {result.file.name}: {result.name} ({result.seconds:.2f}s)\n")
+        for line in run_failure(result):
+            self.out.write(f"    {line}\n")
+        self.out.flush()
+
+    def finish(self, results: list[FileResult], covered: list[GraphCoverage] | None) -> None:
+        for line in file_problems(results):
+            self.out.write(line + "\n")
+        if covered is not None:
+            self.out.write(coverage_table(covered))
+        self.out.write(summary(results) + "\n")
+
+
+def run_failure(result: RunResult) -> list[str]:
+    """The lines explaining a failed run (none for a passed one)."""
+    lines = [f"error: {result.error}"] if result.error else []
+    for turn in result.turns:
+        if turn.mismatches:
+            lines += failure_lines(turn, turn.observed.user)
+    return lines
+
+
+def coverage_table(covered: list[GraphCoverage]) -> str:
+    """The coverage table, then a located line for every exit no case takes."""
+    rows = [("graph", "states", "exits", "cover")]
+    for c in covered:
+        states = f"{len(c.entered)}/{len(c.states)}"
+        exits = f"{len(c.taken)}/{len(c.exits)}"
+        rows.append((str(c.graph), states, exits, f"{c.percent:.0f}%"))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = [
+        "  ".join(_cell(v, w, i) for i, (v, w) in enumerate(zip(row, widths, strict=True)))
+        for row in rows
+    ]
+    for c in covered:
+        for u in c.uncovered:
+            lines.append(f"{c.graph}:{u.line}:{u.column} exit `{u.exit}` of `{u.state}` not taken")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value: str, width: int, index: int) -> str:
+    return value.ljust(width) if index == 0 else value.rjust(width)
+
+
+class JsonReporter(Reporter):
+    """One JSON object: every run with its turns, the coverage, and the counts."""
+
+    def finish(self, results: list[FileResult], covered: list[GraphCoverage] | None) -> None:
+        passed, failed, skipped = count(results)
+        document: dict[str, Any] = {
+            "runs": [run_json(r) for f in results for r in f.runs],
+            "problems": [d.as_dict() for f in results for d in f.problems],
+            "passed": passed,
+            "failed": failed,
+            "skipped": skipped,
+        }
+        if covered is not None:
+            document["coverage"] = [c.as_json() for c in covered]
+        json.dump(document, self.out, indent=2, ensure_ascii=False)
+        self.out.write("\n")
+
+
+def run_json(result: RunResult) -> dict[str, Any]:
+    return {
+        "file": str(result.file),
+        "name": result.name,
+        "passed": result.passed,
+        "seconds": round(result.seconds, 4),
+        "error": result.error,
+        "failure": run_failure(result),
+        "turns": [
+            {
+                "user": t.observed.user,
+                "reply": t.observed.reply,
+                "state": t.observed.state,
+                "path": list(t.observed.path),
+                "exits": t.observed.exit_names(),
+                "mismatches": [m.message for m in t.mismatches],
+            }
+            for t in result.turns
+        ],
+    }
+
+
+class JUnitReporter(Reporter):
+    """JUnit XML: a testsuite per file, a testcase per run, the failure's lines as text."""
+
+    def finish(self, results: list[FileResult], covered: list[GraphCoverage] | None) -> None:
+        passed, failed, _ = count(results)
+        self.out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+        total = passed + failed
+        self.out.write(f'<testsuites name="cgraph" tests="{total}" failures="{failed}">\n')
+        for f in results:
+            self._suite(f)
+        self.out.write("</testsuites>\n")
+
+    def _suite(self, result: FileResult) -> None:
+        failed = sum(not r.passed for r in result.runs) + (1 if result.problems else 0)
+        name = quoteattr(str(result.file))
+        head = f'  <testsuite name={name} tests="{len(result.runs)}" failures="{failed}"'
+        self.out.write(f'{head} skipped="{result.skipped}">\n')
+        for problem in result.problems:
+            message = quoteattr(problem.message)
+            self.out.write(
+                f'    <testcase name="load" classname={name}>'
+                f"<failure message={message}>{escape(problem.render())}</failure>"
+                "</testcase>\n"
+            )
+        for run in result.runs:
+            self.out.write(
+                f"    <testcase name={quoteattr(run.name)} classname={name} "
+                f'time="{run.seconds:.3f}"'
+            )
+            if run.passed:
+                self.out.write("/>\n")
+                continue
+            text = escape("\n".join(run_failure(run)))
+            first = quoteattr(run_failure(run)[0])
+            self.out.write(f"><failure message={first}>{text}</failure></testcase>\n")
+        self.out.write("  </testsuite>\n")
+
+
+class GithubReporter(Reporter):
+    """GitHub Actions workflow commands: an `::error` per failed run and uncovered exit."""
+
+    def run(self, result: RunResult) -> None:
+        if result.passed:
+            return
+        lines = run_failure(result)
+        message = "%0A".join(_gh(line) for line in lines)
+        self.out.write(f"::error file={result.file},title={_gh(result.name)}::{message}\n")
+
+    def finish(self, results: list[FileResult], covered: list[GraphCoverage] | None) -> None:
+        for f in results:
+            for d in f.problems:
+                where = f"file={d.file},line={d.line},col={d.column}"
+                self.out.write(f"::error {where},title={d.code}::{_gh(d.message)}\n")
+        for c in covered or ():
+            for u in c.uncovered:
+                where = f"file={c.graph},line={u.line},col={u.column}"
+                text = f"exit `{u.exit}` of `{u.state}` is taken by no test case"
+                self.out.write(f"::warning {where},title=uncovered exit::{text}\n")
+        self.out.write(summary(results) + "\n")
+
+
+def _gh(text: str) -> str:
+    """Escaped for a workflow command's message."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+REPORTERS: dict[str, type[Reporter]] = {
+    "text": TextReporter,
+    "json": JsonReporter,
+    "junit": JUnitReporter,
+    "github": GithubReporter,
+}

@@ -1,0 +1,223 @@
+"""Run test files: each run in a fresh in-memory session, every turn checked.
+
+The model is resolved once per name for the whole process (the semantic model loads its
+embedding model once), so a file of many cases costs little more than its turns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cgraph.backends.llm.types import ChatModel
+from cgraph.backends.memory.policy import MemoryStore, NewMemory, NullMemory
+from cgraph.diagnostics import Diagnostic, has_errors
+from cgraph.errors import CgraphError, GraphError
+from cgraph.runtime.session import Session, resolve_model
+from cgraph.spec.load import load_graph
+from cgraph.spec.model import Graph
+from cgraph.spec.testfile import Scripted, TestFile
+from cgraph.testing.cases import Run, expand, find_files, load, selected
+from cgraph.testing.expectations import Mismatch, check
+from cgraph.testing.observed import Observed, observe, why
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """One turn of a run: what was seen, and the expectations it broke."""
+
+    number: int
+    observed: Observed
+    mismatches: tuple[Mismatch, ...] = ()
+
+    @property
+    def why(self) -> list[str]:
+        return why(self.observed)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """One reported line: a case with one choice of phrasings."""
+
+    file: Path
+    graph: Path
+    name: str
+    seconds: float
+    turns: tuple[TurnResult, ...]
+    error: str | None = None
+    """A failure that is no expectation (the model or a tool raised)."""
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and not any(t.mismatches for t in self.turns)
+
+
+@dataclass
+class FileResult:
+    """A test file's runs, or the problems that kept it from running."""
+
+    file: Path
+    graph: Path | None = None
+    graph_spec: Graph | None = None
+    runs: list[RunResult] = field(default_factory=list)
+    problems: list[Diagnostic] = field(default_factory=list)
+    skipped: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What `cgraph test` was asked, as plain data."""
+
+    patterns: tuple[str, ...] = ()
+    model: str | None = None
+    stop_first: bool = False
+    record: Path | None = None
+
+
+class Runner:
+    """Runs files in order; models are made once per name."""
+
+    def __init__(self, options: Options, on_run: Callable[[RunResult], None] | None = None):
+        self.options = options
+        self.on_run = on_run or (lambda result: None)
+        self._models: dict[str, ChatModel] = {}
+        self.stopped = False
+
+    def run_paths(self, paths: Iterable[str | Path]) -> list[FileResult]:
+        results = []
+        for path in find_files(paths):
+            if self.stopped:
+                break
+            results.append(self.run_file(path))
+        return results
+
+    def run_file(self, path: Path) -> FileResult:
+        result = FileResult(path)
+        try:
+            tests, problems = load(path)
+        except GraphError as err:
+            result.problems.append(_problem(path, err.message))
+            return result
+        result.problems.extend(problems)
+        if tests is None:
+            return result
+        result.graph = tests.graph_path
+        try:
+            result.graph_spec = load_graph(tests.graph_path)
+            model = self._model(tests, result.graph_spec)
+        except GraphError as err:
+            result.problems.extend(err.diagnostics or [_problem(path, err.message)])
+            return result
+        except CgraphError as err:
+            result.problems.append(_problem(path, err.message))
+            return result
+        self._run_cases(tests, result, model)
+        return result
+
+    def _run_cases(self, tests: TestFile, result: FileResult, model: ChatModel) -> None:
+        assert result.graph_spec is not None and result.graph is not None
+        memory = _memory(tests)
+        for case in tests.cases:
+            for run in expand(case):
+                if not selected(run, self.options.patterns):
+                    result.skipped += 1
+                    continue
+                done = run_one(tests, result.graph_spec, model, memory, run, result.graph)
+                result.runs.append(done)
+                self.on_run(done)
+                if self.options.stop_first and not done.passed:
+                    self.stopped = True
+                    return
+
+    def _model(self, tests: TestFile, graph: Graph) -> ChatModel:
+        if self.options.model is None and isinstance(tests.model, Scripted):
+            from cgraph.backends.llm.scripted import ScriptedModel
+
+            return ScriptedModel(tests.model.scripted)
+        name = self.options.model or str(tests.model)
+        if self.options.record is not None:
+            return _recording(name, graph, tests, self.options.record)
+        if name != "semantic":  # replay and scripted models keep a position: one per file
+            return resolve_model(_relative(name, tests), graph, None)
+        if name not in self._models:
+            self._models[name] = resolve_model(name, graph, None)
+        return self._models[name]
+
+
+def run_one(
+    tests: TestFile, graph: Graph, model: ChatModel, memory: MemoryStore, run: Run, path: Path
+) -> RunResult:
+    """One run in a fresh in-memory session; it stops at the first turn that fails."""
+    began = time.perf_counter()
+    turns: list[TurnResult] = []
+    error = None
+    try:
+        session = _session(tests, graph, model, memory, run)
+        for number, step in enumerate(run.steps, start=1):
+            turn = session.send(step.user)
+            seen = observe(turn, session.variables, session.annotations)
+            turns.append(TurnResult(number, seen, tuple(check(step.expect, seen))))
+            if turns[-1].mismatches:
+                break
+    except CgraphError as err:
+        error = f"turn {len(turns) + 1}: {err.message}"
+    seconds = time.perf_counter() - began
+    file = tests.source or Path("<tests>")
+    return RunResult(file, path, run.name, seconds, tuple(turns), error)
+
+
+def _session(
+    tests: TestFile, graph: Graph, model: ChatModel, memory: MemoryStore, run: Run
+) -> Session:
+    start = run.case.start
+    variables = {**tests.variables, **(start.variables if start else {})}
+    memory.delete(tests.user)
+    if tests.memories:
+        memory.add(tests.user, [NewMemory(m.text, m.tier) for m in tests.memories])
+    state = start.state if start else None
+    return Session.start(
+        graph, model=model, user_id=tests.user, memory=memory, state=state, variables=variables
+    )
+
+
+def _memory(tests: TestFile) -> MemoryStore:
+    """An in-process Chroma store when the file seeds memories; none otherwise."""
+    if not tests.memories:
+        return NullMemory()
+    from cgraph.backends.embed import shared_embedder
+    from cgraph.backends.memory.chroma import ChromaMemory
+
+    return ChromaMemory(path=None, host=None, embedder=shared_embedder())
+
+
+def _relative(name: str, tests: TestFile) -> str:
+    """`replay:FILE` and `scripted:FILE` name files relative to the test file."""
+    prefix, colon, rest = name.partition(":")
+    if prefix in ("replay", "scripted") and colon and rest and tests.source is not None:
+        return f"{prefix}:{tests.source.parent / rest}"
+    return name
+
+
+def _recording(name: str, graph: Graph, tests: TestFile, folder: Path) -> ChatModel:
+    from cgraph.backends.llm.replay import RecordingModel
+
+    file = tests.source or Path("tests")
+    cassette = folder / (file.name.split(".")[0] + ".jsonl")
+    cassette.unlink(missing_ok=True)
+    return RecordingModel(resolve_model(name, graph, None), cassette)
+
+
+def _problem(path: Path, message: str) -> Diagnostic:
+    from cgraph.diagnostics import Severity
+
+    return Diagnostic(str(path), 1, 1, Severity.ERROR, "test-file", message)
+
+
+def count(results: Sequence[FileResult]) -> tuple[int, int, int]:
+    """(passed, failed, skipped) over every run; a file that could not run fails once."""
+    runs = [r for f in results for r in f.runs]
+    passed = sum(r.passed for r in runs)
+    broken = sum(1 for f in results if has_errors(f.problems) and not f.runs)
+    return passed, len(runs) - passed + broken, sum(f.skipped for f in results)

@@ -1,0 +1,70 @@
+"""One `cgraph test` invocation as a library call: run, report, judge coverage, exit code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from cgraph.diagnostics import has_errors
+from cgraph.testing.coverage import GraphCoverage, coverage
+from cgraph.testing.reporters import REPORTERS
+from cgraph.testing.runner import FileResult, Options, Runner, count
+
+PASSED, FAILED, USAGE = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class TestRequest:
+    """What `cgraph test` was asked, parsed from its options."""
+
+    paths: tuple[Path, ...]
+    patterns: tuple[str, ...] = ()
+    stop_first: bool = False
+    model: str | None = None
+    output: str = "text"
+    coverage: bool = False
+    fail_under: float | None = None
+    html: Path | None = None
+    record: Path | None = None
+
+
+TestRequest.__test__ = False  # type: ignore[attr-defined]  # not a pytest class
+
+
+def run_tests(request: TestRequest, out: IO[str], err: IO[str]) -> int:
+    """Run every test file under `request.paths`; the exit code of `cgraph test`."""
+    missing = [p for p in request.paths if not p.exists()]
+    if missing:
+        for path in missing:
+            err.write(f"error: {path}: no such file or folder\n")
+        return USAGE
+    reporter = REPORTERS[request.output](out)
+    options = Options(request.patterns, request.model, request.stop_first, request.record)
+    results = Runner(options, on_run=reporter.run).run_paths(request.paths)
+    if not results:
+        err.write(f"error: no *.test.yaml files under {', '.join(map(str, request.paths))}\n")
+        return USAGE
+    covered = coverage(results) if request.coverage else None
+    reporter.finish(results, covered)
+    if request.html is not None:
+        from cgraph.testing.html import write_report
+
+        write_report(request.html, results, covered or coverage(results))
+        err.write(f"report: {request.html}\n")
+    return _exit_code(results, covered, request.fail_under, err)
+
+
+def _exit_code(
+    results: list[FileResult],
+    covered: list[GraphCoverage] | None,
+    floor: float | None,
+    err: IO[str],
+) -> int:
+    if any(has_errors(f.problems) for f in results):
+        return USAGE
+    _, failed, _ = count(results)
+    low = [c for c in covered or () if floor is not None and c.percent < floor]
+    for c in low:
+        err.write(f"coverage: {c.graph} takes {c.percent:.1f}% of its exits, under {floor:g}%\n")
+    return FAILED if failed or low else PASSED
