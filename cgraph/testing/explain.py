@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 
+from cgraph.spec.names import START
 from cgraph.testing.expectations import Mismatch
 from cgraph.testing.runner import TurnResult
 
@@ -20,7 +21,7 @@ def divergence(turn: TurnResult) -> str:
             return f"in state `{seen.path[-1]}`: expected exit `{wanted[len(seen.path)]}`, stayed"
     target = next((str(m.expected) for m in turn.mismatches if m.key == "state"), None)
     toward = f"; expected to reach `{target}`" if target else ""
-    exits = [(s, e) for s, e in seen.exits if s != "START"]
+    exits = [(s, e) for s, e in seen.exits if s != START]
     if not exits:
         state = seen.path[-1] if seen.path else seen.state
         return f"in state `{state}`: no exit taken, the turn stayed{toward}"

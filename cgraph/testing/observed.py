@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cgraph.runtime.records import Decision, Turn
-from cgraph.spec.model import END
+from cgraph.spec.names import END
 
 
 @dataclass(frozen=True, slots=True)
