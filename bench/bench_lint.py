@@ -9,6 +9,8 @@
 2. A generated 10,000-state graph (~5.6 MB): the whole `cgraph lint` command against
    bare `yaml.compose(text, Loader=yaml.CSafeLoader)` on the same file (aim: <= 1.5x),
    and check-jsonschema on it.
+3. One state with 50,000 exits (each to its own state): `cgraph lint` against
+   `yaml.compose` of the same file, so a check quadratic in one state's exits shows.
 
 cgraph's bytecode is compiled first, as an install does. Runs are interleaved and the
 median is reported, so a busy machine slows every contender alike. Wall-clock times;
@@ -31,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gen_graph import write  # noqa: E402
+from gen_graph import generate_wide, write  # noqa: E402
 
 BIN = Path(sys.executable).parent
 CGRAPH = str(BIN / "cgraph")
@@ -174,14 +176,35 @@ def large_graph(states: int, runs: int) -> None:
         print("   (check-jsonschema is not installed: its column is skipped)")
 
 
+def wide_state(exits: int, runs: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "wide.yaml")
+        path.write_text(generate_wide(exits), encoding="utf-8")
+        file = str(path)
+        contenders: dict[str, Callable[[], float]] = {
+            "cgraph lint (whole command)": lambda: wall([CGRAPH, "lint", file]),
+            "yaml.compose, CSafeLoader": lambda: reported(
+                [sys.executable, "-c", COMPOSE, file, "gc"]
+            ),
+        }
+        medians = interleave(contenders, runs)
+    base = medians["yaml.compose, CSafeLoader"]
+    print(f"\n3. one state with {exits:,} exits (median of {runs} runs)")
+    for name, seconds in medians.items():
+        print(f"   {name:<38} {seconds:8.2f} s    {seconds / base:5.2f}x compose")
+    print(f"   => cgraph lint / yaml.compose = {medians['cgraph lint (whole command)'] / base:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--large-runs", type=int, default=3)
     parser.add_argument("--states", type=int, default=10_000)
+    parser.add_argument("--exits", type=int, default=50_000)
     args = parser.parse_args()
     cold_start(args.runs)
     large_graph(args.states, args.large_runs)
+    wide_state(args.exits, args.large_runs)
 
 
 if __name__ == "__main__":

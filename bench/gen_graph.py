@@ -85,6 +85,21 @@ def generate(count: int) -> str:
     return "".join(parts)
 
 
+def generate_wide(exits: int) -> str:
+    """One decision state with `exits` exits, each to its own reflection state."""
+    parts = [
+        "cgraph: 1\nname: wide\nstart: hub\nstates:\n",
+        "  hub:\n    type: decision\n    objective: Route to one of many cases.\n",
+        "    exit_conditions:\n",
+    ]
+    parts.extend(f"      - {{description: case {i}, next_state: s{i}}}\n" for i in range(exits))
+    parts.extend(
+        f"  s{i}:\n    type: reflection\n    objective: Think.\n    next_state: END\n"
+        for i in range(exits)
+    )
+    return "".join(parts)
+
+
 def write(count: int, folder: Path) -> Path:
     path = folder / f"generated_{count}.yaml"
     path.write_text(generate(count), encoding="utf-8")

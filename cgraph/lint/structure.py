@@ -133,7 +133,10 @@ def check_reachability(ctx: GraphContext) -> Iterator[Diagnostic]:
         for nxt in nexts:
             preds.setdefault(nxt, []).append(name)
     # A state with a dangling target already has an error; count it as finishing.
-    dangling = [n for n, found in ctx.edges.items() if any(t not in succ[n] for t, _ in found)]
+    states = graph.states
+    dangling = [
+        n for n, found in ctx.edges.items() if any(t not in states and t != END for t, _ in found)
+    ]
     finishing = _reach([END, *dangling], preds)
     for name in graph.states:
         if name not in reached:
