@@ -1,26 +1,31 @@
 """Jinja checks: every templated text must parse, and use only names that exist.
 
-Only strings holding `{{`, `{%` or `{#` are parsed. Parsing is cached by the template's
-*skeleton* (its tags without the text between them): names and syntax depend only on
-the tags, and graphs repeat the same few tags in thousands of sentences.
+Only strings holding `{{`, `{%` or `{#` are parsed, and nothing is ever compiled or run
+(`cgraph.lint.template_ast`). Parsing is cached by the template's *skeleton* (its tags
+without the text between them): names and syntax depend only on the tags, and graphs
+repeat the same few tags in thousands of sentences. A text whose tags cannot be cut out
+with certainty (an unclosed tag, a quote or brace inside one) is parsed whole.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import TemplateSyntaxError, meta
-
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
+from cgraph.lint.template_ast import TemplateProblem, read_names
 from cgraph.spec.load import did_you_mean
 from cgraph.spec.read import Document
 from cgraph.spec.templating import BUILTIN_NAMES, is_template, text_env
 
 _TAGS = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
+# Inside a tag, a quote or a brace may hide the closer (`{{ "}}" }}`, `{{ {'a': {}} }}`):
+# such a tag's end is only known to Jinja's lexer, so the whole text is parsed.
+_TAG_INNER_UNSURE = re.compile(r"[\"'{}]")
 # Keys whose values are ids, tags or example utterances, never rendered as templates.
 _NOT_TEMPLATES = frozenset(
     {
@@ -41,20 +46,39 @@ _NOT_TEMPLATES = frozenset(
 )
 
 
+Analysis = tuple[tuple[int, str] | None, frozenset[str]]
+
+
 @lru_cache(maxsize=8192)
-def analyse(source: str) -> tuple[tuple[int, str] | None, frozenset[str]]:
-    """(line and message of a syntax error, or None; names the template reads)."""
-    env = text_env()
+def analyse(source: str) -> Analysis:
+    """(line and message of a problem, or None; names the template reads).
+
+    Runs no template code: the source is parsed, never compiled or evaluated.
+    """
     try:
-        names = meta.find_undeclared_variables(env.parse(source))
-    except TemplateSyntaxError as err:
-        return (err.lineno or 1, err.message or "invalid template"), frozenset()
-    return None, frozenset(names) - frozenset(env.globals)
+        return None, read_names(text_env(), source)
+    except TemplateProblem as problem:
+        return (problem.line, problem.message), frozenset()
 
 
-def _analyse_fast(source: str) -> tuple[tuple[int, str] | None, frozenset[str]]:
-    error, names = analyse("".join(_TAGS.findall(source)))
-    if error is not None:  # locate it on the real text (and rule out a skeleton artefact)
+def skeleton(source: str) -> str | None:
+    """The template's tags without the text between them, when that provably parses the
+    same as the whole text; None when only the whole text can tell."""
+    tags = _TAGS.findall(source)
+    if is_template(_TAGS.sub("", source)):
+        return None  # an opener without its closer (`{{ x }`, `{% if x`) or a raw block
+    if any(_TAG_INNER_UNSURE.search(tag, 2, len(tag) - 2) for tag in tags):
+        return None
+    return "".join(tags)
+
+
+def _analyse_fast(source: str) -> Analysis:
+    # Graphs repeat the same few tags in thousands of sentences: analyse the tags once.
+    tags = skeleton(source)
+    if tags is None:
+        return analyse(source)
+    error, names = analyse(tags)
+    if error is not None:  # locate it on the real text
         return analyse(source)
     return error, names
 
@@ -158,6 +182,4 @@ def _position(doc: Document, path: DataPath, template_line: int) -> tuple[int, i
 
 
 def _moved(diag: Diagnostic, line: int, column: int) -> Diagnostic:
-    return Diagnostic(
-        diag.file, line, column, diag.severity, diag.code, diag.message, diag.hint, diag.path
-    )
+    return replace(diag, line=line, column=column)
