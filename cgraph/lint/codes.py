@@ -14,6 +14,7 @@ CODES: dict[str, str] = {
     "yaml11-bool": "A yes/no/on/off value is a boolean in YAML 1.1; cgraph reads it as text.",
     "complex-key": "A mapping key is not plain text.",
     "yaml-recursive": "An anchor contains itself.",
+    "value-too-large": "A value is over a size limit: nesting, digits, or expanded aliases.",
     # the format (cgraph.spec.load)
     "not-a-graph": "The file is not a mapping of graph keys.",
     "missing-key": "A required key is missing.",

@@ -10,6 +10,7 @@ from cgraph.diagnostics import Diagnostic, has_errors
 from cgraph.errors import GraphError
 from cgraph.spec import model as m
 from cgraph.spec.conform import Violation, conform
+from cgraph.spec.limits import MAX_VALUE_CHARS, too_large
 from cgraph.spec.model import HANDLER_PATTERN, TYPE_LETTERS
 from cgraph.spec.read import Document, read_file, read_text
 
@@ -71,7 +72,23 @@ def parse_graph(doc: Document) -> tuple[m.Graph | None, list[Diagnostic]]:
     if graph is None:
         diagnostics.extend(schema_diagnostics(doc, violations))
         return None, diagnostics
+    diagnostics.extend(_large_variables(doc, graph))
     return replace(graph, source=Path(doc.file)), diagnostics
+
+
+def _large_variables(doc: Document, graph: m.Graph) -> list[Diagnostic]:
+    """A variable's starting value is stored with every session: the value limit holds."""
+    return [
+        doc.diag(
+            ("variables", name),
+            "value-too-large",
+            f"variable `{name}` starts with a value over {MAX_VALUE_CHARS:,} characters "
+            "(counted as JSON, aliases expanded)",
+            "start it smaller; a session stores every variable with each turn",
+        )
+        for name, value in graph.variables.items()
+        if too_large(value)
+    ]
 
 
 def schema_diagnostics(doc: Document, violations: list[Violation]) -> list[Diagnostic]:

@@ -7,6 +7,7 @@ line numbers cost nothing on a clean file and the text is parsed exactly once.
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import yaml
 
 from cgraph.diagnostics import Diagnostic, Severity
+from cgraph.spec.limits import MAX_SCAN_DEPTH, MAX_VALUE_CHARS, largest_part, too_large
 from cgraph.spec.yaml_values import NodeBuilder
 
 try:
@@ -147,6 +149,10 @@ def _read(text: str, file: str) -> Document:
     doc = Document(file, text)
     if "\t" in text:
         doc.diagnostics.extend(_tab_diagnostics(text, file))
+    deep = _too_deep_to_parse(text)
+    if deep is not None:
+        doc.diagnostics.append(_too_deep(file, *_position(text, deep)))
+        return doc
     root = _compose(doc)
     if root is None:
         return doc
@@ -156,7 +162,45 @@ def _read(text: str, file: str) -> Document:
     except RecursionError:
         doc.root = None
         doc.diagnostics.append(_too_deep(file))
+        return doc
+    # Aliases share values; expanded, a few lines can stand for gigabytes ("billion
+    # laughs"), which every later step (schema check, session snapshot) would walk.
+    if too_large(doc.data, 2 * len(text) + MAX_VALUE_CHARS):
+        doc.diagnostics.append(
+            doc.diag(
+                largest_part(doc.data),
+                "value-too-large",
+                f"aliases expand this value beyond {MAX_VALUE_CHARS:,} characters",
+                "repeat the value fewer times, or write the part you need out in full",
+            )
+        )
+        doc.root = None  # nothing downstream may see the expanded data
     return doc
+
+
+_BLOCK_DEEP = re.compile(rf"^[ ?-]{{{MAX_SCAN_DEPTH},}}", re.MULTILINE)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _too_deep_to_parse(text: str) -> int | None:
+    """Where the text nests more than `MAX_SCAN_DEPTH` levels, found before PyYAML's C
+    parser, which recurses once a level and crashes the process past ~30,000.
+
+    Counts are upper bounds (a bracket in a quoted string counts too), so no real graph
+    comes near them: indentation and `- `/`? ` prefixes for block nesting, unclosed
+    brackets for flow nesting.
+    """
+    found = _BLOCK_DEEP.search(text)
+    if found is not None:
+        return found.start()
+    if text.count("[") + text.count("{") < MAX_SCAN_DEPTH:
+        return None
+    depth = 0
+    for bracket in _BRACKETS.finditer(text):
+        depth = depth + 1 if bracket.group() in "[{" else max(depth - 1, 0)
+        if depth >= MAX_SCAN_DEPTH:
+            return bracket.start()
+    return None
 
 
 def _compose(doc: Document) -> yaml.Node | None:
@@ -206,14 +250,14 @@ def _position(text: str, index: int) -> tuple[int, int]:
     return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
-def _too_deep(file: str) -> Diagnostic:
+def _too_deep(file: str, line: int = 1, column: int = 1) -> Diagnostic:
     return Diagnostic(
         file,
-        1,
-        1,
+        line,
+        column,
         Severity.ERROR,
-        "yaml-syntax",
-        "document is nested too deeply",
+        "value-too-large",
+        "the file nests lists and mappings too deeply to read",
         "a graph needs only a few levels of nesting; check for runaway brackets",
     )
 

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from cgraph.diagnostics import Diagnostic, Severity
+from cgraph.spec.limits import MAX_DEPTH, MAX_INT_DIGITS
 
 _TAG = "tag:yaml.org,2002:"
 _STR = _TAG + "str"
@@ -45,6 +46,14 @@ class NodeBuilder:
         if key in self.active:
             self.report(
                 node, "yaml-recursive", "recursive alias", "an anchor cannot contain itself"
+            )
+            return None
+        if len(self.active) >= MAX_DEPTH:  # `active` holds this node's containers
+            self.report(
+                node,
+                "value-too-large",
+                f"lists and mappings are nested more than {MAX_DEPTH} levels deep here",
+                "a graph needs only a few levels of nesting; flatten the value",
             )
             return None
         self.active.add(key)
@@ -137,7 +146,16 @@ class NodeBuilder:
                 return value
             return lower == "true"
         if tag == _TAG + "int":
-            return _to_int(value)
+            try:
+                return _to_int(value)
+            except ValueError:  # over Python's 4,300-digit conversion limit
+                self.report(
+                    node,
+                    "value-too-large",
+                    f"this number has more than {MAX_INT_DIGITS:,} digits",
+                    "quote it to keep it as text, or use a smaller number",
+                )
+                return value
         if tag == _TAG + "float":
             try:
                 return float(value.replace("_", ""))

@@ -198,3 +198,20 @@ def test_topology_draws_mermaid() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("flowchart TD\n")
     assert '-->|"The patient is ready to proceed with the check-in."|' in result.stdout
+
+
+def test_deep_nesting_and_long_numbers_are_located_never_a_crash(tmp_path: Path) -> None:
+    # PyYAML's C parser recurses once per level and crashed the process (signal 11)
+    # past ~30,000 levels; Python refuses integers over 4,300 digits with a ValueError.
+    cases = {
+        "flow.yaml": "cgraph: 1\nvariables:\n  v: " + "[" * 40_000 + "]" * 40_000 + "\n",
+        "block.yaml": "cgraph: 1\nvariables:\n  v:\n" + "- " * 40_000 + "x\n",
+        "digits.yaml": "cgraph: 1\nvariables:\n  v: " + "7" * 5_000 + "\n",
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    done = cgraph("lint", "--format", "json", *sorted(cases), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == ""
+    found = {(i["file"], i["code"]) for i in json.loads(done.stdout)}
+    assert {(name, "value-too-large") for name in cases} <= found

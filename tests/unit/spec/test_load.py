@@ -128,3 +128,21 @@ states:
         (8, 13, "state `b` has `type:` with no value"),
         (9, 55, "exit 1 of state `c` (type decision) should be a mapping of keys, got a list"),
     }
+
+
+def test_a_variable_over_the_value_limit_is_refused_where_it_is() -> None:
+    text = MINIMAL.replace("states:", f"variables:\n  small: 1\n  big: {'x' * 1_100_000}\nstates:")
+    with pytest.raises(GraphError) as caught:
+        load_graph_text(text, "big.yaml")
+    (diag,) = caught.value.diagnostics
+    assert (diag.line, diag.code) == (6, "value-too-large")
+    assert "variable `big`" in diag.message
+
+
+def test_an_alias_bomb_is_refused_by_the_loader_as_by_lint() -> None:
+    bomb = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    bomb += [f"  a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    text = MINIMAL.replace("states:", "variables:\n  " + "\n".join(bomb) + "\nstates:")
+    with pytest.raises(GraphError) as caught:
+        load_graph_text(text, "bomb.yaml")
+    assert [d.code for d in caught.value.diagnostics] == ["value-too-large"]

@@ -130,7 +130,47 @@ def test_unreadable_and_non_utf8_files(tmp_path: Path) -> None:
 
 def test_deep_nesting_is_an_error_not_a_crash() -> None:
     diagnostics = read_text("[" * 5000 + "]" * 5000).diagnostics
-    assert [d.code for d in diagnostics] == ["yaml-syntax"]
+    assert [(d.line, d.column, d.code) for d in diagnostics] == [(1, 1000, "value-too-large")]
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("a:\n  b: " + "[" * 150 + "]" * 150, (2, 104)),
+        (
+            "a:\n" + "".join(" " * (2 * i) + f"k{i}:\n" for i in range(1, 150)) + "  " * 150 + "x",
+            None,
+        ),
+        ("- " * 1200 + "x", (1, 1)),
+        ("a:\n" + "  " * 600 + "b: 1", (2, 1)),
+    ],
+)
+def test_nesting_over_the_limit_is_located(text: str, where: tuple[int, int] | None) -> None:
+    found = [d for d in read_text(text).diagnostics if d.code == "value-too-large"]
+    assert len(found) == 1
+    assert "nest" in found[0].message
+    if where is not None:
+        assert (found[0].line, found[0].column) == where
+
+
+def test_an_integer_over_4300_digits_is_located() -> None:
+    doc = read_text("a: 1\nb: " + "9" * 5000 + "\nc: '" + "9" * 5000 + "'\n")
+    assert [(d.line, d.column, d.code) for d in doc.diagnostics] == [(2, 4, "value-too-large")]
+    assert doc.data["c"] == "9" * 5000
+
+
+def test_an_alias_bomb_is_refused_where_it_grows_too_large() -> None:
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    doc = read_text("\n".join(lines))
+    (diag,) = doc.diagnostics
+    assert (diag.line, diag.column, diag.code) == (6, 5, "value-too-large")  # a5: 5 MB
+    assert not doc.ok  # nothing downstream sees the expanded data
+
+
+def test_shared_values_within_the_limit_load() -> None:
+    doc = read_text("a: &a [1, 2, 3]\nb: [*a, *a, *a]\n")
+    assert doc.diagnostics == [] and doc.data["b"] == [[1, 2, 3]] * 3
 
 
 def test_a_utf8_bom_is_accepted(tmp_path: Path) -> None:
