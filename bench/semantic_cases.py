@@ -25,6 +25,8 @@ from cgraph.spec.model import Graph
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ROOT / "tests" / "fixtures" / "semantic_labels.yaml"
+DEV = ROOT / "bench" / "data" / "dev_labels.yaml"
+"""Negation, hedges and openings on the repository's graphs: tuned on, like LABELS."""
 HELDOUT = ROOT / "tests" / "fixtures" / "heldout" / "heldout_labels.yaml"
 """Written before the chooser changed and never tuned on: report it, do not fit it."""
 GRAPHS = ROOT / "graphs"

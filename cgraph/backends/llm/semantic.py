@@ -7,11 +7,16 @@ actions, or one of a few conversational moves such as "What do you mean?") is cl
 closer than the best exit. The rule and its constants were calibrated on
 `tests/fixtures/semantic_labels.yaml` (see `bench/bench_semantic.py`):
 
-    exit score  = 0.7 · max over examples (sim − 0.4 · polarity clash) + 0.3 · sim(description)
+    exit score  = 0.7 · max over examples (sim − 0.2 · polarity clash) + 0.3 · sim(description)
+                  + denial (below)
     stay score  = max(sim to the state's objective/actions, sim to conversational moves)
     best        = the exit with the highest score, minus 0.3 when the message is a question
                   that neither the exit expects nor is a request ("Can you…?", "…please?")
-    stay  when  best < 0.15  or  best < stay score − 0.2
+    stay  when  best < 0.15  or  best < stay score − 0.2  or  the message hedges
+                ("maybe", "not sure", "let me check": `negation.is_hedge`)
+
+An opening message (`LLMRequest.opening`) is judged like any other; any other message that
+entered the state this turn stays: it already answered the state before.
 
 The question penalty keeps a clarifying question ("What do you mean by doses?") from
 counting as an answer; an exit expects questions when its description says the user
@@ -19,11 +24,17 @@ asks, or one of its examples is a question.
 
 A *polarity clash* is a yes-answer against a no-example (1.0) or a plain statement against
 either (0.5): sentence embeddings barely see negation, so "No chest pain" sits close to
-"I had chest pain" without it. Decisions (and reflections, conditional starts) weigh
-first the session's findings (annotation tags, exits taken), then the recent user
-messages: the exit backed by the most distinctive single piece of evidence wins. Replies
-are the state's authored text; reflections are templated notes; extraction keeps the
-user's own statements verbatim.
+"I had chest pain" without it. The *denial* term reads what the message negates
+(`negation.denied_phrases`: "No side effects" denies "side effects") against each exit's
+description: an exit that affirms the denied phrase loses 0.5 · (sim − 0.2), plus its lead
+over the other affirming exits; an exit whose description is itself negated ("No chest
+pain was reported") gains 0.5 · (sim − 0.2). The weights were tuned on the check-in set and
+`bench/data/dev_labels.yaml`, never on the held-out set.
+
+Decisions (and reflections, conditional starts) weigh first the session's findings
+(annotation tags, exits taken), then the recent user messages: the exit backed by the
+most distinctive single piece of evidence wins. Replies are the state's authored text;
+reflections are templated notes; extraction keeps the user's own statements verbatim.
 """
 
 from __future__ import annotations
@@ -34,7 +45,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cgraph.backends.embed import Embedder, cosine, shared_embedder
+from cgraph.backends.embed import Embedder, Vector, cosine, shared_embedder
+from cgraph.backends.llm.negation import (
+    affirmed,
+    denied_phrases,
+    is_hedge,
+    is_negated,
+)
 from cgraph.backends.llm.types import STAY, ExitOption, LLMRequest
 
 # Conversational moves that never answer a state's question: greetings, clarifications,
@@ -74,12 +91,18 @@ class Calibration:
     """The constants of the exit rule, measured on the labelled set."""
 
     description_weight: float = 0.3
-    polarity_penalty: float = 0.4
+    polarity_penalty: float = 0.2
     question_penalty: float = 0.3
     floor: float = 0.15
     stay_lead: float = 0.2
     decisive_lead: float = 0.05
     """A silent state's evidence must favour one exit by this much to count."""
+    denial_weight: float = 0.5
+    """How much an exit gains (or loses) when it denies (or affirms) what the user denies."""
+    denial_floor: float = 0.2
+    """Below this similarity a denied phrase is about something else."""
+    contrast_weight: float = 1.0
+    """How much an exit loses for affirming the denied phrase more than the other exits."""
 
 
 def polarity(text: str) -> int:
@@ -153,6 +176,8 @@ class SemanticModel:
         best = max(scores, key=lambda k: scores[k])
         answers = {o.id for o in request.options if counts_as_answer(message, o)}
         chosen = self.choose(scores, stay_score, answers=answers, allow_stay=request.allow_stay)
+        if request.allow_stay and is_hedge(message):
+            chosen = STAY  # an unsure answer is asked again, not taken as an answer
         shown = {**_rounded(scores), STAY: round(stay_score, 3)}
         if chosen == STAY:
             reason = (
@@ -190,19 +215,53 @@ class SemanticModel:
         texts += [e for o in options for e in o.examples]
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
         mine, sign = vectors[message], polarity(message)
+        denial = self.denial_scores(message, options)
         scores: dict[str, float] = {}
         for option in options:
             described = cosine(mine, vectors[option.description])
             if not option.examples:
-                scores[option.id] = described
+                scores[option.id] = described + denial[option.id]
                 continue
             matched = max(
                 cosine(mine, vectors[e]) - cal.polarity_penalty * abs(polarity(e) - sign) / 2
                 for e in option.examples
             )
             weight = cal.description_weight
-            scores[option.id] = (1 - weight) * matched + weight * described
+            scores[option.id] = (1 - weight) * matched + weight * described + denial[option.id]
         return scores
+
+    def denial_scores(self, message: str, options: Sequence[ExitOption]) -> dict[str, float]:
+        """Per exit, what reading the message's negations adds: + when the exit's closest
+        text denies what the user denies ("No chest pain" for "no tightness"), − when it
+        affirms it ("I have side effects" for "no side effects"); 0 without negation."""
+        phrases = denied_phrases(message)
+        if not phrases:
+            return {o.id: 0.0 for o in options}
+        owned = {o.id: [o.description] for o in options}
+        plain = {t: affirmed(t) for texts in owned.values() for t in texts}
+        keys = list(dict.fromkeys([*phrases, *plain.values()]))
+        vectors: dict[str, Vector] = dict(zip(keys, self.embedder.embed(keys), strict=True))
+        cal = self.calibration
+        closest: dict[str, tuple[float, float]] = {}  # exit -> (similarity, its text's sign)
+        for option in options:
+            best, signed = 0.0, 0.0
+            for phrase in phrases:
+                for text in owned[option.id]:
+                    sim = cosine(vectors[phrase], vectors[plain[text]])
+                    if sim > best:
+                        best, signed = sim, (-1.0 if is_negated(text) else 1.0)
+            closest[option.id] = (best, signed)
+        result = {}
+        for option in options:
+            best, signed = closest[option.id]
+            others = [v[0] for k, v in closest.items() if k != option.id and v[1] > 0]
+            # Denying what this exit affirms, more than what the other exits affirm.
+            contrast = best - max(others, default=best) if signed > 0 else 0.0
+            strength = max(0.0, best - cal.denial_floor)
+            result[option.id] = (
+                -signed * cal.denial_weight * strength - cal.contrast_weight * contrast
+            )
+        return result
 
     def stay_score(self, message: str, prototypes: Sequence[str]) -> float:
         """Similarity of `message` to staying: the state's own texts or a conversational move."""

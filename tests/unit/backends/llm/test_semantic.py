@@ -13,12 +13,11 @@ from cgraph.backends.llm.semantic import SemanticModel, counts_as_answer, extrac
 from cgraph.backends.llm.types import ExitOption, LLMRequest, resolve
 from tests.conftest import ROOT
 
-# Measured with bench/bench_semantic.py: 127/134 (94.8%) overall — 83/86 on the check-in the
-# rule was calibrated on, 44/48 (91.7%) on the other example graphs (75% before questions
-# phrased as requests stopped paying the question penalty). The margin absorbs small
-# numeric differences between CPUs, not regressions.
-MEASURED_ACCURACY = 0.948
-MEASURED_UNTUNED = 0.917
+# Measured with bench/bench_semantic.py: 130/134 (97.0%) overall — 85/86 on the check-in the
+# rule was calibrated on, 45/48 (93.8%) on the other example graphs. The margin absorbs
+# small numeric differences between CPUs, not regressions.
+MEASURED_ACCURACY = 0.970
+MEASURED_UNTUNED = 0.938
 MARGIN = 0.04
 CALIBRATED_ON = "medical_checkin.yaml"
 
@@ -154,3 +153,17 @@ def test_an_opening_message_is_judged_against_the_start_states_exits(
 def test_only_the_first_user_facing_state_hears_the_opening(model: SemanticModel) -> None:
     request = _request(user_messages=("Yes, I'm ready.",), entered_this_turn=True, opening=True)
     assert json.loads(model.complete(request))["exit"] == "go"
+
+
+def test_a_denied_side_effect_is_not_a_reported_one(model: SemanticModel) -> None:
+    session = Session.start(ROOT / "graphs" / "medical_checkin.yaml", model=model)
+    session.send("Hi Ava, yes, I'm ready.")
+    session.send("No side effects, I feel fine, took them all.")
+    assert session.state == "vasodilator_check"
+
+
+def test_an_unsure_answer_is_asked_again(model: SemanticModel) -> None:
+    session = Session.start(ROOT / "graphs" / "medical_checkin.yaml", model=model)
+    session.send("Hi Ava, yes, I'm ready.")
+    session.send("hmm, I'd have to check my pill box")
+    assert session.state == "medication_adherence_check"

@@ -1,0 +1,44 @@
+"""Negation and hedges read from the words, where sentence embeddings cannot see them."""
+
+from __future__ import annotations
+
+from cgraph.backends.llm.negation import (
+    affirmed,
+    answer_polarity,
+    denied_phrases,
+    is_hedge,
+    is_negated,
+)
+
+
+def test_the_words_after_a_negator_are_denied_clause_by_clause() -> None:
+    assert denied_phrases("No side effects, I feel fine") == ["side effects"]
+    assert denied_phrases("I didnt miss any doses but I was late once") == ["miss any doses"]
+    assert denied_phrases("no tightness, no pressure") == ["tightness", "pressure"]
+
+
+def test_a_bare_no_denies_no_topic() -> None:
+    assert denied_phrases("No.") == []
+    assert denied_phrases("Not really, no") == []
+
+
+def test_words_ending_in_nt_are_not_negators() -> None:
+    assert not is_negated("The patient wants an appointment")
+    assert is_negated("I dont want one") and is_negated("It isn't working")
+
+
+def test_affirmed_drops_the_negators() -> None:
+    assert affirmed("No chest pain was reported") == "chest pain was reported"
+
+
+def test_answer_polarity_tells_bare_answers_from_statements() -> None:
+    assert answer_polarity("Yes, all of them") == 1
+    assert answer_polarity("Nope.") == -1
+    assert answer_polarity("not really") == -1
+    assert answer_polarity("No side effects") == 0
+
+
+def test_hedges_are_unsure_answers() -> None:
+    assert is_hedge("maybe once? I can't remember")
+    assert is_hedge("idk honestly")
+    assert not is_hedge("No, I took them all")
