@@ -16,6 +16,7 @@ import typer
 
 from cgraph.cli.memory import memory_app
 from cgraph.cli.test import test as test_command
+from cgraph.lint.report import REPORTERS
 
 app = typer.Typer(
     name="cgraph",
@@ -36,13 +37,9 @@ def schema() -> None:
     sys.stdout.write(dumps(published()))
 
 
-class Format(StrEnum):
-    """Output formats of `cgraph lint` (the names of `cgraph.lint.report.REPORTERS`)."""
-
-    text = "text"
-    json = "json"
-    github = "github"
-    sarif = "sarif"
+Format = StrEnum("Format", [(name, name) for name in REPORTERS])  # type: ignore[misc]
+"""Output formats of `cgraph lint`: the reporters' names, so a new reporter is an option."""
+TEXT = Format("text")
 
 
 @app.command()
@@ -55,7 +52,7 @@ def lint(
             metavar="PATH",
         ),
     ],
-    output: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    output: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = TEXT,
     strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
     only_graphs: Annotated[
         bool,
@@ -108,8 +105,17 @@ def run(
     api_base: Annotated[
         str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
     ] = None,
-    user: Annotated[str, typer.Option(help="User id; memories are kept per user.")] = "local",
-    session: Annotated[str | None, typer.Option(help="Resume this session id.")] = None,
+    user: Annotated[
+        str | None,
+        typer.Option(
+            help="User id; memories are kept per user. [default: local, or the session's user]",
+            show_default=False,
+        ),
+    ] = None,
+    session: Annotated[
+        str | None,
+        typer.Option(help="Resume this session id (a new name starts a session with it)."),
+    ] = None,
     store: Annotated[Path, typer.Option(help="Folder for sessions and memories.")] = Path(
         ".cgraph"
     ),
@@ -117,20 +123,19 @@ def run(
     record: Annotated[Path | None, typer.Option(help="Save every LLM exchange to FILE.")] = None,
 ) -> None:
     """Talk with a graph: an interactive session, or one message per line from stdin."""
-    from cgraph.cli.run import run_command
+    from cgraph.cli.opening import RunOptions
+    from cgraph.cli.run import exit_now, run_command
 
-    raise typer.Exit(
-        run_command(
-            graph=graph,
-            model=model,
-            api_base=api_base,
-            user=user,
-            session=session,
-            store=store,
-            jsonl=jsonl,
-            record=record,
-        )
+    options = RunOptions(
+        graph=graph,
+        store=store,
+        model=model,
+        api_base=api_base,
+        user=user,
+        session=session,
+        record=record,
     )
+    exit_now(run_command(options, jsonl=jsonl))
 
 
 def main() -> None:

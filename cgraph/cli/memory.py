@@ -11,9 +11,11 @@ import sys
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional, cast
 
 import typer
+
+from cgraph.spec.model import TIERS, Tier
 
 if TYPE_CHECKING:
     from cgraph.backends.memory.chroma import ChromaMemory
@@ -28,10 +30,8 @@ memory_app = typer.Typer(
 )
 
 
-class TierName(StrEnum):
-    personal = "personal"
-    project = "project"
-    task = "task"
+TierName = StrEnum("TierName", [(tier, tier) for tier in TIERS])  # type: ignore[misc]
+"""The memory tiers of `cgraph.spec.model.TIERS`, as an option's choices."""
 
 
 User = Annotated[str, typer.Option(help="The user whose memories to show or change.")]
@@ -80,15 +80,18 @@ def _line(m: Memory) -> str:
 
 @memory_app.command("list")
 def list_(
-    user: User, store: Store = Path(".cgraph"), host: Host = None, port: Port = 8000,
+    user: User,
+    store: Store = Path(".cgraph"),
+    host: Host = None,
+    port: Port = 8000,
     tier: Tiers = None,
-) -> None:  # fmt: skip
+) -> None:
     """Print a user's memories, oldest first: id, tier, time stored (UTC), text."""
     from cgraph.errors import MemoryStoreError
 
     mem = _open(store, host, port)
     try:
-        memories = mem.list(user, tiers=[t.value for t in tier or []]) if mem else []
+        memories = mem.list(user, tiers=[cast(Tier, t.value) for t in tier or []]) if mem else []
     except MemoryStoreError as err:
         raise _fail(err) from err
     for m in memories:
@@ -99,9 +102,12 @@ def list_(
 
 @memory_app.command()
 def export(
-    user: User, store: Store = Path(".cgraph"), host: Host = None, port: Port = 8000,
+    user: User,
+    store: Store = Path(".cgraph"),
+    host: Host = None,
+    port: Port = 8000,
     output: Output = None,
-) -> None:  # fmt: skip
+) -> None:
     """Write a user's memories as a JSON list (id, text, tier, session, state, turn, time)."""
     from cgraph.errors import MemoryStoreError
 
@@ -120,9 +126,13 @@ def export(
 
 @memory_app.command()
 def delete(
-    user: User, store: Store = Path(".cgraph"), host: Host = None, port: Port = 8000,
-    id: Ids = None, yes: Yes = False,
-) -> None:  # fmt: skip
+    user: User,
+    store: Store = Path(".cgraph"),
+    host: Host = None,
+    port: Port = 8000,
+    id: Ids = None,
+    yes: Yes = False,
+) -> None:
     """Delete some (`--id`) or all of a user's memories; prints how many were deleted."""
     from cgraph.errors import MemoryStoreError
 

@@ -10,62 +10,61 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cgraph.cli.run import Opened, banner, turn_warnings
+from cgraph.cli import commands
+from cgraph.cli.opening import SEMANTIC, Opened, banner
 from cgraph.errors import CgraphError, SessionCompleted
-from cgraph.spec.model import exits_of
-from cgraph.spec.names import END, bare
 
 if TYPE_CHECKING:
     from cgraph.runtime.records import Turn
 
 PROMPT = "you › "
 HISTORY_FILE = "history"
-HELP = {
-    "/state": "the current state: objective and exits",
-    "/topology": "the map of the graph, the current state marked",
-    "/why": "the last turn's decisions: candidates, scores or reasons, prompt hash",
-    "/history": "the conversation so far",
-    "/memory [query]": "what is remembered about you (or what matches the query)",
-    "/back": "undo the last turn",
-    "/reset": "start a new session with this graph",
-    "/sessions": "the sessions in the store",
-    "/quit": "leave (Ctrl-D or Ctrl-C at the prompt too)",
-    "/help": "this list",
-}
+Data = dict[str, Any]
 
 
 class Repl:
+    """The read-eval-print loop of an interactive `cgraph run`."""
+
     def __init__(self, opened: Opened, console: Console | None = None) -> None:
         self.opened = opened
         self.console = console or Console(highlight=False)
-        self.commands: dict[str, Callable[[str], bool]] = {
-            "/state": self.show_state,
-            "/topology": self.show_topology,
-            "/why": self.show_why,
-            "/history": self.show_history,
-            "/memory": self.show_memory,
-            "/back": self.back,
-            "/reset": self.reset,
-            "/sessions": self.show_sessions,
-            "/quit": lambda _: False,
-            "/exit": lambda _: False,
-            "/help": self.show_help,
+        self.drawings: dict[str, Callable[[Data], None]] = {
+            "state": self.draw_state,
+            "topology": self.draw_topology,
+            "why": self.draw_why,
+            "history": self.draw_history,
+            "memory": self.draw_memory,
+            "back": self.draw_back,
+            "reset": lambda data: self.dim(f"new session {data['session']}"),
+            "sessions": self.draw_sessions,
+            "help": self.draw_help,
         }
 
     @property
     def agent(self) -> str:
         return self.opened.graph.agent.name
 
+    def dim(self, text: str) -> None:
+        self.console.print(f"[dim]{escape(text)}[/]")
+
     # ----- the loop ---------------------------------------------------------------------
 
     def loop(self) -> int:
-        self._start_readline()
+        """Read lines until /quit, Ctrl-D or Ctrl-C; returns the exit code."""
+        history = self._start_readline()
+        try:
+            return self._loop()
+        finally:
+            if history is not None:
+                history()
+
+    def _loop(self) -> int:
         self.greet()
         while True:
             try:
@@ -73,37 +72,39 @@ class Repl:
             except (EOFError, KeyboardInterrupt):
                 self.console.print()
                 break
-            if not line:
-                continue
-            if line.startswith("/"):
-                if not self.command(line):
-                    break
-                continue
-            self.send(line)
+            command = commands.parse(line)
+            if command is not None and command.leaves:
+                break
+            if command is not None:
+                self.command(command)
+            elif line:
+                self.send(line)
             failure = self.opened.replay_failure()
             if failure:
                 self.console.print(f"[bold red]replay failed:[/] {escape(failure)}")
                 return 1
-        self.console.print(f"[dim]session {self.opened.session.id} saved in {self.opened.store}; "
-                           f"resume with --session {self.opened.session.id}[/]")  # fmt: skip
+        session = self.opened.session.id
+        self.dim(f"session {session} saved in {self.opened.store}; resume with --session {session}")
         return 0
 
     def greet(self) -> None:
         session = self.opened.session
         graph = self.opened.graph
         self.console.print(f"[bold]{escape(graph.name)}[/] — {escape(graph.description)}")
-        self.console.print(f"[dim]{escape(banner(self.opened.model_name))}[/]")
+        self.dim(banner(self.opened.model_name))
+        for note in self.opened.notes:
+            self.dim(note)
         resumed = f", resumed at turn {session.turn_number}" if session.turn_number else ""
-        self.console.print(f"[dim]session {session.id}{resumed} · /help for commands[/]")
+        self.dim(f"session {session.id}{resumed} · /help for commands")
         if session.recovered is not None:
-            self.console.print("[dim]finished the turn the last run left unfinished:[/]")
+            self.dim("finished the turn the last run left unfinished:")
             self.render(session.recovered)
         elif session.turn_number:
             last = session.last_turn
             if last is not None and last.reply:
                 self.console.print(f"[bold cyan]{escape(self.agent)}:[/] {escape(last.reply)}")
         if session.completed:
-            self.console.print("[dim]this session has reached END — /reset to start again[/]")
+            self.dim("this session has reached END — /reset to start again")
 
     def send(self, message: str) -> None:
         session = self.opened.session
@@ -123,13 +124,13 @@ class Repl:
             self.console.print(f"[bold red]error:[/] {escape(err.message)}")
             return
         self.render(turn)
-        for warning in turn_warnings(self.opened, turn):
+        for warning in self.opened.warnings(turn):
             self.console.print(f"[dim yellow]  {escape(warning)}[/]")
 
     def _status(self) -> str:
         from cgraph.backends.embed import shared_embedder
 
-        loading = self.opened.model_name == "semantic" and not shared_embedder().ready
+        loading = self.opened.model_name == SEMANTIC and not shared_embedder().ready
         if loading or not self.opened.memory.ready:
             return "loading the embedding model…"
         return "thinking…"
@@ -137,138 +138,108 @@ class Repl:
     def render(self, turn: Turn) -> None:
         if turn.reply:
             self.console.print(f"[bold cyan]{escape(self.agent)}:[/] {escape(turn.reply)}")
-        self.console.print(f"[dim]  {escape(' → '.join(turn.path) or turn.state)}[/]")
+        self.dim(f"  {' → '.join(turn.path) or turn.state}")
         for t in turn.transitions:
-            self.console.print(f"[dim]    {escape(t.from_state)} → {escape(t.to_state)}: "
-                               f"{escape(t.reason)}[/]")  # fmt: skip
+            self.dim(f"    {t.from_state} → {t.to_state}: {t.reason}")
         for m in turn.recalled:
             score = f"{m.score:.2f}" if m.score is not None else "?"
-            self.console.print(f"[dim]    recalled ({m.tier}, {score}): {escape(m.text)}[/]")
+            self.dim(f"    recalled ({m.tier}, {score}): {m.text}")
         if turn.guard:
             self.console.print(f"[yellow]  stopped by the {turn.guard} guard[/]")
         if turn.completed:
-            self.console.print("[dim]  the conversation reached END — /reset to start again[/]")
+            self.dim("  the conversation reached END — /reset to start again")
 
     # ----- slash commands ---------------------------------------------------------------
 
-    def command(self, line: str) -> bool:
-        """Run a slash command; False means leave."""
-        name, _, rest = line.partition(" ")
-        handler = self.commands.get(name)
-        if handler is None:
-            self.console.print(f"[yellow]unknown command {escape(name)}[/] — /help lists them")
-            return True
-        try:
-            return handler(rest.strip())
-        except CgraphError as err:
-            self.console.print(f"[bold red]error:[/] {escape(err.message)}")
-            return True
+    def command(self, command: commands.Command) -> None:
+        answer = commands.answer(self.opened, command)
+        if answer.error is not None and command.name not in self.drawings:
+            self.console.print(f"[yellow]{escape(answer.error)}[/]")
+        elif answer.error is not None:
+            self.console.print(f"[bold red]error:[/] {escape(answer.error)}")
+        else:
+            self.drawings[answer.name](answer.data)
 
-    def show_help(self, _: str) -> bool:
-        for name, text in HELP.items():
+    def draw_help(self, data: Data) -> None:
+        for name, text in data["commands"].items():
             self.console.print(f"  [bold]{escape(name.ljust(16))}[/] {escape(text)}")
-        return True
 
-    def show_state(self, _: str) -> bool:
-        session = self.opened.session
-        state = session.current_state()
-        self.console.print(f"[bold]{escape(session.state)}[/]"
-                           + (f" ({state.type})" if state else ""))  # fmt: skip
-        if state is None:
-            return True
-        self.console.print(f"  objective: {escape(state.objective)}")
-        for condition in exits_of(state):
-            self.console.print(
-                f"  → {escape(condition.next_state)}: {escape(condition.description)}"
-            )
-        return True
+    def draw_state(self, data: Data) -> None:
+        kind = f" ({data['type']})" if data["type"] else ""
+        self.console.print(f"[bold]{escape(data['state'])}[/]{escape(kind)}")
+        if data["objective"] is None:
+            return
+        self.console.print(f"  objective: {escape(data['objective'])}")
+        for exit_ in data["exits"]:
+            self.console.print(f"  → {escape(exit_['to'])}: {escape(exit_['description'])}")
 
-    def show_topology(self, _: str) -> bool:
-        from cgraph.spec.topology import derive
-
-        here = bare(self.opened.session.state)
-        for line in derive(self.opened.session.current_graph).splitlines():
+    def draw_topology(self, data: Data) -> None:
+        here = data["state"]
+        for line in data["topology"].splitlines():
             marked = line.rstrip().endswith(f"] {here}") and not line.startswith(" ")
             text = escape(line)
             self.console.print(f"[bold green]{text}   ◀ you are here[/]" if marked else text)
-        return True
 
-    def show_why(self, _: str) -> bool:
-        decisions = self.opened.session.last_decisions
-        if not decisions:
-            self.console.print("[dim]no decision yet[/]")
-        for d in decisions:
-            table = Table(title=f"{d.state} ({d.kind}) → {d.chosen}", title_justify="left")
+    def draw_why(self, data: Data) -> None:
+        if not data["decisions"]:
+            self.dim("no decision yet")
+        for d in data["decisions"]:
+            table = Table(title=f"{d['state']} ({d['kind']}) → {d['chosen']}", title_justify="left")
             table.add_column("candidate")
             table.add_column("score", justify="right")
-            for candidate in d.candidates:
-                score = d.scores.get(candidate)
+            for candidate in d["candidates"]:
+                score = d["scores"].get(candidate)
                 table.add_row(candidate, "" if score is None else f"{score:.3f}")
             self.console.print(table)
-            extra = f" · prompt {d.prompt_hash}" if d.prompt_hash else ""
-            self.console.print(f"[dim]  reason: {escape(d.reason)} · model {d.model or '-'}"
-                               f"{extra}[/]")  # fmt: skip
-        return True
+            extra = f" · prompt {d['prompt_hash']}" if d["prompt_hash"] else ""
+            self.dim(f"  reason: {d['reason']} · model {d['model'] or '-'}{extra}")
 
-    def show_history(self, _: str) -> bool:
-        for message in self.opened.session.transcript:
+    def draw_history(self, data: Data) -> None:
+        for message in data["transcript"]:
             who = "you" if message["role"] == "user" else self.agent
             self.console.print(f"[bold]{escape(who)}:[/] {escape(message['content'])}")
-        return True
 
-    def show_memory(self, query: str) -> bool:
-        found = self.opened.session.memories(query or None)
-        if self.opened.memory.note:
-            self.console.print(f"[dim]{escape(self.opened.memory.note)}[/]")
-        if not found:
-            self.console.print("[dim]no memories[/]")
-        for m in found:
-            score = f" {m.score:.2f}" if m.score is not None else ""
-            self.console.print(f"  {escape(f'[{m.tier}{score}]')} {escape(m.text)}")
-        return True
+    def draw_memory(self, data: Data) -> None:
+        if data["note"]:
+            self.dim(data["note"])
+        if not data["memories"]:
+            self.dim("no memories")
+        for m in data["memories"]:
+            score = f" {m['score']:.2f}" if m["score"] is not None else ""
+            label = f"[{m['tier']}{score}]"
+            self.console.print(f"  {escape(label)} {escape(m['text'])}")
 
-    def back(self, _: str) -> bool:
-        taken = self.opened.session.undo()
+    def draw_back(self, data: Data) -> None:
+        taken = data["taken"]
         if taken is None:
-            self.console.print("[dim]nothing to undo[/]")
-            return True
-        self.console.print(f"[dim]took back turn {taken.number} ({escape(taken.user)}); "
-                           f"now in {escape(self.opened.session.state)}[/]")  # fmt: skip
-        return True
+            self.dim("nothing to undo")
+            return
+        self.dim(f"took back turn {taken['turn']} ({taken['user']}); now in {data['state']}")
 
-    def reset(self, _: str) -> bool:
-        session = self.opened.reset()
-        self.console.print(f"[dim]new session {session.id}[/]")
-        return True
-
-    def show_sessions(self, _: str) -> bool:
-        from cgraph.runtime.session import Session
-
+    def draw_sessions(self, data: Data) -> None:
         table = Table("session", "user", "graph", "turn", "state", "done")
-        for info in Session.list_sessions(self.opened.store):
-            mark = " ◀" if info.id == self.opened.session.id else ""
-            done = "yes" if info.completed or info.state == END else ""
-            table.add_row(info.id + mark, info.user_id, info.graph_name, str(info.turn),
-                          info.state, done)  # fmt: skip
+        for s in data["sessions"]:
+            mark = " ◀" if s["current"] else ""
+            done = "yes" if s["done"] else ""
+            row = (s["session"] + mark, s["user"], s["graph"], str(s["turn"]), s["state"], done)
+            table.add_row(*row)
         self.console.print(table)
-        return True
 
     # ----- line editing -----------------------------------------------------------------
 
-    def _start_readline(self) -> None:
+    def _start_readline(self) -> Callable[[], None] | None:
+        """Load the input history; returns what saves it (the run ends without atexit)."""
         try:
             import readline
         except ImportError:  # not on every platform; input() still works
-            return
+            return None
         path = Path(self.opened.store) / HISTORY_FILE
         with contextlib.suppress(OSError):
             readline.read_history_file(path)
         readline.set_history_length(1000)
-        import atexit
 
-        atexit.register(self._save_history, readline, path)
+        def save() -> None:
+            with contextlib.suppress(OSError):
+                readline.write_history_file(str(path))
 
-    @staticmethod
-    def _save_history(readline: object, path: Path) -> None:
-        with contextlib.suppress(OSError):
-            readline.write_history_file(str(path))  # type: ignore[attr-defined]
+        return save

@@ -96,12 +96,13 @@ class Engine:
 
     # ----- the turn -----------------------------------------------------------------------
 
-    def begin_turn(self, message: str) -> None:
+    def begin_turn(self, message: str, key: str | None = None) -> None:
         snap = self.snap
         snap.turn += 1
         snap.pending, snap.step, snap.transitions, snap.reflections = message, 0, 0, 0
         snap.entered = False
-        self.emit("user_message", text=message, state=self.qualified())
+        keyed = {"key": key} if key is not None else {}
+        self.emit("user_message", text=message, state=self.qualified(), **keyed)
         self.commit()
 
     def run(self) -> None:

@@ -17,7 +17,8 @@ from typing import Any, cast
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.cli.run import Opened, has_credentials, model_name, run_lines
+from cgraph.cli.lines import run_lines
+from cgraph.cli.opening import Opened, has_credentials, model_name
 from cgraph.errors import MemoryStoreError
 from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
@@ -86,8 +87,10 @@ def test_a_whole_checkin_reaches_end(recorded: tuple[Path, list[dict[str, object
     assert {t["session"] for t in lines} == {lines[0]["session"]}
     first_move = lines[1]["transitions"][0]  # type: ignore[index]
     assert first_move["to"] == "medication_adherence_check" and "closest to" in first_move["reason"]
-    assert set(lines[0]) == {"user", "reply", "path", "transitions", "state", "recalled",
-                             "session", "completed"}  # fmt: skip
+    assert set(lines[0]) == {
+        "turn", "user", "reply", "path", "transitions", "state", "recalled", "session",
+        "completed", "guard", "fallback", "warnings",
+    }  # fmt: skip
 
 
 def test_replay_plays_the_same_session(
@@ -162,7 +165,10 @@ def test_memory_failures_are_warned_per_turn_and_the_run_goes_on(tmp_path: Path)
     memory = BrokenMemory(note="memory is off: no Chroma server answers at 127.0.0.1:9")
     chat = ScriptedModel({"*": {"exit": "stay", "reason": "r", "reply": "Hello"}})
     session = Session.start(graph, model=chat, user_id="ann", store=tmp_path, memory=memory)
-    opened = Opened(graph, session, "scripted", cast(Any, memory), tmp_path, "ann")
+    opened = Opened(
+        graph=graph, session=session, model_name="scripted", memory=cast(Any, memory),
+        store=tmp_path, user="ann",
+    )  # fmt: skip
     out, err = io.StringIO(), io.StringIO()
     assert run_lines(opened, io.StringIO("Hi\nHello again\n"), out, err, jsonl=False) == 0
     assert out.getvalue().splitlines() == ["Hello", "Hello"]

@@ -1,0 +1,160 @@
+"""Slash commands: one parser and one set of answers for the REPL and for stdin.
+
+Each command answers with plain data (`Answer`); the REPL draws it with rich, stdin mode
+writes it as text on stderr or, under `--jsonl`, as a JSON object with a `command` key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cgraph.errors import CgraphError
+from cgraph.spec.model import exits_of
+from cgraph.spec.names import END, bare
+
+if TYPE_CHECKING:
+    from cgraph.cli.opening import Opened
+
+HELP = {
+    "/state": "the current state: objective and exits",
+    "/topology": "the map of the graph, the current state marked",
+    "/why": "the last turn's decisions: candidates, scores or reasons, prompt hash",
+    "/history": "the conversation so far",
+    "/memory [query]": "what is remembered about you (or what matches the query)",
+    "/back": "undo the last turn",
+    "/reset": "start a new session with this graph",
+    "/sessions": "the sessions in the store",
+    "/quit": "leave (Ctrl-D or Ctrl-C at the prompt too)",
+    "/help": "this list",
+}
+LEAVE = ("quit", "exit")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A parsed slash command: `/memory dog` is `Command("memory", "dog")`."""
+
+    name: str
+    argument: str = ""
+
+    @property
+    def leaves(self) -> bool:
+        return self.name in LEAVE
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a command found, as JSON-able data (`data["command"]` names the command)."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.data["command"])
+
+    @property
+    def error(self) -> str | None:
+        found = self.data.get("error")
+        return str(found) if found is not None else None
+
+
+def parse(line: str) -> Command | None:
+    """The command a line holds, or None when it is a message for the graph."""
+    text = line.strip()
+    if not text.startswith("/") or text == "/":
+        return None
+    name, _, rest = text[1:].partition(" ")
+    return Command(name, rest.strip())
+
+
+def answer(opened: Opened, command: Command) -> Answer:
+    """Run a command that stays (not /quit); unknown ones answer with an error."""
+    run = _COMMANDS.get(command.name)
+    if run is None:
+        return _answer(command, error=f"unknown command /{command.name} — /help lists them")
+    try:
+        return _answer(command, **run(opened, command.argument))
+    except CgraphError as err:  # a store or memory failure: the run goes on
+        return _answer(command, error=err.message)
+
+
+def _answer(command: Command, **data: Any) -> Answer:
+    return Answer({"command": command.name, **data})
+
+
+def state(opened: Opened, _: str) -> dict[str, Any]:
+    session = opened.session
+    spec = session.current_state()
+    if spec is None:
+        return {"state": session.state, "type": None, "objective": None, "exits": []}
+    exits = [{"to": c.next_state, "description": c.description} for c in exits_of(spec)]
+    return {"state": session.state, "type": spec.type, "objective": spec.objective, "exits": exits}
+
+
+def topology(opened: Opened, _: str) -> dict[str, Any]:
+    from cgraph.spec.topology import derive
+
+    here = bare(opened.session.state)
+    return {"state": here, "topology": derive(opened.session.current_graph)}
+
+
+def why(opened: Opened, _: str) -> dict[str, Any]:
+    return {"decisions": [d.model_dump(mode="json") for d in opened.session.last_decisions]}
+
+
+def history(opened: Opened, _: str) -> dict[str, Any]:
+    return {"transcript": opened.session.transcript}
+
+
+def memory(opened: Opened, query: str) -> dict[str, Any]:
+    found = opened.session.memories(query or None)
+    memories = [{"id": m.id, "tier": m.tier, "score": m.score, "text": m.text} for m in found]
+    return {"query": query, "memories": memories, "note": opened.memory.note}
+
+
+def back(opened: Opened, _: str) -> dict[str, Any]:
+    taken = opened.session.undo()
+    if taken is None:
+        return {"taken": None, "state": opened.session.state}
+    took = {"turn": taken.number, "user": taken.user}
+    return {"taken": took, "state": opened.session.state}
+
+
+def reset(opened: Opened, _: str) -> dict[str, Any]:
+    return {"session": opened.reset().id}
+
+
+def sessions(opened: Opened, _: str) -> dict[str, Any]:
+    from cgraph.runtime.session import Session
+
+    found = [
+        {
+            "session": info.id,
+            "user": info.user_id,
+            "graph": info.graph_name,
+            "turn": info.turn,
+            "state": info.state,
+            "done": info.completed or info.state == END,
+            "current": info.id == opened.session.id,
+        }
+        for info in Session.list_sessions(opened.store)
+    ]
+    return {"sessions": found}
+
+
+def help_(_: Opened, __: str) -> dict[str, Any]:
+    return {"commands": HELP}
+
+
+_COMMANDS = {
+    "state": state,
+    "topology": topology,
+    "why": why,
+    "history": history,
+    "memory": memory,
+    "back": back,
+    "reset": reset,
+    "sessions": sessions,
+    "help": help_,
+}

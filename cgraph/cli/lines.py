@@ -1,0 +1,243 @@
+"""`cgraph run` without a terminal: one message per line on stdin, replies on stdout.
+
+Replies (or, under `--jsonl`, one JSON object per turn) go to stdout; notes, warnings and
+the output of slash commands go to stderr (under `--jsonl`, a command answers with a
+JSON object that has a `command` key, on stdout). Under `--jsonl` a line may also be a
+JSON object `{"id": ..., "text": ...}`: the id is stored with the turn, and a line sent
+again with an id already answered prints that turn (`"duplicate": true`) instead of
+making a second one — what a client needs to re-send safely after a crash.
+
+A run resumed after a crash first prints the turn the crash left unfinished (finished
+now), marked `"recovered": true`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from cgraph.cli import commands
+from cgraph.cli.opening import Opened, banner
+from cgraph.errors import CgraphError
+
+if TYPE_CHECKING:
+    from cgraph.runtime.records import Turn
+
+
+@dataclass(frozen=True)
+class Message:
+    """One input line meant for the graph, with the client's idempotency key if any."""
+
+    text: str
+    key: str | None = None
+
+
+def turn_json(turn: Turn, **marks: Any) -> dict[str, Any]:
+    """One line of `--jsonl`: the turn, plus marks such as `recovered` or `id`."""
+    return {
+        "turn": turn.number,
+        "user": turn.user,
+        "reply": turn.reply,
+        "path": list(turn.path),
+        "transitions": [
+            {"from": t.from_state, "to": t.to_state, "exit": t.exit_id, "reason": t.reason}
+            for t in turn.transitions
+        ],
+        "state": turn.state,
+        "recalled": [m.model_dump() for m in turn.recalled],
+        "session": turn.session,
+        "completed": turn.completed,
+        "guard": turn.guard,
+        "fallback": turn.fallback,
+        "warnings": list(turn.warnings),
+        **marks,
+    }
+
+
+def parse_line(raw: str, *, jsonl: bool) -> Message | commands.Command | None:
+    """What one input line asks for: a message, a command, or nothing (a blank line).
+
+    Raises `ValueError` for a JSON line that is not `{"text": str, "id"?: str|int}`.
+    """
+    line = raw.strip()
+    if not line:
+        return None
+    message = _keyed(line) if jsonl and line.startswith("{") else Message(line)
+    return commands.parse(message.text) or message
+
+
+def _keyed(line: str) -> Message:
+    try:
+        data = json.loads(line)
+    except ValueError as err:
+        raise ValueError(f"not a JSON object ({err})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+        raise ValueError('a JSON line needs a string "text" (and may have an "id")')
+    key = data.get("id")
+    if key is not None and not isinstance(key, (str, int)):
+        raise ValueError('"id" must be a string or an integer')
+    return Message(data["text"], None if key is None else str(key))
+
+
+class LineRun:
+    """The loop of stdin mode, writing to `out` and `err`."""
+
+    def __init__(self, opened: Opened, out: TextIO, err: TextIO, *, jsonl: bool) -> None:
+        self.opened, self.out, self.err, self.jsonl = opened, out, err, jsonl
+
+    def run(self, lines: TextIO) -> int:
+        self.greet()
+        for number, raw in enumerate(lines, start=1):
+            try:
+                parsed = parse_line(raw, jsonl=self.jsonl)
+            except ValueError as error:
+                self.err.write(f"error: line {number}: {error}; the line is skipped\n")
+                continue
+            if isinstance(parsed, commands.Command):
+                if parsed.leaves:
+                    break
+                self.command(parsed)
+            elif parsed is not None:
+                code = self.send(parsed)
+                if code is not None:
+                    return code
+        return 0
+
+    def greet(self) -> None:
+        session = self.opened.session
+        self.err.write(banner(self.opened.model_name) + "\n")
+        self.err.write(f"session {session.id}\n")
+        for note in self.opened.notes:
+            self.err.write(note + "\n")
+        recovered = session.recovered
+        if recovered is not None:
+            self.err.write(
+                f"recovered turn {recovered.number}: the last run stopped before replying to "
+                f"{recovered.user!r}; its reply comes first — do not send that line again\n"
+            )
+            self.show(recovered, recovered=True)
+
+    def send(self, message: Message) -> int | None:
+        """Run one turn and print it; an exit code when the run must stop."""
+        session = self.opened.session
+        done = session.turn_with_key(message.key) if message.key is not None else None
+        if done is not None:  # sent again after a crash: the turn exists already
+            self.show(done, id=message.key, duplicate=True)
+            return None
+        try:
+            turn = session.send(message.text, key=message.key)
+        except CgraphError as error:  # a completed session, a broken store or script
+            self.err.write(f"error: {error.message}\n")
+            return 1
+        failure = self.opened.replay_failure()
+        if failure:
+            self.err.write(f"error: {failure}\n")
+            return 1
+        marks = {"id": message.key} if message.key is not None else {}
+        self.show(turn, **marks)
+        for warning in self.opened.warnings(turn):
+            self.err.write(warning + "\n")
+        return None
+
+    def show(self, turn: Turn, **marks: Any) -> None:
+        line = (
+            json.dumps(turn_json(turn, **marks), ensure_ascii=False) if self.jsonl else turn.reply
+        )
+        if line:  # the turn that reaches END may have nothing left to say
+            self.out.write(line + "\n")
+            self.out.flush()
+
+    def command(self, command: commands.Command) -> None:
+        answer = commands.answer(self.opened, command)
+        if self.jsonl:
+            self.out.write(json.dumps(answer.data, ensure_ascii=False) + "\n")
+            self.out.flush()
+            return
+        for line in plain(answer):
+            self.err.write(line + "\n")
+        self.err.flush()
+
+
+def run_lines(opened: Opened, lines: TextIO, out: TextIO, err: TextIO, *, jsonl: bool) -> int:
+    """One user message (or slash command) per line; returns the exit code."""
+    return LineRun(opened, out, err, jsonl=jsonl).run(lines)
+
+
+# ----- commands as text -----------------------------------------------------------------------
+
+
+def plain(answer: commands.Answer) -> list[str]:
+    """A command's answer as lines of text (stdin mode without `--jsonl`)."""
+    if answer.error is not None:
+        return [f"error: {answer.error}"]
+    draw = _PLAIN.get(answer.name)
+    data = answer.data
+    return draw(data) if draw else [json.dumps(data, ensure_ascii=False)]
+
+
+def _state(data: dict[str, Any]) -> list[str]:
+    head = data["state"] + (f" ({data['type']})" if data["type"] else "")
+    if data["objective"] is None:
+        return [head]
+    exits = [f"  → {e['to']}: {e['description']}" for e in data["exits"]]
+    return [head, f"  objective: {data['objective']}", *exits]
+
+
+def _history(data: dict[str, Any]) -> list[str]:
+    said = [
+        f"{'you' if m['role'] == 'user' else 'agent'}: {m['content']}" for m in data["transcript"]
+    ]
+    return said or ["no messages yet"]
+
+
+def _back(data: dict[str, Any]) -> list[str]:
+    taken = data["taken"]
+    if taken is None:
+        return ["nothing to undo"]
+    return [f"took back turn {taken['turn']} ({taken['user']}); now in {data['state']}"]
+
+
+def _memory(data: dict[str, Any]) -> list[str]:
+    found = [f"[{m['tier']}] {m['text']}" for m in data["memories"]]
+    return ([data["note"]] if data["note"] else []) + (found or ["no memories"])
+
+
+def _sessions(data: dict[str, Any]) -> list[str]:
+    rows = []
+    for s in data["sessions"]:
+        cells = [s["session"] + (" ◀" if s["current"] else ""), s["user"], s["graph"]]
+        cells += [str(s["turn"]), s["state"], "done" if s["done"] else ""]
+        rows.append("\t".join(cells).rstrip())
+    return rows
+
+
+def _why(data: dict[str, Any]) -> list[str]:
+    return [
+        f"{d['state']} ({d['kind']}) → {d['chosen']}: {d['reason']}" for d in data["decisions"]
+    ] or ["no decision yet"]
+
+
+def _topology(data: dict[str, Any]) -> list[str]:
+    return str(data["topology"]).splitlines()
+
+
+def _reset(data: dict[str, Any]) -> list[str]:
+    return [f"new session {data['session']}"]
+
+
+def _help(data: dict[str, Any]) -> list[str]:
+    return [f"{name.ljust(16)} {text}" for name, text in data["commands"].items()]
+
+
+_PLAIN = {
+    "state": _state,
+    "topology": _topology,
+    "why": _why,
+    "history": _history,
+    "memory": _memory,
+    "back": _back,
+    "reset": _reset,
+    "sessions": _sessions,
+    "help": _help,
+}

@@ -1,0 +1,141 @@
+"""Stdin mode of `cgraph run`: slash commands, keyed JSON lines, the recovered turn."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.backends.memory.policy import NullMemory
+from cgraph.cli import commands
+from cgraph.cli.lines import Message, parse_line, plain, run_lines
+from cgraph.cli.opening import Opened
+from cgraph.runtime.session import Session
+from cgraph.spec.load import load_graph
+from tests.conftest import GRAPHS
+
+CHECKIN = GRAPHS / "medical_checkin.yaml"
+STAY = {"*": {"exit": "stay", "reason": "r", "reply": "Hello"}}
+
+
+class QuietMemory(NullMemory):
+    note = ""
+    ready = True
+
+
+def opened(store: Path, script: dict[str, Any] | None = None) -> Opened:
+    graph = load_graph(CHECKIN)
+    chat = ScriptedModel(script or STAY)
+    session = Session.start(graph, model=chat, user_id="ann", store=store)
+    return Opened(
+        graph=graph,
+        session=session,
+        model_name="scripted",
+        memory=cast(Any, QuietMemory()),
+        store=store,
+        user="ann",
+    )
+
+
+def run(run_on: Opened, text: str, *, jsonl: bool) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_lines(run_on, io.StringIO(text), out, err, jsonl=jsonl)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_one_parser_for_every_mode() -> None:
+    assert commands.parse("/memory  walks ") == commands.Command("memory", "walks")
+    assert commands.parse("  /quit") == commands.Command("quit")
+    assert commands.parse("/quit").leaves and commands.parse("/exit").leaves  # type: ignore[union-attr]
+    assert commands.parse("hello /state") is None
+    assert commands.parse("/") is None
+    assert parse_line("/state\n", jsonl=False) == commands.Command("state")
+    assert parse_line("   \n", jsonl=False) is None
+    assert parse_line("hi\n", jsonl=True) == Message("hi")
+    assert parse_line('{"id": 7, "text": "hi"}', jsonl=True) == Message("hi", "7")
+    assert parse_line('{"text": "/state"}', jsonl=True) == commands.Command("state")
+    assert parse_line('{"id": 1, "text": "x"}', jsonl=False) == Message('{"id": 1, "text": "x"}')
+    for bad in ('{"id": 1}', '{"text": 3}', '{"text": "x", "id": [1]}', "{not json"):
+        with pytest.raises(ValueError):
+            parse_line(bad, jsonl=True)
+
+
+def test_piped_commands_never_reach_the_graph(tmp_path: Path) -> None:
+    here = opened(tmp_path)
+    text = "Hi\n/state\n/history\n/why\n/topology\n/sessions\n/memory\n/help\n/nonsense\n/back\n"
+    code, out, err = run(here, text, jsonl=False)
+    assert code == 0
+    assert out.splitlines() == ["Hello"]  # only the one message made a turn
+    assert "welcome_patient (action)" in err and "  objective: " in err
+    assert "you: Hi" in err and "agent: Hello" in err
+    assert "error: unknown command /nonsense — /help lists them" in err
+    assert "took back turn 1 (Hi); now in START" in err
+    assert here.session.turn_number == 0
+
+
+def test_reset_starts_a_new_session_and_quit_stops_reading(tmp_path: Path) -> None:
+    here = opened(tmp_path)
+    first = here.session.id
+    code, out, err = run(here, "Hi\n/reset\nHi again\n/quit\nnever sent\n", jsonl=True)
+    assert code == 0
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line.get("command") for line in lines] == [None, "reset", None]
+    assert lines[1]["session"] == here.session.id != first
+    assert lines[2]["session"] == here.session.id and lines[2]["turn"] == 1
+    assert "never sent" not in err + out
+
+
+def test_under_jsonl_a_command_answers_with_a_json_object(tmp_path: Path) -> None:
+    here = opened(tmp_path)
+    code, out, _ = run(here, "Hi\n/state\n/history\n/back\n/back\n", jsonl=True)
+    assert code == 0
+    turn, state, history, back, nothing = (json.loads(line) for line in out.splitlines())
+    assert turn["reply"] == "Hello" and "command" not in turn
+    assert state["command"] == "state" and state["state"] == "welcome_patient"
+    assert state["exits"][0]["to"] == "medication_adherence_check"
+    assert history == {
+        "command": "history",
+        "transcript": [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello"},
+        ],
+    }
+    assert back["taken"] == {"turn": 1, "user": "Hi"} and nothing["taken"] is None
+
+
+def test_a_line_sent_again_with_its_id_is_not_a_second_turn(tmp_path: Path) -> None:
+    here = opened(tmp_path)
+    text = '{"id": "a1", "text": "Hi"}\n{"id": "a1", "text": "Hi"}\n{"id": "a2", "text": "Hi"}\n'
+    code, out, _ = run(here, text, jsonl=True)
+    assert code == 0
+    first, again, other = (json.loads(line) for line in out.splitlines())
+    assert first["id"] == "a1" and "duplicate" not in first and first["turn"] == 1
+    assert again == {**first, "duplicate": True}
+    assert other["id"] == "a2" and other["turn"] == 2
+    assert [m["content"] for m in here.session.transcript] == ["Hi", "Hello", "Hi", "Hello"]
+
+
+def test_a_bad_json_line_is_reported_and_skipped(tmp_path: Path) -> None:
+    code, out, err = run(opened(tmp_path), '{"id": 1}\nHi\n', jsonl=True)
+    assert code == 0 and len(out.splitlines()) == 1
+    assert 'error: line 1: a JSON line needs a string "text"' in err
+
+
+def test_turn_objects_carry_the_fallback_and_the_warnings(tmp_path: Path) -> None:
+    failing = {"*": {"raise": "the provider is down"}}
+    code, out, _ = run(opened(tmp_path, failing), "Hi\n", jsonl=True)
+    assert code == 0
+    turn = json.loads(out)
+    assert turn["fallback"] is True and turn["guard"] is None
+    assert turn["warnings"] and "the provider is down" in turn["warnings"][0]
+
+
+def test_plain_answers_of_every_command(tmp_path: Path) -> None:
+    here = opened(tmp_path)
+    for name in ("state", "topology", "why", "history", "memory", "sessions", "help"):
+        found = plain(commands.answer(here, commands.Command(name)))
+        assert found and not found[0].startswith("error"), name
