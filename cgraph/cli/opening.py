@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from cgraph.errors import ConfigError, GraphError
 from cgraph.spec.model import Graph
@@ -205,6 +205,8 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
     from cgraph.runtime.session import Session
 
     store = usable_folder(options.store)
+    if options.session:
+        hold(store, options.session)
     stored = stored_session(store, options.session, options.user)
     name = model_name(options.model or (stored.model if stored else None), graph)
     key = missing_key(name, options.api_base or graph.model.api_base)
@@ -252,6 +254,43 @@ def usable_folder(store: Path) -> Path:
     except OSError as err:
         raise ConfigError(f"--store {store}: cannot use it as a folder ({err.strerror})") from err
     return store
+
+
+_HELD: list[IO[bytes]] = []  # open until the process ends, which releases their locks
+
+
+def hold(store: Path, session_id: str) -> None:
+    """Lock the session for this process; `ConfigError` when another process runs it.
+
+    Two processes writing one session would interleave their steps; the second is refused
+    at once instead. The lock is an OS file lock, so a killed process never leaves it held.
+    """
+    try:
+        import fcntl
+    except ImportError:  # no POSIX locks: the store still refuses a second writer's step
+        return
+    folder = store / "locks"
+    try:
+        folder.mkdir(exist_ok=True)
+        handle = (folder / f"{_file_name(session_id)}.lock").open("ab")
+    except OSError as err:
+        raise ConfigError(f"--store {store}: cannot lock the session ({err.strerror})") from err
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise ConfigError(
+            f"session `{session_id}` is open in another process; "
+            "wait for that run to end, or start another session"
+        ) from None
+    _HELD.append(handle)
+
+
+def _file_name(session_id: str) -> str:
+    """A session id as a safe file name (ids are free text)."""
+    import hashlib
+
+    return hashlib.sha256(session_id.encode()).hexdigest()[:24]
 
 
 def stored_session(store: Path, session_id: str | None, user: str | None) -> SessionInfo | None:

@@ -1,0 +1,153 @@
+"""The kill -9 campaign: real `cgraph run --jsonl` processes killed at random points.
+
+Each run sends keyed lines (`{"id": ..., "text": ...}`) one at a time, the way a client
+following the README's protocol does, SIGKILLs the process at a random point (between
+turns, inside a model call, inside memory extraction, before the session exists), then
+resumes it and re-sends every line it has no reply for. The store must then hold every
+message exactly once, in order, each turn finished: nothing lost, duplicated or repeated.
+
+`CGRAPH_KILL_RUNS` sets the number of runs (20 in `make test`, 200 in `make stress`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import select
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT
+
+GRAPH = FIXTURES / "runtime" / "campaign.yaml"
+SCRIPT = FIXTURES / "runtime" / "campaign_script.yaml"
+RUNS = int(os.environ.get("CGRAPH_KILL_RUNS", "20"))
+BATCHES = 4
+WAIT = 120.0  # seconds for one reply on a busy machine
+
+
+def spawn(store: Path, session: str) -> subprocess.Popen[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "cgraph",
+        "run",
+        str(GRAPH),
+        "--jsonl",
+        "--store",
+        str(store),
+        "--session",
+        session,
+        "--model",
+        f"scripted:{SCRIPT}",
+    ]
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def line(key: str, text: str) -> str:
+    return json.dumps({"id": key, "text": text}) + "\n"
+
+
+def read_reply(process: subprocess.Popen[str]) -> dict[str, Any]:
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], WAIT)
+    assert ready, "no reply in time"
+    text = process.stdout.readline()
+    assert text, f"the process ended early: {process.wait()}"
+    found: dict[str, Any] = json.loads(text)
+    return found
+
+
+def stored(store: Path, session: str) -> list[tuple[int, str, dict[str, Any]]]:
+    with sqlite3.connect(store / "sessions.sqlite") as db:
+        rows = db.execute(
+            "SELECT turn, kind, data FROM events WHERE session=? ORDER BY seq", (session,)
+        ).fetchall()
+    return [(turn, kind, json.loads(data)) for turn, kind, data in rows]
+
+
+def one_run(store: Path, run: int) -> str:
+    """Kill, resume, check; returns where the kill landed (for the failure message)."""
+    rng = random.Random(run)
+    session = f"run-{run}"
+    texts = [f"message {n} of run {run}" for n in range(rng.randint(2, 5))]
+    keys = [f"{run}.{n}" for n in range(len(texts))]
+    answered = rng.randint(0, len(texts) - 1)  # replies the client reads before the kill
+    delay = rng.uniform(0.0, 0.6)
+
+    first = spawn(store, session)
+    assert first.stdin is not None
+    for n in range(answered):
+        first.stdin.write(line(keys[n], texts[n]))
+        first.stdin.flush()
+        assert read_reply(first)["id"] == keys[n]
+    first.stdin.write(line(keys[answered], texts[answered]))
+    first.stdin.flush()
+    time.sleep(delay)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=WAIT)
+    first.stdin.close()
+    assert first.stdout is not None and first.stderr is not None
+    first.stdout.close()
+    first.stderr.close()
+
+    # The protocol: re-send, with the same ids, every line that has no reply yet.
+    second = spawn(store, session)
+    again = "".join(line(k, t) for k, t in zip(keys[answered:], texts[answered:], strict=True))
+    out, err = second.communicate(again, timeout=WAIT * 2)
+    where = f"run {run}: killed {delay:.2f}s after line {answered + 1} of {len(texts)}"
+    assert second.returncode == 0, f"{where}\n{err}"
+    assert "Traceback" not in err, f"{where}\n{err}"
+    check(store, session, texts, keys, answered, out, err, where)
+    return where
+
+
+def check(
+    store: Path,
+    session: str,
+    texts: list[str],
+    keys: list[str],
+    answered: int,
+    out: str,
+    err: str,
+    where: str,
+) -> None:
+    events = stored(store, session)
+    messages = [(d["text"], d.get("key")) for _, kind, d in events if kind == "user_message"]
+    assert messages == list(zip(texts, keys, strict=True)), where  # none lost or doubled
+    finished = [turn for turn, kind, _ in events if kind == "turn_completed"]
+    assert finished == list(range(1, len(texts) + 1)), where  # each turn finished once
+    assert not any(kind == "undo" for _, kind, _ in events), where
+    lines = [json.loads(text) for text in out.splitlines()]
+    recovered = [t for t in lines if t.get("recovered")]
+    if recovered:  # printed first, and said so on stderr
+        assert lines[0] is recovered[0] and recovered[0]["user"] == texts[answered], where
+        assert "recovered turn" in err, where
+    fresh = [t["id"] for t in lines if not t.get("recovered") and not t.get("duplicate")]
+    replayed = [t["id"] for t in lines if t.get("duplicate")]
+    assert sorted(fresh + replayed) == sorted(keys[answered:]), where  # one reply per line
+    assert len(set(fresh)) == len(fresh), where
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", range(BATCHES))
+def test_kill_9_at_random_points_then_resume(tmp_path: Path, batch: int) -> None:
+    runs = range(batch, RUNS, BATCHES)
+    for run in runs:
+        one_run(tmp_path / "store", run)  # one store: the sessions pile up, as in real use
