@@ -36,11 +36,13 @@ CODES: dict[str, str] = {
     "reflection-disabled": "A reflection state exists while limits.max_reflections is 0.",
     "shadowed-name": "A variable hides a built-in template name.",
     # tools (cgraph.lint.tools)
-    "unknown-tool": "A side-effect state calls a tool that is not declared.",
+    "unknown-tool": "A side-effect state calls, or an action state offers, an undeclared tool.",
     "duplicate-tool": "Two tools share a name.",
     "unused-tool": "A declared tool is never called.",
     "tool-handler": "A tool's handler module or function cannot be found.",
     "tool-arguments": "A side-effect state's arguments do not fit the tool's parameters.",
+    # argument types (cgraph.lint.arguments)
+    "argument-type": "A side-effect argument renders to a type its tool parameter refuses.",
     # templates (cgraph.lint.templates)
     "template-syntax": "A Jinja template does not parse (or uses an unknown filter/test).",
     "undefined-variable": "A template uses a name no variable, set or result defines.",

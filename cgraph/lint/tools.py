@@ -25,6 +25,7 @@ def check_tools(ctx: GraphContext) -> Iterator[Diagnostic]:
 def _declarations(ctx: GraphContext) -> Iterator[Diagnostic]:
     seen: set[str] = set()
     used = {field_of(s, "tool") for s in ctx.graph.states.values()}
+    used.update(t for s in ctx.graph.states.values() for t in field_of(s, "tools") or ())
     folder = ctx.graph.source.parent if ctx.graph.source else Path.cwd()
     for index, tool in enumerate(ctx.graph.tools):
         path: DataPath = ("tools", index)
@@ -40,8 +41,9 @@ def _declarations(ctx: GraphContext) -> Iterator[Diagnostic]:
             yield ctx.diag(
                 (*path, "name"),
                 "unused-tool",
-                f"tool `{tool.name}` is declared but no side-effect state calls it",
-                "call it from a `side_effect` state, or remove the declaration",
+                f"tool `{tool.name}` is declared but no state calls it or offers it",
+                "call it from a `side_effect` state, list it under an action state's "
+                "`tools:`, or remove the declaration",
                 warning=True,
             )
         problem = handler_problem(tool.handler, folder)
@@ -110,6 +112,8 @@ def _top_level_names(source: Path) -> set[str] | None:
 def _calls(ctx: GraphContext) -> Iterator[Diagnostic]:
     declared = [t.name for t in ctx.graph.tools]
     for name, state in ctx.graph.states.items():
+        if state.type == "action":
+            yield from _offered(ctx, name, state.tools, declared)
         if state.type != "side_effect":
             continue
         tool = ctx.graph.tool(state.tool)
@@ -149,4 +153,19 @@ def _arguments(
                 f"state `{name}` passes `{extra}`, which the tool does not take",
                 did_you_mean(extra, list(properties)) + f"parameters are {', '.join(properties)}",
                 key=True,
+            )
+
+
+def _offered(
+    ctx: GraphContext, name: str, tools: tuple[str, ...], declared: list[str]
+) -> Iterator[Diagnostic]:
+    """The tools an action state offers the model must be declared."""
+    for index, tool in enumerate(tools):
+        if ctx.graph.tool(tool) is None:
+            yield ctx.diag(
+                ("states", name, "tools", index),
+                "unknown-tool",
+                f"state `{name}` offers tool `{tool}`, which is not declared under `tools`",
+                did_you_mean(tool, declared)
+                + "declare it under `tools:` with a name and a `module:function` handler",
             )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cgraph.diagnostics import Diagnostic, Severity, has_errors
+from cgraph.lint.arguments import check_argument_types
 from cgraph.lint.structure import GraphContext, check_graph
 from cgraph.lint.templates import check_templates
 from cgraph.lint.tools import check_tools
@@ -31,7 +32,13 @@ from cgraph.spec.topology import mermaid as draw_mermaid
 
 SUFFIXES = (".yaml", ".yml", ".json")
 Check = Callable[[GraphContext], Iterable[Diagnostic]]
-CHECKS: tuple[Check, ...] = (check_graph, check_tools, check_templates, check_topology)
+CHECKS: tuple[Check, ...] = (
+    check_graph,
+    check_tools,
+    check_argument_types,
+    check_templates,
+    check_topology,
+)
 """The checks run on every graph that parses, in order."""
 # A folder walk lints files with a top-level `cgraph:` key; others are skipped with a note.
 # Conversation tests (`cgraph-test:`) are linted against their own schema.

@@ -22,7 +22,7 @@ from cgraph.runtime.asking import (
     engine_decision,
 )
 from cgraph.runtime.exits import ON_ERROR, exit_options, start_options
-from cgraph.runtime.tools import call_tool, load_handler
+from cgraph.runtime.tools import call_tool, check_arguments, load_handler
 from cgraph.spec.model import (
     ActionState,
     AnnotationState,
@@ -201,6 +201,7 @@ def _call(engine: Engine, graph: Graph, state: SideEffectState, key: str) -> Any
         raise ToolError(f"tool `{state.tool}` is not declared under `tools`")
     context = engine.template_context(graph, engine.snap.frame.state)
     arguments = {name: _render_deep(value, context) for name, value in state.arguments.items()}
+    check_arguments(tool.name, tool.parameters, arguments)
     handler = load_handler(tool.handler, engine.folder_of(graph))
     # The intent is committed before the call: a crash during the call leaves a record
     # that this key was attempted, and the resumed step calls again with the same key.

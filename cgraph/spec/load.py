@@ -107,7 +107,8 @@ def where(data: Any, path: tuple[Any, ...]) -> str:
     if len(path) >= 2 and path[0] in ("tools", "start") and isinstance(path[1], int):
         return f"{path[0]} entry {path[1] + 1}"
     if path and path[0] in _SECTIONS:
-        return f"`{path[0]}`"
+        # A nested section such as `limits.history` is named whole.
+        return f"`{'.'.join(str(step) for step in path)}`"
     return "the graph"
 
 

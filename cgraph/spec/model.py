@@ -40,6 +40,7 @@ TYPE_LETTERS = {
 }
 SILENT_TYPES = frozenset(TYPE_LETTERS) - {"action"}
 PromptKind = Literal["action", "decision", "reflection", "extract", "start"]
+ContextStrategy = Literal["keep", "reset", "reset_with_summary"]
 INTERNAL = {"internal": True}
 """Field metadata: set by cgraph, never written in a graph file (left out of the schema)."""
 
@@ -66,6 +67,10 @@ class _State:
     """How many times one session may enter this state; beyond it a guard stops the turn."""
     description: str | None = None
     """A note for designers; not shown to the model."""
+    context: ContextStrategy = "keep"
+    """The conversation history on entry: `keep` it, `reset` it (prompts from here on show
+    only what follows), or `reset_with_summary` (a summary of what came before, then what
+    follows)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +102,9 @@ class ActionState(_State):
     """Tags attached to every message the agent sends in this state."""
     say: str | None = None
     """A Jinja template for the reply when no LLM writes one (the offline semantic mode)."""
+    tools: tuple[Identifier, ...] = ()
+    """Declared tools the model may call here before it answers (LLM mode; offline, tools
+    run only from side-effect states)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -199,6 +207,17 @@ class StartEntry:
 
 
 @dataclass(frozen=True, kw_only=True)
+class History:
+    """The conversation history shown in prompts."""
+
+    tokens: Annotated[int, Keywords(minimum=100)] = 2000
+    """Token budget of the window of recent turns."""
+    strategy: Literal["window", "summarize"] = "window"
+    """`window` drops the oldest turns; `summarize` folds them into a running summary
+    shown ahead of the window (written by the model; offline, the user's own statements)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Limits:
     """Loop guards; hitting one stops the turn in the last user-facing state."""
 
@@ -208,7 +227,19 @@ class Limits:
     max_visits: dict[Identifier, int] = field(default_factory=dict)
     """Per-state visit caps for a whole session (a state's own `max_visits` also works)."""
     history_tokens: Annotated[int, Keywords(minimum=100)] = 2000
-    """Token budget of the conversation history in prompts; oldest turns are dropped."""
+    """Token budget of the conversation history in prompts; oldest turns are dropped (the
+    short form of `history: {tokens: N}`)."""
+    history: History | None = None
+    """The history window and what happens to the turns that leave it."""
+    max_tool_calls: Annotated[int, Keywords(minimum=0)] = 4
+    """Tool calls the model may make in one turn; past it the model must answer."""
+
+    def history_budget(self) -> int:
+        """The history window's token budget: `history.tokens`, else `history_tokens`."""
+        return self.history.tokens if self.history is not None else self.history_tokens
+
+    def summarizes(self) -> bool:
+        return self.history is not None and self.history.strategy == "summarize"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,7 +263,7 @@ class MemoryConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class Tool:
-    """A Python function a side-effect state may call."""
+    """A Python function a side-effect state calls, or the model calls from an action state."""
 
     name: Identifier
     description: str = ""

@@ -272,14 +272,18 @@ def test_annotation_sets_variables_keeping_python_types(tmp_path: Path) -> None:
     assert session.annotations == ["flagged"]
 
 
-def side_effect_graph(tmp_path: Path, tool: str, on_error: bool = True, timeout: float = 2) -> Path:
+def side_effect_graph(
+    tmp_path: Path, tool: str, on_error: bool = True, timeout: float = 2, parameters: str = ""
+) -> Path:
     (tmp_path / "tools_fixture.py").write_text((TOOLS / "tools_fixture.py").read_text())
     extra = "    on_error: oops\n" if on_error else ""
     return write(
         tmp_path,
         simple(
             start="a",
-            top=f"tools:\n  - {{name: t, handler: 'tools_fixture:{tool}', timeout: {timeout}}}\n",
+            top=f"tools:\n  - {{name: t, handler: 'tools_fixture:{tool}', timeout: {timeout}"
+            + (f", parameters: {parameters}" if parameters else "")
+            + "}\n",
             body=action("a", {"s": "The user asks to look something up."})
             + f"""\
   s:
@@ -323,6 +327,20 @@ def test_a_failing_or_slow_tool_takes_on_error(tmp_path: Path, tool: str) -> Non
         e.data for e in session.events() if e.kind == "tool_call" and e.data["status"] == "failed"
     ]
     assert failed and ("down" in failed[0]["error"] or "timed out" in failed[0]["error"])
+
+
+def test_side_effect_arguments_are_validated_against_the_parameters(tmp_path: Path) -> None:
+    # `query` renders from the user's words; the tool wants an integer there.
+    parameters = "{type: object, properties: {query: {type: integer}, limit: {type: integer}}}"
+    path = side_effect_graph(tmp_path, "lookup", parameters=parameters)
+    model = ScriptedModel({"a": [stay("hi"), go("s")], "oops": [stay("could not")]})
+    session = Session.start(path, model=model)
+    session.send("hi")
+    turn = session.send("tea")
+    assert turn.state == "oops"
+    calls = [e.data for e in session.events() if e.kind == "tool_call"]
+    assert [c["status"] for c in calls] == ["failed"]  # never started: the handler never ran
+    assert "`query`: 'tea' is not of type 'integer'" in calls[0]["error"]
 
 
 def test_a_failing_tool_without_on_error_stops_with_the_fallback(tmp_path: Path) -> None:
