@@ -23,6 +23,7 @@ from cgraph.spec.model import Graph
 if TYPE_CHECKING:
     from cgraph.backends.llm.types import ChatModel
     from cgraph.backends.memory.background import BackgroundMemory
+    from cgraph.diagnostics import Diagnostic
     from cgraph.runtime.records import Turn
     from cgraph.runtime.session import Session
     from cgraph.runtime.store import SessionInfo
@@ -67,18 +68,29 @@ class RunOptions:
     record: Path | None = None
 
 
-def load_checked(path: Path) -> Graph:
-    """The graph, or `GraphError` with every located lint error (warnings do not stop a run)."""
+def load_checked(path: Path) -> tuple[Graph, list[Diagnostic]]:
+    """The graph and its offline hints, or `GraphError` with every located lint error
+    (warnings do not stop a run)."""
     from cgraph.diagnostics import Severity
-    from cgraph.lint.walk import lint_file
+    from cgraph.lint.offline import check_say
+    from cgraph.lint.walk import CHECKS, lint_paths
     from cgraph.spec.load import load_graph
 
     if not path.is_file():
         raise GraphError(f"error: {path}: no such file")
-    errors = [d for d in lint_file(path) if d.severity is Severity.ERROR]
+    found = lint_paths([path], checks=(*CHECKS, check_say)).diagnostics
+    errors = [d for d in found if d.severity is Severity.ERROR]
     if errors:
         raise GraphError(f"{path}: the graph has errors; fix them and run again", errors)
-    return load_graph(path)
+    return load_graph(path), [d for d in found if d.code == "no-say"]
+
+
+def offline_hints(hints: list[Diagnostic], shown: int = 3) -> str:
+    """The `say:` hints of an offline run, a few located ones and a count of the rest."""
+    lines = [f"hint: {d.file}:{d.line}:{d.column} {d.message}; {d.hint}\n" for d in hints[:shown]]
+    if len(hints) > shown:
+        lines.append(f"hint: … and {len(hints) - shown} more action states without `say:`\n")
+    return "".join(lines)
 
 
 # ----- model --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ or Ctrl-D at the prompt leaves. The input history lives in the store folder.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from cgraph.runtime.records import Turn
 
 PROMPT = "you › "
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 HISTORY_FILE = "history"
 Data = dict[str, Any]
 
@@ -136,7 +138,9 @@ class Repl:
         return "thinking…"
 
     def render(self, turn: Turn) -> None:
-        if turn.reply:
+        if turn.reply and self._is_stage_direction(turn):
+            self.dim(f"({self.agent}: {stage_direction(turn.reply)})")
+        elif turn.reply:
             self.console.print(f"[bold cyan]{escape(self.agent)}:[/] {escape(turn.reply)}")
         self.dim(f"  {' → '.join(turn.path) or turn.state}")
         for t in turn.transitions:
@@ -148,6 +152,17 @@ class Repl:
             self.console.print(f"[yellow]  stopped by the {turn.guard} guard[/]")
         if turn.completed:
             self.dim("  the conversation reached END — /reset to start again")
+
+    def _is_stage_direction(self, turn: Turn) -> bool:
+        """Offline, a state without `say:` "speaks" its actions: instructions, not words."""
+        if self.opened.model_name != SEMANTIC or turn.fallback or turn.completed:
+            return False
+        state = self.opened.session.current_state()
+        return (
+            state is not None
+            and not getattr(state, "say", None)
+            and bool(getattr(state, "actions", ()))
+        )
 
     # ----- slash commands ---------------------------------------------------------------
 
@@ -243,3 +258,9 @@ class Repl:
                 readline.write_history_file(str(path))
 
         return save
+
+
+def stage_direction(actions: str) -> str:
+    """ "Greet the customer. Ask what happened." → "greet the customer; ask what happened"."""
+    steps = [s.strip().rstrip(".") for s in _SENTENCE_END.split(actions) if s.strip()]
+    return "; ".join(s[:1].lower() + s[1:] for s in steps)

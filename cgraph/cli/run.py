@@ -13,7 +13,7 @@ import os
 import sys
 from typing import NoReturn
 
-from cgraph.cli.opening import RunOptions, load_checked, open_session
+from cgraph.cli.opening import SEMANTIC, RunOptions, load_checked, offline_hints, open_session
 from cgraph.errors import CgraphError, GraphError
 
 
@@ -23,7 +23,7 @@ def run_command(options: RunOptions, *, jsonl: bool) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
-        spec = load_checked(options.graph)
+        spec, hints = load_checked(options.graph)
     except GraphError as err:
         sys.stderr.write(str(err) + "\n")
         return 1
@@ -32,6 +32,8 @@ def run_command(options: RunOptions, *, jsonl: bool) -> int:
     except CgraphError as err:
         sys.stderr.write(f"error: {err.message}\n")
         return 1
+    if opened.model_name == SEMANTIC:
+        sys.stderr.write(offline_hints(hints))
     if sys.stdin.isatty() and not jsonl:
         from cgraph.cli.repl import Repl
 

@@ -35,6 +35,8 @@ CODES: dict[str, str] = {
     "memory-off": "included_contexts are recalled while memory.store is off.",
     "reflection-disabled": "A reflection state exists while limits.max_reflections is 0.",
     "shadowed-name": "A variable hides a built-in template name.",
+    # offline runs (cgraph.lint.offline, added by `cgraph run` in the semantic mode)
+    "no-say": "An action state has no `say:`; offline its actions show as a stage direction.",
     # tools (cgraph.lint.tools)
     "unknown-tool": "A side-effect state calls, or an action state offers, an undeclared tool.",
     "duplicate-tool": "Two tools share a name.",

@@ -1,0 +1,98 @@
+"""The interactive transcript: how replies are shown."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any, cast
+
+from rich.console import Console
+
+from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.cli.opening import Opened, load_checked, offline_hints
+from cgraph.cli.repl import Repl, stage_direction
+from cgraph.runtime.session import Session
+from cgraph.spec.load import load_graph
+
+GRAPH = """\
+cgraph: 1
+name: card_help
+description: A card-services line.
+agent: {name: Sam, persona: A calm card-services agent.}
+start: identify_issue
+states:
+  identify_issue:
+    type: action
+    objective: Find out what happened to the card.
+    actions: [Greet the customer and introduce yourself., Ask what happened to the card.]
+    intra_state_navigation_guidelines: [Greetings stay here.]
+    action_guidelines: [Be brief.]
+    boundary_constraints: [Never ask for the PIN.]
+    exit_conditions:
+      - {description: The card was stolen., next_state: spoken}
+  spoken:
+    type: action
+    objective: Block the card.
+    actions: [Block the card.]
+    intra_state_navigation_guidelines: [Questions stay here.]
+    action_guidelines: [Be brief.]
+    boundary_constraints: [Never ask for the PIN.]
+    say: I've blocked your card.
+    exit_conditions:
+      - {description: The customer is done., next_state: END}
+"""
+
+
+class ReadyMemory:
+    """What the transcript asks of the background-opened memory store."""
+
+    ready = True
+    note = ""
+
+
+def written(tmp_path: Path) -> Path:
+    path = tmp_path / "card_help.yaml"
+    path.write_text(GRAPH, encoding="utf-8")
+    return path
+
+
+def shown(tmp_path: Path, model_name: str, reply: dict[str, str]) -> str:
+    graph = load_graph(written(tmp_path))
+    session = Session.start(graph, model=ScriptedModel({"*": reply}), store=tmp_path)
+    memory = cast(Any, ReadyMemory())
+    out = io.StringIO()
+    opened = Opened(
+        graph=graph,
+        session=session,
+        model_name=model_name,
+        memory=memory,
+        store=tmp_path,
+        user="ann",
+    )
+    repl = Repl(opened, Console(file=out))
+    repl.send("hi")
+    return out.getvalue()
+
+
+def test_offline_actions_without_say_are_shown_as_a_stage_direction(tmp_path: Path) -> None:
+    actions = "Greet the customer and introduce yourself. Ask what happened to the card."
+    text = shown(tmp_path, "semantic", {"exit": "stay", "reason": "r", "reply": actions})
+    assert "(Sam: greet the customer and introduce yourself; ask what happened to the card)" in text
+    assert "Sam: Greet" not in text
+
+
+def test_a_model_that_writes_its_reply_is_quoted(tmp_path: Path) -> None:
+    text = shown(tmp_path, "gpt-4o", {"exit": "stay", "reason": "r", "reply": "Hello there!"})
+    assert "Sam: Hello there!" in text and "(Sam:" not in text
+
+
+def test_stage_direction_wording() -> None:
+    assert stage_direction("Greet them. Ask why?") == "greet them; ask why?"
+
+
+def test_an_offline_run_hints_at_say_on_action_states_without_it(tmp_path: Path) -> None:
+    _, hints = load_checked(written(tmp_path))
+    assert [(d.code, d.line) for d in hints] == [("no-say", 7)]
+    text = offline_hints(hints)
+    assert text.startswith(f"hint: {tmp_path / 'card_help.yaml'}:7:3 action state `identify_issue`")
+    assert "add `say:`" in text
