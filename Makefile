@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install demo test check lint-graphs schema bench clean graphviz
+.PHONY: install demo test check lint-graphs schema bench clean test-tools
 
 install: $(STAMP)
 
@@ -22,13 +22,20 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/cgraph run graphs/medical_checkin.yaml
 
-# `cgraph render`, `--html` and their tests draw with Graphviz: install it when it is missing.
-test: $(STAMP) graphviz
+# `cgraph render`, `--html` and their tests draw with Graphviz and open the report in
+# Chromium: install whichever is missing (Debian packages; root or sudo needed).
+TEST_TOOLS := graphviz:dot chromium:chromium
+test: $(STAMP) test-tools
 	$(BIN)/pytest -n 2 -q
 
-graphviz:
-	@command -v dot >/dev/null || (apt-get update -qq && apt-get install -y -qq graphviz) \
-	  || { echo "make: Graphviz's \`dot\` is missing; install the graphviz package" >&2; exit 1; }
+test-tools:
+	@missing=""; for pair in $(TEST_TOOLS); do \
+	  command -v $${pair#*:} >/dev/null || missing="$$missing $${pair%%:*}"; done; \
+	if [ -n "$$missing" ]; then \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo -n"; \
+	  { $$sudo apt-get update -qq && $$sudo apt-get install -y -qq $$missing >/dev/null; } || \
+	  { echo "make: could not install$$missing; install them (apt-get install$$missing)" >&2; \
+	    exit 1; }; fi
 
 check: $(STAMP)
 	$(BIN)/ruff check cgraph tests bench

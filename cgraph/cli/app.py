@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from cgraph.cli.memory import memory_app
+from cgraph.cli.render import render as render_command
 from cgraph.cli.test import test as test_command
 from cgraph.lint.report import REPORTERS
 
@@ -27,6 +28,7 @@ app = typer.Typer(
 )
 app.add_typer(memory_app, name="memory")
 app.command(name="test")(test_command)
+app.command(name="render")(render_command)
 
 
 @app.command()

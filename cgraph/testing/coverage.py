@@ -77,8 +77,8 @@ def coverage(results: Iterable[FileResult]) -> list[GraphCoverage]:
     entered: dict[Path, set[str]] = {}
     taken: dict[Path, set[Exit]] = {}
     for result in results:
-        if result.graph is None or result.graph_spec is None:
-            continue
+        if result.graph is None or result.graph_spec is None or not result.runs:
+            continue  # `-k` selected none of its cases: nothing to say about its graph
         key = result.graph.resolve()
         graphs.setdefault(key, result.graph_spec)
         for run in result.runs:

@@ -19,7 +19,7 @@ from cgraph.runtime.session import Session, resolve_model
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.testfile import Scripted, TestFile
-from cgraph.testing.cases import Run, expand, find_files, load, selected
+from cgraph.testing.cases import SUFFIXES, Run, expand, find_files, load, selected
 from cgraph.testing.expectations import Mismatch, check
 from cgraph.testing.observed import Observed, observe, why
 
@@ -203,8 +203,9 @@ def _relative(name: str, tests: TestFile) -> str:
 def _recording(name: str, graph: Graph, tests: TestFile, folder: Path) -> ChatModel:
     from cgraph.backends.llm.replay import RecordingModel
 
-    file = tests.source or Path("tests")
-    cassette = folder / (file.name.split(".")[0] + ".jsonl")
+    file = tests.source or Path("tests.test.yaml")
+    stem = next((file.name.removesuffix(s) for s in SUFFIXES if file.name.endswith(s)), file.stem)
+    cassette = folder / f"{stem}.jsonl"
     cassette.unlink(missing_ok=True)
     return RecordingModel(resolve_model(name, graph, None), cassette)
 

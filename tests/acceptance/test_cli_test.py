@@ -3,10 +3,12 @@ file errors and the machine-readable formats."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from tests.conftest import GRAPHS, ROOT
@@ -58,3 +60,61 @@ def test_a_broken_graph_fails_its_cases_naming_the_state_and_the_exit(tmp_path: 
     assert "-record_nitro_use" in out  # the path diff
     assert "why: vasodilator_check (action) chose" in out
     assert re.search(r"^0 passed, \d+ failed, \d+ skipped$", out, re.MULTILINE)
+
+
+def failing_retry_file(tmp_path: Path) -> Path:
+    """The scripted retry tests (no embedding model needed) with one expectation broken."""
+    text = RETRY.read_text().replace("variables: {attempt: 2}", "variables: {attempt: 3}")
+    text = text.replace(
+        "graph: ../request_lifecycle.yaml", f"graph: {GRAPHS}/request_lifecycle.yaml"
+    )
+    path = tmp_path / "retry.test.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_json_junit_and_github_formats_carry_the_failure(tmp_path: Path) -> None:
+    tests = str(failing_retry_file(tmp_path))
+    report = json.loads(cgraph("test", tests, "--format", "json", "--coverage").stdout)
+    assert (report["passed"], report["failed"], report["skipped"]) == (1, 1, 0)
+    failed = next(r for r in report["runs"] if not r["passed"])
+    assert any("`attempt` is 2" in line for line in failed["failure"])
+    assert report["coverage"][0]["name"] == "request_lifecycle"
+    junit = ET.fromstring(cgraph("test", tests, "--format", "junit").stdout)
+    failures = junit.findall(".//testcase/failure")
+    assert junit.get("failures") == "1" and len(failures) == 1
+    assert "`attempt` is 2" in (failures[0].text or "")
+    github = cgraph("test", tests, "--format", "github", "--coverage")
+    assert github.returncode == 1
+    errors = [x for x in github.stdout.splitlines() if x.startswith("::error ")]
+    assert len(errors) == 1 and f"file={tests}," in errors[0] and "%0A" in errors[0]
+    assert "::warning file=" in github.stdout and "uncovered exit" in github.stdout
+    assert github.stdout.endswith("1 passed, 1 failed\n")
+
+
+def test_a_file_error_exits_2_with_a_located_message(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.test.yaml"
+    bad.write_text("cgraph-test: 1\ngraph: nowhere.yaml\ncases:\n  - name: a\n    turnz: []\n")
+    done = cgraph("test", str(tmp_path))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{bad}:5:5 error unknown-key" in done.stdout and "Traceback" not in done.stderr
+    assert cgraph("test", str(tmp_path / "missing")).returncode == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    none = cgraph("test", str(empty))
+    assert none.returncode == 2 and "no *.test.yaml files" in none.stderr
+
+
+def test_recorded_exchanges_replay_the_same_tests_offline(tmp_path: Path) -> None:
+    source = GRAPHS / "tests" / "research.test.yaml"
+    recorded = cgraph("test", str(source), "--record", str(tmp_path / "cassettes"))
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    cassette = tmp_path / "cassettes" / "research.jsonl"
+    assert cassette.stat().st_size > 0
+    model = "model: replay:cassettes/research.jsonl"
+    replayed = source.read_text().replace(
+        "graph: ../research.yaml", f"graph: {GRAPHS}/research.yaml\n{model}"
+    )
+    (tmp_path / "research.test.yaml").write_text(replayed)
+    done = cgraph("test", str(tmp_path / "research.test.yaml"))
+    assert done.returncode == 0 and done.stdout.endswith("4 passed, 0 failed\n"), done.stdout

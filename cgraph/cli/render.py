@@ -1,0 +1,57 @@
+"""`cgraph render`: draw a graph (svg, png, dot or mermaid), optionally what one stored
+conversation did."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+class PictureFormat(StrEnum):
+    """Formats of `cgraph render` (`cgraph.testing.draw.FORMATS`)."""
+
+    svg = "svg"
+    png = "png"
+    dot = "dot"
+    mermaid = "mermaid"
+
+
+def render(
+    graph: Annotated[Path, typer.Argument(help="The graph file.", show_default=False)],
+    output: Annotated[
+        PictureFormat, typer.Option("--format", "-f", help="Picture format.")
+    ] = PictureFormat.svg,
+    out: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option(help="Highlight what this stored conversation did.")
+    ] = None,
+    store: Annotated[Path, typer.Option(help="Folder of the stored sessions.")] = Path(".cgraph"),
+) -> None:
+    """Draw a graph with Graphviz: states shaped and coloured by type, START and END."""
+    from cgraph.errors import CgraphError, GraphError
+    from cgraph.spec.load import load_graph
+    from cgraph.testing.draw import picture, session_highlight
+
+    if session and not store.is_dir():
+        sys.stderr.write(f"error: {store}: no such store folder\n")
+        raise typer.Exit(2)
+    try:
+        spec = load_graph(graph)
+        highlight = session_highlight(store, session) if session else None
+        data = picture(spec, output.value, highlight)
+    except GraphError as err:
+        sys.stderr.write(f"{err}\n")
+        raise typer.Exit(2) from err
+    except CgraphError as err:
+        sys.stderr.write(f"error: {err.message}\n")
+        raise typer.Exit(2) from err
+    if out is not None:
+        out.write_bytes(data)
+    else:
+        sys.stdout.buffer.write(data)

@@ -1,0 +1,161 @@
+"""A graph drawn as a picture with Graphviz: states shaped and coloured by type, only the
+declared edges, START and END; optionally what tests or a conversation covered.
+
+`dot_source` writes the DOT text (pure); `render` runs Graphviz's `dot` program on it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from cgraph.errors import ConfigError
+from cgraph.runtime.exits import exit_options
+from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.names import END, START
+
+FORMATS = ("svg", "png", "dot", "mermaid")
+INSTALL_HINT = (
+    "Graphviz's `dot` program is not installed: `apt-get install graphviz` (Debian, Ubuntu), "
+    "`brew install graphviz` (macOS), `choco install graphviz` (Windows)"
+)
+# (shape, fill) per state type; the legend of every picture.
+STYLES = {
+    "action": ("box", "#dbeafe"),
+    "decision": ("diamond", "#fef3c7"),
+    "reflection": ("ellipse", "#ede9fe"),
+    "recall": ("cylinder", "#dcfce7"),
+    "annotation": ("note", "#ffedd5"),
+    "side_effect": ("component", "#e5e7eb"),
+    "graph": ("tab", "#fce7f3"),
+}
+COVERED, UNCOVERED = "#15803d", "#dc2626"
+
+
+@dataclass(frozen=True, slots=True)
+class Highlight:
+    """What to mark: exits taken as (state, exit id) and states entered."""
+
+    taken: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    entered: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True, slots=True)
+class _Edge:
+    source: str
+    target: str
+    exit_id: str
+    label: str
+    on_error: bool = False
+
+
+def dot_source(graph: Graph, highlight: Highlight | None = None) -> str:
+    """The graph in Graphviz's DOT language; with `highlight`, covered exits in green and
+    uncovered ones dashed red, states never entered greyed."""
+    lines = [
+        f"digraph {_quote(graph.name)} {{",
+        '  graph [rankdir=TB, fontname="Helvetica", nodesep=0.4, ranksep=0.5, bgcolor=white];',
+        '  node [fontname="Helvetica", fontsize=11, style="filled", penwidth=1.2];',
+        '  edge [fontname="Helvetica", fontsize=9, color="#475569", arrowsize=0.7];',
+        f'  {_quote(START)} [shape=circle, label="START", fillcolor="#0f172a", fontcolor=white];',
+        f'  {_quote(END)} [shape=doublecircle, label="END", fillcolor="#0f172a", fontcolor=white];',
+    ]
+    lines += [_node(name, state, highlight) for name, state in graph.states.items()]
+    lines += [_edge_line(edge, highlight) for edge in edges(graph)]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def edges(graph: Graph) -> Iterator[_Edge]:
+    """Every declared edge: the start entries, each state's exits, and `on_error`."""
+    starts = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
+    for target in dict.fromkeys(starts):
+        yield _Edge(START, target, target, "")
+    for name, state in graph.states.items():
+        routed = bool(getattr(state, "exit_conditions", None))  # else one unnamed `next_state`
+        for option in exit_options(state):
+            label = _wrap(option.description) if routed else ""
+            yield _Edge(name, option.target, option.id, label)
+        on_error = getattr(state, "on_error", None)
+        if on_error:
+            yield _Edge(name, on_error, "on_error", "on_error", on_error=True)
+
+
+def _node(name: str, state: AnyState, highlight: Highlight | None) -> str:
+    shape, fill = STYLES[state.type]
+    label = f"{name}\\n‹{state.type.replace('_', ' ')}›"
+    attrs = f'shape={shape}, label="{label}", fillcolor="{fill}"'
+    if highlight is not None and name not in highlight.entered:
+        attrs += ', color="#9ca3af", fontcolor="#6b7280", style="filled,dashed"'
+    elif highlight is not None:
+        attrs += f', color="{COVERED}", penwidth=2'
+    return f"  {_quote(name)} [{attrs}];"
+
+
+def _edge_line(edge: _Edge, highlight: Highlight | None) -> str:
+    attrs = [f"label={_quote(edge.label)}"] if edge.label else []
+    if edge.on_error:
+        attrs.append('style=dotted, color="#b45309", fontcolor="#b45309"')
+    elif highlight is not None and edge.source != START:
+        if (edge.source, edge.exit_id) in highlight.taken:
+            attrs.append(f'color="{COVERED}", fontcolor="{COVERED}", penwidth=2.4')
+        else:
+            attrs.append(f'color="{UNCOVERED}", fontcolor="{UNCOVERED}", style=dashed')
+    return f"  {_quote(edge.source)} -> {_quote(edge.target)} [{', '.join(attrs)}];"
+
+
+def _wrap(text: str, width: int = 26, lines: int = 2) -> str:
+    """Long exit descriptions as a short label: two lines at most, then an ellipsis."""
+    wrapped = textwrap.wrap(text, width) or [""]
+    if len(wrapped) > lines:
+        wrapped = [*wrapped[: lines - 1], wrapped[lines - 1][: width - 1] + "…"]
+    return "\n".join(wrapped)
+
+
+def _quote(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def render(dot: str, fmt: str) -> bytes:
+    """`dot -Tfmt` on the DOT text; `ConfigError` with an install hint when it is missing."""
+    program = shutil.which("dot")
+    if program is None:
+        raise ConfigError(INSTALL_HINT)
+    try:
+        done = subprocess.run(
+            [program, f"-T{fmt}"], input=dot.encode(), capture_output=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ConfigError(f"Graphviz's `dot` failed: {err}") from err
+    if done.returncode != 0:
+        raise ConfigError(f"Graphviz's `dot` failed: {done.stderr.decode(errors='replace')}")
+    return done.stdout
+
+
+def session_highlight(store: object, session_id: str) -> Highlight:
+    """What one stored conversation did: its exits taken and states entered (root graph)."""
+    from cgraph.runtime.log_view import audit, effective
+    from cgraph.runtime.store import open_store
+
+    backend = open_store(store)
+    try:
+        records = audit(effective(backend.load(session_id).events))
+    finally:
+        backend.close()
+    taken = frozenset((r.from_state, r.exit_id) for r in records)
+    entered = frozenset(r.to_state for r in records) | frozenset(r.from_state for r in records)
+    return Highlight(taken=taken, entered=entered)
+
+
+def picture(graph: Graph, fmt: str, highlight: Highlight | None = None) -> bytes:
+    """The graph in one of `FORMATS` (`mermaid` ignores the highlight)."""
+    if fmt == "mermaid":
+        from cgraph.spec.topology import mermaid
+
+        return mermaid(graph).encode()
+    dot = dot_source(graph, highlight)
+    return dot.encode() if fmt == "dot" else render(dot, fmt)

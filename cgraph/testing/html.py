@@ -1,0 +1,96 @@
+"""`cgraph test --html FILE`: one self-contained page a designer looks at.
+
+Per graph: the picture with covered exits in green and uncovered ones dashed red, the
+uncovered exits located, then every run with its transcript, path and failure.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from cgraph.errors import ConfigError
+from cgraph.testing.coverage import GraphCoverage
+from cgraph.testing.draw import Highlight, dot_source, render
+from cgraph.testing.reporters import run_failure, summary
+from cgraph.testing.runner import FileResult, RunResult
+
+_CSS = Path(__file__).with_name("report.css")
+
+
+def write_report(path: Path, results: list[FileResult], covered: list[GraphCoverage]) -> None:
+    """Write the report; the folder is created when missing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report(results, covered), encoding="utf-8")
+
+
+def report(results: list[FileResult], covered: list[GraphCoverage]) -> str:
+    """The whole page as text."""
+    sections = [_graph_section(c, _runs_of(c, results)) for c in covered]
+    head = f"<header><h1>cgraph test — {escape(summary(results))}</h1></header>"
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>cgraph test report</title><style>{_CSS.read_text(encoding='utf-8')}</style></head>"
+        f"<body>{head}<main>{''.join(sections)}</main></body></html>\n"
+    )
+
+
+def _runs_of(graph: GraphCoverage, results: list[FileResult]) -> list[RunResult]:
+    key = graph.graph.resolve()
+    return [r for f in results if f.graph and f.graph.resolve() == key for r in f.runs]
+
+
+def _graph_section(c: GraphCoverage, runs: list[RunResult]) -> str:
+    passed = sum(r.passed for r in runs)
+    meta = (
+        f"{len(c.taken)}/{len(c.exits)} exits taken ({c.percent:.0f}%) · "
+        f"{len(c.entered)}/{len(c.states)} states entered · {passed}/{len(runs)} runs passed"
+    )
+    bar = f'<span class="bar"><span style="width:{c.percent:.1f}%"></span></span>'
+    missing = "".join(
+        f"<li>{escape(str(c.graph))}:{u.line}:{u.column} exit <b>{escape(u.exit)}</b> of "
+        f"<b>{escape(u.state)}</b> is taken by no case</li>"
+        for u in c.uncovered
+    )
+    return (
+        f'<section class="graph"><h2>{escape(c.name)}</h2>'
+        f'<div class="meta">{escape(str(c.graph))} · {escape(meta)} {bar}</div>'
+        f"{_LEGEND}{_picture(c)}"
+        f"{f'<ul class=uncovered>{missing}</ul>' if missing else ''}"
+        f"{''.join(_run(r) for r in runs)}</section>"
+    )
+
+
+_LEGEND = (
+    '<p class="legend"><span><i class="swatch" style="border-color:#15803d"></i>exit taken</span>'
+    '<span><i class="swatch" style="border-color:#dc2626;border-top-style:dashed"></i>'
+    "exit no case takes</span><span>greyed: state never entered</span></p>"
+)
+
+
+def _picture(c: GraphCoverage) -> str:
+    from cgraph.spec.load import load_graph
+
+    highlight = Highlight(taken=c.taken, entered=c.entered)
+    try:
+        svg = render(dot_source(load_graph(c.graph), highlight), "svg").decode()
+    except ConfigError as err:
+        return f'<p class="fail">No picture: {escape(err.message)}</p>'
+    start = svg.find("<svg")
+    return f'<div class="picture">{svg[start:]}</div>'
+
+
+def _run(run: RunResult) -> str:
+    mark = '<span class="pass">✓</span>' if run.passed else '<span class="fail">✗</span>'
+    rows = "".join(
+        f"<tr><td>{escape(t.observed.user)}</td><td>{escape(t.observed.reply)}</td>"
+        f'<td class="path">{escape(" → ".join(t.observed.path))}</td></tr>'
+        for t in run.turns
+    )
+    failure = "\n".join(run_failure(run))
+    body = f"<table><tr><th>user</th><th>reply</th><th>path</th></tr>{rows}</table>" + (
+        f"<pre>{escape(failure)}</pre>" if failure else ""
+    )
+    opened = "" if run.passed else " open"
+    title = f"{mark} {escape(run.name)} <small>({run.seconds:.2f}s)</small>"
+    return f'<details class="run"{opened}><summary>{title}</summary>{body}</details>'

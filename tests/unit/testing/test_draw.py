@@ -1,0 +1,47 @@
+"""Drawing a graph as DOT: every declared edge once, shapes by type, coverage marked."""
+
+from __future__ import annotations
+
+import re
+
+from cgraph.runtime.exits import exit_options
+from cgraph.spec.load import load_graph
+from cgraph.testing.draw import Highlight, dot_source, edges
+from tests.conftest import GRAPHS
+
+ASSISTANT = load_graph(GRAPHS / "assistant.yaml")
+EDGE = re.compile(r'^  "([^"]+)" -> "([^"]+)" \[(.*)\];$')
+
+
+def drawn_edges(dot: str) -> list[tuple[str, str, str]]:
+    return [m.groups() for line in dot.splitlines() if (m := EDGE.match(line))]  # type: ignore[misc]
+
+
+def test_every_declared_exit_start_and_on_error_is_drawn_once() -> None:
+    found = drawn_edges(dot_source(ASSISTANT))
+    declared = sum(len(exit_options(s)) for s in ASSISTANT.states.values())
+    on_error = sum(1 for s in ASSISTANT.states.values() if getattr(s, "on_error", None))
+    assert len(found) == declared + on_error + 1  # one start edge
+    assert ("START", "supervisor", "") in found
+    assert sum("on_error" in attrs for _, _, attrs in found) == on_error == 2
+
+
+def test_states_are_shaped_by_type() -> None:
+    dot = dot_source(ASSISTANT)
+    assert '"supervisor" [shape=box' in dot and '"list_files" [shape=component' in dot
+    assert '"research" [shape=tab' in dot and '"END" [shape=doublecircle' in dot
+
+
+def test_coverage_marks_taken_exits_green_and_the_rest_dashed_red() -> None:
+    taken = frozenset({("supervisor", "list_files")})
+    dot = dot_source(ASSISTANT, Highlight(taken, frozenset({"supervisor", "list_files"})))
+    by_edge = {(s, t): attrs for s, t, attrs in drawn_edges(dot)}
+    assert "penwidth=2.4" in by_edge[("supervisor", "list_files")]
+    assert "style=dashed" in by_edge[("supervisor", "read_file")]
+    never = next(line for line in dot.splitlines() if line.startswith('  "show_files" ['))
+    assert 'color="#9ca3af"' in never and "dashed" in never
+
+
+def test_long_descriptions_are_cut_to_two_lines() -> None:
+    labels = [e.label for e in edges(ASSISTANT) if e.label]
+    assert labels and all(len(label.split("\n")) <= 2 for label in labels)
