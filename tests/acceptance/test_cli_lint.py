@@ -174,8 +174,9 @@ def test_lint_alone_imports_neither_rich_nor_jsonschema_nor_pydantic() -> None:
 def test_the_pre_commit_hook_entry_runs(tmp_path: Path) -> None:
     import yaml
 
-    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
-    assert hook["id"] == "cgraph-lint" and hook["language"] == "python"
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    hook = next(h for h in hooks if h["id"] == "cgraph-lint")
+    assert hook["language"] == "python"
     assert re.search(hook["files"], "graphs/companion.yaml")
     (tmp_path / "ci.yml").write_text("on: push\n")
     program, *args = hook["entry"].split()

@@ -118,3 +118,22 @@ def test_recorded_exchanges_replay_the_same_tests_offline(tmp_path: Path) -> Non
     (tmp_path / "research.test.yaml").write_text(replayed)
     done = cgraph("test", str(tmp_path / "research.test.yaml"))
     assert done.returncode == 0 and done.stdout.endswith("4 passed, 0 failed\n"), done.stdout
+
+
+def test_the_pre_commit_hook_runs_the_tests_it_is_pointed_at(tmp_path: Path) -> None:
+    import yaml
+
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    hook = next(h for h in hooks if h["id"] == "cgraph-test")
+    assert hook["pass_filenames"] is False and re.search(hook["files"], "graphs/a.test.yaml")
+    program, *args = hook["entry"].split()
+    assert program == "cgraph"
+    shutil.copy(RETRY, tmp_path / "retry.test.yaml")
+    (tmp_path / "retry.test.yaml").write_text(
+        RETRY.read_text().replace(
+            "../request_lifecycle.yaml", str(GRAPHS / "request_lifecycle.yaml")
+        )
+    )
+    assert cgraph(*args, str(tmp_path)).returncode == 0
+    failing_retry_file(tmp_path)
+    assert cgraph(*args, str(tmp_path)).returncode == 1
