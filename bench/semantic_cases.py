@@ -1,8 +1,8 @@
 """The labelled set of the semantic exit chooser, as engine requests (bench and tests).
 
-Each case becomes the request the engine itself would send: an `Engine` is positioned at
-the case's state with the case's earlier user messages in its transcript, and
-`cgraph.runtime.asking.build_request` renders the real prompt. So the semantic model and any
+Each case becomes the request the engine itself would send: a `View` of a session at the
+case's state, a transcript of the case's earlier user messages, and
+`cgraph.runtime.prompting.Prompter` renders the real prompt. So the semantic model and any
 provider model (`bench_semantic.py --model NAME`) answer exactly what a session asks.
 """
 
@@ -14,12 +14,9 @@ from pathlib import Path
 import yaml
 
 from cgraph.backends.llm.types import ChatModel, LLMRequest, RequestKind
-from cgraph.backends.memory.policy import NullMemory
-from cgraph.runtime.asking import build_request
-from cgraph.runtime.engine import Engine
+from cgraph.runtime.context import View
 from cgraph.runtime.exits import exit_options
-from cgraph.runtime.snapshot import Frame, Snapshot
-from cgraph.runtime.store import InMemorySessionStore
+from cgraph.runtime.prompting import Prompter
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 
@@ -93,24 +90,34 @@ def request_for(case: Case, model: ChatModel) -> LLMRequest:
     """The request a session at `case.state` sends after `case.message`."""
     graph = graph_of(case)
     state = graph.states[case.state]
-    snapshot = Snapshot(
-        stack=[Frame("", case.state)],
-        variables=dict(graph.variables),
-        annotations=list(case.annotations),
+    view = View(
+        session_id="bench",
+        user_id="bench",
+        graph_key="",
+        state_id=case.state,
+        here=case.state,
+        returned=False,
         turn=len(case.before) + 1,
-        started=True,
-        pending=case.message,
+        step=0,
+        message=case.message,
+        variables=dict(graph.variables),
+        notes=(),
+        annotations=case.annotations,
+        memories=(),
         # An opening message enters the start state, as in a live session.
         entered=case.entered or case.opening,
+        opening=case.opening,
+        reflections=0,
     )
-    engine = Engine(
-        graph=graph, model=model, memory=NullMemory(), store=InMemorySessionStore(),
-        session_id="bench", user_id="bench", clock=lambda: 0.0, snapshot=snapshot, events=[],
-    )  # fmt: skip
-    for text in (*case.before, case.message):
-        engine.transcript.append({"role": "user", "content": text})
+    transcript = [{"role": "user", "content": text} for text in (*case.before, case.message)]
     kind: RequestKind = "action" if state.type == "action" else "decision"
-    return build_request(
-        engine, kind, graph=graph, state_id=case.state, state=state,
-        options=exit_options(state), allow_stay=kind == "action", opening=case.opening,
-    )  # fmt: skip
+    return Prompter(graph, transcript).build(
+        view,
+        kind,
+        graph=graph,
+        state_id=case.state,
+        state=state,
+        options=exit_options(state),
+        allow_stay=kind == "action",
+        opening=case.opening,
+    )

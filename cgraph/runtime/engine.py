@@ -1,277 +1,85 @@
 """The interpreter: one user turn, stepped state by state, committed at every step.
 
 A turn commits the user's message, then loops: the current state's handler
-(`cgraph.runtime.handlers`) returns an outcome, the engine checks it against the graph and
-the loop guards, applies it, and commits the step's events with the new snapshot in one
-transaction. The turn ends at a user-facing reply, a guard, a failure, or END.
+(`cgraph.runtime.handlers`) returns an outcome, the engine applies its effects, checks it
+against the graph and the loop guards (`cgraph.runtime.guards`), applies it, and commits
+the step's events with the new snapshot in one transaction. The turn ends at a
+user-facing reply, a guard, a failure, or END. Memories are extracted afterwards, once the
+reply is committed (`extract_memories`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from cgraph.backends.llm.types import ChatModel
 from cgraph.backends.memory.policy import MemoryStore
-from cgraph.errors import TransitionError
-from cgraph.runtime.asking import render_safe
-from cgraph.runtime.exits import check_start, check_transition
-from cgraph.runtime.graphs import Graphs, topology_text
-from cgraph.runtime.handlers import HANDLERS, Enter, Move, Outcome, Reply, Stop, choose_start
-from cgraph.runtime.handlers import authored_reply as _authored
-from cgraph.runtime.prompts import estimate_tokens, history_start
-from cgraph.runtime.records import Decision, Event, EventKind
-from cgraph.runtime.snapshot import Frame, Snapshot, jsonable
+from cgraph.errors import SessionError
+from cgraph.runtime import log_view
+from cgraph.runtime.asking import ask, fallback_reply
+from cgraph.runtime.context import StepContext, View, template_context
+from cgraph.runtime.events import EventLog
+from cgraph.runtime.graphs import Graphs
+from cgraph.runtime.guards import guard
+from cgraph.runtime.handlers import HANDLERS, choose_start
+from cgraph.runtime.memory import MemoryGateway, this_turn
+from cgraph.runtime.outcomes import (
+    AddNote,
+    AddTags,
+    CountReflection,
+    Effects,
+    Emit,
+    Enter,
+    MarkUserFacing,
+    Move,
+    Outcome,
+    Reply,
+    SetVariables,
+    Stop,
+)
+from cgraph.runtime.prompting import Prompter, authored_reply, render_safe
+from cgraph.runtime.records import Event, EventKind
+from cgraph.runtime.snapshot import Frame, Snapshot
 from cgraph.runtime.store import SessionStore
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START, qualify
 
 
+@dataclass(frozen=True, slots=True)
+class Dependencies:
+    """What a running session is made of besides its state (`Session` and `Engine`)."""
+
+    graph: Graph
+    model: ChatModel
+    memory: MemoryStore
+    store: SessionStore
+    clock: Callable[[], float]
+    session_id: str
+    user_id: str
+
+
 class Engine:
     """Runs turns for one session; `Session` owns it and holds the public API."""
 
-    def __init__(
-        self,
-        *,
-        graph: Graph,
-        model: ChatModel,
-        memory: MemoryStore,
-        store: SessionStore,
-        session_id: str,
-        user_id: str,
-        clock: Callable[[], float],
-        snapshot: Snapshot,
-        events: list[Event],
-    ) -> None:
-        self.graphs = Graphs(graph)
-        self.root = graph
-        self.model, self.memory, self.store = model, memory, store
-        self.session_id, self.user_id, self.clock = session_id, user_id, clock
-        self.snap = snapshot
-        self.events = events
-        self._transcript: list[dict[str, str]] = []
-        self._sizes: list[int] = []
-        self._buffer: list[Event] = []
-        self._topologies: dict[int, str] = {}
-        self.prompt_cache: dict[Hashable, str] = {}
-        """Rendered system prompts of this session, by graph, state and texts."""
-
-    @property
-    def transcript(self) -> list[dict[str, str]]:
-        return self._transcript
-
-    @transcript.setter
-    def transcript(self, messages: list[dict[str, str]]) -> None:
-        self._transcript, self._sizes = messages, []
-
-    # ----- events and commits -------------------------------------------------------------
-
-    def emit(self, kind: EventKind, /, **data: Any) -> Event:
-        event = Event.model_construct(
-            seq=self.snap.seq, session=self.session_id, turn=self.snap.turn, kind=kind,
-            at=self.clock(), data=data,
-        )  # fmt: skip
-        self.snap.seq += 1
-        self._buffer.append(event)
-        self.events.append(event)
-        if kind == "user_message":
-            self.transcript.append({"role": "user", "content": data["text"]})
-        elif kind == "reply" and data.get("text"):
-            self.transcript.append({"role": "assistant", "content": data["text"]})
-        return event
-
-    def commit(
-        self, *, checkpoint: int | None = None, drop_checkpoints_after: int | None = None
-    ) -> None:
-        """Write the step: buffered events and the snapshot, in one transaction."""
-        self.store.commit(
-            self.session_id, self._buffer, self.snap.to_dict(), checkpoint=checkpoint,
-            drop_checkpoints_after=drop_checkpoints_after,
-        )  # fmt: skip
-        self._buffer = []
-
-    def record(self, decision: Decision) -> None:
-        self.emit("decision", **dict(decision.__dict__))
-
-    # ----- the turn -----------------------------------------------------------------------
-
-    def begin_turn(self, message: str, key: str | None = None) -> None:
-        snap = self.snap
-        snap.turn += 1
-        snap.pending, snap.step, snap.transitions, snap.reflections = message, 0, 0, 0
-        snap.entered = False
-        keyed = {"key": key} if key is not None else {}
-        self.emit("user_message", text=message, state=self.qualified(), **keyed)
-        self.commit()
-
-    def run(self) -> None:
-        """Step until the turn ends; every step is committed before the next begins."""
-        while True:
-            outcome = self._outcome()
-            done = self._apply(outcome)
-            self.snap.step += 1
-            if done:
-                return
-            self.commit()
-
-    def finish_turn(self, *, guard: str | None = None) -> None:
-        snap = self.snap
-        self.emit(
-            "turn_completed", state=self.qualified(), completed=snap.completed, guard=guard,
-            transitions=snap.transitions,
-        )  # fmt: skip
-        snap.pending = None
-        self.commit(checkpoint=snap.turn)
-
-    def _outcome(self) -> Outcome:
-        if not self.snap.started:
-            return choose_start(self, "", push=False)
-        frame = self.snap.frame
-        graph = self.graphs.get(frame.graph)
-        state = graph.states[frame.state]
-        return HANDLERS[state.type](self, graph, state)
-
-    def _apply(self, outcome: Outcome) -> bool:
-        """Apply an outcome; True when the turn is over."""
-        if isinstance(outcome, Reply):
-            self.emit("reply", text=outcome.text, state=self.qualified(),
-                      fallback=outcome.fallback)  # fmt: skip
-            self.finish_turn()
-            return True
-        if isinstance(outcome, Stop):
-            return self._stop(outcome)
-        guard = self._guard(outcome)
-        if guard is not None:
-            return self._stop(guard)
-        if isinstance(outcome, Enter):
-            self._enter(outcome)
-            return False
-        return self._move(outcome)
-
-    def _guard(self, outcome: Move | Enter) -> Stop | None:
-        """Check an outcome against the graph and the loop guards before it is applied."""
-        try:
-            if isinstance(outcome, Enter):
-                check_start(self.graphs.get(outcome.graph), outcome.target)
-            else:
-                check_transition(self.current_graph(), self.snap.frame.state, outcome.target)
-        except TransitionError as err:
-            return Stop("undeclared_transition", err.message)
-        limit = self.root.limits.max_transitions_per_turn
-        if self.snap.transitions >= limit:
-            return Stop("max_transitions_per_turn", f"more than {limit} transitions in a turn")
-        key = outcome.graph if isinstance(outcome, Enter) else self.snap.frame.graph
-        if outcome.target == END:
-            return None
-        cap = self._visit_cap(key, outcome.target)
-        name = qualify(key, outcome.target)
-        if cap is not None and self.snap.visits.get(name, 0) >= cap:
-            return Stop("max_visits", f"`{name}` was entered {cap} times already")
-        return None
-
-    def _visit_cap(self, key: str, state_id: str) -> int | None:
-        graph = self.graphs.get(key)
-        state = graph.states.get(state_id)
-        own = state.max_visits if state is not None else None
-        caps = [c for c in (own, graph.limits.max_visits.get(state_id)) if c is not None]
-        if key == "" or state_id in self.root.limits.max_visits:
-            caps += [c for c in (self.root.limits.max_visits.get(state_id),) if c is not None]
-        return min(caps) if caps else None
-
-    def _enter(self, outcome: Enter) -> None:
-        source = self.qualified() if self.snap.started else START
-        frame = Frame(outcome.graph, outcome.target)
-        if outcome.push:
-            self.snap.stack.append(frame)
-        else:
-            self.snap.stack = [frame]
-        self.snap.started = True
-        self._arrive(source, outcome.exit_id, outcome.description, outcome.reason)
-        if outcome.push:
-            self._adopt_variables(self.graphs.get(outcome.graph))
-
-    def _move(self, outcome: Move) -> bool:
-        snap = self.snap
-        source = self.qualified()
-        if outcome.target != END:
-            snap.frame.state, snap.frame.returned = outcome.target, False
-            self._arrive(source, outcome.exit_id, outcome.description, outcome.reason)
-            return False
-        if len(snap.stack) > 1:  # a sub-graph ended: back to the parent's `graph` state
-            snap.stack.pop()
-            snap.frame.returned = True
-            self._arrive(source, outcome.exit_id, outcome.description, outcome.reason,
-                         visit=False)  # fmt: skip
-            return False
-        closing = self._closing(outcome)
-        self._transition(source, END, outcome.exit_id, outcome.description, outcome.reason)
-        snap.completed = True
-        self.emit("reply", text=closing, state=END, fallback=False)
-        self.finish_turn()
-        return True
-
-    def _closing(self, outcome: Move) -> str:
-        """The last words of a session: the model's parting reply; else the ending state's
-        `say:` when this turn entered it (so the user has not read it yet); else nothing,
-        because the closing was already said when the state was entered."""
-        if outcome.reply:
-            return outcome.reply
-        say = getattr(self.current_state(), "say", None)
-        if not say or not self.snap.entered:
-            return ""
-        context = self.template_context(self.current_graph(), self.snap.frame.state)
-        return render_safe(say, context).strip()
-
-    def _arrive(self, source: str, exit_id: str, description: str, reason: str,
-                *, visit: bool = True) -> None:  # fmt: skip
-        target = self.qualified()
-        if visit:
-            self.snap.visits[target] = self.snap.visits.get(target, 0) + 1
-        self.snap.entered = True
-        self._transition(source, target, exit_id, description, reason)
-
-    def _transition(self, source: str, target: str, exit_id: str, description: str,
-                    reason: str) -> None:  # fmt: skip
-        self.snap.transitions += 1
-        self.emit("transition", **{"from": source, "to": target, "exit": exit_id,
-                                   "description": description, "reason": reason})  # fmt: skip
-
-    def _stop(self, stop: Stop) -> bool:
-        """End the turn in the last user-facing state, with its fallback-or-authored text."""
-        here = self.qualified()
-        if self.snap.last_action:
-            self.snap.stack = [Frame(f.graph, f.state, f.returned) for f in self.snap.last_action]
-        self.snap.entered = False
-        graph, state = self.current_graph(), self.current_state()
-        own = getattr(state, "fallback", None)
-        if stop.guard is not None:
-            text = own or _authored(state, self.template_context(graph, self.snap.frame.state))
-            self.emit("guard", guard=stop.guard, detail=stop.detail, at=here,
-                      stopped_in=self.qualified())  # fmt: skip
-        else:
-            text = own or graph.fallback
-        self.emit("reply", text=text or graph.fallback, state=self.qualified(),
-                  fallback=stop.fallback)  # fmt: skip
-        self.finish_turn(guard=stop.guard)
-        return True
-
-    # ----- what handlers use --------------------------------------------------------------
-
-    @property
-    def message(self) -> str:
-        return self.snap.pending or next(
-            (m["content"] for m in reversed(self.transcript) if m["role"] == "user"), ""
+    def __init__(self, deps: Dependencies, snapshot: Snapshot, events: list[Event]) -> None:
+        self.deps, self.snap = deps, snapshot
+        self.graphs = Graphs(deps.graph)
+        self.log = EventLog(deps.store, deps.session_id, deps.clock, events, snapshot.seq)
+        self.prompter = Prompter(deps.graph, self.log.transcript, snapshot.history_start)
+        self.memory = MemoryGateway(
+            deps.memory, deps.graph.memory, user_id=deps.user_id, session_id=deps.session_id
         )
 
-    def graph(self, key: str) -> Graph:
-        return self.graphs.get(key)
+    @classmethod
+    def load(cls, deps: Dependencies) -> Engine:
+        """The engine at the session's last committed step."""
+        stored = deps.store.load(deps.session_id)
+        return cls(deps, Snapshot.from_dict(stored.snapshot), stored.events)
 
-    def child_key(self, parent_key: str, relative: str) -> str:
-        return self.graphs.child_key(parent_key, relative)
-
-    def folder_of(self, graph: Graph) -> Path:
-        return self.graphs.folder_of(graph)
+    def qualified(self) -> str:
+        return qualify(self.snap.frame.graph, self.snap.frame.state)
 
     def current_graph(self) -> Graph:
         return self.graphs.get(self.snap.frame.graph)
@@ -279,88 +87,246 @@ class Engine:
     def current_state(self) -> AnyState | None:
         return self.current_graph().states.get(self.snap.frame.state)
 
-    def qualified(self) -> str:
-        frame = self.snap.frame
-        return qualify(frame.graph, frame.state)
+    # ----- the turn -----------------------------------------------------------------------
 
-    def mark_user_facing(self) -> None:
-        self.snap.last_action = [Frame(f.graph, f.state, f.returned) for f in self.snap.stack]
+    def begin_turn(self, message: str, key: str | None = None) -> None:
+        self.snap.begin_turn(message)
+        keyed = {"key": key} if key is not None else {}
+        self._emit("user_message", text=message, state=self.qualified(), **keyed)
+        self._commit()
 
-    def idempotency_key(self) -> str:
-        return f"{self.session_id}:{self.snap.turn}:{self.snap.step}"
+    def run(self) -> None:
+        """Step until the turn ends; every step is committed before the next begins."""
+        while True:
+            done = self._apply(self._outcome())
+            self.snap.step += 1
+            if done:
+                return
+            self._commit()
 
-    def template_context(self, graph: Graph, state_id: str) -> dict[str, Any]:
-        variables = self.snap.variables
-        return {
-            **variables,
-            "message": self.message,
-            "user_id": self.user_id,
-            "session_id": self.session_id,
-            "turn": self.snap.turn,
-            "state": state_id,
-            "graph": graph.name,
-            "memories": [m["text"] for m in self.turn_memories()],
-            "notes": list(self.snap.notes),
-            "annotations": list(self.snap.annotations),
-            "vars": dict(variables),
-        }
+    def _outcome(self) -> Outcome:
+        context = self._context()
+        if not self.snap.started:
+            return choose_start(context, "", push=False)
+        graph = self.current_graph()
+        state = graph.states[self.snap.frame.state]
+        return HANDLERS[state.type](context, graph, state)
 
-    def set_variables(self, values: dict[str, Any]) -> None:
-        clean = {name: jsonable(value) for name, value in values.items()}
-        self.snap.variables = {**self.snap.variables, **clean}
-        self.emit("variables", state=self.qualified(), values=clean)
+    def _apply(self, outcome: Outcome) -> bool:
+        """Apply an outcome and its effects; True when the turn is over."""
+        self._effects(outcome.effects)
+        if isinstance(outcome, Reply):
+            return self._end(outcome.text, self.qualified(), outcome.fallback)
+        if isinstance(outcome, Stop):
+            return self._stop(outcome)
+        stop = guard(outcome, self.graphs, self.snap)
+        if stop is not None:
+            return self._stop(stop)
+        if isinstance(outcome, Enter):
+            return self._enter(outcome)
+        return self._move(outcome)
 
-    def _adopt_variables(self, graph: Graph) -> None:
-        """A sub-graph's declared variables join the session's, without overwriting."""
-        missing = {k: v for k, v in graph.variables.items() if k not in self.snap.variables}
-        if missing:
-            self.snap.variables = {**self.snap.variables, **jsonable(missing)}
+    def _enter(self, outcome: Enter) -> bool:
+        source = self.qualified() if self.snap.started else START
+        frame = Frame(outcome.graph, outcome.target)
+        self.snap.stack = [*self.snap.stack, frame] if outcome.push else [frame]
+        self.snap.started = True
+        self._arrive(source, outcome)
+        if outcome.push:
+            self.snap.adopt_variables(dict(self.graphs.get(outcome.graph).variables))
+        return False
 
-    def topology(self, graph: Graph) -> str:
-        cached = self._topologies.get(id(graph))
-        if cached is None:
-            cached = self._topologies[id(graph)] = topology_text(graph)
-        return cached
+    def _move(self, outcome: Move) -> bool:
+        snap, source = self.snap, self.qualified()
+        if outcome.target != END:
+            snap.frame.state, snap.frame.returned = outcome.target, False
+            self._arrive(source, outcome)
+            return False
+        if len(snap.stack) > 1:  # a sub-graph ended: back to the parent's `graph` state
+            snap.stack.pop()
+            snap.frame.returned = True
+            self._arrive(source, outcome, visit=False)
+            return False
+        closing = outcome.reply or self._closing()
+        self._transition(source, END, outcome)
+        snap.completed = True
+        return self._end(closing, END, False)
 
-    def history(self) -> tuple[list[dict[str, str]], int]:
-        """The transcript window for prompts, and how many older messages it leaves out."""
-        budget = self.root.limits.history_tokens
-        sizes = self._token_sizes()
-        start = history_start(self.transcript, self.snap.history_start, budget, sizes)
-        self.snap.history_start = start
-        return self.transcript[start:], start
+    def _closing(self) -> str:
+        """With no parting words from the model: the ending state's `say:` when this turn
+        entered it (the user has not read it yet); else nothing, as it was said on entry."""
+        say = getattr(self.current_state(), "say", None)
+        if not say or not self.snap.entered:
+            return ""
+        return render_safe(say, self._templates()).strip()
 
-    def _token_sizes(self) -> list[int]:
-        """Token estimates of the transcript's messages, computed once per message."""
-        sizes = self._sizes
-        for message in self.transcript[len(sizes) :]:
-            sizes.append(estimate_tokens(message["content"]))
-        return sizes
+    def _arrive(self, source: str, outcome: Move | Enter, *, visit: bool = True) -> None:
+        target = self.qualified()
+        if visit:
+            self.snap.visits[target] = self.snap.visits.get(target, 0) + 1
+        self.snap.entered = True
+        self._transition(source, target, outcome)
 
-    def recent_user_messages(self, count: int) -> tuple[str, ...]:
-        found: list[str] = []
-        for message in reversed(self.transcript):
-            if message["role"] == "user":
-                found.append(message["content"])
-                if len(found) == count:
-                    break
-        return tuple(reversed(found))
+    def _transition(self, source: str, target: str, outcome: Move | Enter) -> None:
+        self.snap.transitions += 1
+        self._emit(
+            "transition",
+            **{"from": source, "to": target, "exit": outcome.exit_id},
+            description=outcome.description,
+            reason=outcome.reason,
+        )
 
-    def turn_memories(self) -> list[dict[str, Any]]:
+    def _stop(self, stop: Stop) -> bool:
+        """End the turn in the last user-facing state, with its fallback-or-authored text."""
+        here = self.qualified()
+        self.snap.back_to_user_facing()
+        graph, state = self.current_graph(), self.current_state()
+        authored = ""
+        if stop.guard is not None:
+            authored = authored_reply(state, self._templates())
+            self._emit(
+                "guard", guard=stop.guard, detail=stop.detail, at=here, stopped_in=self.qualified()
+            )
+        text = fallback_reply(graph, state, authored)
+        return self._end(text, self.qualified(), stop.fallback, guard=stop.guard)
+
+    def _end(self, text: str, state: str, fallback: bool, guard: str | None = None) -> bool:
+        snap = self.snap
+        self._emit("reply", text=text, state=state, fallback=fallback)
+        self._emit(
+            "turn_completed",
+            state=self.qualified(),
+            completed=snap.completed,
+            guard=guard,
+            transitions=snap.transitions,
+        )
+        snap.pending = None
+        self._commit(checkpoint=snap.turn)
+        return True
+
+    def _effects(self, effects: Effects) -> None:
+        snap, here = self.snap, self.qualified()
+        for effect in effects:
+            if isinstance(effect, Emit):
+                self._emit(effect.kind, **effect.data)
+            elif isinstance(effect, SetVariables):
+                snap.set_variables(dict(effect.values))
+                self._emit("variables", state=here, values=dict(effect.values))
+            elif isinstance(effect, AddNote):
+                snap.add_note(effect.note)
+                self._emit("note", state=here, note=effect.note)
+            elif isinstance(effect, AddTags):
+                snap.add_tags(effect.tags)
+                if effect.tags:
+                    self._emit("annotation", state=here, tags=list(effect.tags))
+            elif isinstance(effect, CountReflection):
+                snap.reflections += 1
+            elif isinstance(effect, MarkUserFacing):
+                snap.mark_user_facing()
+
+    # ----- what a step sees ---------------------------------------------------------------
+
+    def _context(self) -> StepContext:
+        return StepContext(
+            self._view(),
+            self.graphs,
+            self.prompter,
+            self.deps.model,
+            self.memory,
+            self._record_intent,
+        )
+
+    def _view(self) -> View:
+        snap, frame = self.snap, self.snap.frame
+        return View(
+            session_id=self.deps.session_id,
+            user_id=self.deps.user_id,
+            graph_key=frame.graph,
+            state_id=frame.state,
+            here=self.qualified(),
+            returned=frame.returned,
+            turn=snap.turn,
+            step=snap.step,
+            message=self._message(),
+            variables=snap.variables,
+            notes=snap.notes,
+            annotations=snap.annotations,
+            memories=self._memories(),
+            entered=snap.entered,
+            opening=snap.last_action is None,
+            reflections=snap.reflections,
+        )
+
+    def _templates(self) -> dict[str, Any]:
+        return template_context(self._view(), self.current_graph(), self.snap.frame.state)
+
+    def _message(self) -> str:
+        transcript = self.log.transcript
+        users = (m["content"] for m in reversed(transcript) if m["role"] == "user")
+        return self.snap.pending or next(users, "")
+
+    def _memories(self) -> tuple[dict[str, Any], ...]:
         found: list[dict[str, Any]] = []
-        for event in reversed(self.events):
+        for event in reversed(self.log.events):
             if event.turn != self.snap.turn:
                 break
             if event.kind == "recall":
                 found[:0] = event.data.get("memories", [])
-        return found
+        return tuple(found)
 
-    def recall(self, state: str, queries: Sequence[str], tiers: Iterable[str], top_k: int) -> None:
-        from cgraph.runtime.memory import recall
+    def _record_intent(self, intent: Emit) -> None:
+        self._emit(intent.kind, **intent.data)
+        self._commit()
 
-        recall(self, state, queries, tuple(tiers), top_k)
+    # ----- after a turn, and taking turns back --------------------------------------------
 
-    def memory_metadata(self) -> dict[str, Any]:
-        from cgraph.runtime.memory import memory_metadata
+    def extraction_pending(self) -> bool:
+        """The latest turn finished and its memories, wanted, were not extracted yet."""
+        snap = self.snap
+        if not snap.turn or snap.pending is not None:
+            return False
+        if not self.memory.wants_extraction(snap.completed):
+            return False
+        return not any(log_view.is_extraction(e) for e in self.log.turn_events(snap.turn))
 
-        return memory_metadata(self)
+    def extract_memories(self) -> None:
+        """One `extract` question over the turn (or the session), stored, then committed."""
+        if not self.extraction_pending():
+            return
+        here, root = self.qualified(), self.deps.graph
+        every_turn = root.memory.store == "every_turn"
+        history = this_turn(self.log.transcript) if every_turn else self.prompter.history()[0]
+        request = self.prompter.build(
+            self._view(),
+            "extract",
+            graph=root,
+            state_id=here,
+            state=self.current_state(),
+            history=history,
+        )
+        asked = ask(self.deps.model, request)
+        self._effects(self.memory.store_extracted(asked, here, self.snap.turn))
+        self._commit()
+
+    def rewind(self, number: int, *, cancelled: bool) -> None:
+        """Take back turn `number` (the latest): back to the checkpoint before it."""
+        saved = self.deps.store.checkpoint(self.deps.session_id, number - 1)
+        if saved is None:
+            raise SessionError(
+                f"no checkpoint before turn {number} of session `{self.deps.session_id}`"
+            )
+        if not cancelled:
+            stored = [e for e in self.log.turn_events(number) if e.kind == "memory_stored"]
+            ids = [m["id"] for e in stored for m in e.data.get("memories", [])]
+            self._effects(self.memory.forget(ids))
+        self.snap = Snapshot.from_dict(saved)
+        self.log.undo(number, cancelled=cancelled)
+        self.prompter.restart(self.snap.history_start)
+        self._commit(drop_checkpoints_after=number - 1)
+
+    def _emit(self, kind: EventKind, /, **data: Any) -> None:
+        self.log.emit(kind, self.snap.turn, data)
+
+    def _commit(self, **where: int) -> None:
+        self.snap.history_start = self.prompter.history_start
+        self.log.commit(self.snap, **where)

@@ -1,27 +1,37 @@
 """One step per state type: each handler looks at a state and says what happens next.
 
-Handlers never move the session themselves; they return an outcome — `Move` (take an
-exit), `Enter` (start a graph or sub-graph), `Reply` (the turn ends here) or `Stop` (a
-guard or a failure ends the turn in the last user-facing state) — and the engine checks
-and applies it.
+A handler is a function of a `StepContext` (`cgraph.runtime.context`), the graph and the
+state. It never changes the session: it returns an outcome (`cgraph.runtime.outcomes`)
+with the step's effects, and the engine checks and applies it. The one write a handler
+makes is a tool call's intent, committed before the call (see `_call`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cgraph.backends.llm.types import STAY, ExitOption, RequestKind
 from cgraph.errors import CgraphError, ToolError
-from cgraph.runtime.asking import (
-    Asked,
-    ask,
-    authored_reply,
-    build_request,
-    engine_decision,
-)
+from cgraph.runtime.asking import Asked, ask, engine_decision, fallback_reply
+from cgraph.runtime.context import StepContext, template_context
 from cgraph.runtime.exits import ON_ERROR, exit_options, start_options
+from cgraph.runtime.outcomes import (
+    AddNote,
+    AddTags,
+    CountReflection,
+    Effects,
+    Emit,
+    Enter,
+    MarkUserFacing,
+    Move,
+    Outcome,
+    Reply,
+    SetVariables,
+    Stop,
+    decided,
+)
+from cgraph.runtime.snapshot import jsonable
 from cgraph.runtime.tools import call_tool, check_arguments, load_handler
 from cgraph.spec.model import (
     ActionState,
@@ -37,177 +47,133 @@ from cgraph.spec.model import (
 from cgraph.spec.names import START, qualify
 from cgraph.spec.templating import render_value
 
-if TYPE_CHECKING:
-    from cgraph.runtime.engine import Engine
 
-
-@dataclass(frozen=True, slots=True)
-class Move:
-    exit_id: str
-    target: str
-    description: str
-    reason: str
-    reply: str = ""
-    """What an action state said as it left (used if the session ends this turn)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Enter:
-    graph: str
-    """The key of the graph entered ("" for the root)."""
-    target: str
-    exit_id: str
-    description: str
-    reason: str
-    push: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    text: str
-    fallback: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Stop:
-    guard: str | None
-    """The loop guard hit, or None when a failure (model, tool) stopped the turn."""
-    detail: str
-    fallback: bool = True
-
-
-Outcome = Move | Enter | Reply | Stop
-
-
-def fallback_text(graph: Graph, state: AnyState | None) -> str:
-    own = getattr(state, "fallback", None)
-    return own or graph.fallback
-
-
-def _move(option: ExitOption, reason: str, reply: str = "") -> Move:
-    return Move(option.id, option.target, option.description, reason, reply)
+def _move(option: ExitOption, reason: str, effects: Effects, reply: str = "") -> Move:
+    return Move(option.id, option.target, option.description, reason, reply, effects)
 
 
 def _chosen(options: tuple[ExitOption, ...], exit_id: str) -> ExitOption:
     return next(o for o in options if o.id == exit_id)
 
 
-def route(engine: Engine, graph: Graph, state: AnyState, kind: RequestKind = "decision") -> Outcome:
+def _ask(ctx: StepContext, kind: RequestKind, graph: Graph, state: AnyState, **more: Any) -> Asked:
+    request = ctx.requests.build(
+        ctx.view, kind, graph=graph, state_id=ctx.view.here, state=state, **more
+    )
+    return ask(ctx.model, request)
+
+
+def route(
+    ctx: StepContext,
+    graph: Graph,
+    state: AnyState,
+    kind: RequestKind = "decision",
+    before: Effects = (),
+) -> Outcome:
     """Leave a silent state: its single way out, or the model's choice among several."""
     options = exit_options(state)
-    here = engine.qualified()
     if len(options) == 1:
-        engine.record(engine_decision(here, kind, options[0].id, "the only way out"))
-        return _move(options[0], "the only way out")
-    request = build_request(engine, kind, graph=graph, state_id=here, state=state, options=options)
-    return _routed(engine, ask(engine, request), options)
+        chosen = engine_decision(ctx.view.here, kind, options[0].id, "the only way out")
+        return _move(options[0], "the only way out", (*before, chosen))
+    asked = _ask(ctx, kind, graph, state, options=options)
+    return _routed(asked, options, (*before, *asked.effects))
 
 
-def _routed(engine: Engine, asked: Asked, options: tuple[ExitOption, ...]) -> Outcome:
-    engine.record(asked.decision)
+def _routed(asked: Asked, options: tuple[ExitOption, ...], effects: Effects) -> Outcome:
     if asked.answer is None:
-        return Stop(None, "the model gave no usable answer")
-    return _move(_chosen(options, asked.answer.exit), asked.answer.reason)
+        return Stop(None, "the model gave no usable answer", effects=effects)
+    return _move(_chosen(options, asked.answer.exit), asked.answer.reason, effects)
 
 
-def step_action(engine: Engine, graph: Graph, state: ActionState) -> Outcome:
-    # No user-facing state before this one: the user's first message is still unanswered.
-    opening = engine.snap.last_action is None
-    engine.mark_user_facing()
-    here = engine.qualified()
+def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
+    effects: Effects = (MarkUserFacing(),)
     if state.included_contexts:
-        engine.recall(here, [engine.message], state.included_contexts, graph.memory.top_k)
+        found = ctx.memory.recall(
+            ctx.view.here, [ctx.view.message], state.included_contexts, graph.memory.top_k
+        )
+        ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
+        effects += found.events
     options = exit_options(state)
-    request = build_request(
-        engine,
-        "action",
-        graph=graph,
-        state_id=here,
-        state=state,
-        options=options,
-        allow_stay=True,
-        opening=opening,
-    )
-    asked = ask(engine, request)
-    engine.record(asked.decision)
+    # No user-facing state before this one: the user's first message is still unanswered.
+    opening = ctx.view.opening
+    asked = _ask(ctx, "action", graph, state, options=options, allow_stay=True, opening=opening)
+    effects += asked.effects
     if asked.answer is None:
-        return Reply(fallback_text(graph, state), fallback=True)
+        return Reply(fallback_reply(graph, state), fallback=True, effects=effects)
     if asked.answer.exit == STAY:
-        return Reply(asked.answer.reply)
+        return Reply(asked.answer.reply, effects=effects)
     option = _chosen(options, asked.answer.exit)
-    return _move(option, asked.answer.reason, asked.answer.reply)
+    return _move(option, asked.answer.reason, effects, asked.answer.reply)
 
 
-def step_decision(engine: Engine, graph: Graph, state: DecisionState) -> Outcome:
-    return route(engine, graph, state, "decision")
+def step_decision(ctx: StepContext, graph: Graph, state: DecisionState) -> Outcome:
+    return route(ctx, graph, state, "decision")
 
 
-def step_reflection(engine: Engine, graph: Graph, state: ReflectionState) -> Outcome:
-    limit = engine.root.limits.max_reflections
-    if engine.snap.reflections >= limit:
+def step_reflection(ctx: StepContext, graph: Graph, state: ReflectionState) -> Outcome:
+    limit = ctx.root.limits.max_reflections
+    if ctx.view.reflections >= limit:
         return Stop("max_reflections", f"more than {limit} reflections in one turn")
-    engine.snap.reflections += 1
     options = exit_options(state)
-    here = engine.qualified()
-    request = build_request(
-        engine, "reflection", graph=graph, state_id=here, state=state, options=options
-    )
-    asked = ask(engine, request)
-    if asked.answer is not None:
-        engine.snap.add_note(asked.answer.note)
-        engine.emit("note", state=here, note=asked.answer.note)
-    return _routed(engine, asked, options)
+    asked = _ask(ctx, "reflection", graph, state, options=options)
+    noted = (AddNote(asked.answer.note),) if asked.answer is not None else ()
+    effects = (CountReflection(), *asked.failures, *noted, decided(asked.decision))
+    return _routed(asked, options, effects)
 
 
-def step_recall(engine: Engine, graph: Graph, state: RecallState) -> Outcome:
-    context = engine.template_context(graph, engine.snap.frame.state)
+def step_recall(ctx: StepContext, graph: Graph, state: RecallState) -> Outcome:
+    context = template_context(ctx.view, graph, ctx.view.state_id)
     queries = [str(render_value(q, context)) for q in state.queries]
-    engine.recall(engine.qualified(), queries, state.tiers, state.top_k)
-    return route(engine, graph, state)
+    found = ctx.memory.recall(ctx.view.here, queries, state.tiers, state.top_k)
+    ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
+    return route(ctx, graph, state, before=found.events)
 
 
-def step_annotation(engine: Engine, graph: Graph, state: AnnotationState) -> Outcome:
-    engine.snap.add_tags(state.annotations)
-    if state.annotations:
-        engine.emit("annotation", state=engine.qualified(), tags=list(state.annotations))
+def step_annotation(ctx: StepContext, graph: Graph, state: AnnotationState) -> Outcome:
+    effects: Effects = (AddTags(state.annotations),)
     if state.set:
-        context = engine.template_context(graph, engine.snap.frame.state)
-        values = {name: render_value(source, context) for name, source in state.set.items()}
-        engine.set_variables(values)
-    return route(engine, graph, state)
+        context = template_context(ctx.view, graph, ctx.view.state_id)
+        values = jsonable({name: render_value(v, context) for name, v in state.set.items()})
+        effects += (SetVariables(values),)
+        ctx = ctx.seeing(variables={**ctx.view.variables, **values})
+    return route(ctx, graph, state, before=effects)
 
 
-def step_side_effect(engine: Engine, graph: Graph, state: SideEffectState) -> Outcome:
-    here = engine.qualified()
-    key = engine.idempotency_key()
+def step_side_effect(ctx: StepContext, graph: Graph, state: SideEffectState) -> Outcome:
+    key = ctx.view.idempotency_key
+    record = {"state": ctx.view.here, "tool": state.tool, "key": key}
     try:
-        result = _call(engine, graph, state, key)
+        result = _call(ctx, graph, state)
     except CgraphError as err:
-        engine.emit("tool_call", state=here, tool=state.tool, key=key, status="failed",
-                    error=err.message)  # fmt: skip
+        failed = (Emit("tool_call", {**record, "status": "failed", "error": err.message}),)
         if state.on_error:
             reason = f"the tool failed: {err.message}"
-            return Move(ON_ERROR, state.on_error, "the tool failed or timed out", reason)
-        return Stop(None, f"tool `{state.tool}` failed: {err.message}")
-    engine.emit("tool_call", state=here, tool=state.tool, key=key, status="done", result=result)
+            taken = "the tool failed or timed out"
+            return Move(ON_ERROR, state.on_error, taken, reason, effects=failed)
+        return Stop(None, f"tool `{state.tool}` failed: {err.message}", effects=failed)
+    effects: Effects = (Emit("tool_call", {**record, "status": "done", "result": result}),)
     if state.result:
-        engine.set_variables({state.result: result})
-    return route(engine, graph, state)
+        values = jsonable({state.result: result})
+        effects += (SetVariables(values),)
+        ctx = ctx.seeing(variables={**ctx.view.variables, **values})
+    return route(ctx, graph, state, before=effects)
 
 
-def _call(engine: Engine, graph: Graph, state: SideEffectState, key: str) -> Any:
+def _call(ctx: StepContext, graph: Graph, state: SideEffectState) -> Any:
     tool = graph.tool(state.tool)
     if tool is None:
         raise ToolError(f"tool `{state.tool}` is not declared under `tools`")
-    context = engine.template_context(graph, engine.snap.frame.state)
+    context = template_context(ctx.view, graph, ctx.view.state_id)
     arguments = {name: _render_deep(value, context) for name, value in state.arguments.items()}
     check_arguments(tool.name, tool.parameters, arguments)
-    handler = load_handler(tool.handler, engine.folder_of(graph))
+    handler = load_handler(tool.handler, ctx.graphs.folder_of(graph))
+    key = ctx.view.idempotency_key
     # The intent is committed before the call: a crash during the call leaves a record
     # that this key was attempted, and the resumed step calls again with the same key.
-    engine.emit("tool_call", state=engine.qualified(), tool=tool.name, key=key,
-                status="started", arguments=arguments)  # fmt: skip
-    engine.commit()
+    started = {"status": "started", "arguments": arguments}
+    ctx.record_intent(
+        Emit("tool_call", {"state": ctx.view.here, "tool": tool.name, "key": key, **started})
+    )
     return call_tool(handler, arguments, timeout=tool.timeout, idempotency_key=key, name=tool.name)
 
 
@@ -219,39 +185,42 @@ def _render_deep(value: Any, context: dict[str, Any]) -> Any:
     return render_value(value, context)
 
 
-def step_graph(engine: Engine, graph: Graph, state: GraphState) -> Outcome:
-    frame = engine.snap.frame
-    if frame.returned:
-        return route(engine, graph, state, "graph")
-    key = engine.child_key(frame.graph, state.graph)
-    return choose_start(engine, key, push=True)
+def step_graph(ctx: StepContext, graph: Graph, state: GraphState) -> Outcome:
+    if ctx.view.returned:
+        return route(ctx, graph, state, "graph")
+    key = ctx.graphs.child_key(ctx.view.graph_key, state.graph)
+    return choose_start(ctx, key, push=True)
 
 
-def choose_start(engine: Engine, key: str, *, push: bool) -> Outcome:
+def choose_start(ctx: StepContext, key: str, *, push: bool) -> Outcome:
     """Where a graph begins: its start state, or the model's pick among conditional entries."""
-    graph = engine.graph(key)
+    graph = ctx.graphs.get(key)
     here = qualify(key, START)
     if isinstance(graph.start, str):
         reason = "the graph's start state"
-        engine.record(engine_decision(here, "start", graph.start, reason))
-        return Enter(key, graph.start, graph.start, f"start of {graph.name}", reason, push)
+        chosen = (engine_decision(here, "start", graph.start, reason),)
+        return Enter(key, graph.start, graph.start, f"start of {graph.name}", reason, push, chosen)
     options = start_options(graph.start)
     if len({o.target for o in options}) == 1:
         reason = "every entry leads to the same state"
-        engine.record(engine_decision(here, "start", options[0].id, reason))
-        return Enter(key, options[0].target, options[0].id, options[0].description, reason, push)
-    request = build_request(engine, "start", graph=graph, state_id=here, state=None,
-                            options=options, extra=engine.memory_metadata())  # fmt: skip
-    asked = ask(engine, request)
-    engine.record(asked.decision)
+        first = options[0]
+        chosen = (engine_decision(here, "start", first.id, reason),)
+        return Enter(key, first.target, first.id, first.description, reason, push, chosen)
+    known, failures = ctx.memory.metadata()
+    request = ctx.requests.build(
+        ctx.view, "start", graph=graph, state_id=here, state=None, options=options, extra=known
+    )
+    asked = ask(ctx.model, request)
+    effects = (*failures, *asked.effects)
     if asked.answer is None:
-        return Stop(None, "the model could not choose where to start")
+        return Stop(None, "the model could not choose where to start", effects=effects)
     option = _chosen(options, asked.answer.exit)
-    return Enter(key, option.target, option.id, option.description, asked.answer.reason, push)
+    reason = asked.answer.reason
+    return Enter(key, option.target, option.id, option.description, reason, push, effects)
 
 
-Handler = Callable[["Engine", Graph, Any], Outcome]
-HANDLERS: dict[str, Handler] = {
+StepHandler = Callable[[StepContext, Graph, Any], Outcome]
+HANDLERS: dict[str, StepHandler] = {
     "action": step_action,
     "decision": step_decision,
     "reflection": step_reflection,
@@ -260,5 +229,3 @@ HANDLERS: dict[str, Handler] = {
     "side_effect": step_side_effect,
     "graph": step_graph,
 }
-
-__all__ = ["HANDLERS", "Enter", "Move", "Outcome", "Reply", "Stop", "authored_reply"]

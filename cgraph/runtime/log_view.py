@@ -26,15 +26,18 @@ def effective(events: Iterable[Event]) -> list[Event]:
     return kept
 
 
+def message_of(event: Event) -> dict[str, str] | None:
+    """The chat message an event adds to the transcript: a user message or a reply."""
+    if event.kind == "user_message":
+        return {"role": "user", "content": str(event.data.get("text", ""))}
+    if event.kind == "reply" and event.data.get("text"):
+        return {"role": "assistant", "content": str(event.data["text"])}
+    return None
+
+
 def transcript(events: Iterable[Event]) -> list[dict[str, str]]:
     """User messages and replies, in order, as chat messages."""
-    messages = []
-    for event in events:
-        if event.kind == "user_message":
-            messages.append({"role": "user", "content": str(event.data.get("text", ""))})
-        elif event.kind == "reply" and event.data.get("text"):
-            messages.append({"role": "assistant", "content": str(event.data["text"])})
-    return messages
+    return [m for m in map(message_of, events) if m is not None]
 
 
 def transition_record(event: Event) -> TransitionRecord:
@@ -94,7 +97,7 @@ def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
         completed=bool(end.get("completed", False)),
         guard=end.get("guard"),
         llm_calls=sum(d.attempts for d in made),
-        memory_calls=sum(int(e.data.get("calls", 0)) for e in events if _extract(e)),
+        memory_calls=sum(int(e.data.get("calls", 0)) for e in events if is_extraction(e)),
         fallback=bool(reply.get("fallback", False)),
         warnings=tuple(dict.fromkeys(_warning(e) for e in events if e.kind in _FAILURES)),
     )
@@ -111,7 +114,8 @@ def _warning(event: Event) -> str:
     return f"memory {event.data.get('operation', 'call')} failed: {error}"
 
 
-def _extract(event: Event) -> bool:
+def is_extraction(event: Event) -> bool:
+    """True for the event that closes a memory extraction (stored, or failed)."""
     return event.kind in ("memory_stored", "memory_error") and "calls" in event.data
 
 

@@ -1,102 +1,122 @@
-"""The engine's side of memory: recall into the turn, extract after it, never fail a turn.
+"""The session's side of memory: recall into a step, extract after a turn, never fail one.
 
-Any failure of the memory store (a `MemoryStoreError` or anything else it raises) is
-logged as a `memory_error` event and the conversation continues without memories.
+Every call to the memory store goes through `MemoryGateway._attempt`, the one failure
+path: whatever the store raises becomes a `memory_error` event and the conversation goes
+on without memories. The gateway only returns events; the engine logs them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from cgraph.backends.memory.policy import Memory, NewMemory, NullMemory
-from cgraph.runtime.asking import ask, build_request
-from cgraph.spec.model import TIERS, Tier
+from cgraph.backends.memory.policy import Memory, MemoryStore, NewMemory, NullMemory
+from cgraph.runtime.asking import Asked
+from cgraph.runtime.context import Recalled
+from cgraph.runtime.outcomes import Emit
+from cgraph.spec.model import TIERS, MemoryConfig, Tier
 from cgraph.spec.names import START
 
-if TYPE_CHECKING:
-    from cgraph.runtime.engine import Engine
+T = TypeVar("T")
 
 
-def _view(memory: Memory) -> dict[str, Any]:
+def memory_view(memory: Memory) -> dict[str, Any]:
+    """A recalled or stored memory as the log and the prompts show it."""
     return {"id": memory.id, "text": memory.text, "tier": memory.tier, "score": memory.score}
 
 
-def recall(
-    engine: Engine, state: str, queries: Sequence[str], tiers: tuple[str, ...], top_k: int
-) -> list[Memory]:
-    """Query the store for this user; record what came back, with scores, in the log."""
-    if isinstance(engine.memory, NullMemory):
-        return []
-    wanted: tuple[Tier, ...] = tuple(t for t in TIERS if t in tiers)
-    try:
-        found = engine.memory.recall(
-            engine.user_id, list(queries), tiers=wanted, top_k=top_k,
-            min_score=engine.root.memory.min_score,
-        )  # fmt: skip
-    except Exception as err:  # memory must never take a conversation down
-        engine.emit("memory_error", state=state, operation="recall", error=_text(err))
-        return []
-    engine.emit("recall", state=state, queries=list(queries), tiers=list(wanted),
-                memories=[_view(m) for m in found])  # fmt: skip
-    return found
+class MemoryGateway:
+    """One user's memories as a session uses them; see the module docstring."""
+
+    def __init__(
+        self, store: MemoryStore, config: MemoryConfig, *, user_id: str, session_id: str
+    ) -> None:
+        self.store, self.config = store, config
+        self.user_id, self.session_id = user_id, session_id
+        self.off = isinstance(store, NullMemory)
+
+    def recall(
+        self, here: str, queries: Sequence[str], tiers: Sequence[str], top_k: int
+    ) -> Recalled:
+        """Query the store for this user; the event records what came back, with scores."""
+        if self.off:
+            return Recalled((), ())
+        wanted: tuple[Tier, ...] = tuple(t for t in TIERS if t in tiers)
+        found, failed = self._attempt(
+            "recall",
+            lambda: self.store.recall(
+                self.user_id,
+                list(queries),
+                tiers=wanted,
+                top_k=top_k,
+                min_score=self.config.min_score,
+            ),
+            state=here,
+        )
+        if failed is not None:
+            return Recalled((), (failed,))
+        views = tuple(memory_view(m) for m in found or ())
+        return Recalled(views, (Emit("recall", _recall_data(here, queries, wanted, views)),))
+
+    def metadata(self) -> tuple[dict[str, Any], tuple[Emit, ...]]:
+        """What a conditional start may know about the user: whether memories exist."""
+        if self.off:
+            return {"has_memories": False, "memory_count": 0}, ()
+        count, failed = self._attempt("count", lambda: self.store.count(self.user_id), state=START)
+        number = count or 0
+        events = (failed,) if failed is not None else ()
+        return {"has_memories": number > 0, "memory_count": number}, events
+
+    def wants_extraction(self, completed: bool) -> bool:
+        """`memory.store`: after every turn (default), once when the session ends, or never."""
+        mode = self.config.store
+        if self.off or mode == "off":
+            return False
+        return mode == "every_turn" or completed
+
+    def store_extracted(self, asked: Asked, here: str, turn: int) -> tuple[Emit, ...]:
+        """Store what an `extract` question found; the events say what happened."""
+        calls = asked.decision.attempts
+        if asked.answer is None:
+            error = {"operation": "extract", "error": "no usable answer", "calls": calls}
+            return (*asked.failures, Emit("memory_error", error))
+        items = [
+            NewMemory(text, tier, self.session_id, here, turn)
+            for tier, text in asked.answer.memories
+        ]
+        stored, not_stored = self._attempt(
+            "add", lambda: self.store.add(self.user_id, items) if items else [], calls=calls
+        )
+        if not_stored is not None:
+            return (*asked.failures, not_stored)
+        views = [memory_view(m) for m in stored or ()]
+        return (*asked.failures, Emit("memory_stored", {"calls": calls, "memories": views}))
+
+    def forget(self, ids: Sequence[str]) -> tuple[Emit, ...]:
+        """Delete memories an undone turn stored (undo still works if the store is down)."""
+        if not ids:
+            return ()
+        _, failed = self._attempt("delete", lambda: self.store.delete(self.user_id, list(ids)))
+        return (failed,) if failed is not None else ()
+
+    def _attempt(
+        self, operation: str, call: Callable[[], T], **data: Any
+    ) -> tuple[T | None, Emit | None]:
+        """The one failure path: the store's answer, or None and a `memory_error` event."""
+        try:
+            return call(), None
+        except Exception as err:  # memory must never take a conversation down
+            error = getattr(err, "message", None) or f"{type(err).__name__}: {err}"
+            return None, Emit("memory_error", {**data, "operation": operation, "error": error})
 
 
-def memory_metadata(engine: Engine) -> dict[str, Any]:
-    """What a conditional start may know about the user: whether memories exist."""
-    if isinstance(engine.memory, NullMemory):
-        return {"has_memories": False, "memory_count": 0}
-    try:
-        count = engine.memory.count(engine.user_id)
-    except Exception as err:
-        engine.emit("memory_error", state=START, operation="count", error=_text(err))
-        count = 0
-    return {"has_memories": count > 0, "memory_count": count}
+def _recall_data(
+    here: str, queries: Sequence[str], tiers: Sequence[str], views: Sequence[Any]
+) -> dict[str, Any]:
+    return {"state": here, "queries": list(queries), "tiers": list(tiers), "memories": list(views)}
 
 
-def wants_extraction(engine: Engine) -> bool:
-    """`memory.store`: after every turn (default), once when the session ends, or never."""
-    mode = engine.root.memory.store
-    if isinstance(engine.memory, NullMemory) or mode == "off":
-        return False
-    return mode == "every_turn" or engine.snap.completed
-
-
-def extract(engine: Engine) -> None:
-    """One `extract` call over the turn (or the whole session), stored with `memory.add`."""
-    if not wants_extraction(engine):
-        return
-    every_turn = engine.root.memory.store == "every_turn"
-    window, _ = engine.history()
-    history = _this_turn(engine) if every_turn else window
-    request = build_request(
-        engine, "extract", graph=engine.root, state_id=engine.qualified(),
-        state=engine.current_state(), history=history,
-    )  # fmt: skip
-    asked = ask(engine, request)
-    calls = asked.decision.attempts
-    if asked.answer is None:
-        engine.emit("memory_error", operation="extract", error="no usable answer", calls=calls)
-        engine.commit()
-        return
-    items = [
-        NewMemory(text, tier, engine.session_id, engine.qualified(), engine.snap.turn)
-        for tier, text in asked.answer.memories
-    ]
-    try:
-        stored = engine.memory.add(engine.user_id, items) if items else []
-    except Exception as err:
-        engine.emit("memory_error", operation="add", error=_text(err), calls=calls)
-    else:
-        engine.emit("memory_stored", calls=calls, memories=[_view(m) for m in stored])
-    engine.commit()
-
-
-def _this_turn(engine: Engine) -> list[dict[str, str]]:
+def this_turn(transcript: Sequence[dict[str, str]]) -> list[dict[str, str]]:
     """The messages of the newest turn: the user's message and the replies after it."""
-    start = max((i for i, m in enumerate(engine.transcript) if m["role"] == "user"), default=0)
-    return engine.transcript[start:]
-
-
-def _text(err: Exception) -> str:
-    return getattr(err, "message", None) or f"{type(err).__name__}: {err}"
+    start = max((i for i, m in enumerate(transcript) if m["role"] == "user"), default=0)
+    return list(transcript[start:])

@@ -139,9 +139,11 @@ def render_messages(
 
 
 def _system(
-    template: Template, variables: Mapping[str, Any], key: Hashable | None,
+    template: Template,
+    variables: Mapping[str, Any],
+    key: Hashable | None,
     cache: dict[Hashable, str],
-) -> str:  # fmt: skip
+) -> str:
     cached = cache.get(key) if key is not None else None
     if cached is None:
         cached = template.render(variables, part="system").strip()
@@ -158,12 +160,3 @@ def prompt_hash(messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any]
     digest = hashlib.sha256(json.dumps(schema, sort_keys=True).encode())
     digest.update(text.encode())
     return digest.hexdigest()[:12]
-
-
-def check_template(source: str) -> str | None:
-    """The syntax error of a prompt override, or None: for lint and for early failures."""
-    try:
-        _environment().parse(source)
-    except TemplateError as err:
-        return str(err)
-    return None

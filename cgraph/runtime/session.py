@@ -27,11 +27,10 @@ from cgraph.backends.llm.types import ChatModel, known_prefixes, resolve
 from cgraph.backends.memory.policy import Memory, MemoryStore, NullMemory
 from cgraph.errors import ConfigError, SessionCompleted, SessionError
 from cgraph.runtime import log_view as log
-from cgraph.runtime.engine import Engine
-from cgraph.runtime.memory import extract
+from cgraph.runtime.engine import Dependencies, Engine
 from cgraph.runtime.records import Decision, Event, TransitionRecord, Turn
 from cgraph.runtime.snapshot import Frame, Snapshot, jsonable
-from cgraph.runtime.store import SessionInfo, SessionStore, open_store
+from cgraph.runtime.store import SessionInfo, open_store
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import START
@@ -53,9 +52,13 @@ def resolve_model(model: ChatModel | str | None, graph: Graph, api_base: str | N
         return resolve(name)
     config = graph.model
     return resolve(
-        name, api_base=api_base or config.api_base, temperature=config.temperature,
-        max_tokens=config.max_tokens, timeout=config.timeout, retries=config.retries,
-    )  # fmt: skip
+        name,
+        api_base=api_base or config.api_base,
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        timeout=config.timeout,
+        retries=config.retries,
+    )
 
 
 def initial_snapshot(
@@ -88,23 +91,14 @@ class Session:
     graph: Graph
 
     def __init__(
-        self, *, info: SessionInfo, graph: Graph, model: ChatModel, memory: MemoryStore,
-        store: SessionStore, clock: Callable[[], float], snapshot: Snapshot, events: list[Event],
-    ) -> None:  # fmt: skip
-        self.id, self.user_id, self.graph, self.info = info.id, info.user_id, graph, info
-        self.model, self.memory, self.store, self.clock = model, memory, store, clock
+        self, *, info: SessionInfo, deps: Dependencies, snapshot: Snapshot, events: list[Event]
+    ) -> None:
+        self.id, self.user_id, self.graph, self.info = info.id, info.user_id, deps.graph, info
+        self.model, self.memory, self.store = deps.model, deps.memory, deps.store
+        self.deps = deps
         self.recovered: Turn | None = None
         """The turn an interrupted process left unfinished, completed by `resume`."""
-        self._engine = self._make_engine(snapshot, events)
-
-    def _make_engine(self, snapshot: Snapshot, events: list[Event]) -> Engine:
-        engine = Engine(
-            graph=self.graph, model=self.model, memory=self.memory, store=self.store,
-            session_id=self.id, user_id=self.user_id, clock=self.clock, snapshot=snapshot,
-            events=events,
-        )  # fmt: skip
-        engine.transcript = log.transcript(events)
-        return engine
+        self._engine = Engine(deps, snapshot, events)
 
     @classmethod
     def start(
@@ -135,21 +129,23 @@ class Session:
         now = clock()
         source = str(spec.source.resolve()) if spec.source else ""
         info = SessionInfo(
-            id=session_id or uuid.uuid4().hex[:12], user_id=user_id, graph=source,
-            graph_name=spec.name, model=str(getattr(chat, "name", "")), created_at=now,
-        )  # fmt: skip
+            id=session_id or uuid.uuid4().hex[:12],
+            user_id=user_id,
+            graph=source,
+            graph_name=spec.name,
+            model=str(getattr(chat, "name", "")),
+            created_at=now,
+        )
         snapshot = initial_snapshot(spec, state, variables)
+        started = {"graph": source, "graph_name": spec.name, "user": user_id, "model": info.model}
         first = Event.model_construct(
-            seq=0, session=info.id, turn=0, kind="session_started", at=now,
-            data={"graph": source, "graph_name": spec.name, "user": user_id, "model": info.model},
-        )  # fmt: skip
+            seq=0, session=info.id, turn=0, kind="session_started", at=now, data=started
+        )
         snapshot.seq = 1
         backend = open_store(store)
         backend.create(info, snapshot.to_dict(), [first])
-        return cls(
-            info=info, graph=spec, model=chat, memory=memory or NullMemory(), store=backend,
-            clock=clock, snapshot=snapshot, events=[first],
-        )  # fmt: skip
+        deps = Dependencies(spec, chat, memory or NullMemory(), backend, clock, info.id, user_id)
+        return cls(info=info, deps=deps, snapshot=snapshot, events=[first])
 
     @classmethod
     def resume(
@@ -163,7 +159,6 @@ class Session:
         api_base: str | None = None,
         clock: Callable[[], float] | None = None,
         finish: bool = True,
-        user_id: str | None = None,
     ) -> Session:
         """Continue a stored session from its last committed step (the graph file is
         re-read from the path recorded at start unless `graph` is given).
@@ -171,27 +166,27 @@ class Session:
         With `finish` (the default) a turn the previous process left unfinished is
         completed now — no committed step runs again — and returned as `recovered`; a
         finished turn whose memories were never extracted (the process died between the
-        two) has them extracted now. A session belongs to its user: with `user_id`, another
-        user's session is refused.
+        two) has them extracted now.
         """
         backend = open_store(store)
         stored = backend.load(session_id)
-        if user_id is not None and user_id != stored.info.user_id:
-            raise SessionError(f"session `{session_id}` belongs to another user than `{user_id}`")
-        if graph is None and not stored.info.graph:
-            raise ConfigError(f"session `{session_id}` was started from a graph built in code; "
-                              "pass `graph=` to resume it")  # fmt: skip
-        spec = _graph(graph if graph is not None else stored.info.graph)
-        chat = resolve_model(model or stored.info.model or None, spec, api_base)
-        session = cls(
-            info=stored.info, graph=spec, model=chat, memory=memory or NullMemory(),
-            store=backend, clock=clock or time.time,
-            snapshot=Snapshot.from_dict(stored.snapshot), events=log.effective(stored.events),
-        )  # fmt: skip
+        info = stored.info
+        if graph is None and not info.graph:
+            raise ConfigError(
+                f"session `{session_id}` was started from a graph built in code; "
+                "pass `graph=` to resume it"
+            )
+        spec = _graph(graph if graph is not None else info.graph)
+        chat = resolve_model(model or info.model or None, spec, api_base)
+        deps = Dependencies(
+            spec, chat, memory or NullMemory(), backend, clock or time.time, info.id, info.user_id
+        )
+        snapshot = Snapshot.from_dict(stored.snapshot)
+        session = cls(info=info, deps=deps, snapshot=snapshot, events=stored.events)
         if finish and session.interrupted is not None:
             session.recovered = session.finish_turn()
         elif finish:
-            session._finish_extraction()
+            session.extract_memories()
         return session
 
     @staticmethod
@@ -201,12 +196,14 @@ class Session:
 
     # ----- turns --------------------------------------------------------------------------
 
-    def send(self, message: str, *, key: str | None = None) -> Turn:
-        """Run one user turn; raises `SessionCompleted` after END.
+    def send(self, message: str) -> Turn:
+        """Run one user turn and return it as soon as its reply is committed; raises
+        `SessionCompleted` after END.
 
-        `key` is stored with the message so that a client re-sending it after a crash can
-        find the turn it already made (`turn_with_key`) instead of making a second one.
+        The turn's memories are extracted afterwards: by `extract_memories()`, else at the
+        start of the next `send`, at `close()` or when the session is resumed.
         """
+        self.extract_memories()
         if self.completed:
             raise SessionCompleted(
                 f"session `{self.id}` reached END at turn {self.turn_number}; "
@@ -218,22 +215,32 @@ class Session:
                 "call finish_turn() to complete it or cancel_turn() to drop it"
             )
         with self._turn():
-            self._engine.begin_turn(message, key=key)
+            self._engine.begin_turn(message)
             self._engine.run()
-        return self._after_turn()
+        return self._built_turn(self.turn_number)
 
     def finish_turn(self) -> Turn:
-        """Complete an interrupted turn from its last committed step."""
+        """Complete an interrupted turn from its last committed step (and extract its
+        memories: a recovered turn's reply was never shown, so nothing waits for it)."""
         if self.interrupted is None:
             raise SessionError(f"session `{self.id}` has no interrupted turn")
         with self._turn():
             self._engine.run()
-        return self._after_turn()
+        return self.extract_memories() or self._built_turn(self.turn_number)
+
+    def extract_memories(self) -> Turn | None:
+        """Extract the latest turn's memories if they are due and not extracted yet (see
+        the graph's `memory.store`); returns that turn, now with its `memory_calls`."""
+        if not self._engine.extraction_pending():
+            return None
+        with self._turn():
+            self._engine.extract_memories()
+        return self._built_turn(self.turn_number)
 
     def cancel_turn(self) -> None:
         """Drop a turn in progress: the session is as it was before its message."""
         if self.interrupted is not None:
-            self._rewind(self.turn_number, cancelled=True)
+            self._engine.rewind(self.turn_number, cancelled=True)
 
     def undo(self) -> Turn | None:
         """Take back the last turn (state, variables, notes, transcript); returns it."""
@@ -245,8 +252,7 @@ class Session:
         if number == 0:
             return None
         taken = self._built_turn(number)
-        self._forget_memories(number)
-        self._rewind(number, cancelled=False)
+        self._engine.rewind(number, cancelled=False)
         return taken
 
     @contextmanager
@@ -255,59 +261,15 @@ class Session:
         try:
             yield
         except KeyboardInterrupt:
-            self._reload()
+            self._engine = Engine.load(self.deps)
             self.cancel_turn()
             raise
         except BaseException:
-            self._reload()
+            self._engine = Engine.load(self.deps)
             raise
 
-    def _after_turn(self) -> Turn:
-        number = self.turn_number
-        with self._turn():
-            extract(self._engine)
-        return self._built_turn(number)
-
-    def _finish_extraction(self) -> None:
-        number = self.turn_number
-        events = log.turn_events(self._engine.events, number)
-        if number and not any(e.kind in ("memory_stored", "memory_error") for e in events):
-            with self._turn():
-                extract(self._engine)
-
     def _built_turn(self, number: int) -> Turn:
-        return log.build_turn(self.id, number, log.turn_events(self._engine.events, number))
-
-    def _reload(self) -> None:
-        stored = self.store.load(self.id)
-        self._engine = self._make_engine(
-            Snapshot.from_dict(stored.snapshot), log.effective(stored.events)
-        )
-
-    def _rewind(self, number: int, *, cancelled: bool) -> None:
-        saved = self.store.checkpoint(self.id, number - 1)
-        if saved is None:
-            raise SessionError(f"no checkpoint before turn {number} of session `{self.id}`")
-        engine = self._engine
-        restored = Snapshot.from_dict(saved)
-        restored.seq = engine.snap.seq  # sequence numbers only ever grow
-        engine.snap = restored
-        engine.emit("undo", turn=number, cancelled=cancelled)
-        engine.commit(drop_checkpoints_after=number - 1)
-        self._engine = self._make_engine(restored, log.effective(engine.events))
-
-    def _forget_memories(self, number: int) -> None:
-        ids = [
-            m["id"]
-            for e in log.turn_events(self._engine.events, number)
-            if e.kind == "memory_stored"
-            for m in e.data.get("memories", [])
-        ]
-        if ids:
-            try:
-                self.memory.delete(self.user_id, ids)
-            except Exception as err:  # undo still works if the memory store is down
-                self._engine.emit("memory_error", operation="delete", error=str(err))
+        return log.build_turn(self.id, number, self._engine.log.turn_events(number))
 
     # ----- what the session shows ---------------------------------------------------------
 
@@ -358,17 +320,17 @@ class Session:
     @property
     def transcript(self) -> list[dict[str, str]]:
         """`{"role": "user"|"assistant", "content": ...}` messages."""
-        return [dict(m) for m in self._engine.transcript]
+        return [dict(m) for m in self._engine.log.transcript]
 
     @property
     def audit(self) -> list[TransitionRecord]:
         """Every transition still in effect, oldest first (undone turns left out)."""
-        return log.audit(self._engine.events)
+        return log.audit(self._engine.log.events)
 
     @property
     def last_decisions(self) -> list[Decision]:
         """The choices made during the latest turn, by the model or the engine."""
-        return log.decisions(log.turn_events(self._engine.events, self.turn_number))
+        return log.decisions(log.turn_events(self._engine.log.events, self.turn_number))
 
     @property
     def last_turn(self) -> Turn | None:
@@ -377,13 +339,6 @@ class Session:
         if number == 0:
             return None
         return self._built_turn(number)
-
-    def turn_with_key(self, key: str) -> Turn | None:
-        """The turn still in effect whose message was sent with this `key`, if any."""
-        for event in self._engine.events:
-            if event.kind == "user_message" and event.data.get("key") == key:
-                return self._built_turn(event.turn)
-        return None
 
     def turns(self) -> list[Turn]:
         """Every turn still in effect (undone turns left out), oldest first."""
@@ -395,12 +350,15 @@ class Session:
 
     def memories(self, query: str | None = None) -> list[Memory]:
         """This user's memories, or those most similar to `query`."""
+        self.extract_memories()
         if query:
             return self.memory.recall(self.user_id, [query], top_k=self.graph.memory.top_k)
         return self.memory.list(self.user_id)
 
     def close(self) -> None:
-        """Close the session store; the session is kept and can be resumed later."""
+        """Extract what is due, then close the session store; the session is kept and can
+        be resumed later."""
+        self.extract_memories()
         self.store.close()
 
     def __repr__(self) -> str:

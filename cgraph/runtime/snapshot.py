@@ -54,9 +54,6 @@ class Snapshot:
     def frame(self) -> Frame:
         return self.stack[-1]
 
-    def copy(self) -> Snapshot:
-        return Snapshot.from_dict(self.to_dict())
-
     def to_dict(self) -> dict[str, Any]:
         # By hand: `dataclasses.asdict` deep-copies every value and costs more than the
         # SQLite commit itself. Values are only read (serialised) by the store.
@@ -94,11 +91,39 @@ class Snapshot:
     def loads(cls, text: str) -> Snapshot:
         return cls.from_dict(json.loads(text))
 
+    def begin_turn(self, message: str) -> None:
+        self.turn += 1
+        self.pending, self.step, self.transitions, self.reflections = message, 0, 0, 0
+        self.entered = False
+
+    def mark_user_facing(self) -> None:
+        self.last_action = copy_frames(self.stack)
+
+    def back_to_user_facing(self) -> None:
+        """Where a stopped turn ends: the last user-facing state, not entered this turn."""
+        if self.last_action:
+            self.stack = copy_frames(self.last_action)
+        self.entered = False
+
+    def set_variables(self, values: dict[str, Any]) -> None:
+        self.variables = {**self.variables, **values}
+
+    def adopt_variables(self, declared: dict[str, Any]) -> None:
+        """A sub-graph's declared variables join the session's, without overwriting."""
+        missing = {k: v for k, v in declared.items() if k not in self.variables}
+        if missing:
+            self.variables = {**self.variables, **jsonable(missing)}
+
     def add_note(self, note: str) -> None:
         self.notes = [*self.notes, note][-MAX_NOTES:]
 
     def add_tags(self, tags: tuple[str, ...]) -> None:
         self.annotations = [*self.annotations, *(t for t in tags if t not in self.annotations)]
+
+
+def copy_frames(frames: list[Frame]) -> list[Frame]:
+    """Frames are changed in place as the session moves: a saved stack is a copy."""
+    return [Frame(f.graph, f.state, f.returned) for f in frames]
 
 
 def _frame(frame: Frame) -> dict[str, Any]:

@@ -201,8 +201,9 @@ class SQLiteStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            raise StoreError(f"cannot create the session store folder {self.path.parent}: "
-                             f"{err.strerror or err}") from err  # fmt: skip
+            raise StoreError(
+                f"cannot create the session store folder {self.path.parent}: {err.strerror or err}"
+            ) from err
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -341,9 +342,14 @@ def _event(session_id: str, row: tuple[Any, ...]) -> Event:
 
 def _info(row: tuple[Any, ...], snapshot: dict[str, Any]) -> SessionInfo:
     base = SessionInfo(
-        id=row[0], user_id=row[1], graph=row[2], graph_name=row[3], model=row[4],
-        created_at=row[5], updated_at=row[6],
-    )  # fmt: skip
+        id=row[0],
+        user_id=row[1],
+        graph=row[2],
+        graph_name=row[3],
+        model=row[4],
+        created_at=row[5],
+        updated_at=row[6],
+    )
     return _summary(base, snapshot, row[6])
 
 

@@ -43,6 +43,9 @@ PromptKind = Literal["action", "decision", "reflection", "extract", "start"]
 ContextStrategy = Literal["keep", "reset", "reset_with_summary"]
 INTERNAL = {"internal": True}
 """Field metadata: set by cgraph, never written in a graph file (left out of the schema)."""
+PROMPT_TEXT = "prompt_text"
+PROMPT = {PROMPT_TEXT: True}
+"""Field metadata: a list of texts the state shows the model in its part of the prompt."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,13 +89,13 @@ class ActionState(_State):
     """User-facing: the agent talks with the user until an exit condition holds."""
 
     type: Literal["action"]
-    actions: tuple[Text, ...]
+    actions: tuple[Text, ...] = field(metadata=PROMPT)
     """Ordered client-facing interaction steps."""
-    intra_state_navigation_guidelines: tuple[Text, ...]
+    intra_state_navigation_guidelines: tuple[Text, ...] = field(metadata=PROMPT)
     """Rules for sequencing actions and for choosing an exit."""
-    action_guidelines: tuple[Text, ...]
+    action_guidelines: tuple[Text, ...] = field(metadata=PROMPT)
     """Behavioural rules for the agent in this state."""
-    boundary_constraints: tuple[Text, ...]
+    boundary_constraints: tuple[Text, ...] = field(metadata=PROMPT)
     """What the agent must never do in this state."""
     exit_conditions: tuple[ExitCondition, ...]
     """The ways out; when none holds the agent stays and replies."""
@@ -114,7 +117,7 @@ class DecisionState(_State):
     type: Literal["decision"]
     exit_conditions: tuple[ExitCondition, ...]
     """The candidates; a decision needs at least two."""
-    decision_guidelines: tuple[Text, ...] = ()
+    decision_guidelines: tuple[Text, ...] = field(default=(), metadata=PROMPT)
     """How to weigh the candidates."""
 
 
@@ -123,7 +126,7 @@ class ReflectionState(_Routed):
     """Silent: re-assesses the conversation and writes an internal note."""
 
     type: Literal["reflection"]
-    reflection_guidelines: tuple[Text, ...] = ()
+    reflection_guidelines: tuple[Text, ...] = field(default=(), metadata=PROMPT)
     """What to re-examine before moving on."""
 
 

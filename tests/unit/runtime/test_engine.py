@@ -610,7 +610,7 @@ def test_exit_ids_are_targets_numbered_only_when_repeated(tmp_path: Path) -> Non
 
 
 def test_an_undeclared_move_is_never_applied_even_if_a_handler_asks(tmp_path: Path) -> None:
-    from cgraph.runtime.handlers import Move
+    from cgraph.runtime.outcomes import Move
 
     session = Session.start(two_actions(tmp_path), model=ScriptedModel({"a": [stay("hi")]}))
     session.send("hi")

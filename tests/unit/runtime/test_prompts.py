@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.prompts import check_template, estimate_tokens, history_start, render_messages
+from cgraph.runtime.prompts import estimate_tokens, history_start, render_messages
 from cgraph.runtime.session import Session
 from tests.conftest import GRAPHS
 from tests.unit.runtime._runtime import go, stay
@@ -80,7 +80,6 @@ def test_overrides_without_blocks_replace_the_system_part_only() -> None:
     )
     assert messages[0]["content"] == "MY SYSTEM for d"
     assert "Choose the exit" in messages[-1]["content"]
-    assert check_template("{% if %}") is not None and check_template("{{ x }}") is None
 
 
 def _variables() -> dict[str, object]:

@@ -116,6 +116,7 @@ def test_undo_takes_back_the_last_turn(tmp_path: Path) -> None:
     session = Session.start(MEDICAL, model=ScriptedModel(script), store=tmp_path, memory=memory)
     for text in USER[:4]:
         session.send(text)
+    session.extract_memories()  # else undo drops turn 4 before its memories are stored
     before = (session.state, session.variables, len(session.transcript), len(session.audit))
     assert before[0] == "vasodilator_check" and session.variables["medication_concern"] is True
     taken = session.undo()
@@ -203,7 +204,10 @@ def test_memories_are_extracted_per_the_graphs_setting(tmp_path: Path, mode: str
     session = Session.start(graph(tmp_path, MEMORY_GRAPH.format(mode=mode)), model=model,
                             memory=memory, user_id="ann")  # fmt: skip
     first = session.send("I have a cat")
+    assert first.memory_calls == 0  # the reply comes first; memories are extracted after it
+    first = session.extract_memories() or first
     last = session.send("bye")
+    last = session.extract_memories() or last
     calls = {"every_turn": (1, 1), "session_end": (0, 1), "off": (0, 0)}[mode]
     assert (first.memory_calls, last.memory_calls) == calls
     assert first.llm_calls == 1  # extraction is counted apart from the turn's own call
@@ -215,23 +219,19 @@ def test_memories_are_extracted_per_the_graphs_setting(tmp_path: Path, mode: str
     assert memory.queries[0] == ("ann", ["I have a cat"], ("personal",))
 
 
-def test_memories_a_crash_kept_from_being_stored_are_stored_on_resume(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    script = {
-        "a": stay("hi"),
-        "extract": {"memories": [{"tier": "personal", "text": "Has a cat."}]},
-    }
-    spec = graph(tmp_path, MEMORY_GRAPH.format(mode="every_turn"))
-    session = Session.start(spec, model=ScriptedModel(script), memory=FakeMemory(), store=tmp_path)
+def test_memories_a_crash_kept_from_being_stored_are_stored_on_resume(tmp_path: Path) -> None:
+    extracted = {"memories": [{"tier": "personal", "text": "Has a cat."}]}
 
-    def die(engine: object) -> None:
+    def die(request: object) -> dict[str, object]:
         raise RuntimeError("the process died after the turn, before extraction")
 
-    monkeypatch.setattr("cgraph.runtime.session.extract", die)
+    script = {"a": stay("hi"), "extract": extracted}
+    spec = graph(tmp_path, MEMORY_GRAPH.format(mode="every_turn"))
+    dying = ScriptedModel({"a": stay("hi"), "extract": die})
+    session = Session.start(spec, model=dying, memory=FakeMemory(), store=tmp_path)
+    assert session.send("I have a cat").reply == "hi"
     with pytest.raises(RuntimeError):
-        session.send("I have a cat")
-    monkeypatch.undo()
+        session.extract_memories()
     memory = FakeMemory()
     again = Session.resume(session.id, store=tmp_path, model=ScriptedModel(script), memory=memory)
     assert again.turn_number == 1 and again.transcript[-1]["content"] == "hi"
@@ -250,6 +250,7 @@ def test_a_failing_memory_add_is_logged_and_the_session_goes_on(tmp_path: Path) 
                             memory=memory)  # fmt: skip
     turn = session.send("hello")
     assert turn.reply == "hi"
+    session.extract_memories()
     assert {e.data.get("operation") for e in session.events() if e.kind == "memory_error"} >= {
         "recall", "add"
     }  # fmt: skip

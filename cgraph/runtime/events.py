@@ -1,0 +1,81 @@
+"""The session's event log as a running session holds it: emit, commit, transcript.
+
+Events are emitted into a buffer and written with the snapshot in one transaction by
+`commit`. The log held here is the *effective* one (`log_view.effective`: undone turns
+left out), and the transcript is derived from it by one rule (`log_view.message_of`),
+kept in step as events are emitted and recomputed only when an undo rewrites the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cgraph.runtime import log_view
+from cgraph.runtime.records import Event, EventKind
+from cgraph.runtime.snapshot import Snapshot
+from cgraph.runtime.store import SessionStore
+
+
+class EventLog:
+    """One session's events: what is committed, plus the step not yet committed."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        session_id: str,
+        clock: Callable[[], float],
+        events: list[Event],
+        seq: int,
+    ) -> None:
+        self.store, self.session_id, self.clock = store, session_id, clock
+        self.events = log_view.effective(events)
+        self.transcript = log_view.transcript(self.events)
+        """Chat messages, in order; the list is only ever changed in place."""
+        self.seq = seq
+        """The next event's sequence number (never rolled back, also not by undo)."""
+        self._buffer: list[Event] = []
+
+    def emit(self, kind: EventKind, turn: int, data: Mapping[str, Any]) -> Event:
+        event = Event.model_construct(
+            seq=self.seq,
+            session=self.session_id,
+            turn=turn,
+            kind=kind,
+            at=self.clock(),
+            data=dict(data),
+        )
+        self.seq += 1
+        self._buffer.append(event)
+        self.events.append(event)
+        message = log_view.message_of(event)
+        if message is not None:
+            self.transcript.append(message)
+        return event
+
+    def commit(
+        self,
+        snapshot: Snapshot,
+        *,
+        checkpoint: int | None = None,
+        drop_checkpoints_after: int | None = None,
+    ) -> None:
+        """Write the buffered events and the snapshot, in one transaction."""
+        snapshot.seq = self.seq
+        self.store.commit(
+            self.session_id,
+            self._buffer,
+            snapshot.to_dict(),
+            checkpoint=checkpoint,
+            drop_checkpoints_after=drop_checkpoints_after,
+        )
+        self._buffer = []
+
+    def undo(self, turn: int, *, cancelled: bool) -> None:
+        """Append the `undo` of `turn` and fold it: that turn and later ones leave the log."""
+        self.emit("undo", turn - 1, {"turn": turn, "cancelled": cancelled})
+        self.events[:] = log_view.effective(self.events)
+        self.transcript[:] = log_view.transcript(self.events)
+
+    def turn_events(self, number: int) -> list[Event]:
+        return log_view.turn_events(self.events, number)

@@ -1,0 +1,43 @@
+"""The checks an outcome passes before the engine applies it: declared moves, loop limits."""
+
+from __future__ import annotations
+
+from cgraph.errors import TransitionError
+from cgraph.runtime.exits import check_start, check_transition
+from cgraph.runtime.graphs import Graphs
+from cgraph.runtime.outcomes import Enter, Move, Stop
+from cgraph.runtime.snapshot import Snapshot
+from cgraph.spec.names import END, qualify
+
+
+def guard(outcome: Move | Enter, graphs: Graphs, snap: Snapshot) -> Stop | None:
+    """The guard that stops `outcome`, or None when it may be applied."""
+    try:
+        if isinstance(outcome, Enter):
+            check_start(graphs.get(outcome.graph), outcome.target)
+        else:
+            check_transition(graphs.get(snap.frame.graph), snap.frame.state, outcome.target)
+    except TransitionError as err:
+        return Stop("undeclared_transition", err.message)
+    limit = graphs.root.limits.max_transitions_per_turn
+    if snap.transitions >= limit:
+        return Stop("max_transitions_per_turn", f"more than {limit} transitions in a turn")
+    key = outcome.graph if isinstance(outcome, Enter) else snap.frame.graph
+    if outcome.target == END:
+        return None
+    cap = visit_cap(graphs, key, outcome.target)
+    name = qualify(key, outcome.target)
+    if cap is not None and snap.visits.get(name, 0) >= cap:
+        return Stop("max_visits", f"`{name}` was entered {cap} times already")
+    return None
+
+
+def visit_cap(graphs: Graphs, key: str, state_id: str) -> int | None:
+    """The fewest visits any of the state's own, its graph's and the root's limits allow."""
+    graph, root = graphs.get(key), graphs.root
+    state = graph.states.get(state_id)
+    own = state.max_visits if state is not None else None
+    caps = [c for c in (own, graph.limits.max_visits.get(state_id)) if c is not None]
+    if key == "" or state_id in root.limits.max_visits:
+        caps += [c for c in (root.limits.max_visits.get(state_id),) if c is not None]
+    return min(caps) if caps else None

@@ -1,0 +1,99 @@
+"""What a step handler returns: where the session goes next, and the effects of the step.
+
+A handler never changes the session. It returns an outcome — `Move` (take an exit),
+`Enter` (start a graph or sub-graph), `Reply` (the turn ends here) or `Stop` (a guard or a
+failure ends the turn in the last user-facing state) — carrying the step's effects in the
+order they happened; the engine applies the effects, then the outcome, and commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cgraph.runtime.records import Decision, EventKind
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """An event for the log, as it is (a recall, a tool call, a model failure)."""
+
+    kind: EventKind
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SetVariables:
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AddNote:
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddTags:
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CountReflection:
+    """One more reflection this turn (the `max_reflections` guard counts them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MarkUserFacing:
+    """The current state talks to the user: a guard later in the turn stops here."""
+
+
+Effect = Emit | SetVariables | AddNote | AddTags | CountReflection | MarkUserFacing
+Effects = tuple[Effect, ...]
+
+
+def decided(decision: Decision) -> Emit:
+    """The log entry of a choice, by the model or by the engine."""
+    return Emit("decision", dict(decision.__dict__))
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    exit_id: str
+    target: str
+    description: str
+    reason: str
+    reply: str = ""
+    """What an action state said as it left (used if the session ends this turn)."""
+    effects: Effects = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Enter:
+    graph: str
+    """The key of the graph entered ("" for the root)."""
+    target: str
+    exit_id: str
+    description: str
+    reason: str
+    push: bool
+    effects: Effects = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str
+    fallback: bool = False
+    effects: Effects = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    guard: str | None
+    """The loop guard hit, or None when a failure (model, tool) stopped the turn."""
+    detail: str
+    fallback: bool = True
+    effects: Effects = ()
+
+
+Outcome = Move | Enter | Reply | Stop

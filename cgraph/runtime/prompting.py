@@ -1,0 +1,211 @@
+"""Building the request of one question: texts rendered, prompt laid out, history windowed.
+
+A `Prompter` belongs to one session. It keeps what is worth keeping between requests: the
+rendered system parts (`cgraph.runtime.prompts`), each graph's topology text, and the
+history window with its token estimates. It reads the transcript the event log keeps and
+never changes the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import fields
+from typing import Any
+
+from jinja2 import TemplateError as JinjaError
+
+from cgraph.backends.llm.types import ExitOption, LLMRequest, RequestKind, exit_ids
+from cgraph.errors import CgraphError
+from cgraph.runtime.answers import answer_schema
+from cgraph.runtime.context import View, template_context
+from cgraph.runtime.graphs import topology_text
+from cgraph.runtime.prompts import estimate_tokens, history_start, render_messages
+from cgraph.spec.model import (
+    PROMPT_TEXT,
+    ActionState,
+    AnyState,
+    DecisionState,
+    Graph,
+    ReflectionState,
+)
+from cgraph.spec.templating import is_template, render_text
+
+TOPOLOGY_KINDS = frozenset({"decision", "reflection", "start", "graph"})
+RECENT_USER_MESSAGES = 3
+TEXT_FIELDS = tuple(
+    dict.fromkeys(
+        f.name
+        for kind in (ActionState, DecisionState, ReflectionState)
+        for f in fields(kind)
+        if f.metadata.get(PROMPT_TEXT)
+    )
+)
+"""The lists of texts a state shows the model, by field metadata on the model."""
+
+Messages = list[dict[str, str]]
+
+
+def render_safe(source: str, context: Mapping[str, Any]) -> str:
+    """A designer's text template, or its raw text if it fails (lint reports such errors)."""
+    if not is_template(source):
+        return source
+    try:
+        return render_text(source, dict(context))
+    except (JinjaError, CgraphError, TypeError, ValueError):
+        return source
+
+
+def state_texts(state: AnyState | None, context: Mapping[str, Any]) -> dict[str, Any]:
+    """The state's prompt texts, rendered with the session's variables."""
+    texts: dict[str, Any] = {"objective": ""}
+    for name in TEXT_FIELDS:
+        texts[name] = [render_safe(t, context) for t in getattr(state, name, ())]
+    if state is not None:
+        texts["objective"] = render_safe(state.objective, context)
+    return texts
+
+
+def authored_reply(state: AnyState | None, context: Mapping[str, Any]) -> str:
+    """The state's own words: its `say:` template, else its actions."""
+    say = getattr(state, "say", None)
+    if say:
+        return render_safe(say, context).strip()
+    return " ".join(render_safe(a, context) for a in getattr(state, "actions", ()))
+
+
+def _option_view(option: ExitOption) -> dict[str, Any]:
+    return {
+        "id": option.id,
+        "description": option.description,
+        "target": option.target,
+        "examples": list(option.examples),
+    }
+
+
+class Prompter:
+    """Builds requests for one session; see the module docstring."""
+
+    def __init__(self, root: Graph, transcript: Messages, start: int = 0) -> None:
+        self.root = root
+        self.transcript = transcript
+        """The event log's transcript (the same list: it grows as the log does)."""
+        self.history_start = start
+        """First transcript message still shown in prompts (saved in every snapshot)."""
+        self.cache: dict[Hashable, str] = {}
+        """Rendered system prompts of this session, by graph, state and texts."""
+        self._topologies: dict[int, str] = {}
+        self._sizes: list[int] = []
+
+    def restart(self, start: int) -> None:
+        """The transcript was rewritten (an undo): forget what was measured of it."""
+        self.history_start, self._sizes = start, []
+
+    def history(self) -> tuple[Messages, int]:
+        """The transcript window for prompts, and how many older messages it leaves out."""
+        sizes = self._sizes
+        for message in self.transcript[len(sizes) :]:
+            sizes.append(estimate_tokens(message["content"]))
+        budget = self.root.limits.history_tokens
+        start = history_start(self.transcript, self.history_start, budget, sizes)
+        self.history_start = start
+        return self.transcript[start:], start
+
+    def recent_user_messages(self, count: int = RECENT_USER_MESSAGES) -> tuple[str, ...]:
+        found: list[str] = []
+        for message in reversed(self.transcript):
+            if message["role"] == "user":
+                found.append(message["content"])
+                if len(found) == count:
+                    break
+        return tuple(reversed(found))
+
+    def topology(self, graph: Graph) -> str:
+        cached = self._topologies.get(id(graph))
+        if cached is None:
+            cached = self._topologies[id(graph)] = topology_text(graph)
+        return cached
+
+    def build(
+        self,
+        view: View,
+        kind: RequestKind,
+        *,
+        graph: Graph,
+        state_id: str,
+        state: AnyState | None,
+        options: tuple[ExitOption, ...] = (),
+        allow_stay: bool = False,
+        history: Sequence[Mapping[str, str]] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        opening: bool = False,
+    ) -> LLMRequest:
+        """The request `kind` asks at `state_id`, with the window of history (or `history`)."""
+        context = template_context(view, graph, state_id)
+        texts = state_texts(state, context)
+        metadata = {
+            "graph": graph.name,
+            "turn": view.turn,
+            # The session's findings so far, for backends that weigh evidence without prose.
+            "annotations": list(view.annotations),
+            **(extra or {}),
+        }
+        window, dropped = (history, 0) if history is not None else self.history()
+        variables = {
+            **self._variables(view, kind, graph, state_id, texts, options),
+            "allow_stay": allow_stay,
+            "dropped": dropped,
+            "has_memories": bool(metadata.get("has_memories", False)),
+            "memory_count": int(metadata.get("memory_count", 0)),
+        }
+        key = (id(graph), kind, state_id, _flat(texts))
+        overrides = graph.prompts or self.root.prompts
+        return LLMRequest(
+            kind=kind,
+            messages=render_messages(
+                kind, variables, window, overrides, system_key=key, cache=self.cache
+            ),
+            schema=answer_schema(kind, exit_ids(options, allow_stay)),
+            schema_name=f"cgraph_{kind}",
+            state=state_id,
+            objective=texts["objective"],
+            options=options,
+            allow_stay=allow_stay,
+            user_messages=self.recent_user_messages(),
+            stay_prototypes=tuple(t for t in (texts["objective"], *texts["actions"]) if t),
+            authored_reply=authored_reply(state, context),
+            entered_this_turn=view.entered,
+            opening=opening,
+            metadata=metadata,
+        )
+
+    def _variables(
+        self,
+        view: View,
+        kind: RequestKind,
+        graph: Graph,
+        state_id: str,
+        texts: dict[str, Any],
+        options: tuple[ExitOption, ...],
+    ) -> dict[str, Any]:
+        """What the prompt templates read, besides the flags `build` adds."""
+        return {
+            "kind": kind,
+            "agent": self.root.agent,
+            "graph": {"name": graph.name, "description": graph.description},
+            "state_id": state_id,
+            "state": texts,
+            "exits": [_option_view(o) for o in options],
+            "topology": self.topology(graph) if kind in TOPOLOGY_KINDS else "",
+            "memories": list(view.memories),
+            "notes": list(view.notes),
+            "variables": view.variables,
+            "entered_this_turn": view.entered,
+            "message": view.message,
+        }
+
+
+def _flat(texts: dict[str, Any]) -> tuple[Any, ...]:
+    # Everything the shipped system part reads besides graph, kind and state. The cache
+    # belongs to one session, whose graphs live as long as it does, so a graph's id is a
+    # stable key there.
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in texts.items())
