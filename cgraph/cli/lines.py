@@ -35,24 +35,7 @@ class Message:
 
 def turn_json(turn: Turn, **marks: Any) -> dict[str, Any]:
     """One line of `--jsonl`: the turn, plus marks such as `recovered` or `id`."""
-    return {
-        "turn": turn.number,
-        "user": turn.user,
-        "reply": turn.reply,
-        "path": list(turn.path),
-        "transitions": [
-            {"from": t.from_state, "to": t.to_state, "exit": t.exit_id, "reason": t.reason}
-            for t in turn.transitions
-        ],
-        "state": turn.state,
-        "recalled": [m.model_dump() for m in turn.recalled],
-        "session": turn.session,
-        "completed": turn.completed,
-        "guard": turn.guard,
-        "fallback": turn.fallback,
-        "warnings": list(turn.warnings),
-        **marks,
-    }
+    return {**turn.as_json(), **marks}
 
 
 def parse_line(raw: str, *, jsonl: bool) -> Message | commands.Command | None:
@@ -126,7 +109,7 @@ class LineRun:
             self.show(done, id=message.key, duplicate=True)
             return None
         try:
-            turn = session.send(message.text, key=message.key)
+            turn = session.send(message.text, key=message.key, remember=False)
         except CgraphError as error:  # a completed session, a broken store or script
             self.err.write(f"error: {error.message}\n")
             return 1
@@ -136,6 +119,7 @@ class LineRun:
             return 1
         marks = {"id": message.key} if message.key is not None else {}
         self.show(turn, **marks)
+        turn = session.extract_memories() or turn  # after the reply is out
         for warning in self.opened.warnings(turn):
             self.err.write(warning + "\n")
         return None

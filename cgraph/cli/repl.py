@@ -115,7 +115,7 @@ class Repl:
             return
         try:
             with self.console.status(self._status(), spinner="dots"):
-                turn = session.send(message)
+                turn = session.send(message, remember=False)
         except KeyboardInterrupt:
             self.console.print("[yellow]turn cancelled[/] [dim](nothing was kept)[/]")
             return
@@ -126,6 +126,11 @@ class Repl:
             self.console.print(f"[bold red]error:[/] {escape(err.message)}")
             return
         self.render(turn)
+        try:
+            with self.console.status("remembering…", spinner="dots"):
+                turn = session.extract_memories() or turn
+        except KeyboardInterrupt:
+            pass  # the memories are extracted before the next turn instead
         for warning in self.opened.warnings(turn):
             self.console.print(f"[dim yellow]  {escape(warning)}[/]")
 

@@ -78,8 +78,25 @@ class Turn(Record):
     """Failures this turn survived (memory store down, model errors), in words."""
 
     def as_json(self) -> dict[str, Any]:
-        """The whole turn as JSON-able data (tuples become lists)."""
-        return self.model_dump(mode="json")
+        """The turn as one JSON object (a line of `cgraph run --jsonl`): what was said, the
+        path and moves, where it ended and why; `/why` detail stays in `decisions`."""
+        return {
+            "turn": self.number,
+            "user": self.user,
+            "reply": self.reply,
+            "path": list(self.path),
+            "transitions": [
+                {"from": t.from_state, "to": t.to_state, "exit": t.exit_id, "reason": t.reason}
+                for t in self.transitions
+            ],
+            "state": self.state,
+            "recalled": [m.model_dump() for m in self.recalled],
+            "session": self.session,
+            "completed": self.completed,
+            "guard": self.guard,
+            "fallback": self.fallback,
+            "warnings": list(self.warnings),
+        }
 
 
 EventKind = Literal[

@@ -159,6 +159,7 @@ class Session:
         api_base: str | None = None,
         clock: Callable[[], float] | None = None,
         finish: bool = True,
+        user_id: str | None = None,
     ) -> Session:
         """Continue a stored session from its last committed step (the graph file is
         re-read from the path recorded at start unless `graph` is given).
@@ -166,10 +167,13 @@ class Session:
         With `finish` (the default) a turn the previous process left unfinished is
         completed now — no committed step runs again — and returned as `recovered`; a
         finished turn whose memories were never extracted (the process died between the
-        two) has them extracted now.
+        two) has them extracted now. A session belongs to its user: with `user_id`, another
+        user's session is refused.
         """
         backend = open_store(store)
         stored = backend.load(session_id)
+        if user_id is not None and user_id != stored.info.user_id:
+            raise SessionError(f"session `{session_id}` belongs to another user than `{user_id}`")
         info = stored.info
         if graph is None and not info.graph:
             raise ConfigError(
@@ -196,12 +200,16 @@ class Session:
 
     # ----- turns --------------------------------------------------------------------------
 
-    def send(self, message: str) -> Turn:
-        """Run one user turn and return it as soon as its reply is committed; raises
-        `SessionCompleted` after END.
+    def send(self, message: str, *, key: str | None = None, remember: bool = True) -> Turn:
+        """Run one user turn; raises `SessionCompleted` after END.
 
-        The turn's memories are extracted afterwards: by `extract_memories()`, else at the
-        start of the next `send`, at `close()` or when the session is resumed.
+        `key` is stored with the message so that a client re-sending it after a crash can
+        find the turn it already made (`turn_with_key`) instead of making a second one.
+
+        With `remember=False` the turn is returned as soon as its reply is committed, and
+        its memories (per the graph's `memory.store`) are extracted later: by
+        `extract_memories()`, else before the next turn, at `close()` or on resume. A
+        front end shows the reply first that way.
         """
         self.extract_memories()
         if self.completed:
@@ -215,9 +223,9 @@ class Session:
                 "call finish_turn() to complete it or cancel_turn() to drop it"
             )
         with self._turn():
-            self._engine.begin_turn(message)
+            self._engine.begin_turn(message, key=key)
             self._engine.run()
-        return self._built_turn(self.turn_number)
+        return (remember and self.extract_memories()) or self._built_turn(self.turn_number)
 
     def finish_turn(self) -> Turn:
         """Complete an interrupted turn from its last committed step (and extract its
@@ -339,6 +347,13 @@ class Session:
         if number == 0:
             return None
         return self._built_turn(number)
+
+    def turn_with_key(self, key: str) -> Turn | None:
+        """The turn still in effect whose message was sent with this `key`, if any."""
+        for event in self._engine.log.events:
+            if event.kind == "user_message" and event.data.get("key") == key:
+                return self._built_turn(event.turn)
+        return None
 
     def turns(self) -> list[Turn]:
         """Every turn still in effect (undone turns left out), oldest first."""

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -17,8 +16,10 @@ import pytest
 
 from cgraph.backends.embed import Embedder, shared_embedder
 from cgraph.backends.memory.chroma import ChromaMemory, memory_folder
-from cgraph.backends.memory.policy import NewMemory, safe_recall
+from cgraph.backends.memory.policy import NewMemory
 from cgraph.errors import MemoryStoreError
+from cgraph.runtime.memory import MemoryGateway
+from cgraph.spec.model import MemoryConfig
 from tests.conftest import ROOT
 from tests.unit.backends.memory.test_chroma import HashEmbedder, free_port
 
@@ -193,9 +194,7 @@ def test_the_memory_commands_report_a_dead_server() -> None:
 
 
 @pytest.mark.slow
-def test_a_server_that_dies_means_no_memories_and_a_warning(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_a_server_that_dies_means_no_memories_and_a_warning(tmp_path: Path) -> None:
     doomed = Server(tmp_path)
     try:
         mem = ChromaMemory(host="127.0.0.1", port=doomed.port, embedder=HashEmbedder(), timeout=2.0)
@@ -205,10 +204,10 @@ def test_a_server_that_dies_means_no_memories_and_a_warning(
         doomed.stop()
     with pytest.raises(MemoryStoreError, match="memory recall failed"):
         mem.recall("ann", ["gardening"])
-    with caplog.at_level(logging.WARNING, logger="cgraph.backends.memory.policy"):
-        memories, error = safe_recall(mem, "ann", ["gardening"])
-    assert memories == [] and error is not None
-    assert "recall failed, continuing without memories" in caplog.text
+    gateway = MemoryGateway(mem, MemoryConfig(), user_id="ann", session_id="s1")
+    recalled = gateway.recall("a", ["gardening"], (), 5)
+    assert recalled.memories == () and [e.kind for e in recalled.events] == ["memory_error"]
+    assert "memory recall failed" in recalled.events[0].data["error"]
 
 
 @pytest.mark.slow

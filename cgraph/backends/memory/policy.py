@@ -1,22 +1,18 @@
 """The recall interface the engine talks to, and the empty store used when memory is off.
 
-The Chroma-backed store (`cgraph.backends.memory.chroma`) implements `MemoryStore`; the engine
-treats any `MemoryStoreError` as "no memories this time" and logs it (`safe_recall`,
-`safe_add`).
+The Chroma-backed store (`cgraph.backends.memory.chroma`) implements `MemoryStore`; a session
+treats any failure of the store as "no memories this time" and logs it as an event
+(`cgraph.runtime.memory.MemoryGateway`).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from cgraph.backends.embed import Vector, cosine
-from cgraph.errors import MemoryStoreError
 from cgraph.spec.model import Tier
-
-logger = logging.getLogger("cgraph.backends.memory.policy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,39 +143,6 @@ class ReadOnlyMemory(ForwardingMemory):
 
     def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
         return []
-
-
-def safe_recall(
-    store: MemoryStore,
-    user_id: str,
-    queries: Sequence[str],
-    *,
-    tiers: Sequence[Tier] = (),
-    top_k: int = 5,
-    min_score: float | None = None,
-    log: logging.Logger = logger,
-) -> tuple[list[Memory], MemoryStoreError | None]:
-    """Recall, or no memories and a logged warning when the store fails.
-
-    The conversation must go on without memories, so the error is returned (for the
-    event log) instead of raised.
-    """
-    try:
-        return store.recall(user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score), None
-    except MemoryStoreError as err:
-        log.warning("recall failed, continuing without memories: %s", err.message)
-        return [], err
-
-
-def safe_add(
-    store: MemoryStore, user_id: str, items: Sequence[NewMemory], *, log: logging.Logger = logger
-) -> tuple[list[Memory], MemoryStoreError | None]:
-    """Store, or store nothing and log a warning when the store fails."""
-    try:
-        return store.add(user_id, items), None
-    except MemoryStoreError as err:
-        log.warning("storing memories failed, continuing: %s", err.message)
-        return [], err
 
 
 def normalized(text: str) -> str:

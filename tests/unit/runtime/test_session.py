@@ -116,7 +116,6 @@ def test_undo_takes_back_the_last_turn(tmp_path: Path) -> None:
     session = Session.start(MEDICAL, model=ScriptedModel(script), store=tmp_path, memory=memory)
     for text in USER[:4]:
         session.send(text)
-    session.extract_memories()  # else undo drops turn 4 before its memories are stored
     before = (session.state, session.variables, len(session.transcript), len(session.audit))
     assert before[0] == "vasodilator_check" and session.variables["medication_concern"] is True
     taken = session.undo()
@@ -204,10 +203,7 @@ def test_memories_are_extracted_per_the_graphs_setting(tmp_path: Path, mode: str
     session = Session.start(graph(tmp_path, MEMORY_GRAPH.format(mode=mode)), model=model,
                             memory=memory, user_id="ann")  # fmt: skip
     first = session.send("I have a cat")
-    assert first.memory_calls == 0  # the reply comes first; memories are extracted after it
-    first = session.extract_memories() or first
     last = session.send("bye")
-    last = session.extract_memories() or last
     calls = {"every_turn": (1, 1), "session_end": (0, 1), "off": (0, 0)}[mode]
     assert (first.memory_calls, last.memory_calls) == calls
     assert first.llm_calls == 1  # extraction is counted apart from the turn's own call
@@ -229,9 +225,8 @@ def test_memories_a_crash_kept_from_being_stored_are_stored_on_resume(tmp_path: 
     spec = graph(tmp_path, MEMORY_GRAPH.format(mode="every_turn"))
     dying = ScriptedModel({"a": stay("hi"), "extract": die})
     session = Session.start(spec, model=dying, memory=FakeMemory(), store=tmp_path)
-    assert session.send("I have a cat").reply == "hi"
     with pytest.raises(RuntimeError):
-        session.extract_memories()
+        session.send("I have a cat")
     memory = FakeMemory()
     again = Session.resume(session.id, store=tmp_path, model=ScriptedModel(script), memory=memory)
     assert again.turn_number == 1 and again.transcript[-1]["content"] == "hi"
@@ -250,7 +245,6 @@ def test_a_failing_memory_add_is_logged_and_the_session_goes_on(tmp_path: Path) 
                             memory=memory)  # fmt: skip
     turn = session.send("hello")
     assert turn.reply == "hi"
-    session.extract_memories()
     assert {e.data.get("operation") for e in session.events() if e.kind == "memory_error"} >= {
         "recall", "add"
     }  # fmt: skip
@@ -300,3 +294,19 @@ def test_store_argument_forms(tmp_path: Path) -> None:
     assert isinstance(Session.start(spec, model=model).store, InMemorySessionStore)
     assert isinstance(Session.start(spec, model=model, store=tmp_path / "s").store, SQLiteStore)
     assert (tmp_path / "s" / "sessions.sqlite").is_file()
+
+
+def test_a_reply_can_be_had_before_its_memories_are_extracted(tmp_path: Path) -> None:
+    extract = {"memories": [{"tier": "personal", "text": "Has a cat."}]}
+    model = ScriptedModel({"a": [stay("hi"), stay("again")], "extract": [extract, extract]})
+    memory = FakeMemory()
+    spec = graph(tmp_path, MEMORY_GRAPH.format(mode="every_turn"))
+    session = Session.start(spec, model=model, memory=memory, store=tmp_path)
+    first = session.send("I have a cat", remember=False)
+    assert first.reply == "hi" and first.memory_calls == 0 and memory.added == []
+    remembered = session.extract_memories()
+    assert remembered is not None and remembered.memory_calls == 1 and len(memory.added) == 1
+    assert session.extract_memories() is None  # once per turn
+    session.send("and a dog", remember=False)
+    session.close()  # what is due is extracted before the store closes
+    assert len(memory.added) == 2 and session.turns()[-1].memory_calls == 1

@@ -4,7 +4,6 @@ degradation, and recall quality with the real embedding model on a labelled set.
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
 import re
 import socket
@@ -30,8 +29,6 @@ from cgraph.backends.memory.policy import (
     NewMemory,
     ReadOnlyMemory,
     best,
-    safe_add,
-    safe_recall,
 )
 from cgraph.errors import ConfigError, MemoryStoreError
 from cgraph.spec.model import MemoryConfig
@@ -390,20 +387,6 @@ def test_a_dead_server_raises_memory_store_error() -> None:
         mem.recall("ann", ["anything"])
     with pytest.raises(MemoryStoreError):
         mem.add("ann", [NewMemory("something", "task")])
-
-
-def test_safe_recall_turns_a_failure_into_no_memories_and_a_warning(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    mem = store(host="127.0.0.1", port=free_port(), timeout=1.0)
-    with caplog.at_level(logging.WARNING, logger="cgraph.backends.memory.policy"):
-        memories, error = safe_recall(mem, "ann", ["anything"], tiers=["personal"])
-        stored, add_error = safe_add(mem, "ann", [NewMemory("x", "task")])
-    assert memories == [] and isinstance(error, MemoryStoreError)
-    assert stored == [] and isinstance(add_error, MemoryStoreError)
-    assert "continuing without memories" in caplog.text
-    ok, none = safe_recall(store(), "ann", ["anything"])
-    assert (ok, none) == ([], None)
 
 
 def test_an_embedder_failure_is_a_memory_store_error() -> None:
