@@ -9,7 +9,7 @@ rules were tuned on (bench/data/dev_labels.yaml), and the held-out set, which wa
 before the chooser changed and is never tuned on (its misses are not printed).
 For every `--model NAME` whose credentials are present the same table is printed for that
 model through `cgraph.backends.llm.types.resolve(NAME)`; requests are built by the
-engine's own `build_request`.
+engine's own `Prompter`.
 """
 
 from __future__ import annotations
