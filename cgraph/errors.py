@@ -36,6 +36,17 @@ class TemplateError(CgraphError):
     """A Jinja template failed to render."""
 
 
+class RenderError(TemplateError):
+    """A graph template failed or broke a render limit; `template` is its source text,
+    `cause` the name of what went wrong (`ZeroDivisionError`, `SecurityError`, `timeout`).
+    """
+
+    def __init__(self, message: str, template: str = "", cause: str = "") -> None:
+        super().__init__(message)
+        self.template = template
+        self.cause = cause
+
+
 class SessionError(CgraphError):
     """A session was used in a way its state does not allow."""
 

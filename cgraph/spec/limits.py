@@ -18,6 +18,8 @@ MAX_DEPTH = 100
 MAX_SCAN_DEPTH = 1_000
 """Brackets or indentation columns deep at which a file is refused before YAML parsing
 (PyYAML's C parser recurses without a limit and crashes the process near 30,000)."""
+RENDER_SECONDS = 1.0
+"""Longest one render of a graph template may take."""
 MAX_INT_DIGITS = 4_300
 """Python's own limit on converting integers to and from text."""
 

@@ -1,18 +1,26 @@
-"""Sandboxed Jinja environments shared by prompts, graph templates and lint.
+"""Sandboxed, bounded Jinja rendering for graph templates; the environments lint parses with.
 
-Graph files are written by designers, not trusted code: every template renders in a
-`SandboxedEnvironment` with `StrictUndefined`, so a typo is an error, not empty text.
+Graph files are written by designers, not trusted code: every template renders in an
+immutable sandbox (`cgraph.spec.sandbox`) with `StrictUndefined`, so a typo is an error,
+not empty text. Every render has a budget: `RENDER_SECONDS` of time and
+`MAX_VALUE_CHARS` of output, and any failure at all (a syntax error, an undefined name,
+a sandbox refusal, a division by zero, runaway recursion, the budget) is one
+`RenderError` naming the template and the cause.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cache, lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, Template
-from jinja2.nativetypes import NativeEnvironment
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import StrictUndefined, Template, Undefined
+from jinja2.nativetypes import NativeEnvironment, native_concat
+
+from cgraph.errors import RenderError
+from cgraph.spec.deadline import DeadlineExceeded, deadline
+from cgraph.spec.limits import MAX_VALUE_CHARS, RENDER_SECONDS, too_large
+from cgraph.spec.sandbox import BoundedSandbox, LimitExceeded
 
 # Names every graph template may use, besides the graph's own variables.
 BUILTIN_NAMES = frozenset(
@@ -31,19 +39,17 @@ BUILTIN_NAMES = frozenset(
 )
 
 
-class _NativeSandbox(NativeEnvironment, SandboxedEnvironment):
+class _NativeSandbox(NativeEnvironment, BoundedSandbox):
     """Sandboxed, but keeps Python values: `{{ flags + ['x'] }}` stays a list."""
 
 
 @cache
-def text_env() -> SandboxedEnvironment:
-    return SandboxedEnvironment(
-        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True
-    )
+def text_env() -> BoundedSandbox:
+    return BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
 
 @cache
-def native_env() -> SandboxedEnvironment:
+def native_env() -> BoundedSandbox:
     return _NativeSandbox(undefined=StrictUndefined, autoescape=False)
 
 
@@ -57,15 +63,55 @@ def _compiled(source: str, native: bool) -> Template:
     return (native_env() if native else text_env()).from_string(source)
 
 
-def render_text(source: str, context: Mapping[str, Any]) -> str:
-    """Render a graph template to text."""
+def render_text(source: str, context: Mapping[str, Any], *, seconds: float = RENDER_SECONDS) -> str:
+    """Render a graph template to text; `RenderError` on any failure or over budget."""
     if not is_template(source):
         return source
-    return _compiled(source, False).render(context)
+    return "".join(_render(source, context, False, seconds))
 
 
-def render_value(source: Any, context: Mapping[str, Any]) -> Any:
-    """Render a template keeping its Python type (for `set:` and tool arguments)."""
+def render_value(
+    source: Any, context: Mapping[str, Any], *, seconds: float = RENDER_SECONDS
+) -> Any:
+    """Render a template keeping its Python type (for `set:` and tool arguments).
+
+    `RenderError` on any failure or over budget.
+    """
     if not isinstance(source, str) or not is_template(source):
         return source
-    return _compiled(source, True).render(context)
+    value = native_concat(_render(source, context, True, seconds))
+    if isinstance(value, Undefined):  # a lone `{{ name }}` returns its Undefined unrendered
+        raise _error(source, "UndefinedError", f"{value._undefined_name!r} is undefined")
+    if too_large(value):  # one piece, counted once by `_bounded`: a whole list, say
+        raise _error(source, "LimitExceeded", f"the value is over {MAX_VALUE_CHARS:,} characters")
+    return value
+
+
+def _render(source: str, context: Mapping[str, Any], native: bool, seconds: float) -> list[Any]:
+    try:
+        with deadline(seconds):
+            template = _compiled(source, native)
+            return list(_bounded(template.root_render_func(template.new_context(dict(context)))))
+    except DeadlineExceeded as err:
+        raise _error(source, "timeout", f"took longer than {seconds:g}s") from err
+    except RecursionError as err:
+        raise _error(source, "RecursionError", "recursed too deeply") from err
+    except MemoryError as err:
+        raise _error(source, "MemoryError", "ran out of memory") from err
+    except Exception as err:  # any error inside a template is the template's failure
+        raise _error(source, type(err).__name__, str(err) or type(err).__name__) from err
+
+
+def _bounded(pieces: Iterator[Any]) -> Iterator[Any]:
+    """The output as it streams, stopped once it passes `MAX_VALUE_CHARS`."""
+    total = 0
+    for piece in pieces:
+        total += len(piece) if isinstance(piece, str) else 1
+        if total > MAX_VALUE_CHARS:
+            raise LimitExceeded(f"the output is over {MAX_VALUE_CHARS:,} characters")
+        yield piece
+
+
+def _error(source: str, cause: str, detail: str) -> RenderError:
+    shown = source if len(source) <= 80 else source[:77] + "..."
+    return RenderError(f"template {shown!r} failed: {cause}: {detail}", source, cause)

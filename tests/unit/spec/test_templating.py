@@ -1,0 +1,149 @@
+"""The bounded renderer: types kept, every failure one `RenderError`, every render budgeted."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from cgraph.errors import CgraphError, RenderError
+from cgraph.spec.deadline import DeadlineExceeded, deadline
+from cgraph.spec.limits import MAX_VALUE_CHARS
+from cgraph.spec.templating import render_text, render_value
+
+CONTEXT: dict[str, Any] = {"name": "Ada", "flags": ["a"], "n": 3, "big": "x" * 600_000}
+LOOP = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+
+
+def failure(source: str, native: bool = False, seconds: float = 0.3) -> RenderError:
+    render = render_value if native else render_text
+    with pytest.raises(RenderError) as caught:
+        render(source, CONTEXT, seconds=seconds)
+    assert caught.value.template == source
+    assert isinstance(caught.value, CgraphError)
+    return caught.value
+
+
+def test_values_keep_their_python_type_and_text_is_text() -> None:
+    assert render_value("{{ flags + ['x'] }}", CONTEXT) == ["a", "x"]
+    assert render_value("{{ n + 1 }}", CONTEXT) == 4
+    assert render_value("{{ {'k': n} }}", CONTEXT) == {"k": 3}
+    assert render_text("Hi {{ name }}, {{ n * 2 }}", CONTEXT) == "Hi Ada, 6"
+    assert render_text("no template", CONTEXT) == "no template"
+    assert render_value(7, CONTEXT) == 7
+
+
+@pytest.mark.parametrize(
+    ("source", "cause"),
+    [
+        ("{{ 1/0 }}", "ZeroDivisionError"),
+        ("{{ missing }}", "UndefinedError"),
+        ("{{ name", "TemplateSyntaxError"),
+        ("{{ ''.__class__.__mro__ }}", "SecurityError"),
+        ("{{ flags.append(flags) }}", "SecurityError"),  # no circular list
+        ("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", "RecursionError"),
+        ("{{ range(10**9) | list }}", "OverflowError"),
+    ],
+)
+@pytest.mark.parametrize("native", [False, True])
+def test_every_failure_is_one_render_error_naming_the_template_and_cause(
+    source: str, cause: str, native: bool
+) -> None:
+    error = failure(source, native)
+    assert error.cause == cause
+    assert repr(source[:40])[:-1] in error.message
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ 'a' * 10**9 }}",
+        "{{ [1] * 10**9 }}",
+        "{{ 10**(10**9) }}",
+        "{{ 10**5000 }}",
+        "{{ big + big }}",
+        "{{ big ~ big }}",
+        "{{ 'ab' | replace('', big) }}",
+        "{{ 'x' | center(10**9) }}",
+        "{{ '%999999999d' % 1 }}",
+        "{{ '{:>999999999}'.format(1) }}",
+        "{{ range(1000) | join(big) }}",
+        "{{ big | wordwrap(1) }}",
+        "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+        "{% endfor %}{{ ns.s }}",
+        "{% for i in range(100000) %}{% for j in range(100) %}xx{% endfor %}{% endfor %}",
+    ],
+)
+@pytest.mark.parametrize("native", [False, True])
+def test_values_over_the_size_limit_are_refused_before_they_are_built(
+    source: str, native: bool
+) -> None:
+    assert failure(source, native, seconds=5).cause == "LimitExceeded"
+
+
+def test_a_value_is_held_to_the_limit_as_a_whole() -> None:
+    lists = {"parts": ["y" * 1000] * (MAX_VALUE_CHARS // 1000)}
+    with pytest.raises(RenderError, match="over 1,000,000 characters"):
+        render_value("{{ parts }}", lists)
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_a_render_that_runs_too_long_stops_at_its_deadline(native: bool) -> None:
+    start = time.monotonic()
+    assert failure(LOOP, native, seconds=0.2).cause == "timeout"
+    assert time.monotonic() - start < 2
+
+
+def test_the_deadline_works_off_the_main_thread() -> None:
+    caught: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            render_text(LOOP, CONTEXT, seconds=0.2)
+        except RenderError as err:
+            caught.append(err)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+    assert [getattr(e, "cause", None) for e in caught] == ["timeout"]
+
+
+def test_a_finished_render_leaves_no_deadline_behind() -> None:
+    for _ in range(200):
+        render_text("{{ name }}", CONTEXT, seconds=0.01)
+    time.sleep(0.1)  # every deadline above is past: none may fire now
+    assert render_text("{{ name }}", CONTEXT) == "Ada"
+
+
+def test_deadlines_in_two_threads_stop_only_their_own_thread() -> None:
+    results: dict[str, str] = {}
+
+    def slow() -> None:
+        try:
+            render_text(LOOP, CONTEXT, seconds=0.2)
+        except RenderError as err:
+            results["slow"] = err.cause
+
+    def quick() -> None:
+        for _ in range(500):
+            render_text("{{ name }}", CONTEXT, seconds=5)
+        results["quick"] = "done"
+
+    threads = [threading.Thread(target=slow), threading.Thread(target=quick)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+    assert results == {"slow": "timeout", "quick": "done"}
+
+
+def test_a_deadline_cannot_be_caught_by_the_code_it_stops() -> None:
+    with pytest.raises(DeadlineExceeded), deadline(0.05):
+        while True:
+            with contextlib.suppress(Exception):  # what a careless handler would write
+                time.sleep(0.001)
