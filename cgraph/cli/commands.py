@@ -88,7 +88,7 @@ def state(opened: Opened, _: str) -> dict[str, Any]:
     spec = session.current_state()
     if spec is None:
         return {"state": session.state, "type": None, "objective": None, "exits": []}
-    exits = [{"to": c.next_state, "description": c.description} for c in exits_of(spec)]
+    exits = [{"to": c.next_state, "description": c.label} for c in exits_of(spec)]
     return {"state": session.state, "type": spec.type, "objective": spec.objective, "exits": exits}
 
 

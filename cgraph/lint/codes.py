@@ -37,6 +37,16 @@ CODES: dict[str, str] = {
     "shadowed-name": "A variable hides a built-in template name.",
     # offline runs (cgraph.lint.offline, added by `cgraph run` in the semantic mode)
     "no-say": "An action state has no `say:`; offline its actions show as a stage direction.",
+    # flows (cgraph.lint.flows)
+    "when-syntax": "A `when` condition is not a Jinja expression.",
+    "exit-condition": "A global exit has neither a description nor a `when`.",
+    "unreachable-exit": "An exit after the `else` (an exit with no condition) never holds.",
+    "no-else": "Every exit of a silent state has a `when` and none is the `else`.",
+    "slot-type": "A slot's keywords do not fit its type (or its default does not fit it).",
+    "slot-conflict": "A slot has the name of a variable or a built-in template name.",
+    "unknown-slot": "A state collects a slot that is not declared under `slots:`.",
+    "ask-without-collect": "A state has `ask_before_filling` but collects no slots.",
+    "unknown-graph-target": "A `file.yaml#state` target or `enter:` names no state of that file.",
     # tools (cgraph.lint.tools)
     "unknown-tool": "A side-effect state calls, or an action state offers, an undeclared tool.",
     "duplicate-tool": "Two tools share a name.",

@@ -13,7 +13,7 @@ from typing import Any
 
 from cgraph.diagnostics import DataPath, Diagnostic, Severity
 from cgraph.spec.load import did_you_mean
-from cgraph.spec.model import SILENT_TYPES, AnyState, Graph
+from cgraph.spec.model import SILENT_TYPES, AnyState, Graph, anywhere_targets, is_cross
 from cgraph.spec.names import END
 from cgraph.spec.read import Document
 from cgraph.spec.templating import BUILTIN_NAMES
@@ -36,9 +36,10 @@ def targets(name: str, state: AnyState) -> Iterator[Located]:
         next_state = field_of(state, "next_state")
         if next_state:
             yield next_state, ("states", name, "next_state")
-    on_error = field_of(state, "on_error")
-    if on_error:
-        yield on_error, ("states", name, "on_error")
+    for key in ("on_error", "on_limit"):
+        extra = field_of(state, key)
+        if extra:
+            yield extra, ("states", name, key)
 
 
 @dataclass
@@ -77,15 +78,23 @@ def start_targets(graph: Graph) -> Iterator[Located]:
             yield entry.state, ("start", index, "state")
 
 
+def anywhere_located(graph: Graph) -> Iterator[Located]:
+    """Targets of global exits and of `limits.on_limit`, with their YAML paths."""
+    for index, exit_ in enumerate(graph.global_exits):
+        yield exit_.next_state, ("global_exits", index, "next_state")
+    for limit, target in graph.limits.on_limit.items():
+        yield target, ("limits", "on_limit", limit)
+
+
 def check_references(ctx: GraphContext) -> Iterator[Diagnostic]:
     """`next_state`, `start`, `on_error` and `limits.max_visits` must name a state."""
     names = list(ctx.graph.states)
     known = set(names) | {END}
-    located = list(start_targets(ctx.graph))
+    located = [*start_targets(ctx.graph), *anywhere_located(ctx.graph)]
     for found in ctx.edges.values():
         located.extend(found)
     for target, path in located:
-        if target not in known:
+        if target not in known and not is_cross(target):  # cross-graph: cgraph.lint.flows
             yield ctx.diag(
                 path,
                 "unknown-state",
@@ -125,7 +134,8 @@ def check_reachability(ctx: GraphContext) -> Iterator[Diagnostic]:
     """States START never leads to, and states that can never lead to END."""
     graph = ctx.graph
     succ = _successors(ctx)
-    starts = [s for s in graph.start_states() if s in graph.states]
+    entries = (*graph.start_states(), *anywhere_targets(graph))
+    starts = [s for s in entries if s in graph.states]
     # With no known start everything is unreachable: the unknown-state error says enough.
     reached = _reach(starts, succ) if starts else set(graph.states)
     preds: dict[str, list[str]] = {}
@@ -253,8 +263,8 @@ def check_exits(ctx: GraphContext) -> Iterator[Diagnostic]:
         seen: dict[str, int] = {}
         targets_seen: dict[str, int] = {}
         for index, exit_ in enumerate(conditions):
-            text = " ".join(exit_.description.casefold().split())
-            if text in seen:
+            text = " ".join((exit_.description or "").casefold().split())
+            if text and text in seen:
                 yield ctx.diag(
                     (*base, index, "description"),
                     "duplicate-exit",
@@ -263,7 +273,7 @@ def check_exits(ctx: GraphContext) -> Iterator[Diagnostic]:
                     "each exit needs its own condition, or the model cannot tell them apart",
                 )
             seen.setdefault(text, index)
-            if exit_.next_state in targets_seen:
+            if exit_.next_state in targets_seen and exit_.description:
                 yield ctx.diag(
                     (*base, index, "next_state"),
                     "same-target",

@@ -42,6 +42,11 @@ _NOT_TEMPLATES = frozenset(
         "examples",
         "max_visits",
         "top_k",
+        "when",  # an expression, checked by cgraph.lint.flows
+        "collect",
+        "except",
+        "enter",
+        "on_limit",
     }
 )
 
@@ -115,7 +120,7 @@ def _strings(value: Any, path: DataPath, names: bool) -> Iterator[tuple[DataPath
 
 
 def allowed_names(ctx: GraphContext) -> frozenset[str]:
-    names = set(BUILTIN_NAMES) | set(ctx.graph.variables)
+    names = set(BUILTIN_NAMES) | set(ctx.graph.variables) | set(ctx.graph.slots)
     for state in ctx.graph.states.values():
         names.update(field_of(state, "set") or {})
         result = field_of(state, "result")

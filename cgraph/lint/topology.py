@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from cgraph.diagnostics import DataPath, Diagnostic
-from cgraph.lint.structure import GraphContext, start_targets
+from cgraph.lint.structure import GraphContext, anywhere_located, start_targets
 from cgraph.spec.load import did_you_mean
-from cgraph.spec.model import TYPE_LETTERS
+from cgraph.spec.model import TYPE_LETTERS, is_cross
 from cgraph.spec.names import END, START
 from cgraph.spec.read import Document
-from cgraph.spec.topology import Topology, parse
+from cgraph.spec.topology import ANY, Topology, parse
 
 _PATH: DataPath = ("topology",)
 _At = Callable[[int, int, str, str, str], Diagnostic]
@@ -105,13 +105,14 @@ def _nodes(ctx: GraphContext, topology: Topology, at: _At) -> Iterator[Diagnosti
 
 def _graph_pairs(ctx: GraphContext) -> list[tuple[tuple[str, str], DataPath]]:
     pairs = [((START, target), path) for target, path in start_targets(ctx.graph)]
+    pairs += [((ANY, target), path) for target, path in anywhere_located(ctx.graph)]
     for name, found in ctx.edges.items():
         pairs.extend(((name, target), path) for target, path in found)
     return pairs
 
 
 def _known(ctx: GraphContext, name: str) -> bool:
-    return name in ctx.graph.states or name in (END, START)
+    return name in ctx.graph.states or name in (END, START, ANY) or is_cross(name)
 
 
 def _extra_edges(ctx: GraphContext, topology: Topology, at: _At) -> Iterator[Diagnostic]:
@@ -122,8 +123,8 @@ def _extra_edges(ctx: GraphContext, topology: Topology, at: _At) -> Iterator[Dia
         if budget[edge.pair] > 0:
             budget[edge.pair] -= 1
             continue
-        source = (
-            "START has no entry" if edge.source == START else (f"state `{edge.source}` has no exit")
+        source = {START: "START has no entry", ANY: "no global exit or `on_limit` leads"}.get(
+            edge.source, f"state `{edge.source}` has no exit"
         )
         yield at(
             edge.line,
@@ -147,7 +148,7 @@ def _missing_edges(ctx: GraphContext, topology: Topology) -> Iterator[Diagnostic
         source, target = pair
         if source in topology.abbreviated or (topology.partial and source not in written):
             continue
-        where = "START" if source == START else f"`[{_letter(ctx, source)}] {source}`"
+        where = source if source in (START, ANY) else f"`[{_letter(ctx, source)}] {source}`"
         yield ctx.diag(
             path,
             "topology-missing-edge",

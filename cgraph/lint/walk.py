@@ -19,6 +19,7 @@ from pathlib import Path
 
 from cgraph.diagnostics import Diagnostic, Severity, has_errors
 from cgraph.lint.arguments import check_argument_types
+from cgraph.lint.flows import check_flows
 from cgraph.lint.structure import GraphContext, check_graph
 from cgraph.lint.templates import check_templates
 from cgraph.lint.tools import check_tools
@@ -34,6 +35,7 @@ SUFFIXES = (".yaml", ".yml", ".json")
 Check = Callable[[GraphContext], Iterable[Diagnostic]]
 CHECKS: tuple[Check, ...] = (
     check_graph,
+    check_flows,
     check_tools,
     check_argument_types,
     check_templates,

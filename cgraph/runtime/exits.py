@@ -44,7 +44,7 @@ def _state_options(state: AnyState) -> tuple[ExitOption, ...]:
 def _option(exit_id: str, condition: ExitCondition) -> ExitOption:
     return ExitOption(
         id=exit_id,
-        description=condition.description,
+        description=condition.label,
         target=condition.next_state,
         examples=condition.examples,
     )

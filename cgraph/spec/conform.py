@@ -16,7 +16,7 @@ import operator
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import cache, partial
 from types import ModuleType
 from typing import Any
@@ -144,7 +144,7 @@ class _Compiler:
             raise ValueError("conform checks only closed objects (additionalProperties)")
         props = {key: self.compile(sub) for key, sub in schema["properties"].items()}
         required = tuple(schema.get("required", ()))
-        return _object(props, required, build)
+        return _object(props, required, build, _field_names(build))
 
 
 def _kind_of(schema: dict[str, Any]) -> str | None:
@@ -166,7 +166,16 @@ def _anything(value: Any, path: DataPath, out: list[Violation]) -> Any:
     return value
 
 
-def _object(props: dict[str, Check], required: tuple[str, ...], build: type | None) -> Check:
+def _field_names(build: type | None) -> dict[str, str]:
+    """YAML key → field name, for the fields whose key is not their name (`except`)."""
+    if build is None:
+        return {}
+    return {model.key_of(f): f.name for f in fields(build) if model.key_of(f) != f.name}
+
+
+def _object(
+    props: dict[str, Check], required: tuple[str, ...], build: type | None, names: dict[str, str]
+) -> Check:
     allowed = tuple(props)
 
     def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
@@ -174,13 +183,13 @@ def _object(props: dict[str, Check], required: tuple[str, ...], build: type | No
             out.append(Violation(path, "type", ("object",)))
             return value
         before = len(out)
-        built = {}
+        built: dict[str, Any] = {}
         for key, item in value.items():
             sub = props.get(key)
             if sub is None:
                 out.append(Violation((*path, key), "unknown-key", allowed))
             else:
-                built[key] = sub(item, (*path, key), out)
+                built[names.get(key) or key] = sub(item, (*path, key), out)
         for key in required:
             if key not in value:
                 out.append(Violation(path, "missing", key))

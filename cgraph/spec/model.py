@@ -27,6 +27,13 @@ Identifier = Annotated[str, Keywords(pattern=ID_PATTERN)]
 Text = Annotated[str, Keywords(minLength=1)]
 HANDLER_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
 Handler = Annotated[str, Keywords(pattern=HANDLER_PATTERN)]
+# A state of this graph, or `file.yaml#state`: a state of another graph file (relative to
+# this one), entered there.
+TARGET_PATTERN = r"^(?:[^#\s]+#)?[A-Za-z_][A-Za-z0-9_.\-]*$"
+Target = Annotated[str, Keywords(pattern=TARGET_PATTERN)]
+CROSS = "#"
+SlotType = Literal["string", "integer", "number", "boolean"]
+LimitName = Literal["max_transitions_per_turn", "max_reflections", "max_visits"]
 
 # One letter per state type, as the abstract topology writes them.
 TYPE_LETTERS = {
@@ -46,18 +53,64 @@ INTERNAL = {"internal": True}
 PROMPT_TEXT = "prompt_text"
 PROMPT = {PROMPT_TEXT: True}
 """Field metadata: a list of texts the state shows the model in its part of the prompt."""
+KEY = "key"
+"""Field metadata: the YAML key of a field whose name is a Python keyword (`except`)."""
+
+
+def key_of(spec: Any) -> str:
+    """The YAML key of a dataclass field: its name, unless its metadata names the key."""
+    key: str = spec.metadata.get(KEY, spec.name)
+    return key
 
 
 @dataclass(frozen=True, kw_only=True)
 class ExitCondition:
-    """A way out of a state: when `description` holds, go to `next_state`."""
+    """A way out of a state: when `description` (or `when`) holds, go to `next_state`."""
 
-    description: Text
+    description: Text | None = None
     """The condition, written so a model (or a person) can tell whether it holds."""
-    next_state: Identifier
-    """The state to go to, or `END` to finish the conversation."""
+    next_state: Target
+    """The state to go to, `END` to finish, or `file.yaml#state` to enter another graph."""
     examples: tuple[Text, ...] = ()
     """User utterances that satisfy this condition: hints for LLMs, prototypes offline."""
+    when: Text | None = None
+    """A Jinja expression over variables and slots, e.g. `party_size > 12`. Without a
+    `description` the exit is deterministic: the first whose `when` holds is taken, no model
+    asked. With one, the model may choose it only while `when` holds."""
+
+    @property
+    def label(self) -> str:
+        """How the exit reads to a model and in the topology."""
+        if self.description:
+            return self.description
+        return f"when {self.when}" if self.when else ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GlobalExit(ExitCondition):
+    """An exit offered in every action state (an emergency, "cancel", "talk to a human")."""
+
+    except_: tuple[Identifier, ...] = field(default=(), metadata={KEY: "except"})
+    """States where this exit does not apply."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Slot:
+    """A typed variable filled from what the user says (a JSON Schema subset)."""
+
+    type: SlotType = "string"
+    enum: tuple[str | int | float, ...] = ()
+    """The allowed values; offline, the closest one to what the user said is taken."""
+    minimum: float | None = None
+    maximum: float | None = None
+    pattern: str | None = None
+    """A regular expression a text value must match (offline: the first match is taken)."""
+    format: Literal["date", "time"] | None = None
+    """A text slot holding a date (`2026-11-23`) or a time (`19:30`)."""
+    description: str = ""
+    """What the slot holds, shown to the model."""
+    default: Any = None
+    """The value before anything is collected (unset: null)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,19 +121,24 @@ class _State:
     """What the agent says here when the model keeps failing (overrides the graph's)."""
     max_visits: Annotated[int, Keywords(minimum=1)] | None = None
     """How many times one session may enter this state; beyond it a guard stops the turn."""
+    on_limit: Target | None = None
+    """Where to go when this state's `max_visits` is reached (else the turn stops)."""
     description: str | None = None
     """A note for designers; not shown to the model."""
     context: ContextStrategy = "keep"
     """The conversation history on entry: `keep` it, `reset` it (prompts from here on show
     only what follows), or `reset_with_summary` (a summary of what came before, then what
     follows)."""
+    say: str | None = None
+    """A Jinja template. On an action state: the reply when no LLM writes one (offline). On a
+    silent state: a line added to the turn's reply as the conversation passes through."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class _Routed(_State):
     exit_conditions: tuple[ExitCondition, ...] | None = None
     """The ways out, chosen by the model."""
-    next_state: Identifier | None = None
+    next_state: Target | None = None
     """The single way out of a silent state (instead of `exit_conditions`)."""
 
 
@@ -103,11 +161,14 @@ class ActionState(_State):
     """Memory tiers recalled (by the user's message) into this state's prompt."""
     message_metadata: tuple[Text, ...] = ()
     """Tags attached to every message the agent sends in this state."""
-    say: str | None = None
-    """A Jinja template for the reply when no LLM writes one (the offline semantic mode)."""
     tools: tuple[Identifier, ...] = ()
     """Declared tools the model may call here before it answers (LLM mode; offline, tools
     run only from side-effect states)."""
+    collect: tuple[Identifier, ...] = ()
+    """Slots filled from the user's messages in this state (in the same model call that
+    picks the exit); the state is passed through when they are all filled already."""
+    ask_before_filling: bool = False
+    """Ask in this state even when its `collect` slots are already filled."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,6 +237,8 @@ class GraphState(_Routed):
     type: Literal["graph"]
     graph: Text
     """Path of the sub-graph file, relative to this file."""
+    enter: Identifier | None = None
+    """The sub-graph's state to begin in (instead of its `start`)."""
 
 
 State = Annotated[
@@ -236,6 +299,9 @@ class Limits:
     """The history window and what happens to the turns that leave it."""
     max_tool_calls: Annotated[int, Keywords(minimum=0)] = 4
     """Tool calls the model may make in one turn; past it the model must answer."""
+    on_limit: dict[LimitName, Target] = field(default_factory=dict)
+    """Where to go when a guard is hit, by limit (e.g. `max_reflections: failed`); a limit
+    not listed stops the turn in the last user-facing state."""
 
     def history_budget(self) -> int:
         """The history window's token budget: `history.tokens`, else `history_tokens`."""
@@ -307,6 +373,12 @@ class Graph:
     """The abstract topology: a compact map of the graph, checked against the states."""
     variables: dict[Identifier, Any] = field(default_factory=dict)
     """Variables templates may use, with their initial values."""
+    slots: dict[Identifier, Slot] = field(default_factory=dict)
+    """Typed variables filled from what the user says (in states that `collect` them)."""
+    global_exits: tuple[GlobalExit, ...] = ()
+    """Exits offered in every action state (and inherited by sub-graphs), checked first."""
+    speaks_first: bool = False
+    """The start state replies before the user types."""
     limits: Limits = field(default_factory=Limits)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     tools: tuple[Tool, ...] = ()
@@ -339,6 +411,11 @@ AnyState = (
 )
 
 
+def is_cross(target: str) -> bool:
+    """Whether a target names a state of another graph file (`file.yaml#state`)."""
+    return CROSS in target
+
+
 def exits_of(state: AnyState) -> tuple[ExitCondition, ...]:
     """Every declared way out of a state, `next_state` shown as one unnamed exit."""
     conditions = getattr(state, "exit_conditions", None)
@@ -351,9 +428,15 @@ def exits_of(state: AnyState) -> tuple[ExitCondition, ...]:
 
 
 def targets_of(state: AnyState) -> tuple[str, ...]:
-    """Every state this one may lead to, `on_error` included."""
+    """Every state this one may lead to, `on_error` and `on_limit` included."""
     found = [e.next_state for e in exits_of(state)]
-    on_error = getattr(state, "on_error", None)
-    if on_error:
-        found.append(on_error)
+    for extra in (getattr(state, "on_error", None), state.on_limit):
+        if extra:
+            found.append(extra)
     return tuple(found)
+
+
+def anywhere_targets(graph: Graph) -> tuple[str, ...]:
+    """States any state may lead to: global exits' targets and `limits.on_limit`'s."""
+    found = [e.next_state for e in graph.global_exits]
+    return tuple(dict.fromkeys([*found, *graph.limits.on_limit.values()]))

@@ -13,6 +13,8 @@ from pathlib import Path
 from types import ModuleType, UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from cgraph.spec.model import key_of
+
 SCHEMA_ID = "https://cgraph.dev/schemas/context-graph.schema.json"
 
 
@@ -105,16 +107,17 @@ class _Builder:
         for spec in fields(cls):
             if spec.metadata.get("internal"):
                 continue
-            prop = {**self.of(hints[spec.name]), "title": spec.name.replace("_", " ").title()}
+            key = key_of(spec)
+            prop = {**self.of(hints[spec.name]), "title": key.replace("_", " ").title()}
             default = _default(spec)
             if spec.default is MISSING and spec.default_factory is MISSING:
-                required.append(spec.name)
+                required.append(key)
             elif default is not MISSING:
                 prop["default"] = default
             doc = self._doc(cls, spec.name)
             if doc:
                 prop["description"] = doc
-            properties[spec.name] = prop
+            properties[key] = prop
         schema: dict[str, Any] = {
             "additionalProperties": False,
             "properties": properties,

@@ -35,6 +35,7 @@ BUILTIN_NAMES = frozenset(
         "notes",  # reflection notes so far
         "annotations",  # transcript tags so far
         "vars",  # every variable, as a mapping
+        "metadata",  # the current state's `message_metadata` tags
     }
 )
 

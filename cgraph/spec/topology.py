@@ -8,6 +8,12 @@ The notation (from Amigo's "State-Based Architecture" page)::
       ...                                       # this block lists only some exits
     [R] reflect -> [D] decide                   # a single unlabelled edge
     [A] end_session -> END
+    ANY(The user asks to cancel) -> [A] cancelled    # a global exit: from every state
+    [S] check_slot
+      (when result.available) -> [A] confirm    # a deterministic exit (`when:`)
+      -> [A] no_availability                    # its `else` (no condition)
+      (on limit) -> [A] failed                  # `on_limit`; `(on error)` for `on_error`
+    [A] ask -> other.yaml#state                 # a state of another graph file
     ...                                         # states may be left out of this map
 
 Letters: A action, D decision, R reflection, M recall, N annotation, S side-effect,
@@ -22,10 +28,13 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from cgraph.spec.model import TYPE_LETTERS, Graph, exits_of
+from cgraph.spec.model import TYPE_LETTERS, Graph, exits_of, is_cross
 from cgraph.spec.names import END, START
 
+ANY = "ANY"
+"""The source of global exits and `limits.on_limit`: they hold in every state."""
 ON_ERROR = "on error"
+ON_LIMIT = "on limit"
 LETTERS = frozenset(TYPE_LETTERS.values())
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _NODE = re.compile(rf"^\[(?P<letter>[^\]\s]*)\]\s*(?P<name>{_NAME})$")
@@ -110,12 +119,15 @@ def _top_line(result: Topology, text: str, number: int) -> str | None:
         result.partial = True
         return None
     head, arrow, tail = _split_arrow(text)
-    if head.startswith(START):
-        label = _start_label(result, head, number)
+    source = next((s for s in (START, ANY) if head.startswith(s)), None)
+    if source is not None:
+        label = _start_label(result, head, number, source)
         if label is not None and arrow:
-            _add_edge(result, START, label or None, tail, number, len(text) - len(tail) + 1)
+            _add_edge(result, source, label or None, tail, number, len(text) - len(tail) + 1)
         elif not arrow:
-            result.problems.append(TopologyProblem(number, 1, "a START line needs `-> [X] state`"))
+            result.problems.append(
+                TopologyProblem(number, 1, f"a {source} line needs `-> [X] state`")
+            )
         return None
     node = _node(result, head, number, 1)
     if node is None:
@@ -157,14 +169,14 @@ def _split_arrow(text: str) -> tuple[str, str, str]:
     return text[: last.start()], "->", text[last.end() :]
 
 
-def _start_label(result: Topology, head: str, number: int) -> str | None:
-    rest = head[len(START) :].strip()
+def _start_label(result: Topology, head: str, number: int, source: str) -> str | None:
+    rest = head[len(source) :].strip()
     if not rest:
         return ""
     if rest.startswith("(") and rest.endswith(")"):
         return _clean(rest[1:-1])
     result.problems.append(
-        TopologyProblem(number, 1, "write a START line as `START(condition) -> [X] state`")
+        TopologyProblem(number, 1, f"write a {source} line as `{source}(condition) -> [X] state`")
     )
     return None
 
@@ -173,8 +185,8 @@ def _add_edge(
     result: Topology, source: str, label: str | None, target: str, number: int, column: int
 ) -> None:
     target = target.strip()
-    if target == END:
-        result.edges.append(Edge(source, END, label, number))
+    if target == END or (is_cross(target) and " " not in target):
+        result.edges.append(Edge(source, target, label, number))
         return
     node = _node(result, target, number, column)
     if node is not None:
@@ -209,6 +221,7 @@ def _clean(text: str) -> str:
 def graph_edges(graph: Graph) -> list[Edge]:
     """Every edge of a graph as the topology writes it: exits, `next_state`, `on_error`."""
     edges = [Edge(START, target, label) for label, target in _starts(graph)]
+    edges += [Edge(ANY, target, label) for label, target in _anywhere(graph)]
     for name, state in graph.states.items():
         edges.extend(_state_edges(name, state))
     return edges
@@ -222,24 +235,38 @@ def _starts(graph: Graph) -> Iterator[tuple[str | None, str]]:
             yield _clean(entry.when) or None, entry.state
 
 
+def _anywhere(graph: Graph) -> Iterator[tuple[str | None, str]]:
+    """Global exits and `limits.on_limit`, as the `ANY(...)` lines write them."""
+    for exit_ in graph.global_exits:
+        yield _clean(exit_.label) or None, exit_.next_state
+    for limit, target in graph.limits.on_limit.items():
+        yield f"{ON_LIMIT} {limit}", target
+
+
 def _state_edges(name: str, state: object) -> Iterator[Edge]:
     conditions = getattr(state, "exit_conditions", None)
     if conditions:
         for exit_ in conditions:
-            # A blank description is written (and parsed back) as an unlabelled edge.
-            yield Edge(name, exit_.next_state, _clean(exit_.description) or None)
+            # An exit with no condition (an `else`) is written as an unlabelled edge.
+            yield Edge(name, exit_.next_state, _clean(exit_.label) or None)
     else:
         for exit_ in exits_of(state):  # type: ignore[arg-type]
             yield Edge(name, exit_.next_state, None)
-    on_error = getattr(state, "on_error", None)
-    if on_error:
-        yield Edge(name, on_error, ON_ERROR)
+    for key, label in (("on_error", ON_ERROR), ("on_limit", ON_LIMIT)):
+        extra = getattr(state, key, None)
+        if extra:
+            yield Edge(name, extra, label)
 
 
 def derive(graph: Graph) -> str:
     """The topology of a graph's states, with full exit descriptions as labels."""
     lines = [
-        f"{_start_head(label)} -> {_target(graph, target)}" for label, target in _starts(graph)
+        f"{_start_head(START, label)} -> {_target(graph, target)}"
+        for label, target in _starts(graph)
+    ]
+    lines += [
+        f"{_start_head(ANY, label)} -> {_target(graph, target)}"
+        for label, target in _anywhere(graph)
     ]
     for name, state in graph.states.items():
         edges = list(_state_edges(name, state))
@@ -256,8 +283,8 @@ def derive(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _start_head(label: str | None) -> str:
-    return f"{START}({label})" if label else START
+def _start_head(source: str, label: str | None) -> str:
+    return f"{source}({label})" if label else source
 
 
 def _target(graph: Graph, name: str) -> str:
@@ -282,16 +309,27 @@ _SHAPES = {
 def mermaid(graph: Graph) -> str:
     """The graph as a Mermaid flowchart (renders on GitHub, GitLab and in most editors)."""
     ids = {name: f"s{index}" for index, name in enumerate(graph.states)}
-    ids.update({START: "start", END: "finish"})
+    ids.update({START: "start", END: "finish", ANY: "anywhere"})
     lines = ["flowchart TD", '  start(("START"))', '  finish(("END"))']
+    if graph.global_exits or graph.limits.on_limit:
+        lines.append('  anywhere(("ANY"))')
     for name, state in graph.states.items():
         left, right = _SHAPES[state.type]
         lines.append(f'  {ids[name]}{left}"{_quote(name)}"{right}')
     for edge in graph_edges(graph):
-        target = ids.get(edge.target, "finish")
+        target = ids.get(edge.target) or _foreign(lines, ids, edge.target)
         label = f'|"{_quote(edge.label)}"|' if edge.label else ""
         lines.append(f"  {ids[edge.source]} -->{label} {target}")
     return "\n".join(lines) + "\n"
+
+
+def _foreign(lines: list[str], ids: dict[str, str], target: str) -> str:
+    """A node for a state of another graph file, drawn once (END is drawn already)."""
+    if target == END or not is_cross(target):
+        return "finish"
+    ids[target] = f"x{len(ids)}"
+    lines.append(f'  {ids[target]}[/"{_quote(target)}"/]')
+    return ids[target]
 
 
 def _quote(text: str) -> str:

@@ -103,7 +103,6 @@ states:
         (8, 6, "schema", "state `x` should be a mapping of keys, got a list"),
         (9, 3, "schema", "key `bad key` of `states` in the graph is not a valid id"),
         (10, 34, "schema", "`objective` of state `y` (type decision) must not be empty"),
-        (10, 56, "missing-key", "exit 1 of state `y` (type decision) is missing `description`"),
         (10, 56, "missing-key", "exit 1 of state `y` (type decision) is missing `next_state`"),
     }
 

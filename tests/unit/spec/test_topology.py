@@ -182,3 +182,14 @@ def test_mermaid_draws_every_state_and_edge(name: str) -> None:
     for state_id, state in graph.states.items():  # the shape tells the state's type
         if state.type in opening:
             assert any(f'{opening[state.type]}{state_id}"' in line for line in nodes)
+
+
+def test_global_exits_on_limit_when_edges_and_cross_graph_targets_round_trip() -> None:
+    graph = load_graph(FIXTURES / "lint" / "flows.yaml")
+    text = derive_topology(graph)
+    assert "ANY(The user asks to cancel.) -> [A] done" in text
+    assert "  (when party_size > 12) -> [A] done" in text
+    assert "  (The user wants the sub-flow now.) -> flows_parts/sub.yaml#only" in text
+    parsed = parse(text)
+    assert parsed.problems == []
+    assert parsed.edge_set() == Counter((e.source, e.target, e.label) for e in graph_edges(graph))
