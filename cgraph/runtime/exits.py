@@ -26,8 +26,10 @@ def unique_ids(targets: tuple[str, ...]) -> tuple[str, ...]:
 
 
 # Keyed by identity: states are immutable but not all hashable (`set:` is a dict). The
-# state is kept in the value so its id cannot be reused while cached.
+# state is kept in the value so its id cannot be reused while cached; the cache is
+# bounded, so a long-lived process that loads many graphs does not keep them all alive.
 _OPTIONS: dict[int, tuple[AnyState, tuple[ExitOption, ...]]] = {}
+OPTIONS_CACHE_SIZE = 2048
 
 
 def _state_options(state: AnyState) -> tuple[ExitOption, ...]:
@@ -37,6 +39,8 @@ def _state_options(state: AnyState) -> tuple[ExitOption, ...]:
     exits = exits_of(state)
     ids = unique_ids(tuple(e.next_state for e in exits))
     options = tuple(_option(i, e) for i, e in zip(ids, exits, strict=True))
+    if len(_OPTIONS) >= OPTIONS_CACHE_SIZE:
+        _OPTIONS.clear()
     _OPTIONS[id(state)] = (state, options)
     return options
 

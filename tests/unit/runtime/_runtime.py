@@ -64,3 +64,70 @@ states:
 
 def simple(name: str = "g", start: str = "a", body: str = "", top: str = "") -> str:
     return top + HEADER.format(name=name, start=start) + body
+
+
+class FakeMemory:
+    def __init__(self, texts: list[str] | None = None, fail: bool = False) -> None:
+        from cgraph.backends.memory.policy import Memory
+
+        self.fail = fail
+        self.queries: list[tuple[str, list[str], tuple[str, ...]]] = []
+        self.added: list[object] = []
+        self.items = [
+            Memory(f"m{i}", t, "personal", "u", "s0", "x", 1, 0.0, score=0.9 - i / 10)
+            for i, t in enumerate(texts or [])
+        ]
+
+    def recall(self, user_id, queries, *, tiers=(), top_k=5, min_score=None):  # type: ignore[no-untyped-def]
+        if self.fail:
+            from cgraph.errors import MemoryStoreError
+
+            raise MemoryStoreError("chroma is down")
+        self.queries.append((user_id, list(queries), tuple(tiers)))
+        return self.items[:top_k]
+
+    def add(self, user_id, items):  # type: ignore[no-untyped-def]
+        if self.fail:
+            raise RuntimeError("cannot write")
+        from cgraph.backends.memory.policy import Memory
+
+        stored = [
+            Memory(
+                f"n{len(self.added) + i}",
+                it.text,
+                it.tier,
+                user_id,
+                it.session_id,
+                it.state,
+                it.turn,
+                0.0,
+            )
+            for i, it in enumerate(items)
+        ]
+        self.added.extend(items)
+        return stored
+
+    def list(self, user_id, *, tiers=()):  # type: ignore[no-untyped-def]
+        return list(self.items)
+
+    def delete(self, user_id, ids=None):  # type: ignore[no-untyped-def]
+        if self.fail:
+            raise RuntimeError("cannot delete")
+        self.deleted = list(ids or [])
+        return len(self.deleted)
+
+    def count(self, user_id):  # type: ignore[no-untyped-def]
+        if self.fail:
+            raise RuntimeError("cannot count")
+        return len(self.items)
+
+
+def two_actions(tmp_path: Path) -> Graph:
+    """Two action states: `a` leads to `b` or END, `b` (which says hello) back to `a`."""
+    return graph(
+        tmp_path,
+        simple(
+            body=action("a", {"b": "The user is ready.", "END": "The user says goodbye."})
+            + action("b", {"a": "The user wants to start over."}, say="Welcome to b.")
+        ),
+    )

@@ -13,8 +13,7 @@ from cgraph.errors import SessionCompleted, SessionError
 from cgraph.runtime.session import Session
 from cgraph.runtime.store import InMemorySessionStore, SQLiteStore
 from tests.conftest import GRAPHS
-from tests.unit.runtime._runtime import action, go, graph, pick, simple, stay
-from tests.unit.runtime.test_engine import FakeMemory
+from tests.unit.runtime._runtime import FakeMemory, action, go, graph, pick, simple, stay
 
 MEDICAL = GRAPHS / "medical_checkin.yaml"
 

@@ -1,0 +1,45 @@
+"""The event log: emitted events are committed with the snapshot; an undo folds the log."""
+
+from __future__ import annotations
+
+from cgraph.runtime.events import EventLog
+from cgraph.runtime.snapshot import Frame, Snapshot
+from cgraph.runtime.store import InMemorySessionStore, SessionInfo
+
+
+def opened() -> tuple[EventLog, InMemorySessionStore, Snapshot]:
+    store = InMemorySessionStore()
+    snap = Snapshot(stack=[Frame("", "a")])
+    info = SessionInfo(id="s1", user_id="ann", graph="", graph_name="g", model="", created_at=0.0)
+    store.create(info, snap.to_dict(), [])
+    return EventLog(store, "s1", lambda: 1.0, [], seq=0), store, snap
+
+
+def test_the_transcript_follows_the_events_and_nothing_is_stored_before_commit() -> None:
+    log, store, snap = opened()
+    log.emit("user_message", 1, {"text": "hi", "state": "a"})
+    log.emit("decision", 1, {"state": "a"})
+    log.emit("reply", 1, {"text": "hello", "state": "a"})
+    log.emit("reply", 1, {"text": "", "state": "END"})  # nothing said: no message
+    assert log.transcript == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+    ]
+    assert store.load("s1").events == []
+    log.commit(snap, checkpoint=1)
+    assert [e.seq for e in store.load("s1").events] == [0, 1, 2, 3]
+    assert store.load("s1").snapshot["seq"] == 4 == snap.seq
+
+
+def test_an_undo_drops_the_turn_from_log_and_transcript_but_never_reuses_a_seq() -> None:
+    log, store, snap = opened()
+    for turn, text in ((1, "first"), (2, "second")):
+        log.emit("user_message", turn, {"text": text})
+        log.emit("reply", turn, {"text": f"re {text}"})
+    transcript = log.transcript
+    log.undo(2, cancelled=False)
+    assert [m["content"] for m in transcript] == ["first", "re first"]  # the same list
+    assert [e.kind for e in log.events] == ["user_message", "reply", "undo"]
+    log.commit(snap)
+    assert [e.seq for e in store.load("s1").events] == [0, 1, 2, 3, 4]
+    assert log.emit("user_message", 2, {"text": "again"}).seq == 5

@@ -1,0 +1,99 @@
+"""The guards an outcome passes before it is applied: declared moves and loop limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.runtime.session import Session
+from tests.unit.runtime._runtime import action, go, graph, simple, stay, two_actions
+
+LOOP = simple(
+    start="a",
+    body=action("a", {"x": "Loop."})
+    + """\
+  x:
+    type: annotation
+    objective: Ping.
+    next_state: y
+  y:
+    type: annotation
+    objective: Pong.
+    next_state: x
+""",
+    top="limits: {max_transitions_per_turn: 5}\n",
+)
+
+
+def test_max_transitions_per_turn_stops_in_the_last_user_facing_state(tmp_path: Path) -> None:
+    model = ScriptedModel({"a": [stay("hi"), go("x")]})
+    session = Session.start(graph(tmp_path, LOOP), model=model)
+    session.send("hi")
+    turn = session.send("loop")
+    assert turn.guard == "max_transitions_per_turn" and turn.state == "a"
+    assert turn.reply == "Do the work of a."  # no fallback written: the authored text
+    assert len(turn.transitions) == 5
+    guards = [e.data for e in session.events() if e.kind == "guard"]
+    assert guards[0]["guard"] == "max_transitions_per_turn" and guards[0]["stopped_in"] == "a"
+
+
+@pytest.mark.parametrize("where", ["state", "limits"])
+def test_max_visits_guard(tmp_path: Path, where: str) -> None:
+    own = {"max_visits": "2"} if where == "state" else {}
+    top = "limits: {max_visits: {b: 2}}\n" if where == "limits" else ""
+    text = simple(
+        body=action("a", {"b": "Go to b."}, fallback="Let's stay here.")
+        + action("b", {"a": "Back to a."}, **own),
+        top=top,
+    )
+    model = ScriptedModel({"a": go("b"), "b": go("a")})  # ping-pong forever
+    session = Session.start(graph(tmp_path, text), model=model)
+    turn = session.send("go")
+    assert turn.guard == "max_visits" and turn.reply == "Let's stay here." and turn.state == "a"
+    assert sum(t.to_state == "b" for t in turn.transitions) == 2
+    guard = [e.data for e in session.events() if e.kind == "guard"]
+    assert [(g["guard"], g["at"], g["stopped_in"]) for g in guard] == [("max_visits", "a", "a")]
+
+
+def test_max_reflections_guard(tmp_path: Path) -> None:
+    text = simple(
+        body=action("a", {"r": "Think."})
+        + """\
+  r:
+    type: reflection
+    objective: Think.
+    exit_conditions:
+      - {description: Think more., next_state: r}
+      - {description: Done., next_state: a}
+""",
+        top="limits: {max_reflections: 2}\n",
+    )
+    model = ScriptedModel(
+        {"a": [stay("hi"), go("r")], "r": {"note": "n", "exit": "r", "reason": "more"}}
+    )
+    session = Session.start(graph(tmp_path, text), model=model)
+    session.send("hi")
+    turn = session.send("think")
+    assert turn.guard == "max_reflections" and turn.state == "a"
+    assert len(model.requests_for("r")) == 2 and session.notes == ["n", "n"]
+    guard = [e.data for e in session.events() if e.kind == "guard"]
+    assert [(g["guard"], g["at"], g["stopped_in"]) for g in guard] == [
+        ("max_reflections", "r", "a")
+    ]
+    assert turn.reply == "Do the work of a."  # the authored text; the note is never shown
+
+
+def test_an_undeclared_move_is_never_applied_even_if_a_handler_asks(tmp_path: Path) -> None:
+    from cgraph.runtime.outcomes import Move
+
+    session = Session.start(two_actions(tmp_path), model=ScriptedModel({"a": [stay("hi")]}))
+    session.send("hi")
+    engine = session._engine
+    engine.begin_turn("tampered")
+    assert engine._apply(Move("a", "a", "not declared here", "forced")) is True
+    assert session.state == "a" and session.audit[-1].to_state == "a"
+    assert len(session.audit) == 1  # only the start: the forced move was not recorded
+    guard = [e.data for e in session.events() if e.kind == "guard"][-1]
+    assert guard["guard"] == "undeclared_transition" and "not declared" in guard["detail"]

@@ -1,0 +1,56 @@
+"""Building a request needs no engine: a view, a transcript and the graph."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from cgraph.runtime.context import View
+from cgraph.runtime.exits import exit_options
+from cgraph.runtime.prompting import TEXT_FIELDS, Prompter
+from cgraph.runtime.prompts import TEMPLATES
+from tests.unit.runtime._runtime import two_actions
+
+
+def view(**changes: object) -> View:
+    values: dict[str, object] = dict(session_id="s1", user_id="ann", graph_key="", state_id="a")
+    values |= dict(here="a", returned=False, turn=1, step=0, message="hello", variables={})
+    values |= dict(notes=(), annotations=(), memories=(), entered=False, opening=True)
+    return View(**{**values, "reflections": 0, **changes})  # type: ignore[arg-type]
+
+
+def test_the_prompt_text_fields_are_what_the_shipped_templates_read() -> None:
+    read = set()
+    for template in TEMPLATES.glob("*.j2"):
+        read |= set(re.findall(r"state\.([a-z_]+)", template.read_text(encoding="utf-8")))
+    assert set(TEXT_FIELDS) == read - {"objective"}
+
+
+def test_a_request_is_built_from_a_view_alone(tmp_path: Path) -> None:
+    spec = two_actions(tmp_path)
+    state = spec.states["a"]
+    transcript = [{"role": "user", "content": "hello"}]
+    prompter = Prompter(spec, transcript)
+    options = exit_options(state)
+    request = prompter.build(
+        view(), "action", graph=spec, state_id="a", state=state, options=options, allow_stay=True
+    )
+    assert request.exit_ids == ("b", "END", "stay")
+    assert request.user_messages == ("hello",) and request.messages[1]["content"] == "hello"
+    assert "Objective of a." in request.messages[0]["content"]
+    again = prompter.build(view(), "action", graph=spec, state_id="a", state=state)
+    assert again.messages[0]["content"] == request.messages[0]["content"]
+    assert len(prompter.cache) == 1  # the system part was rendered once
+
+
+def test_the_history_window_moves_only_forward_and_restarts_after_an_undo(
+    tmp_path: Path,
+) -> None:
+    spec = two_actions(tmp_path)
+    transcript = [{"role": "user", "content": "word " * 400} for _ in range(20)]
+    prompter = Prompter(spec, transcript)
+    window, start = prompter.history()
+    assert start > 0 and window == transcript[start:]
+    transcript[:] = transcript[:2]
+    prompter.restart(0)
+    assert prompter.history() == (transcript, 0)
