@@ -1,0 +1,91 @@
+"""The runner in-process with scripted answers: phrasings, `-k`, `-x`, start states, and
+coverage located at the exits' declarations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cgraph.spec.read import read_file, read_text
+from cgraph.spec.testfile import parse_tests
+from cgraph.testing.cases import expand, selected
+from cgraph.testing.coverage import coverage
+from cgraph.testing.runner import Options, Runner, count
+from tests.conftest import GRAPHS
+
+LIFECYCLE = GRAPHS / "request_lifecycle.yaml"
+TESTS = f"""\
+cgraph-test: 1
+graph: {LIFECYCLE}
+model:
+  scripted:
+    idle: {{exit: END, reason: bye}}
+    failed: {{exit: stay, reason: shown, reply: "Sorry."}}
+cases:
+  - name: leaving at once
+    start: {{state: idle}}
+    turns:
+      - user: ["Nothing, bye.", Goodbye., Never mind.]
+        expect: {{completed: true}}
+  - name: a failed request stays
+    start: {{state: failed, variables: {{attempt: 3}}}}
+    turns:
+      - user: hmm
+        expect: {{state: failed, variables: {{attempt: 3}}, reply_contains: sorry}}
+      - user: still here
+        expect: {{state: idle}}
+"""
+
+
+def write(tmp_path: Path) -> Path:
+    path = tmp_path / "lifecycle.test.yaml"
+    path.write_text(TESTS)
+    return path
+
+
+def test_each_phrasing_is_its_own_run_and_failures_stop_their_case(tmp_path: Path) -> None:
+    write(tmp_path)
+    (result,) = Runner(Options()).run_paths([tmp_path])  # a folder is searched
+    names = [r.name for r in result.runs]
+    assert names[:3] == [
+        "leaving at once",
+        "leaving at once [turn 1: 'Goodbye.']",
+        "leaving at once [turn 1: 'Never mind.']",
+    ]
+    failed = result.runs[-1]
+    assert not failed.passed and len(failed.turns) == 2
+    assert failed.turns[1].mismatches[0].message == "ended in `failed`, expected `idle`"
+    assert count([result]) == (3, 1, 0)
+
+
+def test_k_selects_and_x_stops_at_the_first_failure(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    (only,) = Runner(Options(patterns=("*FAILED*",))).run_paths([path])
+    assert [r.name for r in only.runs] == ["a failed request stays"] and only.skipped == 3
+    runner = Runner(Options(stop_first=True))
+    (first,) = runner.run_paths([path, path])
+    assert runner.stopped and len(first.runs) == 4
+
+
+def test_uncovered_exits_point_at_their_declarations(tmp_path: Path) -> None:
+    (result,) = Runner(Options()).run_paths([write(tmp_path)])
+    (graph,) = coverage([result])
+    assert ("idle", "END") in graph.taken and ("failed", "END") not in graph.taken
+    doc = read_file(LIFECYCLE)
+    for miss in graph.uncovered:
+        state = doc.data["states"][miss.state]
+        if "exit_conditions" in state:
+            index = [e["next_state"] for e in state["exit_conditions"]].index(miss.exit)
+            where = doc.locate(("states", miss.state, "exit_conditions", index))
+        else:
+            where = doc.locate(("states", miss.state, "next_state"))
+        assert (miss.line, miss.column) == where
+    assert len(graph.uncovered) == len(graph.exits) - len(graph.taken)
+    assert graph.percent == 100 * len(graph.taken) / len(graph.exits)
+
+
+def test_a_pattern_is_a_substring_or_a_glob() -> None:
+    tests, _ = parse_tests(read_text(TESTS))
+    assert tests is not None
+    run = expand(tests.cases[0])[0]
+    assert selected(run, ()) and selected(run, ("LEAV",)) and selected(run, ("leav*once",))
+    assert not selected(run, ("stays",))
