@@ -16,7 +16,10 @@ from typing import Any, Protocol
 
 from cgraph.backends.llm.types import ChatModel, ExitOption, LLMRequest, RequestKind
 from cgraph.runtime.outcomes import Emit
+from cgraph.runtime.records import Event
+from cgraph.runtime.snapshot import Snapshot
 from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.names import qualify
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,47 @@ class View:
     def idempotency_key(self) -> str:
         """The same for the same step of the same session, also when a resume repeats it."""
         return f"{self.session_id}:{self.turn}:{self.step}"
+
+
+def view_of(
+    snap: Snapshot,
+    events: Sequence[Event],
+    transcript: Sequence[Mapping[str, str]],
+    session_id: str,
+    user_id: str,
+) -> View:
+    """The view of a step, taken from the snapshot and the log."""
+    frame = snap.frame
+    users = (m["content"] for m in reversed(transcript) if m["role"] == "user")
+    return View(
+        session_id=session_id,
+        user_id=user_id,
+        graph_key=frame.graph,
+        state_id=frame.state,
+        here=qualify(frame.graph, frame.state),
+        returned=frame.returned,
+        turn=snap.turn,
+        step=snap.step,
+        message=snap.pending or next(users, ""),
+        variables=snap.variables,
+        notes=snap.notes,
+        annotations=snap.annotations,
+        memories=_turn_memories(events, snap.turn),
+        entered=snap.entered,
+        opening=snap.last_action is None,
+        reflections=snap.reflections,
+    )
+
+
+def _turn_memories(events: Sequence[Event], turn: int) -> tuple[Mapping[str, Any], ...]:
+    """What the recalls of turn `turn` found, oldest recall first."""
+    found: list[Mapping[str, Any]] = []
+    for event in reversed(events):
+        if event.turn != turn:
+            break
+        if event.kind == "recall":
+            found[:0] = event.data.get("memories", [])
+    return tuple(found)
 
 
 def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:

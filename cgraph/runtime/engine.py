@@ -19,26 +19,13 @@ from cgraph.backends.memory.policy import MemoryStore
 from cgraph.errors import SessionError
 from cgraph.runtime import log_view
 from cgraph.runtime.asking import ask, fallback_reply
-from cgraph.runtime.context import StepContext, View, template_context
+from cgraph.runtime.context import StepContext, View, template_context, view_of
 from cgraph.runtime.events import EventLog
 from cgraph.runtime.graphs import Graphs
 from cgraph.runtime.guards import guard
 from cgraph.runtime.handlers import HANDLERS, choose_start
 from cgraph.runtime.memory import MemoryGateway, this_turn
-from cgraph.runtime.outcomes import (
-    AddNote,
-    AddTags,
-    CountReflection,
-    Effects,
-    Emit,
-    Enter,
-    MarkUserFacing,
-    Move,
-    Outcome,
-    Reply,
-    SetVariables,
-    Stop,
-)
+from cgraph.runtime.outcomes import Effects, Emit, Enter, Move, Outcome, Reply, Stop, apply_effects
 from cgraph.runtime.prompting import Prompter, authored_reply, render_safe
 from cgraph.runtime.records import Event, EventKind
 from cgraph.runtime.snapshot import Frame, Snapshot
@@ -204,26 +191,6 @@ class Engine:
         self._commit(checkpoint=snap.turn)
         return True
 
-    def _effects(self, effects: Effects) -> None:
-        snap, here = self.snap, self.qualified()
-        for effect in effects:
-            if isinstance(effect, Emit):
-                self._emit(effect.kind, **effect.data)
-            elif isinstance(effect, SetVariables):
-                snap.set_variables(dict(effect.values))
-                self._emit("variables", state=here, values=dict(effect.values))
-            elif isinstance(effect, AddNote):
-                snap.add_note(effect.note)
-                self._emit("note", state=here, note=effect.note)
-            elif isinstance(effect, AddTags):
-                snap.add_tags(effect.tags)
-                if effect.tags:
-                    self._emit("annotation", state=here, tags=list(effect.tags))
-            elif isinstance(effect, CountReflection):
-                snap.reflections += 1
-            elif isinstance(effect, MarkUserFacing):
-                snap.mark_user_facing()
-
     # ----- what a step sees ---------------------------------------------------------------
 
     def _context(self) -> StepContext:
@@ -237,42 +204,11 @@ class Engine:
         )
 
     def _view(self) -> View:
-        snap, frame = self.snap, self.snap.frame
-        return View(
-            session_id=self.deps.session_id,
-            user_id=self.deps.user_id,
-            graph_key=frame.graph,
-            state_id=frame.state,
-            here=self.qualified(),
-            returned=frame.returned,
-            turn=snap.turn,
-            step=snap.step,
-            message=self._message(),
-            variables=snap.variables,
-            notes=snap.notes,
-            annotations=snap.annotations,
-            memories=self._memories(),
-            entered=snap.entered,
-            opening=snap.last_action is None,
-            reflections=snap.reflections,
-        )
+        ids = (self.deps.session_id, self.deps.user_id)
+        return view_of(self.snap, self.log.events, self.log.transcript, *ids)
 
     def _templates(self) -> dict[str, Any]:
         return template_context(self._view(), self.current_graph(), self.snap.frame.state)
-
-    def _message(self) -> str:
-        transcript = self.log.transcript
-        users = (m["content"] for m in reversed(transcript) if m["role"] == "user")
-        return self.snap.pending or next(users, "")
-
-    def _memories(self) -> tuple[dict[str, Any], ...]:
-        found: list[dict[str, Any]] = []
-        for event in reversed(self.log.events):
-            if event.turn != self.snap.turn:
-                break
-            if event.kind == "recall":
-                found[:0] = event.data.get("memories", [])
-        return tuple(found)
 
     def _record_intent(self, intent: Emit) -> None:
         self._emit(intent.kind, **intent.data)
@@ -323,6 +259,10 @@ class Engine:
         self.log.undo(number, cancelled=cancelled)
         self.prompter.restart(self.snap.history_start)
         self._commit(drop_checkpoints_after=number - 1)
+
+    def _effects(self, effects: Effects) -> None:
+        for event in apply_effects(self.snap, effects, self.qualified()):
+            self._emit(event.kind, **event.data)
 
     def _emit(self, kind: EventKind, /, **data: Any) -> None:
         self.log.emit(kind, self.snap.turn, data)

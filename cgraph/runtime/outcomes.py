@@ -8,11 +8,12 @@ order they happened; the engine applies the effects, then the outcome, and commi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cgraph.runtime.records import Decision, EventKind
+from cgraph.runtime.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,27 @@ class MarkUserFacing:
 
 Effect = Emit | SetVariables | AddNote | AddTags | CountReflection | MarkUserFacing
 Effects = tuple[Effect, ...]
+
+
+def apply_effects(snap: Snapshot, effects: Effects, here: str) -> Iterator[Emit]:
+    """Apply a step's effects to the snapshot, in order; yields what the log records."""
+    for effect in effects:
+        if isinstance(effect, Emit):
+            yield effect
+        elif isinstance(effect, SetVariables):
+            snap.set_variables(dict(effect.values))
+            yield Emit("variables", {"state": here, "values": dict(effect.values)})
+        elif isinstance(effect, AddNote):
+            snap.add_note(effect.note)
+            yield Emit("note", {"state": here, "note": effect.note})
+        elif isinstance(effect, AddTags):
+            snap.add_tags(effect.tags)
+            if effect.tags:
+                yield Emit("annotation", {"state": here, "tags": list(effect.tags)})
+        elif isinstance(effect, CountReflection):
+            snap.reflections += 1
+        elif isinstance(effect, MarkUserFacing):
+            snap.mark_user_facing()
 
 
 def decided(decision: Decision) -> Emit:
