@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install demo test check lint-graphs schema bench clean test-tools
+.PHONY: install demo test stress check lint-graphs schema bench clean test-tools
 
 install: $(STAMP)
 
@@ -36,6 +36,10 @@ test-tools:
 	  { $$sudo apt-get update -qq && $$sudo apt-get install -y -qq $$missing >/dev/null; } || \
 	  { echo "make: could not install$$missing; install them (apt-get install$$missing)" >&2; \
 	    exit 1; }; fi
+
+# The robustness probes at full size: 200 kill -9 runs (20 in `make test`).
+stress: $(STAMP)
+	CGRAPH_KILL_RUNS=200 $(BIN)/pytest -n 2 -q tests/robustness
 
 check: $(STAMP)
 	$(BIN)/ruff check cgraph tests bench

@@ -1,9 +1,11 @@
 """`cgraph run`: open a session on a graph and talk with it, interactively or from stdin.
 
 The run ends with `os._exit` once its output is flushed: nothing is left for the
-interpreter's shutdown to do, so an error exits as soon as it is printed. (litellm's
-HTTP handlers import modules from `__del__`; at shutdown that import can wait for seconds
-on a background thread still importing torch or chromadb.)
+interpreter's shutdown to do, so an error exits as soon as it is printed. Shutdown could
+deadlock: while the main thread finalizes modules, litellm's `AsyncHTTPHandler.__del__`
+imports a module, which waits for the import lock held by a daemon thread still importing
+chromadb or the embedding model; daemon threads are frozen during finalization, so the
+lock is never released (a probe hung for over 10 minutes).
 """
 
 from __future__ import annotations

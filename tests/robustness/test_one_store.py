@@ -57,6 +57,7 @@ def test_four_sessions_at_once_each_keep_their_turns(tmp_path: Path) -> None:
     ]
     for n, (run, (out, err)) in enumerate(zip(runs, results, strict=True)):
         assert run.returncode == 0, err
+        assert f"no session `s{n}` in {tmp_path}: started it" in err  # a new name starts one
         assert [json.loads(line)["user"] for line in out.splitlines()] == sent[n]
         assert messages(tmp_path, f"s{n}") == sent[n]
 
