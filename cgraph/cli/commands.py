@@ -104,7 +104,7 @@ def why(opened: Opened, _: str) -> dict[str, Any]:
 
 
 def history(opened: Opened, _: str) -> dict[str, Any]:
-    return {"transcript": opened.session.transcript}
+    return {"summary": opened.session.summary, "transcript": opened.session.transcript}
 
 
 def memory(opened: Opened, query: str) -> dict[str, Any]:

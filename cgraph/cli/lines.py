@@ -172,7 +172,8 @@ def _history(data: dict[str, Any]) -> list[str]:
     said = [
         f"{'you' if m['role'] == 'user' else 'agent'}: {m['content']}" for m in data["transcript"]
     ]
-    return said or ["no messages yet"]
+    summary = [f"summary: {line}" for line in data["summary"].splitlines()]
+    return summary + said or ["no messages yet"]
 
 
 def _back(data: dict[str, Any]) -> list[str]:
@@ -198,8 +199,17 @@ def _sessions(data: dict[str, Any]) -> list[str]:
 
 def _why(data: dict[str, Any]) -> list[str]:
     return [
-        f"{d['state']} ({d['kind']}) → {d['chosen']}: {d['reason']}" for d in data["decisions"]
+        f"{d['state']} ({d['kind']}) → {d['chosen']}: {d['reason']}{_held(d)}"
+        for d in data["decisions"]
     ] or ["no decision yet"]
+
+
+def _held(decision: dict[str, Any]) -> str:
+    """How much conversation the decision's prompt held ("" when it asked no model)."""
+    if not decision["prompt_hash"]:
+        return ""
+    summary = " and a summary" if decision["summary"] else ""
+    return f" (the prompt held {decision['window']} messages{summary})"
 
 
 def _topology(data: dict[str, Any]) -> list[str]:

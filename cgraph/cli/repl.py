@@ -212,9 +212,16 @@ class Repl:
                 table.add_row(candidate, "" if score is None else f"{score:.3f}")
             self.console.print(table)
             extra = f" · prompt {d['prompt_hash']}" if d["prompt_hash"] else ""
+            if d["prompt_hash"]:
+                held = " and a summary" if d["summary"] else ""
+                extra += f" · held {d['window']} messages{held}"
             self.dim(f"  reason: {d['reason']} · model {d['model'] or '-'}{extra}")
 
     def draw_history(self, data: Data) -> None:
+        if data["summary"]:
+            self.dim("summary of the earlier conversation:")
+            for line in data["summary"].splitlines():
+                self.dim(f"  {line}")
         for message in data["transcript"]:
             who = "you" if message["role"] == "user" else self.agent
             self.console.print(f"[bold]{escape(who)}:[/] {escape(message['content'])}")

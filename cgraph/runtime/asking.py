@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from cgraph.backends.llm.types import ChatModel, LLMRequest
 from cgraph.errors import LLMError
 from cgraph.runtime.answers import Answer, AnswerError, parse_answer
+from cgraph.runtime.history import SUMMARY_HEADING
 from cgraph.runtime.outcomes import Effects, Emit, decided
 from cgraph.runtime.prompts import prompt_hash
 from cgraph.runtime.records import Decision
@@ -96,6 +97,8 @@ def _decision(
         model=str(getattr(model, "name", "")),
         attempts=attempts,
         fallback=answer is None,
+        window=sum(1 for m in request.messages if m["role"] in ("user", "assistant")),
+        summary=any(m["content"].startswith(SUMMARY_HEADING) for m in request.messages),
     )
 
 

@@ -24,6 +24,7 @@ from cgraph.runtime.events import EventLog
 from cgraph.runtime.graphs import Graphs
 from cgraph.runtime.guards import guard
 from cgraph.runtime.handlers import HANDLERS, choose_start
+from cgraph.runtime.history import apply_context, keep_summary
 from cgraph.runtime.memory import MemoryGateway, this_turn
 from cgraph.runtime.outcomes import Effects, Emit, Enter, Move, Outcome, Reply, Stop, apply_effects
 from cgraph.runtime.prompting import Prompter, authored_reply, render_safe
@@ -54,7 +55,7 @@ class Engine:
         self.deps, self.snap = deps, snapshot
         self.graphs = Graphs(deps.graph)
         self.log = EventLog(deps.store, deps.session_id, deps.clock, events, snapshot.seq)
-        self.prompter = Prompter(deps.graph, self.log.transcript, snapshot.history_start)
+        self.prompter = Prompter(deps.graph, self.log.transcript, snapshot.history_marks())
         self.memory = MemoryGateway(
             deps.memory, deps.graph.memory, user_id=deps.user_id, session_id=deps.session_id
         )
@@ -92,6 +93,7 @@ class Engine:
             self._commit()
 
     def _outcome(self) -> Outcome:
+        self._effects(keep_summary(self.prompter, self.deps.model, self.qualified()))
         context = self._context()
         if not self.snap.started:
             return choose_start(context, "", push=False)
@@ -153,6 +155,9 @@ class Engine:
             self.snap.visits[target] = self.snap.visits.get(target, 0) + 1
         self.snap.entered = True
         self._transition(source, target, outcome)
+        if visit:
+            strategy = getattr(self.current_state(), "context", "keep")
+            self._effects(apply_context(strategy, self.prompter, self.deps.model, target))
 
     def _transition(self, source: str, target: str, outcome: Move | Enter) -> None:
         self.snap.transitions += 1
@@ -257,7 +262,7 @@ class Engine:
             self._effects(self.memory.forget(ids))
         self.snap = Snapshot.from_dict(saved)
         self.log.undo(number, cancelled=cancelled)
-        self.prompter.restart(self.snap.history_start)
+        self.prompter.restart(self.snap.history_marks())
         self._commit(drop_checkpoints_after=number - 1)
 
     def _effects(self, effects: Effects) -> None:
@@ -268,5 +273,5 @@ class Engine:
         self.log.emit(kind, self.snap.turn, data)
 
     def _commit(self, **where: int) -> None:
-        self.snap.history_start = self.prompter.history_start
+        self.snap.keep_history_marks(self.prompter.marks)
         self.log.commit(self.snap, **where)

@@ -19,7 +19,9 @@ from cgraph.errors import CgraphError
 from cgraph.runtime.answers import answer_schema
 from cgraph.runtime.context import View, template_context
 from cgraph.runtime.graphs import topology_text
+from cgraph.runtime.history import summary_message
 from cgraph.runtime.prompts import estimate_tokens, history_start, render_messages
+from cgraph.runtime.snapshot import HistoryMarks
 from cgraph.spec.model import (
     PROMPT_TEXT,
     ActionState,
@@ -85,30 +87,42 @@ def _option_view(option: ExitOption) -> dict[str, Any]:
 class Prompter:
     """Builds requests for one session; see the module docstring."""
 
-    def __init__(self, root: Graph, transcript: Messages, start: int = 0) -> None:
+    def __init__(
+        self, root: Graph, transcript: Messages, marks: HistoryMarks | None = None
+    ) -> None:
         self.root = root
         self.transcript = transcript
         """The event log's transcript (the same list: it grows as the log does)."""
-        self.history_start = start
-        """First transcript message still shown in prompts (saved in every snapshot)."""
+        self.marks = marks or HistoryMarks()
+        """Where the window starts and the running summary (saved in every snapshot)."""
         self.cache: dict[Hashable, str] = {}
         """Rendered system prompts of this session, by graph, state and texts."""
         self._topologies: dict[int, str] = {}
         self._sizes: list[int] = []
 
-    def restart(self, start: int) -> None:
+    def restart(self, marks: HistoryMarks) -> None:
         """The transcript was rewritten (an undo): forget what was measured of it."""
-        self.history_start, self._sizes = start, []
+        self.marks, self._sizes = marks, []
 
-    def history(self) -> tuple[Messages, int]:
-        """The transcript window for prompts, and how many older messages it leaves out."""
+    def window_start(self) -> int:
+        """Where the history window begins now (`cgraph.runtime.prompts.history_start`),
+        never before a context reset."""
         sizes = self._sizes
         for message in self.transcript[len(sizes) :]:
             sizes.append(estimate_tokens(message["content"]))
-        budget = self.root.limits.history_tokens
-        start = history_start(self.transcript, self.history_start, budget, sizes)
-        self.history_start = start
-        return self.transcript[start:], start
+        marks = self.marks
+        first = max(marks.history_start, marks.context_start)
+        start = history_start(self.transcript, first, self.root.limits.history_budget(), sizes)
+        return max(start, marks.context_start)
+
+    def history(self) -> tuple[Messages, int]:
+        """The messages prompts show — the running summary first, if any, then the window —
+        and how many older messages the window leaves out."""
+        start = self.marks.history_start = self.window_start()
+        shown = self.transcript[start:]
+        if self.marks.summary:
+            shown = [summary_message(self.marks.summary), *shown]
+        return shown, start
 
     def recent_user_messages(self, count: int = RECENT_USER_MESSAGES) -> tuple[str, ...]:
         found: list[str] = []

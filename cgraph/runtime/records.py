@@ -37,6 +37,10 @@ class Decision(Record):
     model: str = ""
     attempts: int = 1
     fallback: bool = False
+    window: int = 0
+    """Conversation messages (user and agent) the prompt held."""
+    summary: bool = False
+    """The prompt held a summary of earlier messages ahead of them."""
 
 
 class RecalledMemory(Record):
@@ -112,6 +116,7 @@ EventKind = Literal[
     "memory_error",
     "note",
     "annotation",
+    "summary",
     "variables",
     "turn_completed",
     "undo",

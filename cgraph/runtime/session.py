@@ -331,6 +331,11 @@ class Session:
         return [dict(m) for m in self._engine.log.transcript]
 
     @property
+    def summary(self) -> str:
+        """The running summary of the messages that left the prompt's window ("" if none)."""
+        return self._engine.snap.summary
+
+    @property
     def audit(self) -> list[TransitionRecord]:
         """Every transition still in effect, oldest first (undone turns left out)."""
         return log.audit(self._engine.log.events)

@@ -26,6 +26,16 @@ class Frame:
 
 
 @dataclass(slots=True)
+class HistoryMarks:
+    """Where the prompts' history window stands, and the running summary before it."""
+
+    history_start: int = 0
+    context_start: int = 0
+    summary: str = ""
+    summary_upto: int = 0
+
+
+@dataclass(slots=True)
 class Snapshot:
     stack: list[Frame]
     variables: dict[str, Any] = field(default_factory=dict)
@@ -49,6 +59,18 @@ class Snapshot:
     """The stack at the last user-facing state: where a guard stops a turn."""
     history_start: int = 0
     """First transcript message still shown in prompts (the window moves in steps)."""
+    context_start: int = 0
+    """The window never starts before this message (a state's `context: reset` moves it)."""
+    summary: str = ""
+    """The running summary of the messages before `summary_upto`, shown ahead of the window."""
+    summary_upto: int = 0
+
+    def history_marks(self) -> HistoryMarks:
+        return HistoryMarks(self.history_start, self.context_start, self.summary, self.summary_upto)
+
+    def keep_history_marks(self, marks: HistoryMarks) -> None:
+        self.history_start, self.context_start = marks.history_start, marks.context_start
+        self.summary, self.summary_upto = marks.summary, marks.summary_upto
 
     @property
     def frame(self) -> Frame:
@@ -74,6 +96,9 @@ class Snapshot:
             "entered": self.entered,
             "last_action": [_frame(f) for f in self.last_action] if self.last_action else None,
             "history_start": self.history_start,
+            "context_start": self.context_start,
+            "summary": self.summary,
+            "summary_upto": self.summary_upto,
         }
 
     def dumps(self) -> str:

@@ -50,6 +50,10 @@ class RecordingModel:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
 
+    @property
+    def writes_summaries(self) -> bool:
+        return bool(getattr(self.inner, "writes_summaries", True))
+
     def complete(self, request: LLMRequest) -> str:
         entry = {**exchange_of(request), "model": self.inner.name}
         try:
@@ -77,6 +81,11 @@ class ReplayModel:
         self.name = f"replay:{rest}"
         self.position = 0
         self.failure: str | None = None
+
+    @property
+    def writes_summaries(self) -> bool:
+        """As the recorded model did: summaries it wrote are replayed, else extracted again."""
+        return any(entry["kind"] == "summary" for entry in self.entries)
 
     @property
     def remaining(self) -> int:

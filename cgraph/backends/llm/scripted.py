@@ -8,11 +8,12 @@
 
 A script maps a key to one answer or a list of answers consumed in order. The key is the
 asking state's qualified id (its bare id also matches; `"*"` answers any state), or for
-`start` requests `start` (or `file.yaml#START` in a sub-graph) and for memory extraction
-`extract`. An answer is a dict (sent as JSON), a string
-(sent as is — for malformed output), an exception (raised), a callable taking the
-`LLMRequest`, or `{"sleep": seconds, "then": answer}`. A single (non-list) answer repeats
-forever. `extract` requests with no script answer `{"memories": []}`.
+`start` requests `start` (or `file.yaml#START` in a sub-graph), for memory extraction
+`extract` and for history summaries `summary` (without it cgraph writes them offline).
+An answer is a dict (sent as JSON), a string (sent as is — for malformed output), an
+exception (raised), a callable taking the `LLMRequest`, or `{"sleep": seconds, "then":
+answer}`. A single (non-list) answer repeats forever. `extract` requests with no script
+answer `{"memories": []}`.
 
 `scripted:FILE` (`cgraph.backends.llm.types.resolve`) loads a script from YAML or JSON; there an
 exception is written `{"raise": "message"}` (an `LLMError`). For tests only: never a default.
@@ -63,6 +64,11 @@ class ScriptedModel:
                 self._queues[key] = list(value)
             else:
                 self._repeat[key] = value
+
+    @property
+    def writes_summaries(self) -> bool:
+        """Only a script with a `summary` key writes summaries; else cgraph extracts them."""
+        return "summary" in self._queues or "summary" in self._repeat
 
     def complete(self, request: LLMRequest) -> str:
         self.requests.append(request)
@@ -116,8 +122,8 @@ class ScriptedModel:
 
 
 def _keys(request: LLMRequest) -> list[str]:
-    if request.kind == "extract":
-        return ["extract"]
+    if request.kind in ("extract", "summary"):
+        return [request.kind]
     if request.kind == "start":
         return list(dict.fromkeys(["start", request.state]))
     return list(dict.fromkeys([request.state, bare(request.state), ANY]))

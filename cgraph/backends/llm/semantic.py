@@ -132,6 +132,8 @@ class SemanticModel:
     """A `ChatModel` that needs no LLM: see the module docstring for the rule."""
 
     name = "semantic"
+    writes_summaries = False
+    """It writes no prose: history summaries are extracted from the user's statements."""
 
     def __init__(
         self,

@@ -9,6 +9,7 @@ Answers are JSON objects:
 - decision / start / graph: {"exit": "<exit id>", "reason": str}
 - reflection: {"note": str, "exit": "<exit id>", "reason": str}
 - extract:    {"memories": [{"tier": "personal"|"project"|"task", "text": str}]}
+- summary:    {"summary": str} (a backend with `writes_summaries = False` is never asked)
 A backend may add "scores": {exit id: float} to explain its choice (shown by `/why`).
 """
 
@@ -21,7 +22,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from cgraph.errors import ConfigError
 
-RequestKind = Literal["action", "decision", "reflection", "start", "graph", "extract"]
+RequestKind = Literal["action", "decision", "reflection", "start", "graph", "extract", "summary"]
 STAY = "stay"
 
 

@@ -27,8 +27,8 @@ class QuietMemory(NullMemory):
     ready = True
 
 
-def opened(store: Path, script: dict[str, Any] | None = None) -> Opened:
-    graph = load_graph(CHECKIN)
+def opened(store: Path, script: dict[str, Any] | None = None, graph_file: Path = CHECKIN) -> Opened:
+    graph = load_graph(graph_file)
     chat = ScriptedModel(script or STAY)
     session = Session.start(graph, model=chat, user_id="ann", store=store)
     return Opened(
@@ -99,6 +99,7 @@ def test_under_jsonl_a_command_answers_with_a_json_object(tmp_path: Path) -> Non
     assert state["exits"][0]["to"] == "medication_adherence_check"
     assert history == {
         "command": "history",
+        "summary": "",
         "transcript": [
             {"role": "user", "content": "Hi"},
             {"role": "assistant", "content": "Hello"},
@@ -139,3 +140,14 @@ def test_plain_answers_of_every_command(tmp_path: Path) -> None:
     for name in ("state", "topology", "why", "history", "memory", "sessions", "help"):
         found = plain(commands.answer(here, commands.Command(name)))
         assert found and not found[0].startswith("error"), name
+
+
+def test_history_shows_the_summary_and_why_how_much_the_prompt_held(tmp_path: Path) -> None:
+    from tests.unit.runtime.test_history import NAME, chat_graph
+
+    here = opened(tmp_path / "store", graph_file=chat_graph(tmp_path, "summarize", tokens=100))
+    text = NAME + "\n" + "".join(f"I had {n} apples on my table today.\n" for n in range(12))
+    code, _, err = run(here, text + "/history\n/why\n", jsonl=False)
+    assert code == 0
+    assert f"summary: - The user said: {NAME}" in err
+    assert "(the prompt held " in err and " messages and a summary)" in err
