@@ -14,9 +14,8 @@ from dataclasses import dataclass, replace
 from cgraph.backends.llm.types import ChatModel, LLMRequest
 from cgraph.errors import LLMError
 from cgraph.runtime.answers import Answer, AnswerError, parse_answer
-from cgraph.runtime.history import SUMMARY_HEADING
 from cgraph.runtime.outcomes import Effects, Emit, decided
-from cgraph.runtime.prompts import prompt_hash
+from cgraph.runtime.prompts import SUMMARY_HEADING, prompt_hash
 from cgraph.runtime.records import Decision
 from cgraph.spec.model import AnyState, Graph
 

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from cgraph.runtime.prompting import Prompter
 
 Message = dict[str, str]
-SUMMARY_HEADING = "Summary of the conversation before the messages below:"
 SUMMARY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"summary": {"type": "string"}},
@@ -46,10 +45,6 @@ _SELF = re.compile(
 )
 _FIRST_PERSON = re.compile(r"\b(i|my|me|mine|we|our)\b", re.I)
 STATEMENT_CHARS = 240
-
-
-def summary_message(text: str) -> Message:
-    return {"role": "system", "content": f"{SUMMARY_HEADING}\n{text}"}
 
 
 def keep_summary(prompter: Prompter, model: ChatModel, here: str) -> Effects:

@@ -19,8 +19,12 @@ from cgraph.errors import CgraphError
 from cgraph.runtime.answers import answer_schema
 from cgraph.runtime.context import View, template_context
 from cgraph.runtime.graphs import topology_text
-from cgraph.runtime.history import summary_message
-from cgraph.runtime.prompts import estimate_tokens, history_start, render_messages
+from cgraph.runtime.prompts import (
+    estimate_tokens,
+    history_start,
+    render_messages,
+    summary_message,
+)
 from cgraph.runtime.snapshot import HistoryMarks
 from cgraph.spec.model import (
     PROMPT_TEXT,

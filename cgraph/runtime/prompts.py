@@ -36,6 +36,14 @@ MESSAGE_OVERHEAD = 4  # role and separators, in tokens
 TEMPLATE_OF = {"graph": "decision"}
 
 
+SUMMARY_HEADING = "Summary of the conversation before the messages below:"
+
+
+def summary_message(text: str) -> dict[str, str]:
+    """The running summary of older messages, as the message ahead of the history window."""
+    return {"role": "system", "content": f"{SUMMARY_HEADING}\n{text}"}
+
+
 def estimate_tokens(text: str) -> int:
     """A cheap token estimate (~4 characters per token, as for English with GPT tokenizers);
     exact counts would need the provider's tokenizer and are not worth the cost here."""

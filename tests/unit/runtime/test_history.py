@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.history import SUMMARY_HEADING, extractive
+from cgraph.runtime.history import extractive
+from cgraph.runtime.prompts import SUMMARY_HEADING
 from cgraph.runtime.session import Session
 from tests.unit.runtime._runtime import action, go, simple, stay, write
 
