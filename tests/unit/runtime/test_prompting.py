@@ -9,6 +9,7 @@ from cgraph.runtime.context import View
 from cgraph.runtime.exits import exit_options
 from cgraph.runtime.prompting import TEXT_FIELDS, Prompter
 from cgraph.runtime.prompts import TEMPLATES
+from cgraph.runtime.snapshot import HistoryMarks
 from tests.unit.runtime._runtime import two_actions
 
 
@@ -52,5 +53,5 @@ def test_the_history_window_moves_only_forward_and_restarts_after_an_undo(
     window, start = prompter.history()
     assert start > 0 and window == transcript[start:]
     transcript[:] = transcript[:2]
-    prompter.restart(0)
+    prompter.restart(HistoryMarks())
     assert prompter.history() == (transcript, 0)
