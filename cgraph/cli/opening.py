@@ -228,8 +228,8 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
     if name == SEMANTIC:
         from cgraph.backends.embed import shared_embedder
 
-        shared_embedder()  # starts loading the model in the background now
-    memory = BackgroundMemory(graph.memory, store)
+        shared_embedder(graph.embedding_source())  # starts loading it in the background now
+    memory = BackgroundMemory(graph.memory, store, graph.embedding_source())
     notes = []
     if stored is not None:
         session = Session.resume(

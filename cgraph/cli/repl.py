@@ -137,7 +137,8 @@ class Repl:
     def _status(self) -> str:
         from cgraph.backends.embed import shared_embedder
 
-        loading = self.opened.model_name == SEMANTIC and not shared_embedder().ready
+        embedder = shared_embedder(self.opened.graph.embedding_source())
+        loading = self.opened.model_name == SEMANTIC and not embedder.ready
         if loading or not self.opened.memory.ready:
             return "loading the embedding model…"
         return "thinking…"

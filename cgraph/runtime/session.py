@@ -48,6 +48,8 @@ def resolve_model(model: ChatModel | str | None, graph: Graph, api_base: str | N
         return model
     name = model or graph.model.name or DEFAULT_MODEL
     prefix = name.partition(":")[0]
+    if prefix == DEFAULT_MODEL:
+        return resolve(name, embedding_model=graph.embedding_source())
     if prefix in known_prefixes():
         return resolve(name)
     config = graph.model

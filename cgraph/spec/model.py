@@ -387,6 +387,10 @@ class Graph:
     """What the agent says when the model keeps failing."""
     prompts: dict[PromptKind, str] = field(default_factory=dict)
     """Jinja templates replacing the shipped prompt templates, by kind."""
+    embedding_model: str | None = None
+    """The sentence-transformers model of the offline mode and of memory recall: a folder
+    (relative to this file) or an installed package that ships one, e.g. a multilingual
+    model. Unset: the packaged all-MiniLM-L6-v2 on ONNX Runtime. Nothing is downloaded."""
 
     source: Path | None = field(default=None, compare=False, repr=False, metadata=INTERNAL)
     """The file this graph was loaded from (None for a graph built in code); not a key."""
@@ -398,6 +402,14 @@ class Graph:
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
+
+    def embedding_source(self) -> str:
+        """`embedding_model` as a folder path when it names one next to this file, else as
+        written (a package name); "" for the default model."""
+        name = self.embedding_model or ""
+        if name and self.source is not None and (self.source.parent / name).is_dir():
+            return str((self.source.parent / name).resolve())
+        return name
 
 
 AnyState = (

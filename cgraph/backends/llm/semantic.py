@@ -140,17 +140,20 @@ class SemanticModel:
         rest: str = "",
         embedder: Embedder | None = None,
         calibration: Calibration | None = None,
+        embedding_model: str = "",
         **options: Any,
     ) -> None:
         # Provider options (api_base, temperature, ...) mean nothing here and are ignored.
         self._embedder = embedder
+        self._embedding_model = embedding_model
         self.calibration = calibration or Calibration()
 
     @property
     def embedder(self) -> Embedder:
-        """The embedder given, else the process-wide MiniLM one (loaded on first use)."""
+        """The embedder given, else the process-wide one of the graph's `embedding_model`
+        (the packaged MiniLM by default), loaded on first use."""
         if self._embedder is None:
-            self._embedder = shared_embedder()
+            self._embedder = shared_embedder(self._embedding_model)
         return self._embedder
 
     def complete(self, request: LLMRequest) -> str:

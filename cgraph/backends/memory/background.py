@@ -16,22 +16,26 @@ from cgraph.spec.model import MemoryConfig
 class BackgroundMemory(ForwardingMemory):
     """A `MemoryStore` opened in a thread; calls wait for it, failures fall back to none."""
 
-    def __init__(self, config: MemoryConfig, folder: Path) -> None:
+    def __init__(self, config: MemoryConfig, folder: Path, embedding_model: str = "") -> None:
         self._store: MemoryStore = NullMemory()
         self.note = ""
         """Why memory is off, when it failed to open ("" while it works)."""
         self._ready = threading.Event()
         thread = threading.Thread(
-            target=self._open, args=(config, folder), name="cgraph-memory", daemon=True
+            target=self._open,
+            args=(config, folder, embedding_model),
+            name="cgraph-memory",
+            daemon=True,
         )
         thread.start()
 
-    def _open(self, config: MemoryConfig, folder: Path) -> None:
+    def _open(self, config: MemoryConfig, folder: Path, embedding_model: str) -> None:
         try:
             from cgraph.backends.embed import shared_embedder
             from cgraph.backends.memory.chroma import open_memory
 
-            self._store = open_memory(config, folder, embedder=shared_embedder(), connect=True)
+            embedder = shared_embedder(embedding_model)
+            self._store = open_memory(config, folder, embedder=embedder, connect=True)
         except ImportError as err:
             self.note = f"memory is off ({err})"
         except Exception as err:  # the conversation works without memory

