@@ -55,6 +55,8 @@ class Expect:
     """Tags the conversation must carry after the turn."""
     recalled: tuple[Text, ...] = ()
     """Text that memories recalled during the turn must contain, one memory each."""
+    stored: tuple[Text, ...] = ()
+    """Text that memories stored after the turn must contain, one memory each."""
     completed: bool | None = None
     """Whether the conversation reached END in this turn."""
     fallback: bool | None = None

@@ -116,9 +116,18 @@ def _annotations(wanted: tuple[str, ...], seen: Observed) -> Problem:
 
 
 def _recalled(wanted: tuple[str, ...], seen: Observed) -> Problem:
-    texts = [t.casefold() for t in seen.recalled]
-    missing = [w for w in wanted if not any(w.casefold() in t for t in texts)]
+    missing = _unmatched(wanted, seen.recalled)
     return (list(seen.recalled), f"no memory recalled with {_quoted(missing)}") if missing else None
+
+
+def _stored(wanted: tuple[str, ...], seen: Observed) -> Problem:
+    missing = _unmatched(wanted, seen.stored)
+    return (list(seen.stored), f"no memory stored with {_quoted(missing)}") if missing else None
+
+
+def _unmatched(wanted: tuple[str, ...], texts: tuple[str, ...]) -> list[str]:
+    folded = [t.casefold() for t in texts]
+    return [w for w in wanted if not any(w.casefold() in t for t in folded)]
 
 
 def _flag(name: str, wanted: bool, actual: bool) -> Problem:
@@ -155,6 +164,7 @@ _RULES: dict[str, Callable[[Any, Observed], Problem]] = {
     "variables": _variables,
     "annotations": _annotations,
     "recalled": _recalled,
+    "stored": _stored,
     "completed": lambda wanted, seen: _flag("completed", wanted, seen.completed),
     "fallback": lambda wanted, seen: _flag("fallback", wanted, seen.fallback),
     "guard": _guard,

@@ -22,6 +22,7 @@ class Observed:
     variables: dict[str, Any]
     annotations: tuple[str, ...]
     recalled: tuple[str, ...]
+    stored: tuple[str, ...]
     completed: bool
     fallback: bool
     guard: str | None
@@ -31,8 +32,11 @@ class Observed:
         return [f"{state} -> {exit_id}" for state, exit_id in self.exits]
 
 
-def observe(turn: Turn, variables: dict[str, Any], annotations: list[str]) -> Observed:
-    """The turn from `Session.send` with the session's variables and tags after it."""
+def observe(
+    turn: Turn, variables: dict[str, Any], annotations: list[str], stored: tuple[str, ...] = ()
+) -> Observed:
+    """The turn from `Session.send` with the session's variables, tags and the memories
+    stored after it."""
     return Observed(
         user=turn.user,
         reply=turn.reply,
@@ -42,6 +46,7 @@ def observe(turn: Turn, variables: dict[str, Any], annotations: list[str]) -> Ob
         variables=variables,
         annotations=tuple(annotations),
         recalled=tuple(m.text for m in turn.recalled),
+        stored=stored,
         completed=turn.completed,
         fallback=turn.fallback,
         guard=turn.guard,

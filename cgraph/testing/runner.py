@@ -157,7 +157,7 @@ def run_one(
         session = _session(tests, graph, model, memory, run)
         for number, step in enumerate(run.steps, start=1):
             turn = session.send(step.user)
-            seen = observe(turn, session.variables, session.annotations)
+            seen = observe(turn, session.variables, session.annotations, _stored(session))
             turns.append(TurnResult(number, seen, tuple(check(step.expect, seen))))
             if turns[-1].mismatches:
                 break
@@ -182,9 +182,24 @@ def _session(
     )
 
 
+def _stored(session: Session) -> tuple[str, ...]:
+    """The texts of the memories the latest turn stored."""
+    from cgraph.runtime.log_view import turn_events
+
+    events = turn_events(session.events(), session.turn_number)
+    return tuple(
+        str(m.get("text", ""))
+        for e in events
+        if e.kind == "memory_stored"
+        for m in e.data.get("memories", ())
+    )
+
+
 def _memory(tests: TestFile) -> MemoryStore:
-    """An in-process Chroma store when the file seeds memories; none otherwise."""
-    if not tests.memories:
+    """An in-process Chroma store when the file seeds memories or checks them; else none
+    (Chroma and the embedding model cost seconds to open)."""
+    checks = any(t.expect.recalled or t.expect.stored for c in tests.cases for t in c.turns)
+    if not tests.memories and not checks:
         return NullMemory()
     from cgraph.backends.embed import shared_embedder
     from cgraph.backends.memory.chroma import ChromaMemory

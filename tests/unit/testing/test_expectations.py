@@ -24,6 +24,7 @@ def seen(**changes: Any) -> Observed:
         "variables": {"red_flags": ["chest pain"], "file": {"name": "a", "content": "x"}},
         "annotations": ("chest_pain",),
         "recalled": ("Ann walks daily",),
+        "stored": ("Ann takes a beta blocker",),
         "completed": False,
         "fallback": False,
         "guard": None,
@@ -39,7 +40,7 @@ HOLDING = [
     Expect(exits=("check_chest_pain -> flag_chest_pain", "check_shortness_of_breath")),
     Expect(reply_contains=("breathless", "ANY"), reply_matches=r"\?$", reply_excludes="pain"),
     Expect(variables={"red_flags": ["chest pain"], "file": {"name": "a"}}),
-    Expect(annotations=("chest_pain",), recalled=("walks",)),
+    Expect(annotations=("chest_pain",), recalled=("walks",), stored=("beta BLOCKER",)),
     Expect(completed=False, fallback=False, guard=False),
 ]
 
@@ -62,6 +63,7 @@ BROKEN = [
     (Expect(variables={"file": {"name": "b"}}), "variables", "`file`"),
     (Expect(annotations=("nitro_used",)), "annotations", "`nitro_used`"),
     (Expect(recalled=("novel",)), "recalled", "'novel'"),
+    (Expect(stored=("walks",)), "stored", "no memory stored with 'walks'"),
     (Expect(completed=True), "completed", "completed is false, expected true"),
     (Expect(fallback=True), "fallback", "fallback is false"),
     (Expect(guard="max_visits"), "guard", "guard is none, expected max_visits"),

@@ -89,3 +89,40 @@ def test_a_pattern_is_a_substring_or_a_glob() -> None:
     run = expand(tests.cases[0])[0]
     assert selected(run, ()) and selected(run, ("LEAV",)) and selected(run, ("leav*once",))
     assert not selected(run, ("stays",))
+
+
+STORING = f"""\
+cgraph-test: 1
+graph: {GRAPHS / "medical_checkin.yaml"}
+user: ann
+memories:
+  - {{text: Ann walks for thirty minutes every morning., tier: personal}}
+model:
+  scripted:
+    check_chest_pain: {{exit: stay, reason: asking, reply: Any chest pain?}}
+    extract: {{memories: [{{tier: personal, text: Ann takes a beta blocker daily.}}]}}
+cases:
+  - name: what the turn says is stored as a memory
+    start: {{state: check_chest_pain}}
+    turns:
+      - user: I take a beta blocker every day.
+        expect: {{stored: [beta blocker], fallback: false}}
+  - name: each case starts from the file's memories only
+    start: {{state: check_chest_pain}}
+    turns:
+      - user: hello
+        expect: {{stored: [beta blocker]}}
+"""
+
+
+def test_stored_memories_are_checked_in_a_real_store_reset_per_case(tmp_path: Path) -> None:
+    path = tmp_path / "storing.test.yaml"
+    path.write_text(STORING)
+    (result,) = Runner(Options()).run_paths([path])
+    assert [r.passed for r in result.runs] == [True, True], result.runs
+    assert result.runs[0].turns[0].observed.stored == ("Ann takes a beta blocker daily.",)
+    broken = STORING.replace("stored: [beta blocker], fallback", "stored: [walks], fallback")
+    path.write_text(broken)
+    (failed,) = Runner(Options()).run_paths([path])
+    message = failed.runs[0].turns[0].mismatches[0].message
+    assert message == "no memory stored with 'walks'"
