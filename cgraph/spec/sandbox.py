@@ -29,6 +29,8 @@ _MAX_INT_BITS = int(MAX_INT_DIGITS * 3.33)
 _MAX_ARGUMENT = MAX_VALUE_CHARS
 # Format specs (`"{:>999999999}"`, `"%999999999d"`) carry their width in the text.
 _WIDE_FORMAT = re.compile(r"\d{7,}")
+# A field whose spec holds another field (`"{0:{1}}"`): its width is an argument.
+_NESTED_FIELD = re.compile(r"\{[^{}]*\{")
 # Functions and filters whose number arguments are widths: the result is at least that long.
 _PADDING = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs", "indent"})
 # Items assumed in an iterator joined with a separator (`range(99999) | join(sep)`).
@@ -87,9 +89,20 @@ def _grown(name: str, text: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any
         width, wrap = (args[0] if args else kwargs.get("width", 79)), kwargs.get("wrapstring")
         wrap = args[2] if len(args) > 2 else wrap
         return len(text) + (len(text) // max(int(width), 1) + 1) * len(str(wrap or "\n"))
-    if name in ("format", "format_map") and _WIDE_FORMAT.search(text):
-        return MAX_VALUE_CHARS + 1  # a width of a million or more
+    if name in ("format", "format_map") and _wide_format(text, args, kwargs):
+        return MAX_VALUE_CHARS + 1
     return 0
+
+
+def _wide_format(text: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
+    """A width of a million or more, written in the format or passed to a nested field."""
+    if _WIDE_FORMAT.search(text):
+        return True
+    if not _NESTED_FIELD.search(text):
+        return False
+    values = [*args, *kwargs.values()]
+    values += [v for a in args if isinstance(a, Mapping) for v in a.values()]  # format_map
+    return any(isinstance(v, int) and abs(v) > _MAX_ARGUMENT for v in values)
 
 
 def _joined(items: Any, separator: Any) -> int:
@@ -161,10 +174,21 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         return _check_size(result, f"`{name}`")
 
     def getattr(self, obj: Any, attribute: str) -> Any:
-        # Jinja hands `str.format` out as its own wrapper: check the format here.
-        if attribute in ("format", "format_map"):
-            _check_growth(attribute, obj, ())
         return _check_size(super().getattr(obj, attribute), f"`{attribute}`")
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        # Jinja hands `str.format` out as its own wrapper, which `call` cannot see into:
+        # the widths in the format and in its arguments are checked here.
+        wrapped = super().wrap_str_format(value)
+        if wrapped is None:
+            return None
+        text, name = value.__self__, value.__name__
+
+        def bounded(*args: Any, **kwargs: Any) -> str:
+            _check_growth(name, text, args, kwargs)
+            return str(_check_size(wrapped(*args, **kwargs), f"`{name}`"))
+
+        return bounded
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         return _check_size(super().getitem(obj, argument), "an item")
