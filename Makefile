@@ -37,9 +37,10 @@ test-tools:
 	  { echo "make: could not install$$missing; install them (apt-get install$$missing)" >&2; \
 	    exit 1; }; fi
 
-# The robustness probes at full size: 200 kill -9 runs (20 in `make test`).
+# The robustness probes at full size: 200 kill -9 runs (20 in `make test`) and 300
+# fuzzed files per lint fuzz test (a few in `make test`).
 stress: $(STAMP)
-	CGRAPH_KILL_RUNS=200 $(BIN)/pytest -n 2 -q tests/robustness
+	CGRAPH_KILL_RUNS=200 CGRAPH_LINT_FUZZ=300 $(BIN)/pytest -n 2 -q tests/robustness
 
 check: $(STAMP)
 	$(BIN)/ruff check cgraph tests bench
