@@ -232,8 +232,8 @@ def _graph_at(file: str) -> Graph | None:
     return graph
 
 
-CHECKS = (check_conditions, check_branches, check_slots, check_global_exits, check_cross_graph)
+FLOW_CHECKS = (check_conditions, check_branches, check_slots, check_global_exits, check_cross_graph)
 
 
 def check_flows(ctx: GraphContext) -> list[Diagnostic]:
-    return [d for check in CHECKS for d in check(ctx)]
+    return [d for check in FLOW_CHECKS for d in check(ctx)]

@@ -387,7 +387,7 @@ def check_names(ctx: GraphContext) -> Iterator[Diagnostic]:
             )
 
 
-CHECKS: tuple[Callable[[GraphContext], Iterator[Diagnostic]], ...] = (
+STRUCTURE_CHECKS: tuple[Callable[[GraphContext], Iterator[Diagnostic]], ...] = (
     check_references,
     check_start,
     check_reachability,
@@ -400,4 +400,4 @@ CHECKS: tuple[Callable[[GraphContext], Iterator[Diagnostic]], ...] = (
 
 
 def check_graph(ctx: GraphContext) -> list[Diagnostic]:
-    return [d for check in CHECKS for d in check(ctx)]
+    return [d for check in STRUCTURE_CHECKS for d in check(ctx)]

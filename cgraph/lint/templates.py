@@ -26,8 +26,9 @@ _TAGS = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
 # Inside a tag, a quote or a brace may hide the closer (`{{ "}}" }}`, `{{ {'a': {}} }}`):
 # such a tag's end is only known to Jinja's lexer, so the whole text is parsed.
 _TAG_INNER_UNSURE = re.compile(r"[\"'{}]")
-# Keys whose values are ids, tags or example utterances, never rendered as templates.
-_NOT_TEMPLATES = frozenset(
+# Keys whose values are ids, tags or example utterances, never rendered as templates
+# (tests/unit/lint/test_template_keys.py holds it to the model's fields).
+NOT_TEMPLATES = frozenset(
     {
         "type",
         "next_state",
@@ -49,6 +50,9 @@ _NOT_TEMPLATES = frozenset(
         "on_limit",
     }
 )
+# Keys whose values are mappings the designer names (`set: {mood: ...}`): their keys are
+# names, not fields, so none of them is skipped.
+_NAMED = frozenset({"set", "arguments"})
 
 
 Analysis = tuple[tuple[int, str] | None, frozenset[str]]
@@ -106,17 +110,21 @@ def template_strings(data: Any) -> Iterator[tuple[DataPath, str, bool]]:
         yield from _strings(prompts, ("prompts",), False)
 
 
-def _strings(value: Any, path: DataPath, names: bool) -> Iterator[tuple[DataPath, str, bool]]:
+def _strings(
+    value: Any, path: DataPath, names: bool, fields: bool = True
+) -> Iterator[tuple[DataPath, str, bool]]:
     if isinstance(value, str):
         if is_template(value):
             yield path, value, names
     elif isinstance(value, dict):
         for key, item in value.items():
-            if key not in _NOT_TEMPLATES:
-                yield from _strings(item, (*path, key), names)
+            if not fields:
+                yield from _strings(item, (*path, key), names, False)
+            elif key not in NOT_TEMPLATES:
+                yield from _strings(item, (*path, key), names, key not in _NAMED)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _strings(item, (*path, index), names)
+            yield from _strings(item, (*path, index), names, fields)
 
 
 def allowed_names(ctx: GraphContext) -> frozenset[str]:

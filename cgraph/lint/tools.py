@@ -15,6 +15,7 @@ from typing import Any
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
 from cgraph.spec.load import did_you_mean
+from cgraph.spec.tool_files import local_module
 
 
 def check_tools(ctx: GraphContext) -> Iterator[Diagnostic]:
@@ -75,13 +76,10 @@ def handler_problem(handler: str, folder: Path) -> tuple[str, str] | None:
 
 def _module_file(module: str, folder: Path) -> tuple[bool, Path | None]:
     """Whether the module exists, and its source file when that can be read safely."""
+    local = local_module(module, folder)
+    if local is not None:
+        return True, local
     parts = module.split(".")
-    for candidate in (
-        folder.joinpath(*parts).with_suffix(".py"),
-        folder.joinpath(*parts, "__init__.py"),
-    ):
-        if candidate.is_file():
-            return True, candidate
     # Only the top-level name is looked up on the path: finding `a.b` would import `a`.
     try:
         spec = importlib.util.find_spec(parts[0])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, anywhere_located, start_targets
@@ -58,11 +58,8 @@ def check_topology(ctx: GraphContext) -> Iterator[Diagnostic]:
     lines = _lines(ctx.doc)
 
     def at(line: int, column: int, code: str, message: str, hint: str) -> Diagnostic:
-        diag = ctx.diag(_PATH, code, message, hint)
         file_line, file_column = lines.at(line, column)
-        return Diagnostic(
-            diag.file, file_line, file_column, diag.severity, code, message, hint, diag.path
-        )
+        return replace(ctx.diag(_PATH, code, message, hint), line=file_line, column=file_column)
 
     for problem in topology.problems:
         yield at(

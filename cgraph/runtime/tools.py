@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from cgraph.errors import ToolError
+from cgraph.spec.tool_files import local_module
 
 Handler = Callable[..., Any]
 _HANDLERS: dict[tuple[str, str], Handler] = {}
@@ -64,13 +65,8 @@ def _module(name: str, base: Path | None) -> ModuleType:
 
 
 def _file_of(name: str, base: Path | None) -> Path | None:
-    if base is None:
-        return None
-    relative = Path(*name.split("."))
-    for candidate in (base / relative.with_suffix(".py"), base / relative / "__init__.py"):
-        if candidate.is_file():
-            return candidate.resolve()
-    return None
+    found = local_module(name, base) if base is not None else None
+    return found.resolve() if found is not None else None
 
 
 def argument_errors(parameters: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:

@@ -25,7 +25,8 @@ from cgraph.diagnostics import DataPath
 from cgraph.spec import model
 from cgraph.spec.schema import published
 
-Check = Callable[[Any, DataPath, list["Violation"]], Any]
+SchemaCheck = Callable[[Any, DataPath, list["Violation"]], Any]
+"""A compiled schema: checks a value at a path, appends violations, returns the built value."""
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -86,11 +87,11 @@ def conform(data: Any) -> tuple[model.Graph | None, list[Violation]]:
 
 
 @cache
-def _graph_check() -> Check:
+def _graph_check() -> SchemaCheck:
     return compile_schema(published(), model, model.Graph)
 
 
-def compile_schema(schema: dict[str, Any], models: ModuleType, root: type) -> Check:
+def compile_schema(schema: dict[str, Any], models: ModuleType, root: type) -> SchemaCheck:
     """A check that validates data against `schema` and builds `root` (and the dataclasses
     of `models` its `$ref`s name); `conform` is this for the context-graph format."""
     return _Compiler(schema.get("$defs", {}), models).compile(schema, root)
@@ -100,9 +101,9 @@ class _Compiler:
     def __init__(self, defs: dict[str, Any], models: ModuleType) -> None:
         self.defs = defs
         self.models = models
-        self.refs: dict[str, Check] = {}
+        self.refs: dict[str, SchemaCheck] = {}
 
-    def compile(self, schema: dict[str, Any], build: type | None = None) -> Check:
+    def compile(self, schema: dict[str, Any], build: type | None = None) -> SchemaCheck:
         unknown = set(schema) - _ACCEPTED
         if unknown:
             raise ValueError(f"cgraph.spec.conform does not understand {sorted(unknown)}")
@@ -130,16 +131,16 @@ class _Compiler:
             return _anything
         return _scalar(schema)
 
-    def ref(self, ref: str) -> Check:
+    def ref(self, ref: str) -> SchemaCheck:
         name = ref.rsplit("/", 1)[-1]
         if name not in self.refs:
             # Registered before compiling, so a definition may refer to itself.
-            compiled: list[Check] = []
+            compiled: list[SchemaCheck] = []
             self.refs[name] = lambda value, path, out: compiled[0](value, path, out)
             compiled.append(self.compile(self.defs[name], getattr(self.models, name)))
         return self.refs[name]
 
-    def object_check(self, schema: dict[str, Any], build: type | None) -> Check:
+    def object_check(self, schema: dict[str, Any], build: type | None) -> SchemaCheck:
         if schema.get("additionalProperties") is not False:
             raise ValueError("conform checks only closed objects (additionalProperties)")
         props = {key: self.compile(sub) for key, sub in schema["properties"].items()}
@@ -174,8 +175,11 @@ def _field_names(build: type | None) -> dict[str, str]:
 
 
 def _object(
-    props: dict[str, Check], required: tuple[str, ...], build: type | None, names: dict[str, str]
-) -> Check:
+    props: dict[str, SchemaCheck],
+    required: tuple[str, ...],
+    build: type | None,
+    names: dict[str, str],
+) -> SchemaCheck:
     allowed = tuple(props)
 
     def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
@@ -200,7 +204,9 @@ def _object(
     return check
 
 
-def _mapping(names: dict[str, Any] | None, key_check: Check | None, item: Check) -> Check:
+def _mapping(
+    names: dict[str, Any] | None, key_check: SchemaCheck | None, item: SchemaCheck
+) -> SchemaCheck:
     def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
         if type(value) is not dict:
             out.append(Violation(path, "type", ("object",)))
@@ -219,7 +225,7 @@ def _mapping(names: dict[str, Any] | None, key_check: Check | None, item: Check)
     return check
 
 
-def _array(item: Check) -> Check:
+def _array(item: SchemaCheck) -> SchemaCheck:
     def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
         if type(value) not in (list, tuple):
             out.append(Violation(path, "type", ("array",)))
@@ -229,7 +235,7 @@ def _array(item: Check) -> Check:
     return check
 
 
-def _any_of(branches: list[tuple[Check, str | None]]) -> Check:
+def _any_of(branches: list[tuple[SchemaCheck, str | None]]) -> SchemaCheck:
     """The branch whose type fits the value speaks; with none, one `type` violation."""
     allowed = tuple(kind for _, kind in branches if kind)
 
@@ -248,7 +254,7 @@ def _any_of(branches: list[tuple[Check, str | None]]) -> Check:
     return check
 
 
-def _tagged(tag: str, members: dict[Any, Check]) -> Check:
+def _tagged(tag: str, members: dict[Any, SchemaCheck]) -> SchemaCheck:
     def check(value: Any, path: DataPath, out: list[Violation]) -> Any:
         if type(value) is not dict:
             out.append(Violation(path, "type", ("object",)))
@@ -263,7 +269,7 @@ def _tagged(tag: str, members: dict[Any, Check]) -> Check:
     return check
 
 
-def _scalar(schema: dict[str, Any]) -> Check:
+def _scalar(schema: dict[str, Any]) -> SchemaCheck:
     kind = schema["type"]
     tests = _tests(schema)
     # With a fixed set of values, "expected 1" says more than "should be a number".

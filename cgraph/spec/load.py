@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +11,11 @@ from cgraph.errors import GraphError
 from cgraph.spec import model as m
 from cgraph.spec.conform import Violation, conform
 from cgraph.spec.limits import MAX_VALUE_CHARS, too_large
-from cgraph.spec.model import HANDLER_PATTERN, TYPE_LETTERS
+from cgraph.spec.model import HANDLER_PATTERN, TYPE_LETTERS, key_of
 from cgraph.spec.read import Document, read_file, read_text
 
-_SECTIONS = frozenset({"agent", "limits", "memory", "model"})
+# The graph's sections (`agent:`, `limits:`...): fields whose value is one dataclass.
+_SECTIONS = frozenset(key_of(f) for f in fields(m.Graph) if is_dataclass(f.default_factory))
 # Mappings whose keys the designer names (a variable, a tier, a prompt kind).
 _NAMED_VALUES = frozenset(
     {"set", "arguments", "variables", "prompts", "max_visits", "ttl_days", "max_items"}

@@ -20,7 +20,7 @@ from cgraph.spec.model import INTERNAL, Identifier, Text, Tier
 from cgraph.spec.read import Document, read_file
 
 if TYPE_CHECKING:
-    from cgraph.spec.conform import Check, Violation
+    from cgraph.spec.conform import SchemaCheck, Violation
 
 VERSION_KEY = "cgraph-test"
 """The top-level key that marks a test file (its value is the format version, 1)."""
@@ -198,7 +198,7 @@ def parse_tests(doc: Document) -> tuple[TestFile | None, list[Diagnostic]]:
 
 
 @cache
-def _check() -> Check:
+def _check() -> SchemaCheck:
     """The shipped schema without its marker key, compiled to build a `TestFile`."""
     import sys
 

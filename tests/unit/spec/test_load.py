@@ -145,3 +145,11 @@ def test_an_alias_bomb_is_refused_by_the_loader_as_by_lint() -> None:
     with pytest.raises(GraphError) as caught:
         load_graph_text(text, "bomb.yaml")
     assert [d.code for d in caught.value.diagnostics] == ["value-too-large"]
+
+
+@pytest.mark.parametrize("section", ["agent", "limits", "memory", "model"])
+def test_a_problem_in_a_section_is_named_by_its_dotted_key(section: str) -> None:
+    from cgraph.spec.load import where
+
+    assert where({}, (section, "history", "tokens")) == f"`{section}.history.tokens`"
+    assert where({}, ("variables", "x")) == "the graph"
