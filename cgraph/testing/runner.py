@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cgraph.backends.llm.types import ChatModel
 from cgraph.backends.memory.policy import MemoryStore, NewMemory, NullMemory
-from cgraph.diagnostics import Diagnostic, has_errors
+from cgraph.diagnostics import Diagnostic, Severity, has_errors
 from cgraph.errors import CgraphError, GraphError
 from cgraph.runtime.session import Session, resolve_model
 from cgraph.spec.load import load_graph
@@ -79,7 +79,7 @@ class Options:
 class Runner:
     """Runs files in order; models are made once per name."""
 
-    def __init__(self, options: Options, on_run: Callable[[RunResult], None] | None = None):
+    def __init__(self, options: Options, on_run: Callable[[RunResult], None] | None = None) -> None:
         self.options = options
         self.on_run = on_run or (lambda result: None)
         self._models: dict[str, ChatModel] = {}
@@ -226,8 +226,6 @@ def _recording(name: str, graph: Graph, tests: TestFile, folder: Path) -> ChatMo
 
 
 def _problem(path: Path, message: str) -> Diagnostic:
-    from cgraph.diagnostics import Severity
-
     return Diagnostic(str(path), 1, 1, Severity.ERROR, "test-file", message)
 
 
