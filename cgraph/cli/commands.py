@@ -6,6 +6,7 @@ writes it as text on stderr or, under `--jsonl`, as a JSON object with a `comman
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +101,11 @@ def topology(opened: Opened, _: str) -> dict[str, Any]:
 
 
 def why(opened: Opened, _: str) -> dict[str, Any]:
-    return {"decisions": [d.model_dump(mode="json") for d in opened.session.last_decisions]}
+    last = opened.session.last_turn
+    return {
+        "decisions": [d.model_dump(mode="json") for d in opened.session.last_decisions],
+        "tool_calls": [dict(call) for call in last.tool_calls] if last else [],
+    }
 
 
 def history(opened: Opened, _: str) -> dict[str, Any]:
@@ -158,3 +163,11 @@ _COMMANDS = {
     "sessions": sessions,
     "help": help_,
 }
+
+
+def describe_call(call: dict[str, Any]) -> str:
+    """One model tool call in words: `count_files({"folder": "docs"}) done in 0.01s → …`."""
+    arguments = json.dumps(call.get("arguments"), ensure_ascii=False)
+    outcome = call.get("error") if call["status"] != "done" else json.dumps(call.get("result"))
+    took = f" in {call.get('duration', 0):g}s" if call["status"] != "refused" else ""
+    return f"{call['tool']}({arguments}) {call['status']}{took} → {outcome}"

@@ -201,7 +201,11 @@ def _why(data: dict[str, Any]) -> list[str]:
     return [
         f"{d['state']} ({d['kind']}) → {d['chosen']}: {d['reason']}{_held(d)}"
         for d in data["decisions"]
-    ] or ["no decision yet"]
+    ] + _calls(data) or ["no decision yet"]
+
+
+def _calls(data: dict[str, Any]) -> list[str]:
+    return [f"tool {commands.describe_call(call)}" for call in data.get("tool_calls", [])]
 
 
 def _held(decision: dict[str, Any]) -> str:

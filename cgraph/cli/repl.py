@@ -204,6 +204,8 @@ class Repl:
     def draw_why(self, data: Data) -> None:
         if not data["decisions"]:
             self.dim("no decision yet")
+        for call in data["tool_calls"]:
+            self.dim(f"  tool {commands.describe_call(call)}")
         for d in data["decisions"]:
             table = Table(title=f"{d['state']} ({d['kind']}) → {d['chosen']}", title_justify="left")
             table.add_column("candidate")

@@ -9,6 +9,7 @@ Failures are returned as events for the log, never raised.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from cgraph.backends.llm.types import ChatModel, LLMRequest
@@ -42,8 +43,16 @@ def fallback_reply(graph: Graph, state: AnyState | None, authored: str = "") -> 
     return getattr(state, "fallback", None) or authored or graph.fallback
 
 
-def ask(model: ChatModel, request: LLMRequest) -> Asked:
-    """Call the model, validate, re-ask once with the error quoted, else fall back."""
+Talk = Callable[[LLMRequest], tuple[LLMRequest, str]]
+"""A first attempt that is a conversation (tool calls): the request as it ended, the answer."""
+
+
+def ask(model: ChatModel, request: LLMRequest, *, talk: Talk | None = None) -> Asked:
+    """Call the model, validate, re-ask once with the error quoted, else fall back.
+
+    With `talk`, the first attempt is `talk(request)`; a re-ask continues from the request
+    as the talk left it, offering no more tools.
+    """
     attempts = 0
     current = request
     answer: Answer | None = None
@@ -51,7 +60,10 @@ def ask(model: ChatModel, request: LLMRequest) -> Asked:
     for attempt in (1, 2):
         attempts = attempt
         try:
-            raw = model.complete(current)
+            if talk is not None and attempt == 1:
+                current, raw = talk(request)
+            else:
+                raw = model.complete(current)
         except LLMError as err:
             failures.append(_failure(request, err.message))
             break  # the backend already retried; asking again would only repeat the wait
@@ -61,7 +73,7 @@ def ask(model: ChatModel, request: LLMRequest) -> Asked:
         except AnswerError as err:
             wrong = {"invalid_answer": str(raw)[:500], "attempt": attempt}
             failures.append(_failure(request, err.message, **wrong))
-            current = _reask(request, raw, err.message)
+            current = _reask(current, raw, err.message)
     return Asked(answer, _decision(model, request, answer, attempts), tuple(failures))
 
 
@@ -79,7 +91,7 @@ def _reask(request: LLMRequest, raw: str, error: str) -> LLMRequest:
             "Answer again with one JSON object that follows the schema.",
         },
     )
-    return replace(request, messages=request.messages + follow_up)
+    return replace(request, messages=request.messages + follow_up, tools=())
 
 
 def _decision(

@@ -48,6 +48,8 @@ class View:
     opening: bool
     """No user-facing state has answered yet: the user's first message is unanswered."""
     reflections: int
+    tool_calls: int = 0
+    """Tool calls the model made this turn (for `limits.max_tool_calls`)."""
 
     @property
     def idempotency_key(self) -> str:
@@ -82,7 +84,23 @@ def view_of(
         entered=snap.entered,
         opening=snap.last_action is None,
         reflections=snap.reflections,
+        tool_calls=_turn_tool_calls(events, snap.turn),
     )
+
+
+def _turn_tool_calls(events: Sequence[Event], turn: int) -> int:
+    """Calls the model made in turn `turn` (a started call's intent is not a second one)."""
+    count = 0
+    for event in reversed(events):
+        if event.turn != turn:
+            break
+        data = event.data
+        count += (
+            event.kind == "tool_call"
+            and data.get("by") == "model"
+            and (data.get("status") != "started")
+        )
+    return count
 
 
 def _turn_memories(events: Sequence[Event], turn: int) -> tuple[Mapping[str, Any], ...]:

@@ -9,6 +9,7 @@ makes is a tool call's intent, committed before the call (see `_call`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from cgraph.backends.llm.types import STAY, ExitOption, RequestKind
@@ -32,6 +33,7 @@ from cgraph.runtime.outcomes import (
     decided,
 )
 from cgraph.runtime.snapshot import jsonable
+from cgraph.runtime.toolcalls import Calling, ask_with_tools, offered
 from cgraph.runtime.tools import call_tool, check_arguments, load_handler
 from cgraph.spec.model import (
     ActionState,
@@ -96,7 +98,13 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
     options = exit_options(state)
     # No user-facing state before this one: the user's first message is still unanswered.
     opening = ctx.view.opening
-    asked = _ask(ctx, "action", graph, state, options=options, allow_stay=True, opening=opening)
+    if state.tools and getattr(ctx.model, "calls_tools", True):
+        asked, calls = _ask_with_tools(ctx, graph, state, options, opening)
+        effects += calls
+    else:
+        asked = _ask(ctx, "action", graph, state, options=options, allow_stay=True,
+                     opening=opening)  # fmt: skip
+        effects += _offline_tools(ctx, state)
     effects += asked.effects
     if asked.answer is None:
         return Reply(fallback_reply(graph, state), fallback=True, effects=effects)
@@ -104,6 +112,36 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
         return Reply(asked.answer.reply, effects=effects)
     option = _chosen(options, asked.answer.exit)
     return _move(option, asked.answer.reason, effects, asked.answer.reply)
+
+
+def _ask_with_tools(
+    ctx: StepContext, graph: Graph, state: ActionState, options: tuple[ExitOption, ...],
+    opening: bool,
+) -> tuple[Asked, Effects]:  # fmt: skip
+    """The action's question with the state's tools offered (see `cgraph.runtime.toolcalls`)."""
+    request = ctx.requests.build(
+        ctx.view, "action", graph=graph, state_id=ctx.view.here, state=state,
+        options=options, allow_stay=True, opening=opening,
+    )  # fmt: skip
+    budget = max(ctx.root.limits.max_tool_calls - ctx.view.tool_calls, 0)
+    calling = Calling(
+        graph, ctx.graphs.folder_of(graph), ctx.view.here, ctx.view.idempotency_key,
+        state.tools, budget, ctx.record_intent,
+    )  # fmt: skip
+    tools = offered(graph, state.tools) if budget else ()
+    return ask_with_tools(ctx.model, replace(request, tools=tools), calling)
+
+
+def _offline_tools(ctx: StepContext, state: ActionState) -> Effects:
+    """Said once a turn in a state that offers tools to a model that calls none."""
+    if not state.tools:
+        return ()
+    names = ", ".join(f"`{t}`" for t in state.tools)
+    note = (
+        f"the {getattr(ctx.model, 'name', 'offline')} model calls no tools: {names} offered "
+        "here are not called (side-effect states still run their tools)"
+    )
+    return (Emit("tool_call", {"state": ctx.view.here, "status": "skipped", "error": note}),)
 
 
 def step_decision(ctx: StepContext, graph: Graph, state: DecisionState) -> Outcome:

@@ -99,16 +99,39 @@ def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
         llm_calls=sum(d.attempts for d in made),
         memory_calls=sum(int(e.data.get("calls", 0)) for e in events if is_extraction(e)),
         fallback=bool(reply.get("fallback", False)),
-        warnings=tuple(dict.fromkeys(_warning(e) for e in events if e.kind in _FAILURES)),
+        warnings=tuple(dict.fromkeys(_warning(e) for e in events if _failed(e))),
+        tool_calls=tuple(_tool_call(e.data) for e in events if _model_call(e)),
     )
 
 
-_FAILURES = ("memory_error", "llm_error")
+_FAILURES = ("memory_error", "llm_error", "tool_call")
+
+
+def _failed(event: Event) -> bool:
+    if event.kind == "tool_call":  # a model's failed call is answered by the model itself
+        return event.data.get("status") == "skipped"
+    return event.kind in _FAILURES
+
+
+def _model_call(event: Event) -> bool:
+    return (
+        event.kind == "tool_call"
+        and event.data.get("by") == "model"
+        and (event.data.get("status") != "started")
+    )
+
+
+def _tool_call(data: dict[str, Any]) -> dict[str, Any]:
+    """A model's tool call as `--jsonl` and `/why` show it."""
+    keys = ("tool", "arguments", "status", "result", "error", "duration")
+    return {key: data[key] for key in keys if key in data}
 
 
 def _warning(event: Event) -> str:
     """A failure the turn survived, in words."""
     error = event.data.get("error", "?")
+    if event.kind == "tool_call":
+        return str(error)
     if event.kind == "llm_error":
         return f"the model failed in {event.data.get('state', '?')}: {error}"
     return f"memory {event.data.get('operation', 'call')} failed: {error}"

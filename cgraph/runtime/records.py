@@ -80,6 +80,9 @@ class Turn(Record):
     """True when the reply is the graph's fallback because the model failed."""
     warnings: tuple[str, ...] = ()
     """Failures this turn survived (memory store down, model errors), in words."""
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    """The model's tool calls: tool, arguments, status (done, failed, refused), result or
+    error, duration in seconds."""
 
     def as_json(self) -> dict[str, Any]:
         """The turn as one JSON object (a line of `cgraph run --jsonl`): what was said, the
@@ -100,6 +103,7 @@ class Turn(Record):
             "guard": self.guard,
             "fallback": self.fallback,
             "warnings": list(self.warnings),
+            "tool_calls": [dict(call) for call in self.tool_calls],
         }
 
 

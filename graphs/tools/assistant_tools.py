@@ -55,6 +55,19 @@ TOPICS: dict[str, dict[str, Any]] = {
 }
 
 
+BACKUPS: dict[str, str] = {}
+"""Backups made by `backup_file`, kept apart from the listing (the workspace stays fixed)."""
+
+
+def backup_file(name: str) -> dict[str, Any]:
+    """Copy a file to `<name>.bak`; the model calls it with a name from the listing."""
+    if name not in FILES:
+        raise LookupError(f"no file {name!r}; files are {', '.join(list_files())}")
+    backup = f"{name}.bak"
+    BACKUPS[backup] = FILES[name]
+    return {"backup": backup, "bytes": len(FILES[name].encode())}
+
+
 def list_files() -> list[str]:
     """The names of the files in the workspace, README first, as a listing shows them."""
     return list(FILES)

@@ -13,6 +13,7 @@ answers with the graph's fallback (the graceful degradation of the Delight desig
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -131,7 +132,7 @@ class LiteLLMModel:
         """The keyword arguments of `litellm.completion` for `request`."""
         args: dict[str, Any] = {
             "model": self.name,
-            "messages": [dict(m) for m in request.messages],
+            "messages": [_message(m) for m in request.messages],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "timeout": self.timeout,
@@ -152,11 +153,18 @@ class LiteLLMModel:
                     "strict": True,
                 },
             }
+        elif mode == "tool" and request.tools:
+            # The answer is one more function; the model must call one of them.
+            args["tools"] = [*_offered(request), _tool(request)]
+            args["tool_choice"] = "required"
         elif mode == "tool":
             args["tools"] = [_tool(request)]
             args["tool_choice"] = {"type": "function", "function": {"name": request.schema_name}}
         else:
             args["response_format"] = {"type": "json_object"}
+        if request.tools and mode != "tool":
+            args["tools"] = _offered(request)
+            args["tool_choice"] = "auto"
         return args
 
     def complete(self, request: LLMRequest) -> str:
@@ -173,7 +181,7 @@ class LiteLLMModel:
                 self._sleep(self._delay(attempt))
                 attempt += 1
                 continue
-            return _content(response)
+            return _content(response, request.schema_name)
 
     def _delay(self, attempt: int) -> float:
         """Exponential backoff with "equal jitter": half fixed, half random."""
@@ -213,13 +221,38 @@ def _describe(name: str, err: Exception, attempt: int) -> str:
     return f"model `{name}` failed{tries}: {type(err).__name__}: {message[0] if message else ''}"
 
 
-def _content(response: Any) -> str:
-    """The answer's text: the message content, or a forced tool call's arguments."""
+def _content(response: Any, answer_name: str) -> str:
+    """The answer's text: the message content, or the answer function's arguments; calls of
+    offered tools come back as `{"tool_calls": [{"id", "name", "arguments"}]}`."""
     try:
         message = response.choices[0].message
     except (AttributeError, IndexError, KeyError, TypeError) as err:
         raise LLMError(f"the provider's response has no message: {response!r:.200}") from err
-    calls = getattr(message, "tool_calls", None)
+    calls = getattr(message, "tool_calls", None) or []
+    answer = [c for c in calls if c.function.name == answer_name]
+    if answer:
+        return str(answer[0].function.arguments or "")
     if calls:
-        return str(calls[0].function.arguments or "")
+        found = [
+            {"id": c.id, "name": c.function.name, "arguments": c.function.arguments or "{}"}
+            for c in calls
+        ]
+        return json.dumps({"tool_calls": found})
     return str(message.content or "")
+
+
+def _message(message: dict[str, str]) -> dict[str, Any]:
+    """A chat message for the provider: an assistant's tool calls, kept as JSON text in the
+    request, become OpenAI's `tool_calls` list."""
+    if "tool_calls" not in message:
+        return dict(message)
+    calls = [
+        {"id": c["id"], "type": "function",
+         "function": {"name": c["name"], "arguments": c["arguments"]}}
+        for c in json.loads(message["tool_calls"])
+    ]  # fmt: skip
+    return {**message, "content": message.get("content") or None, "tool_calls": calls}
+
+
+def _offered(request: LLMRequest) -> list[dict[str, Any]]:
+    return [{"type": "function", "function": dict(f)} for f in request.tools]

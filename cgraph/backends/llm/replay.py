@@ -25,18 +25,21 @@ from typing import Any, NoReturn
 from cgraph.backends.llm.types import ChatModel, LLMRequest
 from cgraph.errors import ConfigError, LLMError
 
-COMPARED = ("kind", "state", "schema_name", "schema", "messages")
+COMPARED = ("kind", "state", "schema_name", "schema", "messages", "tools")
 _DIFF_LINES = 40
 
 
 def exchange_of(request: LLMRequest) -> dict[str, Any]:
-    """What a recording keeps of a request: everything a replay compares."""
+    """What a recording keeps of a request: everything a replay compares (the functions
+    offered only when there are some, so recordings made before tools still replay)."""
+    offered = {"tools": [dict(t) for t in request.tools]} if request.tools else {}
     return {
         "kind": request.kind,
         "state": request.state,
         "schema_name": request.schema_name,
         "schema": request.schema,
         "messages": [dict(m) for m in request.messages],
+        **offered,
     }
 
 

@@ -133,6 +133,8 @@ class SemanticModel:
 
     name = "semantic"
     writes_summaries = False
+    calls_tools = False
+    """It calls no tools: action states' `tools` are not offered; side-effect states run."""
     """It writes no prose: history summaries are extracted from the user's statements."""
 
     def __init__(

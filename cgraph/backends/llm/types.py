@@ -63,6 +63,11 @@ class LLMRequest:
     """The newest user message opens the conversation and no state has answered it yet: it
     is judged against this state's exits although the state was entered this turn."""
     metadata: dict[str, Any] = field(default_factory=dict)
+    tools: tuple[dict[str, Any], ...] = ()
+    """Functions the model may call before it answers (`name`, `description`, `parameters`).
+    A backend answers with `{"tool_calls": [{"id", "name", "arguments"}]}` to call them; in
+    `messages`, an assistant message's `tool_calls` is that list as JSON text, and each
+    result is a `tool` message with its `tool_call_id`."""
 
     @property
     def exit_ids(self) -> tuple[str, ...]:
