@@ -181,7 +181,7 @@ class LiteLLMModel:
                 self._sleep(self._delay(attempt))
                 attempt += 1
                 continue
-            return _content(response, request.schema_name)
+            return _content(response, request)
 
     def _delay(self, attempt: int) -> float:
         """Exponential backoff with "equal jitter": half fixed, half random."""
@@ -221,7 +221,7 @@ def _describe(name: str, err: Exception, attempt: int) -> str:
     return f"model `{name}` failed{tries}: {type(err).__name__}: {message[0] if message else ''}"
 
 
-def _content(response: Any, answer_name: str) -> str:
+def _content(response: Any, request: LLMRequest) -> str:
     """The answer's text: the message content, or the answer function's arguments; calls of
     offered tools come back as `{"tool_calls": [{"id", "name", "arguments"}]}`."""
     try:
@@ -229,9 +229,9 @@ def _content(response: Any, answer_name: str) -> str:
     except (AttributeError, IndexError, KeyError, TypeError) as err:
         raise LLMError(f"the provider's response has no message: {response!r:.200}") from err
     calls = getattr(message, "tool_calls", None) or []
-    answer = [c for c in calls if c.function.name == answer_name]
-    if answer:
-        return str(answer[0].function.arguments or "")
+    answer = [c for c in calls if getattr(c.function, "name", None) == request.schema_name]
+    if calls and (answer or not request.tools):  # no tools offered: the call is the answer
+        return str((answer or calls)[0].function.arguments or "")
     if calls:
         found = [
             {"id": c.id, "name": c.function.name, "arguments": c.function.arguments or "{}"}

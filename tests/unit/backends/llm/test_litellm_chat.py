@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -98,3 +99,24 @@ def test_non_transient_errors_are_not_retried() -> None:
         model.complete(REQUEST)
     assert model.calls == 1
     assert _retryable(Status(429)) and _retryable(Status(500)) and not _retryable(ValueError())
+
+
+def test_offered_tools_go_beside_the_answer_and_their_calls_come_back_as_tool_calls() -> None:
+    from dataclasses import replace
+
+    from cgraph.backends.llm.litellm_chat import _content
+
+    function = {"name": "count", "description": "", "parameters": {"type": "object"}}
+    request = replace(REQUEST, tools=(function,))
+    args = LiteLLMModel("x", structured="json_schema").arguments(request)
+    assert args["tools"] == [{"type": "function", "function": function}]
+    assert args["tool_choice"] == "auto" and "response_format" in args
+    forced = LiteLLMModel("x", structured="tool").arguments(request)
+    names = [t["function"]["name"] for t in forced["tools"]]
+    assert names == ["count", REQUEST.schema_name] and forced["tool_choice"] == "required"
+    call = SimpleNamespace(id="c1", function=SimpleNamespace(name="count", arguments='{"n": 1}'))
+    message = SimpleNamespace(content=None, tool_calls=[call])
+    answer = _content(SimpleNamespace(choices=[SimpleNamespace(message=message)]), request)
+    assert json.loads(answer) == {
+        "tool_calls": [{"id": "c1", "name": "count", "arguments": '{"n": 1}'}]
+    }
