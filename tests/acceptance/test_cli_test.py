@@ -137,3 +137,16 @@ def test_the_pre_commit_hook_runs_the_tests_it_is_pointed_at(tmp_path: Path) -> 
     assert cgraph(*args, str(tmp_path)).returncode == 0
     failing_retry_file(tmp_path)
     assert cgraph(*args, str(tmp_path)).returncode == 1
+
+
+def test_lint_checks_test_files_against_their_schema(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.test.yaml"
+    bad.write_text(
+        "cgraph-test: 1\ngraph: g.yaml\ncases:\n  - name: a\n    turns:\n"
+        "      - user: hi\n        expect: {stat: x}\n"
+    )
+    done = cgraph("lint", str(tmp_path))
+    assert done.returncode == 1 and done.stderr == "", done.stdout + done.stderr
+    assert f"{bad}:7:18 error unknown-key" in done.stdout and "did you mean `state`?" in done.stdout
+    clean = cgraph("lint", "--strict", "graphs/tests")
+    assert clean.returncode == 0 and clean.stdout.endswith("in 6 files\n"), clean.stdout
