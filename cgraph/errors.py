@@ -47,6 +47,16 @@ class RenderError(TemplateError):
         self.cause = cause
 
 
+class ValueTooLarge(CgraphError):
+    """A value to be kept (a variable, a tool result, a reply) is over the format's size
+    limit (`cgraph.spec.limits.MAX_VALUE_CHARS`) or is circular; `path` leads to the
+    innermost part that is still too large."""
+
+    def __init__(self, message: str, path: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class SessionError(CgraphError):
     """A session was used in a way its state does not allow."""
 

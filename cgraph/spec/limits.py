@@ -79,7 +79,9 @@ def too_large(value: Any, limit: int = MAX_VALUE_CHARS) -> bool:
 def largest_part(value: Any, limit: int = MAX_VALUE_CHARS) -> tuple[Any, ...]:
     """The path to the innermost part of `value` that is still over `limit`."""
     path: list[Any] = []
-    while True:
+    seen: set[int] = set()
+    while id(value) not in seen:  # a circular value: stop where it comes back round
+        seen.add(id(value))
         items = (
             value.items()
             if isinstance(value, Mapping)
@@ -89,6 +91,23 @@ def largest_part(value: Any, limit: int = MAX_VALUE_CHARS) -> tuple[Any, ...]:
         )
         inner = next(((k, v) for k, v in items if too_large(v, limit)), None)
         if inner is None:
-            return tuple(path)
+            break
         path.append(inner[0])
         value = inner[1]
+    return tuple(path)
+
+
+def check_size(value: Any, what: str, limit: int = MAX_VALUE_CHARS) -> None:
+    """`ValueTooLarge` when `value` is over `limit` JSON characters or circular, naming
+    `what` ("variable `notes`", "the result of tool `search`") and the part too large.
+
+    For the runtime to call on every value it is about to store: cheap on small values,
+    bounded on huge or shared ones.
+    """
+    if not too_large(value, limit):
+        return
+    from cgraph.errors import ValueTooLarge  # the error path only
+
+    path = largest_part(value, limit)
+    inside = " at " + ".".join(str(step) for step in path) if path else ""
+    raise ValueTooLarge(f"{what} is over {limit:,} characters{inside}", path)

@@ -39,3 +39,20 @@ def test_a_circular_value_is_over_any_limit() -> None:
 def test_the_value_limit_is_a_megabyte_of_json() -> None:
     assert not too_large("x" * (MAX_VALUE_CHARS - 10))
     assert too_large("x" * MAX_VALUE_CHARS)
+
+
+def test_check_size_names_the_value_and_the_part_too_large() -> None:
+    from cgraph.errors import CgraphError, ValueTooLarge
+    from cgraph.spec.limits import check_size
+
+    check_size({"notes": ["short"]}, "variable `notes`")
+    with pytest.raises(ValueTooLarge) as caught:
+        check_size({"a": 1, "b": ["x" * MAX_VALUE_CHARS]}, "the result of tool `search`")
+    assert isinstance(caught.value, CgraphError)
+    assert caught.value.message == (
+        "the result of tool `search` is over 1,000,000 characters at b.0"
+    )
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(ValueTooLarge):
+        check_size(loop, "variable `loop`")
