@@ -102,8 +102,7 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
         asked, calls = _ask_with_tools(ctx, graph, state, options, opening)
         effects += calls
     else:
-        asked = _ask(ctx, "action", graph, state, options=options, allow_stay=True,
-                     opening=opening)  # fmt: skip
+        asked = _ask(ctx, "action", graph, state, options=options, allow_stay=True, opening=opening)
         effects += _offline_tools(ctx, state)
     effects += asked.effects
     if asked.answer is None:
@@ -115,19 +114,33 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
 
 
 def _ask_with_tools(
-    ctx: StepContext, graph: Graph, state: ActionState, options: tuple[ExitOption, ...],
+    ctx: StepContext,
+    graph: Graph,
+    state: ActionState,
+    options: tuple[ExitOption, ...],
     opening: bool,
-) -> tuple[Asked, Effects]:  # fmt: skip
+) -> tuple[Asked, Effects]:
     """The action's question with the state's tools offered (see `cgraph.runtime.toolcalls`)."""
     request = ctx.requests.build(
-        ctx.view, "action", graph=graph, state_id=ctx.view.here, state=state,
-        options=options, allow_stay=True, opening=opening,
-    )  # fmt: skip
+        ctx.view,
+        "action",
+        graph=graph,
+        state_id=ctx.view.here,
+        state=state,
+        options=options,
+        allow_stay=True,
+        opening=opening,
+    )
     budget = max(ctx.root.limits.max_tool_calls - ctx.view.tool_calls, 0)
     calling = Calling(
-        graph, ctx.graphs.folder_of(graph), ctx.view.here, ctx.view.idempotency_key,
-        state.tools, budget, ctx.record_intent,
-    )  # fmt: skip
+        graph,
+        ctx.graphs.folder_of(graph),
+        ctx.view.here,
+        ctx.view.idempotency_key,
+        state.tools,
+        budget,
+        ctx.record_intent,
+    )
     tools = offered(graph, state.tools) if budget else ()
     return ask_with_tools(ctx.model, replace(request, tools=tools), calling)
 

@@ -200,9 +200,12 @@ def _run(ready: Prepared, calling: Calling) -> Ran:
     try:
         handler = load_handler(tool.handler, calling.folder)
         result = call_tool(
-            handler, call.arguments, timeout=tool.timeout, idempotency_key=record["key"],
+            handler,
+            call.arguments,
+            timeout=tool.timeout,
+            idempotency_key=record["key"],
             name=tool.name,
-        )  # fmt: skip
+        )
     except (ToolError, CgraphError) as err:
         took = round(time.monotonic() - began, 3)
         event = {**record, "status": "failed", "error": err.message, "duration": took}
