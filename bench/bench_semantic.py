@@ -8,7 +8,7 @@ the check-in set the rule was calibrated on, the development set its negation an
 rules were tuned on (bench/data/dev_labels.yaml), and the held-out set, which was written
 before the chooser changed and is never tuned on (its misses are not printed).
 For every `--model NAME` whose credentials are present the same table is printed for that
-model through `cgraph.backends.llm.types.resolve(NAME)`; requests are built by the
+model through `cgraph.backends.llm.registry.resolve_model(NAME)`; requests are built by the
 engine's own `Prompter`.
 """
 
@@ -30,8 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.semantic_cases import DEV, HELDOUT, LABELS, Case, load_cases, request_for
 from cgraph.backends.embed import shared_embedder
+from cgraph.backends.llm.registry import has_credentials, resolve_model
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.backends.llm.types import ChatModel, resolve
+from cgraph.backends.llm.types import ChatModel
 from cgraph.errors import CgraphError
 
 
@@ -79,15 +80,6 @@ def table(
     return figures
 
 
-def has_credentials(name: str) -> bool:
-    try:
-        import litellm
-
-        return bool(litellm.validate_environment(model=name).get("keys_in_environment"))
-    except Exception:  # an unknown provider cannot be checked: let the call decide
-        return True
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", default=[], help="also measure this model")
@@ -111,7 +103,11 @@ def main() -> None:
             print(f"\n== {name}: skipped, no credentials in the environment")
             continue
         for path, cases in sets:
-            table(f"{name} on {path.name}", *evaluate(resolve(name), cases), misses=path != HELDOUT)
+            table(
+                f"{name} on {path.name}",
+                *evaluate(resolve_model(name), cases),
+                misses=path != HELDOUT,
+            )
 
 
 if __name__ == "__main__":

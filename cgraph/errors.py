@@ -74,7 +74,15 @@ class TransitionError(CgraphError):
 
 
 class LLMError(CgraphError):
-    """The language model failed after its retries."""
+    """The language model failed after its retries.
+
+    `permanent` marks a failure that asking again cannot fix (an invalid request, a
+    missing key, an authentication error, an unknown provider).
+    """
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
 
 
 class ToolError(CgraphError):
@@ -91,3 +99,7 @@ class StoreError(CgraphError):
 
 class ConfigError(CgraphError):
     """A setting or backend name is invalid."""
+
+
+class UnknownModel(ConfigError):
+    """A model name no backend can place."""

@@ -39,6 +39,15 @@ def schema() -> None:
     sys.stdout.write(dumps(published()))
 
 
+class StructuredMode(StrEnum):
+    """`model: structured:` values (a test keeps them equal to the model's)."""
+
+    auto = "auto"
+    json_schema = "json_schema"
+    tool = "tool"
+    json_object = "json_object"
+
+
 Format = StrEnum("Format", [(name, name) for name in REPORTERS])  # type: ignore[misc]
 """Output formats of `cgraph lint`: the reporters' names, so a new reporter is an option."""
 TEXT = Format("text")
@@ -123,6 +132,18 @@ def run(
     ),
     jsonl: Annotated[bool, typer.Option(help="Print one JSON object per turn.")] = False,
     record: Annotated[Path | None, typer.Option(help="Save every LLM exchange to FILE.")] = None,
+    structured: Annotated[
+        StructuredMode | None,
+        typer.Option(help="How the answer's schema is sent (default: the graph's, else auto)."),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(min=0.1, help="Seconds a turn may wait for the model, retries included."),
+    ] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=16, help="Cap on each answer.")] = None,
+    retries: Annotated[
+        int | None, typer.Option(min=0, max=10, help="Retries of a transient failure.")
+    ] = None,
 ) -> None:
     """Talk with a graph: an interactive session, or one message per line from stdin."""
     from cgraph.cli.opening import RunOptions
@@ -136,6 +157,10 @@ def run(
         user=user,
         session=session,
         record=record,
+        structured=structured.value if structured else None,
+        timeout=timeout,
+        max_tokens=max_tokens,
+        retries=retries,
     )
     exit_now(run_command(options, jsonl=jsonl))
 

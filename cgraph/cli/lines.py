@@ -113,7 +113,7 @@ class LineRun:
         except CgraphError as error:  # a completed session, a broken store or script
             self.err.write(f"error: {error.message}\n")
             return 1
-        failure = self.opened.replay_failure()
+        failure = self.opened.stop_reason()
         if failure:
             self.err.write(f"error: {failure}\n")
             return 1

@@ -12,7 +12,6 @@ The model is `--model`, else the model the session was started with, else the gr
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -30,23 +29,6 @@ if TYPE_CHECKING:
 
 SEMANTIC = "semantic"
 DEFAULT_USER = "local"
-# Where a provider keeps its key; a name not listed here is checked by litellm itself.
-_KEYS = {
-    "openai": "OPENAI_API_KEY",
-    "gpt": "OPENAI_API_KEY",
-    "o1": "OPENAI_API_KEY",
-    "o3": "OPENAI_API_KEY",
-    "o4": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "claude": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY",
-}
-_LOCAL_PROVIDERS = ("ollama", "ollama_chat", "lm_studio", "llamafile", "hosted_vllm")
 SWITCH_HINT = (
     "for an LLM: --model gpt-4o-mini · --model ollama/llama3.2 · "
     "--model openai/<name> --api-base http://localhost:8080/v1"
@@ -66,6 +48,11 @@ class RunOptions:
     session: str | None = None
     """Resume this session; a name not in the store starts a new session with it."""
     record: Path | None = None
+    structured: str | None = None
+    """`--structured`, `--timeout`, `--max-tokens`, `--retries`: None keeps the graph's."""
+    timeout: float | None = None
+    max_tokens: int | None = None
+    retries: int | None = None
 
 
 def load_checked(path: Path) -> tuple[Graph, list[Diagnostic]]:
@@ -96,60 +83,25 @@ def offline_hints(hints: list[Diagnostic], shown: int = 3) -> str:
 # ----- model --------------------------------------------------------------------------------
 
 
-def model_name(given: str | None, graph: Graph) -> str:
-    """`--model`, else the graph's model when its credentials exist, else `semantic`."""
-    if given:
-        return given
-    wanted = graph.model.name
-    if wanted and has_credentials(wanted, graph.model.api_base):
-        return wanted
-    return SEMANTIC
+def build_model(graph: Graph, name: str, options: RunOptions) -> ChatModel:
+    """The chat model by name, with the graph's settings under the flags given; an unknown
+    model or a missing key fails here, before the first turn."""
+    from cgraph.backends.llm.registry import resolve_model
 
-
-def has_credentials(name: str, api_base: str | None = None) -> bool:
-    """True when the provider of `name` is local, given a base URL, or has its key set."""
-    provider = name.split("/", 1)[0] if "/" in name else name.split("-", 1)[0]
-    if provider in _LOCAL_PROVIDERS or api_base:
-        return True
-    key = _KEYS.get(provider)
-    if key is not None:
-        return bool(os.environ.get(key))
-    try:  # an unusual provider: only litellm knows its variables
-        from cgraph.backends.llm.litellm_chat import load_litellm
-
-        found = load_litellm().validate_environment(model=name)
-        return bool(found.get("keys_in_environment"))
-    except Exception:  # a name litellm cannot place has no known keys: run `semantic`
-        return False
-
-
-def missing_key(name: str, api_base: str | None) -> str | None:
-    """The variable a named provider model needs and does not have, if any.
-
-    Only providers whose key is known are checked here (no litellm import); the others
-    are checked by litellm on the first call.
-    """
-    from cgraph.backends.llm.types import known_prefixes
-
-    if name == SEMANTIC or name.partition(":")[0] in known_prefixes() or api_base:
-        return None
-    provider = name.split("/", 1)[0] if "/" in name else name.split("-", 1)[0]
-    key = _KEYS.get(provider)
-    return key if key is not None and not os.environ.get(key) else None
-
-
-def build_model(name: str, graph: Graph, api_base: str | None, record: Path | None) -> ChatModel:
-    """The chat model by name; an unknown provider model fails here, before the first turn."""
-    from cgraph.runtime.session import resolve_model
-
-    chat = resolve_model(name, graph, api_base)
-    validate = getattr(chat, "validate", None)
-    if callable(validate):
-        validate()
-    if record is not None:
+    chat = resolve_model(
+        name,
+        graph.model,
+        embedding_model=graph.embedding_source(),
+        api_base=options.api_base,
+        structured=options.structured,
+        timeout=options.timeout,
+        max_tokens=options.max_tokens,
+        retries=options.retries,
+    )
+    if options.record is not None:
         from cgraph.backends.llm.replay import RecordingModel
 
-        chat = RecordingModel(chat, record)
+        chat = RecordingModel(chat, options.record)
     return chat
 
 
@@ -179,6 +131,7 @@ class Opened:
     notes: list[str] = field(default_factory=list)
     """What opening decided that the user should hear (a new session named by `--session`)."""
     memory_note_shown: bool = False
+    first_turn_checked: bool = False
 
     @property
     def model(self) -> Any:
@@ -194,11 +147,18 @@ class Opened:
         )
         return self.session
 
-    def replay_failure(self) -> str | None:
-        """A replay that met a request it did not record (the engine fell back on it)."""
+    def stop_reason(self) -> str | None:
+        """Why the run must stop after a turn: a replay that met a request it did not
+        record, or a model call of the run's first turn that failed for good (a refused
+        request, a bad key): every later turn would only fall back too."""
         inner = getattr(self.model, "inner", self.model)
         failure = getattr(inner, "failure", None)
-        return str(failure) if failure else None
+        if failure:
+            return str(failure)
+        if self.first_turn_checked:
+            return None
+        self.first_turn_checked = True
+        return permanent_failure(self.session)
 
     def warnings(self, turn: Turn) -> list[str]:
         """What the turn survived, each once; the memory store failing to open is reported
@@ -211,8 +171,19 @@ class Opened:
         return [f"warning: {text} (the conversation goes on)" for text in found]
 
 
+def permanent_failure(session: Session) -> str | None:
+    """The error of the last turn's model call that failed for a lasting reason, if any."""
+    for event in reversed(session.events()):
+        if event.turn != session.turn_number:
+            return None
+        if event.kind == "llm_error" and event.data.get("permanent"):
+            return str(event.data.get("error", ""))
+    return None
+
+
 def open_session(graph: Graph, options: RunOptions) -> Opened:
     """Check the store, the session and the model, then open the session."""
+    from cgraph.backends.llm.registry import choose
     from cgraph.backends.memory.background import BackgroundMemory
     from cgraph.runtime.session import Session
 
@@ -220,11 +191,8 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
     if options.session:
         hold(store, options.session)
     stored = stored_session(store, options.session, options.user)
-    name = model_name(options.model or (stored.model if stored else None), graph)
-    key = missing_key(name, options.api_base or graph.model.api_base)
-    if key is not None:
-        raise ConfigError(f"model `{name}` needs an API key: set {key} (or pass --api-base)")
-    chat = build_model(name, graph, options.api_base, options.record)
+    name = choose(options.model or (stored.model if stored else None), graph.model)
+    chat = build_model(graph, name, options)
     if name == SEMANTIC:
         from cgraph.backends.embed import shared_embedder
 

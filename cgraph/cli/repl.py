@@ -81,7 +81,7 @@ class Repl:
                 self.command(command)
             elif line:
                 self.send(line)
-            failure = self.opened.replay_failure()
+            failure = self.opened.stop_reason()
             if failure:
                 self.console.print(f"[bold red]replay failed:[/] {escape(failure)}")
                 return 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cgraph.backends.llm.types import STAY, LLMRequest
@@ -34,6 +34,13 @@ class Answer:
     scores: dict[str, float] = field(default_factory=dict)
     memories: tuple[tuple[Tier, str], ...] = ()
     """(tier, text) pairs, for extract requests."""
+    cut: tuple[str, ...] = ()
+    """Fields that were over their size cap and were cut (`reason`, `reply`, `note`)."""
+
+
+# A grammar keeps a small model's answer valid JSON but not short: a runaway field is cut.
+CAPS = {"reason": 1_000, "reply": 4_000, "note": 2_000}
+CUT_MARK = " […]"
 
 
 def parse_answer(raw: str, request: LLMRequest) -> Answer:
@@ -48,11 +55,20 @@ def parse_answer(raw: str, request: LLMRequest) -> Answer:
         note = _text(data, "note")
         if not note:
             raise AnswerError('"note" is empty: write the internal note')
-        return Answer(exit=exit_id, reason=reason, note=note, scores=scores)
+        return _capped(Answer(exit=exit_id, reason=reason, note=note, scores=scores))
     reply = _text(data, "reply")
     if exit_id == STAY and not reply:
         raise AnswerError('"reply" is empty: when "exit" is "stay" the reply is required')
-    return Answer(exit=exit_id, reason=reason, reply=reply, scores=scores)
+    return _capped(Answer(exit=exit_id, reason=reason, reply=reply, scores=scores))
+
+
+def _capped(answer: Answer) -> Answer:
+    """`answer` with every text over its cap cut, and the cut fields named."""
+    long = {k: v for k, v in CAPS.items() if len(getattr(answer, k)) > v}
+    if not long:
+        return answer
+    cut = {k: getattr(answer, k)[:v].rstrip() + CUT_MARK for k, v in long.items()}
+    return replace(answer, **cut, cut=tuple(long))
 
 
 def _json_object(raw: str) -> dict[str, Any]:
@@ -63,7 +79,7 @@ def _json_object(raw: str) -> dict[str, Any]:
     if fenced:  # some models wrap JSON in a code fence even when told not to
         text = fenced.group(1)
     try:
-        data = json.loads(text)
+        data = json.loads(text, strict=False)  # a raw newline in a string is still meant
     except json.JSONDecodeError as err:
         raise AnswerError(f"the answer is not valid JSON ({err.msg} at char {err.pos})") from err
     if not isinstance(data, dict):

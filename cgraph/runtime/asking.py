@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from cgraph.backends.llm.types import ChatModel, LLMRequest
+from cgraph.backends.llm.types import ChatModel, LLMRequest, notices
 from cgraph.errors import LLMError
-from cgraph.runtime.answers import Answer, AnswerError, parse_answer
+from cgraph.runtime.answers import CAPS, Answer, AnswerError, parse_answer
 from cgraph.runtime.outcomes import Effects, Emit, decided
 from cgraph.runtime.prompts import SUMMARY_HEADING, prompt_hash
 from cgraph.runtime.records import Decision
@@ -28,7 +28,8 @@ class Asked:
     answer: Answer | None
     decision: Decision
     failures: tuple[Emit, ...] = ()
-    """An `llm_error` event per failed attempt."""
+    """An `llm_error` event per failed attempt, and an `llm_notice` per thing the user
+    should hear (a structured-output mode the server refused, a reply cut to its cap)."""
 
     @property
     def effects(self) -> Effects:
@@ -65,10 +66,14 @@ def ask(model: ChatModel, request: LLMRequest, *, talk: Talk | None = None) -> A
             else:
                 raw = model.complete(current)
         except LLMError as err:
-            failures.append(_failure(request, err.message))
+            failures += _notices(model, request)
+            lasting = {"permanent": True} if err.permanent else {}
+            failures.append(_failure(request, err.message, **lasting))
             break  # the backend already retried; asking again would only repeat the wait
+        failures += _notices(model, request)
         try:
             answer = parse_answer(raw, request)
+            failures += [_notice(request, _cut(name)) for name in answer.cut]
             break
         except AnswerError as err:
             wrong = {"invalid_answer": str(raw)[:500], "attempt": attempt}
@@ -80,6 +85,19 @@ def ask(model: ChatModel, request: LLMRequest, *, talk: Talk | None = None) -> A
 def _failure(request: LLMRequest, error: str, **extra: object) -> Emit:
     data = {"state": request.state, "kind": request.kind, "error": error, **extra}
     return Emit("llm_error", data)
+
+
+def _notices(model: ChatModel, request: LLMRequest) -> list[Emit]:
+    """What the backend wants said once (a structured-output mode the server refused)."""
+    return [_notice(request, text) for text in notices(model)]
+
+
+def _notice(request: LLMRequest, text: str) -> Emit:
+    return Emit("llm_notice", {"state": request.state, "kind": request.kind, "notice": text})
+
+
+def _cut(name: str) -> str:
+    return f"the model's {name} was over {CAPS[name]} characters and was cut"
 
 
 def _reask(request: LLMRequest, raw: str, error: str) -> LLMRequest:

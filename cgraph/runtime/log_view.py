@@ -104,7 +104,7 @@ def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
     )
 
 
-_FAILURES = ("memory_error", "llm_error", "tool_call")
+_FAILURES = ("memory_error", "llm_error", "llm_notice", "tool_call")
 
 
 def _failed(event: Event) -> bool:
@@ -132,6 +132,8 @@ def _warning(event: Event) -> str:
     error = event.data.get("error", "?")
     if event.kind == "tool_call":
         return str(error)
+    if event.kind == "llm_notice":
+        return str(event.data.get("notice", "?"))
     if event.kind == "llm_error":
         return f"the model failed in {event.data.get('state', '?')}: {error}"
     return f"memory {event.data.get('operation', 'call')} failed: {error}"

@@ -160,20 +160,14 @@ class Prompter:
         """The request `kind` asks at `state_id`, with the window of history (or `history`)."""
         context = template_context(view, graph, state_id)
         texts = state_texts(state, context)
-        metadata = {
-            "graph": graph.name,
-            "turn": view.turn,
-            # The session's findings so far, for backends that weigh evidence without prose.
-            "annotations": list(view.annotations),
-            **(extra or {}),
-        }
+        memory = dict(extra or {})
         window, dropped = (history, 0) if history is not None else self.history()
         variables = {
             **self._variables(view, kind, graph, state_id, texts, options),
             "allow_stay": allow_stay,
             "dropped": dropped,
-            "has_memories": bool(metadata.get("has_memories", False)),
-            "memory_count": int(metadata.get("memory_count", 0)),
+            "has_memories": bool(memory.get("has_memories", False)),
+            "memory_count": int(memory.get("memory_count", 0)),
         }
         key = (id(graph), kind, state_id, _flat(texts))
         overrides = graph.prompts or self.root.prompts
@@ -193,7 +187,11 @@ class Prompter:
             authored_reply=authored_reply(state, context),
             entered_this_turn=view.entered,
             opening=opening,
-            metadata=metadata,
+            graph=graph.name,
+            turn=view.turn,
+            annotations=tuple(view.annotations),
+            has_memories=variables["has_memories"],
+            memory_count=variables["memory_count"],
         )
 
     def _variables(

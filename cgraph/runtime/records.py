@@ -117,6 +117,7 @@ EventKind = Literal[
     "memory_stored",
     "guard",
     "llm_error",
+    "llm_notice",
     "memory_error",
     "note",
     "annotation",

@@ -23,7 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cgraph.backends.llm.types import ChatModel, known_prefixes, resolve
+from cgraph.backends.llm.registry import resolve_model
+from cgraph.backends.llm.types import ChatModel, begin_turn
 from cgraph.backends.memory.policy import Memory, MemoryStore, NullMemory
 from cgraph.errors import ConfigError, SessionCompleted, SessionError
 from cgraph.runtime import log_view as log
@@ -35,32 +36,9 @@ from cgraph.spec.load import load_graph
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import START
 
-DEFAULT_MODEL = "semantic"
-
 
 def _graph(graph: Graph | str | Path) -> Graph:
     return graph if isinstance(graph, Graph) else load_graph(graph)
-
-
-def resolve_model(model: ChatModel | str | None, graph: Graph, api_base: str | None) -> ChatModel:
-    """A `ChatModel` as given, or by name: the graph's `model.name`, else `semantic`."""
-    if isinstance(model, ChatModel):
-        return model
-    name = model or graph.model.name or DEFAULT_MODEL
-    prefix = name.partition(":")[0]
-    if prefix == DEFAULT_MODEL:
-        return resolve(name, embedding_model=graph.embedding_source())
-    if prefix in known_prefixes():
-        return resolve(name)
-    config = graph.model
-    return resolve(
-        name,
-        api_base=api_base or config.api_base,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        timeout=config.timeout,
-        retries=config.retries,
-    )
 
 
 def initial_snapshot(
@@ -126,7 +104,9 @@ class Session:
         entered it (its `say:` is not repeated); `variables` override the graph's values.
         """
         spec = _graph(graph)
-        chat = resolve_model(model, spec, api_base)
+        chat = resolve_model(
+            model, spec.model, api_base=api_base, embedding_model=spec.embedding_source()
+        )
         clock = clock or time.time
         now = clock()
         source = str(spec.source.resolve()) if spec.source else ""
@@ -183,7 +163,12 @@ class Session:
                 "pass `graph=` to resume it"
             )
         spec = _graph(graph if graph is not None else info.graph)
-        chat = resolve_model(model or info.model or None, spec, api_base)
+        chat = resolve_model(
+            model or info.model or None,
+            spec.model,
+            api_base=api_base,
+            embedding_model=spec.embedding_source(),
+        )
         deps = Dependencies(
             spec, chat, memory or NullMemory(), backend, clock or time.time, info.id, info.user_id
         )
@@ -268,6 +253,7 @@ class Session:
     @contextmanager
     def _turn(self) -> Iterator[None]:
         """On any escape, return to the last committed step; Ctrl-C also drops the turn."""
+        begin_turn(self.model)  # the model's deadline covers this turn's calls and retries
         try:
             yield
         except KeyboardInterrupt:

@@ -46,6 +46,7 @@ TYPE_LETTERS = {
     "graph": "G",
 }
 SILENT_TYPES = frozenset(TYPE_LETTERS) - {"action"}
+Structured = Literal["auto", "json_schema", "tool", "json_object"]
 PromptKind = Literal["action", "decision", "reflection", "extract", "start"]
 ContextStrategy = Literal["keep", "reset", "reset_with_summary"]
 INTERNAL = {"internal": True}
@@ -352,9 +353,14 @@ class ModelConfig:
     """A litellm model name, e.g. `gpt-4o-mini` or `anthropic/claude-3-5-haiku-latest`."""
     temperature: Annotated[float, Keywords(minimum=0, maximum=2)] = 0.2
     max_tokens: Annotated[int, Keywords(minimum=16)] = 600
-    timeout: Annotated[float, Keywords(exclusiveMinimum=0)] = 30.0
+    timeout: Annotated[float, Keywords(exclusiveMinimum=0)] = 60.0
+    """Seconds a turn may wait for the model, across all its calls and retries."""
     retries: Annotated[int, Keywords(minimum=0, maximum=10)] = 3
     api_base: str | None = None
+    structured: Structured = "auto"
+    """How the answer's schema is sent: `auto` negotiates with the server."""
+    one_system: bool = False
+    """Send one leading system message, for chat templates that allow no other."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,11 +11,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cgraph.backends.llm.registry import resolve_model
 from cgraph.backends.llm.types import ChatModel
 from cgraph.backends.memory.policy import MemoryStore, NewMemory, NullMemory
 from cgraph.diagnostics import Diagnostic, Severity, has_errors
 from cgraph.errors import CgraphError, GraphError
-from cgraph.runtime.session import Session, resolve_model
+from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.testfile import Scripted, TestFile
@@ -140,9 +141,9 @@ class Runner:
         if self.options.record is not None:
             return _recording(name, graph, tests, self.options.record)
         if name != "semantic":  # replay and scripted models keep a position: one per file
-            return resolve_model(_relative(name, tests), graph, None)
+            return _resolve(_relative(name, tests), graph)
         if name not in self._models:
-            self._models[name] = resolve_model(name, graph, None)
+            self._models[name] = _resolve(name, graph)
         return self._models[name]
 
 
@@ -222,7 +223,11 @@ def _recording(name: str, graph: Graph, tests: TestFile, folder: Path) -> ChatMo
     stem = next((file.name.removesuffix(s) for s in SUFFIXES if file.name.endswith(s)), file.stem)
     cassette = folder / f"{stem}.jsonl"
     cassette.unlink(missing_ok=True)
-    return RecordingModel(resolve_model(name, graph, None), cassette)
+    return RecordingModel(_resolve(name, graph), cassette)
+
+
+def _resolve(name: str, graph: Graph) -> ChatModel:
+    return resolve_model(name, graph.model, embedding_model=graph.embedding_source())
 
 
 def _problem(path: Path, message: str) -> Diagnostic:

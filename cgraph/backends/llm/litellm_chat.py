@@ -1,43 +1,42 @@
-"""Any provider litellm speaks to, asked for structured output, with bounded retries.
+"""Any provider litellm speaks to, asked for structured output, within a turn's deadline.
 
-The answer's JSON Schema (the exit field an enum of the state's exit ids) goes out as
-`response_format={"type": "json_schema", ...}` with `strict: true`. Where litellm says a
-model lacks that but has tool calling, the schema is sent as one forced tool call instead;
-otherwise as JSON mode (`json_object`), the prompt describing the answer. Whatever comes
-back is validated by the engine, never trusted.
+The answer's JSON Schema (the exit field an enum of the state's exit ids) is sent in one
+of three modes (`cgraph.backends.llm.structured`). `auto` starts from what the provider
+is known to accept; when the server refuses that mode it tries the next one, keeps the one
+that works for the rest of the session and says so once (`notices`). Whatever comes back is
+validated by the engine, never trusted.
 
-Timeouts, rate limits, 5xx answers and connection errors are retried with exponential
-backoff and jitter, up to `retries` times; then `LLMError` is raised and the engine
-answers with the graph's fallback (the graceful degradation of the Delight design).
+Timeouts (except against a server on this machine, which is still busy with the abandoned
+answer), rate limits, 5xx answers and connection errors are retried with exponential
+backoff and jitter, up to `retries` times and never past the turn's deadline (`timeout`
+seconds from `begin_turn`). Anything else is permanent and raised at once as `LLMError`.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import random
+import threading
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
+from cgraph.backends.llm.failures import Failure, classify
+from cgraph.backends.llm.providers import (
+    Mode,
+    check_route,
+    env_has,
+    is_local,
+    key_variable,
+    mode_order,
+    provider_of,
+)
+from cgraph.backends.llm.structured import mode_arguments, mode_messages
 from cgraph.backends.llm.types import LLMRequest
-from cgraph.errors import ConfigError, LLMError
-
-Structured = Literal["auto", "json_schema", "tool", "json_object"]
-# Providers that speak OpenAI's API: local servers (vLLM, llama.cpp, LM Studio) accept
-# `response_format` json_schema even when litellm's model table has never heard of the model.
-OPENAI_COMPATIBLE = frozenset(
-    {"openai", "hosted_vllm", "lm_studio", "llamafile", "openai_like", "custom_openai", "vllm"}
-)
-TOOL_PROVIDERS = frozenset({"anthropic", "bedrock", "vertex_ai", "vertex_ai_beta", "gemini"})
-RETRYABLE = (
-    "Timeout",
-    "RateLimitError",
-    "APIConnectionError",
-    "InternalServerError",
-    "ServiceUnavailableError",
-    "BadGatewayError",
-)
+from cgraph.errors import ConfigError, LLMError, UnknownModel
+from cgraph.spec.model import Structured
 
 
 def load_litellm() -> Any:
@@ -52,12 +51,29 @@ def load_litellm() -> Any:
     return litellm
 
 
-def _local_key(name: str, api_base: str | None) -> str | None:
-    # A local OpenAI-compatible server (llama.cpp, vLLM, LM Studio) wants no key, but the
-    # OpenAI client refuses to send a request without one.
-    if api_base and name.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
-        return "no-key"
-    return None
+# What litellm imports on its first call (seconds on a busy machine): imported at start-up
+# so that a turn's deadline measures the server, not the import of its client.
+_FIRST_CALL_MODULES = (
+    "httpcore",
+    "litellm.llms.openai.openai",
+    "litellm.responses.mcp.chat_completions_handler",
+)
+
+
+def warm_up() -> None:
+    """Import now what litellm would import inside the first turn's deadline."""
+    from cgraph.backends.embed import heavy_import_lock
+
+    with heavy_import_lock:
+        for name in _FIRST_CALL_MODULES:
+            try:
+                importlib.import_module(name)
+            except ImportError:  # a litellm without that module: its first call pays instead
+                continue
+
+
+class CallTimeout(Exception):
+    """A call outlived the turn's deadline (the HTTP client's own timeout did not fire)."""
 
 
 class LiteLLMModel:
@@ -71,122 +87,189 @@ class LiteLLMModel:
         api_key: str | None = None,
         temperature: float = 0.2,
         max_tokens: int = 600,
-        timeout: float = 30.0,
+        timeout: float = 60.0,
         retries: int = 3,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         structured: Structured = "auto",
+        one_system: bool = False,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.monotonic,
         extra: dict[str, Any] | None = None,
         completion: Callable[..., Any] | None = None,
+        embedding_model: str = "",
     ) -> None:
+        del embedding_model  # the semantic entry's option; every entry receives the same
         if not name:
-            raise LLMError("a litellm model name is required, e.g. `gpt-4o-mini`")
+            raise ConfigError("a litellm model name is required, e.g. `gpt-4o-mini`")
+        check_route(name)
         self.name = name
         self.api_base, self.api_key = api_base, api_key or _local_key(name, api_base)
         self.temperature, self.max_tokens, self.timeout = temperature, max_tokens, timeout
         self.retries, self.backoff, self.max_backoff = retries, backoff, max_backoff
-        self.structured = structured
-        self._sleep, self._jitter = sleep, jitter
+        self.structured, self.one_system = structured, one_system
+        self._sleep, self._jitter, self._clock = sleep, jitter, clock
         self.extra = dict(extra or {})
         self._completion = completion
         """Replaces `litellm.completion` (a test seam)."""
-        self._mode: str | None = None
+        self._modes: tuple[Mode, ...] | None = None
+        self._deadline: float | None = None
+        self._notices: list[str] = []
         self.calls = 0
         """Requests sent to the provider, retries included."""
 
     def validate(self) -> None:
-        """Fail now, not on every turn, when litellm knows no provider for this name."""
-        try:
-            load_litellm().get_llm_provider(self.name, api_base=self.api_base)
-        except Exception as err:
+        """Fail now, not on every turn: a name litellm cannot place, or a missing key."""
+        variable = key_variable(self.name, self.api_base)
+        if variable and not self.api_key and not env_has(variable):
             raise ConfigError(
-                f"unknown model `{self.name}`: name a provider, e.g. `openai/{self.name}`, "
-                "`anthropic/…`, `ollama/…`, or pass --api-base for an OpenAI-compatible server"
+                f"model `{self.name}` needs an API key: set {variable} (or pass --api-base)"
+            )
+        try:
+            litellm = load_litellm()
+            litellm.get_llm_provider(self.name, api_base=self.api_base)
+        except Exception as err:
+            hint = "" if "/" in self.name else f" (e.g. `openai/{self.name}` with --api-base URL)"
+            raise UnknownModel(
+                f"unknown model `{self.name}`: litellm knows no provider for it{hint}"
             ) from err
 
-    def mode(self) -> str:
-        """How the schema is sent: `json_schema`, `tool` or `json_object`."""
-        if self._mode is None:
-            self._mode = self.structured if self.structured != "auto" else self._detect()
-        return self._mode
+    # ----- the session's choices ----------------------------------------------------------
 
-    def _detect(self) -> str:
+    def mode(self) -> Mode:
+        """How the schema is sent now: `json_schema`, `tool` or `json_object`."""
+        return self._order()[0]
+
+    def _order(self) -> tuple[Mode, ...]:
+        if self._modes is None:
+            self._modes = (self.structured,) if self.structured != "auto" else self._detect()
+        return self._modes
+
+    def _detect(self) -> tuple[Mode, ...]:
         litellm = load_litellm()
         try:
             _, provider, _, _ = litellm.get_llm_provider(self.name, api_base=self.api_base)
         except Exception:  # an unknown provider only means no capability is known for it
-            provider = ""
-        if _supports(litellm.supports_response_schema, self.name, provider):
-            return "json_schema"
-        if provider in OPENAI_COMPATIBLE:
-            return "json_schema"
-        if provider in TOOL_PROVIDERS or _supports(
-            litellm.supports_function_calling, self.name, provider
-        ):
-            return "tool"
-        return "json_object"
+            provider = provider_of(self.name)
+        schema = _supports(litellm.supports_response_schema, self.name, provider)
+        tools = _supports(litellm.supports_function_calling, self.name, provider)
+        return mode_order(provider, schema, tools, self.api_base)
+
+    def _adapt(self, failure: Failure) -> bool:
+        """Change how requests are sent after a refusal; False when nothing is left to try."""
+        if failure.meaning == "system" and not self.one_system:
+            self.one_system = True
+            self._notices.append(
+                "the server accepts only a leading system message; sending one from now on "
+                f"({failure.cause})"
+            )
+            return True
+        order = self._order()
+        if failure.meaning != "rejected" or self.structured != "auto" or len(order) < 2:
+            return False
+        self._modes = order[1:]
+        self._notices.append(
+            f"the server refused `{order[0]}` structured output ({failure.cause}); "
+            f"using `{order[1]}` for the rest of the session"
+        )
+        return True
+
+    def notices(self) -> list[str]:
+        """What the user should hear once (a mode the server refused); then forgotten."""
+        found, self._notices = self._notices, []
+        return found
+
+    def begin_turn(self) -> None:
+        """Start the turn's deadline: every call and retry until the next one shares it."""
+        self._deadline = self._clock() + self.timeout
+
+    # ----- one request ----------------------------------------------------------------------
 
     def arguments(self, request: LLMRequest) -> dict[str, Any]:
         """The keyword arguments of `litellm.completion` for `request`."""
+        mode = self.mode()
         args: dict[str, Any] = {
             "model": self.name,
-            "messages": [_message(m) for m in request.messages],
+            "messages": mode_messages(mode, request, self.one_system),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "timeout": self.timeout,
             "num_retries": 0,  # retries are ours, with backoff we control and can test
+            **mode_arguments(mode, request),
             **self.extra,
         }
         if self.api_base:
             args["api_base"] = self.api_base
         if self.api_key:
             args["api_key"] = self.api_key
-        mode = self.mode()
-        if mode == "json_schema":
-            args["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": request.schema_name,
-                    "schema": request.schema,
-                    "strict": True,
-                },
-            }
-        elif mode == "tool" and request.tools:
-            # The answer is one more function; the model must call one of them.
-            args["tools"] = [*_offered(request), _tool(request)]
-            args["tool_choice"] = "required"
-        elif mode == "tool":
-            args["tools"] = [_tool(request)]
-            args["tool_choice"] = {"type": "function", "function": {"name": request.schema_name}}
-        else:
-            args["response_format"] = {"type": "json_object"}
-        if request.tools and mode != "tool":
-            args["tools"] = _offered(request)
-            args["tool_choice"] = "auto"
         return args
 
     def complete(self, request: LLMRequest) -> str:
         completion = self._completion or load_litellm().completion
-        args = self.arguments(request)
+        deadline = self._deadline or self._clock() + self.timeout
         attempt = 0
         while True:
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise LLMError(f"model `{self.name}` gave no answer within {self.timeout:g} s")
+            args = {**self.arguments(request), "timeout": remaining}
             self.calls += 1
             try:
-                response = completion(**args)
+                return _content(call_within(completion, args, remaining), request)
+            except LLMError:
+                raise
             except Exception as err:
-                if not _retryable(err) or attempt >= self.retries:
-                    raise LLMError(_describe(self.name, err, attempt)) from err
-                self._sleep(self._delay(attempt))
-                attempt += 1
-                continue
-            return _content(response, request)
+                failure = classify(err)
+                if self._adapt(failure):
+                    continue
+                delay = self._delay(attempt)
+                if not self._retry(failure, attempt, deadline - self._clock() - delay):
+                    raise _error(self.name, failure, attempt) from err
+            self._sleep(delay)
+            attempt += 1
+
+    def _retry(self, failure: Failure, attempt: int, left_after_wait: float) -> bool:
+        if attempt >= self.retries or left_after_wait <= 0:
+            return False
+        if failure.meaning == "timeout":  # a local server is still generating the answer
+            return not is_local(self.name, self.api_base)
+        return failure.meaning == "transient"
 
     def _delay(self, attempt: int) -> float:
         """Exponential backoff with "equal jitter": half fixed, half random."""
         cap = min(self.max_backoff, self.backoff * (2**attempt))
         return float(cap / 2 + self._jitter() * cap / 2)
+
+
+def call_within(completion: Callable[..., Any], args: dict[str, Any], seconds: float) -> Any:
+    """`completion(**args)`, abandoned after `seconds` even if the server trickles bytes
+    (the HTTP client's timeout is per read, so a slow stream never trips it)."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = completion(**args)
+        except BaseException as err:  # handed to the caller's thread as it is
+            box["error"] = err
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="cgraph-llm-call", daemon=True).start()
+    if not done.wait(seconds):
+        raise CallTimeout(f"no answer within {seconds:.1f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _local_key(name: str, api_base: str | None) -> str | None:
+    # A local OpenAI-compatible server (llama.cpp, vLLM, LM Studio) wants no key, but the
+    # OpenAI client refuses to send a request without one.
+    if api_base and name.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+        return "no-key"
+    return None
 
 
 def _supports(check: Callable[..., bool], model: str, provider: str) -> bool:
@@ -196,29 +279,10 @@ def _supports(check: Callable[..., bool], model: str, provider: str) -> bool:
         return False
 
 
-def _tool(request: LLMRequest) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": request.schema_name,
-            "description": "Give your answer.",
-            "parameters": request.schema,
-        },
-    }
-
-
-def _retryable(err: Exception) -> bool:
-    names = {cls.__name__ for cls in type(err).__mro__}
-    if names & set(RETRYABLE):
-        return True
-    status = getattr(err, "status_code", None)
-    return isinstance(status, int) and (status >= 500 or status in (408, 429))
-
-
-def _describe(name: str, err: Exception, attempt: int) -> str:
+def _error(name: str, failure: Failure, attempt: int) -> LLMError:
     tries = f" after {attempt + 1} attempts" if attempt else ""
-    message = str(getattr(err, "message", "") or err).strip().splitlines()
-    return f"model `{name}` failed{tries}: {type(err).__name__}: {message[0] if message else ''}"
+    permanent = failure.meaning not in ("transient", "timeout")
+    return LLMError(f"model `{name}` failed{tries}: {failure.cause}", permanent=permanent)
 
 
 def _content(response: Any, request: LLMRequest) -> str:
@@ -239,20 +303,3 @@ def _content(response: Any, request: LLMRequest) -> str:
         ]
         return json.dumps({"tool_calls": found})
     return str(message.content or "")
-
-
-def _message(message: dict[str, str]) -> dict[str, Any]:
-    """A chat message for the provider: an assistant's tool calls, kept as JSON text in the
-    request, become OpenAI's `tool_calls` list."""
-    if "tool_calls" not in message:
-        return dict(message)
-    calls = [
-        {"id": c["id"], "type": "function",
-         "function": {"name": c["name"], "arguments": c["arguments"]}}
-        for c in json.loads(message["tool_calls"])
-    ]  # fmt: skip
-    return {**message, "content": message.get("content") or None, "tool_calls": calls}
-
-
-def _offered(request: LLMRequest) -> list[dict[str, Any]]:
-    return [{"type": "function", "function": dict(f)} for f in request.tools]

@@ -318,16 +318,11 @@ class SemanticModel:
 
 def decision_evidence(request: LLMRequest) -> list[tuple[str, list[str]]]:
     """What a silent state can weigh, strongest first: the session's findings (annotation
-    tags, descriptions of the exits taken), then the recent user messages."""
-    meta = request.metadata
-    findings = [str(tag).replace("_", " ") for tag in meta.get("annotations", ())]
-    for taken in meta.get("transitions", ()):
-        text = taken.get("description", "") if isinstance(taken, dict) else str(taken)
-        if text and text != "continue":
-            findings.append(text)
+    tags), then the recent user messages."""
+    findings = [tag.replace("_", " ") for tag in request.annotations]
     messages = list(request.user_messages)
     if request.kind == "start":
-        known = meta.get("has_memories") or meta.get("memory_count")
+        known = request.has_memories or request.memory_count
         messages.append("returning user" if known else "new user")
     groups = [("the session's findings", findings), ("the user's messages", messages)]
     return [

@@ -1,4 +1,4 @@
-"""What the engine asks of a language model, and the table of model backends.
+"""What the engine asks of a language model: the request, and the protocol a backend follows.
 
 A backend receives an `LLMRequest` — the rendered prompt *and* a structured view of the
 same question — and returns the raw text of its answer. The engine validates that text
@@ -15,12 +15,9 @@ A backend may add "scores": {exit id: float} to explain its choice (shown by `/w
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
-
-from cgraph.errors import ConfigError
 
 RequestKind = Literal["action", "decision", "reflection", "start", "graph", "extract", "summary"]
 STAY = "stay"
@@ -62,12 +59,19 @@ class LLMRequest:
     opening: bool = False
     """The newest user message opens the conversation and no state has answered it yet: it
     is judged against this state's exits although the state was entered this turn."""
-    metadata: dict[str, Any] = field(default_factory=dict)
     tools: tuple[dict[str, Any], ...] = ()
     """Functions the model may call before it answers (`name`, `description`, `parameters`).
     A backend answers with `{"tool_calls": [{"id", "name", "arguments"}]}` to call them; in
     `messages`, an assistant message's `tool_calls` is that list as JSON text, and each
     result is a `tool` message with its `tool_call_id`."""
+    graph: str = ""
+    """The name of the graph the asking state belongs to."""
+    turn: int = 0
+    annotations: tuple[str, ...] = ()
+    """The session's findings so far (annotation tags), for backends that weigh evidence."""
+    has_memories: bool = False
+    """For `start` requests: whether the user has memories."""
+    memory_count: int = 0
 
     @property
     def exit_ids(self) -> tuple[str, ...]:
@@ -82,7 +86,12 @@ def exit_ids(options: Sequence[ExitOption], allow_stay: bool) -> tuple[str, ...]
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """A language model backend."""
+    """A language model backend.
+
+    A backend may also define `begin_turn()` (called when a turn or its memory extraction
+    starts: where a turn's deadline begins) and `notices()` (things the user should hear
+    once, such as a structured-output mode the server refused; drained after each call).
+    """
 
     name: str
 
@@ -91,45 +100,14 @@ class ChatModel(Protocol):
         ...
 
 
-ModelFactory = Callable[..., ChatModel]
-# Backends by prefix, imported only when asked for so that light commands stay light.
-_BUILTIN = {
-    "semantic": "cgraph.backends.llm.semantic:SemanticModel",
-    "replay": "cgraph.backends.llm.replay:ReplayModel",
-    "scripted": "cgraph.backends.llm.scripted:ScriptedModel",
-}
-_FACTORIES: dict[str, ModelFactory] = {}
+def begin_turn(model: ChatModel) -> None:
+    """Tell `model` a turn starts, if it keeps a per-turn deadline."""
+    hook = getattr(model, "begin_turn", None)
+    if callable(hook):
+        hook()
 
 
-def register(prefix: str, factory: ModelFactory) -> None:
-    """Make `prefix:REST` model names resolve to `factory(REST, **options)`."""
-    _FACTORIES[prefix] = factory
-
-
-def resolve(name: str, **options: Any) -> ChatModel:
-    """`semantic`, `replay:FILE`, `scripted:FILE`, or any litellm model name."""
-    prefix, _, rest = name.partition(":")
-    factory = _FACTORIES.get(prefix) or _builtin(prefix)
-    if factory is not None:
-        model: ChatModel = factory(rest, **options)
-        return model
-    from cgraph.backends.llm.litellm_chat import LiteLLMModel  # heavy: imported only when used
-
-    return LiteLLMModel(name, **options)
-
-
-def _builtin(prefix: str) -> ModelFactory | None:
-    target = _BUILTIN.get(prefix)
-    if target is None:
-        return None
-    module_name, _, attr = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ConfigError(f"model backend `{prefix}` is not available: {err}") from err
-    factory: ModelFactory = getattr(module, attr)
-    return factory
-
-
-def known_prefixes() -> list[str]:
-    return sorted({*_BUILTIN, *_FACTORIES})
+def notices(model: ChatModel) -> tuple[str, ...]:
+    """What `model` has to say since it was last asked (empty for most backends)."""
+    drain = getattr(model, "notices", None)
+    return tuple(str(n) for n in drain()) if callable(drain) else ()

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,7 +17,7 @@ import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.cli.lines import run_lines
-from cgraph.cli.opening import Opened, has_credentials, model_name
+from cgraph.cli.opening import Opened
 from cgraph.errors import MemoryStoreError
 from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
@@ -130,20 +129,6 @@ def test_lint_errors_are_located_and_stop_the_run(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert f"{broken}:" in result.stderr and "vasodilatr" in result.stderr
-
-
-def test_model_choice(monkeypatch: pytest.MonkeyPatch) -> None:
-    graph = load_graph(CHECKIN)
-    assert model_name(None, graph) == "semantic"
-    assert model_name("ollama/llama3.2", graph) == "ollama/llama3.2"
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert not has_credentials("gpt-4o-mini")
-    assert has_credentials("ollama/llama3.2")
-    assert has_credentials("openai/local-model", api_base="http://127.0.0.1:8080/v1")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    assert has_credentials("gpt-4o-mini")
-    with_model = replace(graph, model=replace(graph.model, name="gpt-4o"))
-    assert model_name(None, with_model) == "gpt-4o"
 
 
 class BrokenMemory:

@@ -278,7 +278,7 @@ def test_conditional_start_is_a_decision_that_knows_about_memories(tmp_path: Pat
     turn = session.send("hello")
     assert turn.state == "b" and turn.llm_calls == 2
     start = model.requests[0]
-    assert start.kind == "start" and start.metadata["has_memories"] is True
+    assert start.kind == "start" and start.has_memories is True
     assert [o.description for o in start.options] == ["new user", "returning user"]
     assert "This user is known: 1 memories" in start.messages[-1]["content"]
 

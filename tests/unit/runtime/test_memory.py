@@ -45,7 +45,7 @@ def test_a_conditional_start_with_a_failing_memory_store_treats_the_user_as_new(
     session = Session.start(graph(tmp_path, text), model=model, memory=FakeMemory(fail=True))
     turn = session.send("hello")
     assert turn.state == "a" and turn.reply == "hello"
-    assert model.requests[0].metadata["has_memories"] is False
+    assert model.requests[0].has_memories is False
     assert "they are new" in model.requests[0].messages[-1]["content"]
     errors = [e.data for e in session.events() if e.kind == "memory_error"]
     assert [(e["operation"], e["error"]) for e in errors] == [

@@ -1,4 +1,4 @@
-"""The litellm adapter: structured output per provider, bounded retries with jitter."""
+"""The litellm adapter: modes, negotiation, retries within a deadline, permanent errors."""
 
 from __future__ import annotations
 
@@ -8,16 +8,24 @@ from typing import Any
 
 import pytest
 
-from cgraph.backends.llm.litellm_chat import LiteLLMModel, _retryable
+from cgraph.backends.llm.litellm_chat import LiteLLMModel
 from cgraph.backends.llm.types import ExitOption, LLMRequest
 from cgraph.errors import LLMError
 from cgraph.runtime.answers import answer_schema
 
 REQUEST = LLMRequest(
-    kind="action", messages=({"role": "system", "content": "s"}, {"role": "user", "content": "u"}),
-    schema=answer_schema("action", ("b", "stay")), schema_name="cgraph_action", state="a",
-    options=(ExitOption("b", "to b", "b"),), allow_stay=True,
-)  # fmt: skip
+    kind="action",
+    messages=(
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "system", "content": "late"},
+    ),
+    schema=answer_schema("action", ("b", "stay")),
+    schema_name="cgraph_action",
+    state="a",
+    options=(ExitOption("b", "to b", "b"),),
+    allow_stay=True,
+)
 
 
 def response(content: str | None = '{"exit": "stay"}', arguments: str | None = None) -> Any:
@@ -28,8 +36,8 @@ def response(content: str | None = '{"exit": "stay"}', arguments: str | None = N
 
 
 class Status(Exception):
-    def __init__(self, status: int) -> None:
-        super().__init__(f"status {status}")
+    def __init__(self, status: int, text: str = "") -> None:
+        super().__init__(text or f"status {status}")
         self.status_code = status
 
 
@@ -37,10 +45,28 @@ class RateLimitError(Exception):
     pass
 
 
+def failing(*errors: Exception) -> Any:
+    """A completion raising `errors` in turn, then answering; it records its arguments."""
+    pending = list(errors)
+    sent: list[dict[str, Any]] = []
+
+    def completion(**args: Any) -> Any:
+        sent.append(args)
+        if pending:
+            raise pending.pop(0)
+        return response('{"exit": "b"}')
+
+    completion.sent = sent  # type: ignore[attr-defined]
+    return completion
+
+
+def model(completion: Any, **options: Any) -> LiteLLMModel:
+    options = {"structured": "json_schema", "sleep": lambda s: None, **options}
+    return LiteLLMModel("openai/x", api_base="http://h/v1", completion=completion, **options)
+
+
 def test_json_schema_mode_sends_the_enum_strictly() -> None:
-    args = LiteLLMModel("openai/x", api_base="http://h/v1", structured="json_schema").arguments(
-        REQUEST
-    )
+    args = model(None).arguments(REQUEST)
     fmt = args["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     assert fmt["json_schema"]["schema"]["properties"]["exit"]["enum"] == ["b", "stay"]
@@ -49,56 +75,176 @@ def test_json_schema_mode_sends_the_enum_strictly() -> None:
 
 
 def test_tool_and_json_object_modes() -> None:
-    tool = LiteLLMModel("x", structured="tool").arguments(REQUEST)
+    tool = model(None, structured="tool").arguments(REQUEST)
     assert tool["tools"][0]["function"]["parameters"] == REQUEST.schema
     assert tool["tool_choice"]["function"]["name"] == "cgraph_action"
-    assert LiteLLMModel("x", structured="json_object").arguments(REQUEST)["response_format"] == {
-        "type": "json_object"
-    }
+    assert "response_format" not in tool
+    plain = model(None, structured="json_object").arguments(REQUEST)
+    assert plain["response_format"] == {"type": "json_object", "schema": REQUEST.schema}
+    assert '"enum":["b","stay"]' in plain["messages"][-1]["content"]  # the schema in the prompt
+
+
+def test_one_system_message_folds_every_system_text_into_the_first() -> None:
+    messages = model(None, one_system=True).arguments(REQUEST)["messages"]
+    assert messages == [
+        {"role": "system", "content": "s\n\nlate"},
+        {"role": "user", "content": "u"},
+    ]
 
 
 def test_answers_come_from_content_or_the_tool_call() -> None:
-    model = LiteLLMModel("x", structured="tool", completion=lambda **_: response(None, '{"a": 1}'))
-    assert model.complete(REQUEST) == '{"a": 1}'
-    model = LiteLLMModel("x", structured="json_schema", completion=lambda **_: response(None))
-    assert model.complete(REQUEST) == ""  # empty: the engine re-asks
+    tool = model(lambda **_: response(None, '{"a": 1}'), structured="tool")
+    assert tool.complete(REQUEST) == '{"a": 1}'
+    assert model(lambda **_: response(None)).complete(REQUEST) == ""  # empty: re-asked
 
 
 def test_transient_errors_retry_with_bounded_jittered_backoff() -> None:
-    failures: list[Exception] = [Status(500), RateLimitError("slow down"), Status(503)]
     sleeps: list[float] = []
-
-    def completion(**_: Any) -> Any:
-        if failures:
-            raise failures.pop(0)
-        return response('{"exit": "b"}')
-
-    model = LiteLLMModel(
-        "x", structured="json_schema", retries=3, backoff=1.0, max_backoff=3.0,
-        completion=completion, sleep=sleeps.append, jitter=lambda: 1.0,
-    )  # fmt: skip
-    assert model.complete(REQUEST) == '{"exit": "b"}' and model.calls == 4
+    completion = failing(Status(500), RateLimitError("slow down"), Status(503))
+    chat = model(
+        completion, retries=3, backoff=1.0, max_backoff=3.0, sleep=sleeps.append, jitter=lambda: 1.0
+    )
+    assert chat.complete(REQUEST) == '{"exit": "b"}' and chat.calls == 4
     assert sleeps == [1.0, 2.0, 3.0]  # 1, 2, 4 capped at 3 (jitter at its maximum)
     low = LiteLLMModel("x", backoff=1.0, jitter=lambda: 0.0)
     assert [low._delay(n) for n in range(3)] == [0.5, 1.0, 2.0]
 
 
-def test_retries_are_bounded_then_llm_error() -> None:
-    sleeps: list[float] = []
-    model = LiteLLMModel("x", structured="json_schema", retries=2, sleep=sleeps.append,
-                         completion=lambda **_: (_ for _ in ()).throw(Status(502)))  # fmt: skip
-    with pytest.raises(LLMError, match="failed after 3 attempts"):
-        model.complete(REQUEST)
-    assert len(sleeps) == 2 and model.calls == 3
+def test_retries_are_bounded_then_a_transient_llm_error() -> None:
+    chat = model(failing(*[Status(502)] * 5), retries=2)
+    with pytest.raises(LLMError, match="failed after 3 attempts") as caught:
+        chat.complete(REQUEST)
+    assert chat.calls == 3 and not caught.value.permanent
 
 
-def test_non_transient_errors_are_not_retried() -> None:
-    model = LiteLLMModel("x", structured="json_schema", sleep=lambda s: None,
-                         completion=lambda **_: (_ for _ in ()).throw(Status(401)))  # fmt: skip
-    with pytest.raises(LLMError, match="Status: status 401"):
-        model.complete(REQUEST)
-    assert model.calls == 1
-    assert _retryable(Status(429)) and _retryable(Status(500)) and not _retryable(ValueError())
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_permanent_errors_are_raised_at_once(status: int) -> None:
+    chat = model(failing(Status(status, "Incorrect API key provided")))
+    with pytest.raises(LLMError, match="Incorrect API key provided") as caught:
+        chat.complete(REQUEST)
+    assert chat.calls == 1 and caught.value.permanent
+
+
+def test_an_unknown_provider_module_is_permanent() -> None:
+    chat = model(failing(ModuleNotFoundError("No module named 'boto3'")))
+    with pytest.raises(LLMError, match="boto3") as caught:
+        chat.complete(REQUEST)
+    assert caught.value.permanent and chat.calls == 1
+
+
+def test_auto_moves_to_the_next_mode_once_and_remembers_it() -> None:
+    refusal = Status(500, "Error code: 500 - {'error': {'message': 'response_format: bad'}}")
+    completion = failing(refusal)
+    chat = model(completion, structured="auto")
+    chat._modes = ("json_schema", "tool", "json_object")
+    assert chat.complete(REQUEST) == '{"exit": "b"}'
+    assert chat.mode() == "tool" and chat.calls == 2
+    assert "response_format" in completion.sent[0] and "tools" in completion.sent[1]
+    assert chat.notices() == [
+        "the server refused `json_schema` structured output (response_format: bad); "
+        "using `tool` for the rest of the session"
+    ]
+    assert chat.notices() == []  # said once
+    chat.complete(REQUEST)
+    assert "tools" in completion.sent[2]
+
+
+def test_an_explicit_mode_the_server_refuses_is_permanent() -> None:
+    chat = model(failing(Status(400, "tools are not supported")), structured="tool")
+    with pytest.raises(LLMError, match="tools are not supported") as caught:
+        chat.complete(REQUEST)
+    assert caught.value.permanent and chat.calls == 1
+
+
+def test_a_template_that_wants_one_system_message_gets_one() -> None:
+    completion = failing(Status(500, "System message must be at the beginning."))
+    chat = model(completion)
+    chat.complete(REQUEST)
+    assert [m["role"] for m in completion.sent[1]["messages"]] == ["system", "user"]
+    assert "leading system message" in chat.notices()[0]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_retries_stop_at_the_turns_deadline() -> None:
+    clock = Clock()
+
+    budgets: list[float] = []
+
+    def slow_failure(**args: Any) -> Any:
+        budgets.append(args["timeout"])
+        clock.now += min(4.0, args["timeout"])
+        raise Status(503)
+
+    chat = model(
+        slow_failure,
+        retries=10,
+        timeout=10.0,
+        clock=clock,
+        sleep=clock.sleep,
+        backoff=1.0,
+        jitter=lambda: 0.0,
+    )
+    chat.begin_turn()
+    with pytest.raises(LLMError):
+        chat.complete(REQUEST)
+    assert budgets == [10.0, 5.5, 0.5] and clock.now == 10.0  # waits of 0.5 and 1 s between
+
+
+def test_the_deadline_is_passed_to_each_call() -> None:
+    clock = Clock()
+    completion = failing(Status(503))
+    chat = model(completion, timeout=10.0, clock=clock, sleep=clock.sleep, jitter=lambda: 0.0)
+    chat.begin_turn()
+    clock.now = 3.0
+    chat.complete(REQUEST)
+    assert completion.sent[0]["timeout"] == 7.0 and completion.sent[1]["timeout"] == 6.75
+
+
+def test_a_timeout_against_a_local_server_is_not_retried() -> None:
+    class Timeout(Exception):
+        pass
+
+    local = model(failing(Timeout("Request timed out")), retries=3)
+    local.api_base = "http://127.0.0.1:8080/v1"
+    with pytest.raises(LLMError, match="timed out") as caught:
+        local.complete(REQUEST)
+    assert local.calls == 1 and not caught.value.permanent
+    remote = LiteLLMModel(
+        "openai/x",
+        api_base="https://api.example.com/v1",
+        sleep=lambda s: None,
+        structured="json_schema",
+        completion=failing(Timeout("slow")),
+    )
+    remote.complete(REQUEST)
+    assert remote.calls == 2
+
+
+def test_a_call_that_outlives_the_deadline_is_abandoned() -> None:
+    import threading
+
+    release = threading.Event()
+
+    def stalls(**_: Any) -> Any:
+        release.wait(5)
+        return response()
+
+    chat = model(stalls, timeout=0.3, retries=0)
+    try:
+        with pytest.raises(LLMError, match="no answer within"):
+            chat.complete(REQUEST)
+    finally:
+        release.set()
 
 
 def test_offered_tools_go_beside_the_answer_and_their_calls_come_back_as_tool_calls() -> None:

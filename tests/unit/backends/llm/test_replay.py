@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from cgraph.backends.llm.registry import resolve_model as resolve
 from cgraph.backends.llm.replay import RecordingModel, ReplayModel
-from cgraph.backends.llm.types import LLMRequest, resolve
+from cgraph.backends.llm.types import LLMRequest
 from cgraph.errors import ConfigError, LLMError
 
 

@@ -9,8 +9,9 @@ import pytest
 from bench.semantic_cases import load_cases, request_for
 from cgraph import Session
 from cgraph.backends.embed import shared_embedder
+from cgraph.backends.llm.registry import resolve_model as resolve
 from cgraph.backends.llm.semantic import SemanticModel, counts_as_answer, extract_memories, polarity
-from cgraph.backends.llm.types import ExitOption, LLMRequest, resolve
+from cgraph.backends.llm.types import ExitOption, LLMRequest
 from tests.conftest import ROOT
 
 # Measured with bench/bench_semantic.py: 130/134 (97.0%) overall — 85/86 on the check-in the
@@ -82,7 +83,7 @@ def test_decision_prefers_session_findings(model: SemanticModel) -> None:
     )
     request = _request(
         "decision", options=options, user_messages=("No chest pain.",),
-        metadata={"annotations": ["chest_pain"]},
+        annotations=("chest_pain",),
     )  # fmt: skip
     assert json.loads(model.complete(request))["exit"] == "stop"
     plain = _request("decision", options=options, user_messages=("No chest pain.",))
