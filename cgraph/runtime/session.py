@@ -32,6 +32,7 @@ from cgraph.runtime.engine import Dependencies, Engine
 from cgraph.runtime.records import Decision, Event, TransitionRecord, Turn
 from cgraph.runtime.snapshot import Frame, Snapshot, jsonable
 from cgraph.runtime.store import SessionInfo, open_store
+from cgraph.runtime.streaming import Chunk, Delta, StreamingModel, can_stream, run_streamed
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import START
@@ -213,6 +214,28 @@ class Session:
             self._engine.begin_turn(message, key=key)
             self._engine.run()
         return (remember and self.extract_memories()) or self._built_turn(self.turn_number)
+
+    def stream(
+        self, message: str, *, key: str | None = None, remember: bool = True
+    ) -> Iterator[Chunk | Turn]:
+        """`send`, yielding the reply as the model writes it: `Delta`s of its text (and a
+        `Retracted` when an answer shown so far was rejected and the model is asked
+        again), then the `Turn`. With a model that cannot stream (offline, scripted without
+        `stream`), the whole reply comes as one `Delta` once the turn is done."""
+        engine, deps = self._engine, self._engine.deps
+
+        def send(sink: Callable[[Chunk], None]) -> Turn:
+            engine.deps = replace(deps, model=StreamingModel(deps.model, sink))
+            try:
+                return self.send(message, key=key, remember=remember)
+            finally:
+                engine.deps = deps
+
+        if not can_stream(deps.model):
+            turn = self.send(message, key=key, remember=remember)
+            yield from ((Delta(turn.reply), turn) if turn.reply else (turn,))
+            return
+        yield from run_streamed(send)
 
     def finish_turn(self) -> Turn:
         """Complete an interrupted turn from its last committed step (and extract its

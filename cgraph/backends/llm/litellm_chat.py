@@ -20,7 +20,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from cgraph.backends.llm.failures import Failure, classify
@@ -206,6 +206,23 @@ class LiteLLMModel:
         return args
 
     def complete(self, request: LLMRequest) -> str:
+        return _content(self._send(request), request)
+
+    def stream(self, request: LLMRequest) -> Iterator[str]:
+        """The answer's text as the provider sends it (`stream=True`), piece by piece: the
+        content, or the forced answer call's arguments. Retried like `complete` until the
+        stream opens; a stream that breaks later raises `LLMError`."""
+        response = self._send(request, stream=True)
+        try:
+            for chunk in response:
+                piece = _piece(chunk)
+                if piece:
+                    yield piece
+        except Exception as err:
+            raise _error(self.name, classify(err), 0) from err
+
+    def _send(self, request: LLMRequest, *, stream: bool = False) -> Any:
+        """The provider's response, with retries within the turn's deadline."""
         completion = self._completion or load_litellm().completion
         deadline = self._deadline or self._clock() + self.timeout
         attempt = 0
@@ -214,9 +231,11 @@ class LiteLLMModel:
             if remaining <= 0:
                 raise LLMError(f"model `{self.name}` gave no answer within {self.timeout:g} s")
             args = {**self.arguments(request), "timeout": remaining}
+            if stream:
+                args["stream"] = True
             self.calls += 1
             try:
-                return _content(call_within(completion, args, remaining), request)
+                return call_within(completion, args, remaining)
             except LLMError:
                 raise
             except Exception as err:
@@ -283,6 +302,18 @@ def _error(name: str, failure: Failure, attempt: int) -> LLMError:
     tries = f" after {attempt + 1} attempts" if attempt else ""
     permanent = failure.meaning not in ("transient", "timeout")
     return LLMError(f"model `{name}` failed{tries}: {failure.cause}", permanent=permanent)
+
+
+def _piece(chunk: Any) -> str:
+    """A streamed chunk's text: content, or the (answer) tool call's argument text."""
+    try:
+        delta = chunk.choices[0].delta
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return ""
+    calls = getattr(delta, "tool_calls", None)
+    if calls:
+        return str(getattr(calls[0].function, "arguments", None) or "")
+    return str(getattr(delta, "content", None) or "")
 
 
 def _content(response: Any, request: LLMRequest) -> str:

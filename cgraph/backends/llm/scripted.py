@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +49,10 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         sleep: Callable[[float], None] = time.sleep,
+        chunk: int = 7,
         **_options: Any,
     ) -> None:
+        self.chunk = chunk
         if isinstance(script, str | Path):
             name = f"scripted:{script}"
             script = load_script(script)
@@ -69,6 +71,12 @@ class ScriptedModel:
     def writes_summaries(self) -> bool:
         """Only a script with a `summary` key writes summaries; else cgraph extracts them."""
         return "summary" in self._queues or "summary" in self._repeat
+
+    def stream(self, request: LLMRequest) -> Iterator[str]:
+        """The answer `complete` gives, in pieces of `chunk` characters (a streaming test)."""
+        text = self.complete(request)
+        for start in range(0, len(text), self.chunk):
+            yield text[start : start + self.chunk]
 
     def complete(self, request: LLMRequest) -> str:
         self.requests.append(request)

@@ -1,0 +1,99 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1 that streams, for the streaming bench
+and tests.
+
+It answers `/v1/chat/completions` with one fixed answer, cut into `pieces` chunks sent
+`delay` seconds apart, like a model writing tokens: as server-sent events
+(`data: {chat.completion.chunk}` lines, then `data: [DONE]`) when the body asks for
+`stream: true`, else as one `chat.completion` once the whole answer is "written" (the same
+total time). A body whose messages are not a list of role/content objects gets a 400, as a
+real server would give.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class StreamServer:
+    """`with StreamServer(answer) as server:` serves at `server.base` until the block ends."""
+
+    def __init__(self, answer: str, *, pieces: int = 40, delay: float = 0.02) -> None:
+        self.answer, self.pieces, self.delay = answer, pieces, delay
+        self.bodies: list[dict[str, Any]] = []
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.base = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+
+    def __enter__(self) -> StreamServer:
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+    def chunks(self) -> list[str]:
+        size = max(len(self.answer) // self.pieces, 1)
+        return [self.answer[i : i + size] for i in range(0, len(self.answer), size)]
+
+
+def _handler(server: StreamServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # the stdlib's name
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+            server.bodies.append(body)
+            messages = body.get("messages")
+            if not isinstance(messages, list) or not all("role" in m for m in messages):
+                self._json(400, {"error": {"message": "messages must be role/content objects"}})
+            elif body.get("stream"):
+                self._stream()
+            else:
+                time.sleep(server.delay * len(server.chunks()))
+                self._json(200, _completion(server.answer))
+
+        def _stream(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            for piece in server.chunks():
+                time.sleep(server.delay)
+                self._event(_chunk({"content": piece}, None))
+            self._event(_chunk({}, "stop"))
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+        def _event(self, payload: dict[str, Any]) -> None:
+            self.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
+            self.wfile.flush()
+
+        def _json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            return None
+
+    return Handler
+
+
+def _chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+    return {
+        "id": "chunk-1", "object": "chat.completion.chunk", "created": 0, "model": "test-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }  # fmt: skip
+
+
+def _completion(content: str) -> dict[str, Any]:
+    return {
+        "id": "cmpl-1", "object": "chat.completion", "created": 0, "model": "test-model",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 40, "total_tokens": 50},
+    }  # fmt: skip
