@@ -18,6 +18,10 @@ closer than the best exit. The rule and its constants were calibrated on
 An opening message (`LLMRequest.opening`) is judged like any other; any other message that
 entered the state this turn stays: it already answered the state before.
 
+An exit without `examples:` is matched on stand-ins: its description's alternatives
+without the narrator ("The customer says the food is late or never arrived" → "the food
+is late", "never arrived"), which read like what a user says.
+
 The question penalty keeps a clarifying question ("What do you mean by doses?") from
 counting as an answer; an exit expects questions when its description says the user
 asks, or one of its examples is a question.
@@ -84,6 +88,13 @@ _DURABLE = re.compile(
 _REQUEST = re.compile(r"^\W*(can|could|would|will) you\b|\bplease\b", re.I)
 _ASKS = re.compile(r"\bask", re.I)
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.I)
+# "The user says that …": the narrator's words, which no user message contains.
+_NARRATOR = re.compile(
+    r"^(the (user|patient|customer|caller)"
+    r"( (says|reports|wants|asks|has|is|confirms))?( that)?\s+)",
+    re.I,
+)
+_ALTERNATIVES = re.compile(r"\bor\b|;|,")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +132,14 @@ def is_question(text: str) -> bool:
 def expects_questions(option: ExitOption) -> bool:
     """An exit taken by asking: its description says so, or an example is a question."""
     return bool(_ASKS.search(option.description)) or any(map(is_question, option.examples))
+
+
+def described_examples(description: str) -> tuple[str, ...]:
+    """Stand-in examples for an exit without `examples:`: its description's alternatives
+    ("late or never arrived"), each without the narrator's "The user says …"."""
+    parts = [p.strip(" .") for p in _ALTERNATIVES.split(description)]
+    parts = [p for p in parts if len(p.split()) >= 2]
+    return tuple(_NARRATOR.sub("", p) for p in (parts if len(parts) > 1 else [description]))
 
 
 def counts_as_answer(message: str, option: ExitOption) -> bool:
@@ -218,20 +237,18 @@ class SemanticModel:
         """Similarity of `message` to each exit: its description, blended with its closest
         example (less a penalty when the two disagree in yes/no polarity)."""
         cal = self.calibration
+        examples = {o.id: o.examples or described_examples(o.description) for o in options}
         texts = [message, *(o.description for o in options)]
-        texts += [e for o in options for e in o.examples]
+        texts += [e for o in options for e in examples[o.id]]
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
         mine, sign = vectors[message], polarity(message)
         denial = self.denial_scores(message, options)
         scores: dict[str, float] = {}
         for option in options:
             described = cosine(mine, vectors[option.description])
-            if not option.examples:
-                scores[option.id] = described + denial[option.id]
-                continue
             matched = max(
                 cosine(mine, vectors[e]) - cal.polarity_penalty * abs(polarity(e) - sign) / 2
-                for e in option.examples
+                for e in examples[option.id]
             )
             weight = cal.description_weight
             scores[option.id] = (1 - weight) * matched + weight * described + denial[option.id]

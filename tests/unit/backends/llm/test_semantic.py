@@ -10,7 +10,13 @@ from bench.semantic_cases import load_cases, request_for
 from cgraph import Session
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.registry import resolve_model as resolve
-from cgraph.backends.llm.semantic import SemanticModel, counts_as_answer, extract_memories, polarity
+from cgraph.backends.llm.semantic import (
+    SemanticModel,
+    counts_as_answer,
+    described_examples,
+    extract_memories,
+    polarity,
+)
 from cgraph.backends.llm.types import ExitOption, LLMRequest
 from tests.conftest import ROOT
 
@@ -168,3 +174,11 @@ def test_an_unsure_answer_is_asked_again(model: SemanticModel) -> None:
     session.send("Hi Ava, yes, I'm ready.")
     session.send("hmm, I'd have to check my pill box")
     assert session.state == "medication_adherence_check"
+
+
+def test_an_exit_without_examples_is_matched_on_its_descriptions_alternatives() -> None:
+    assert described_examples("The customer says the food is late or never arrived.") == (
+        "the food is late",
+        "never arrived",
+    )
+    assert described_examples("The user is ready to start.") == ("ready to start.",)
