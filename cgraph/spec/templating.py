@@ -10,7 +10,7 @@ a sandbox refusal, a division by zero, runaway recursion, the budget) is one
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache, lru_cache
 from typing import Any
 
@@ -88,10 +88,26 @@ def render_value(
     return value
 
 
+def render_template(
+    template: Template, context: Mapping[str, Any], *, seconds: float = RENDER_SECONDS
+) -> str:
+    """Render an already compiled template (a prompt loaded from a file, say) to text under
+    the same budget; `RenderError` names it by its name. Its environment should be a
+    `BoundedSandbox` for the size checks inside operations to apply too."""
+    label = template.name or "<template>"
+    return "".join(_run(lambda: template, context, seconds, label))
+
+
 def _render(source: str, context: Mapping[str, Any], native: bool, seconds: float) -> list[Any]:
+    return _run(lambda: _compiled(source, native), context, seconds, source)
+
+
+def _run(
+    compiled: Callable[[], Template], context: Mapping[str, Any], seconds: float, source: str
+) -> list[Any]:
     try:
         with deadline(seconds):
-            template = _compiled(source, native)
+            template = compiled()
             return list(_bounded(template.root_render_func(template.new_context(dict(context)))))
     except DeadlineExceeded as err:
         raise _error(source, "timeout", f"took longer than {seconds:g}s") from err

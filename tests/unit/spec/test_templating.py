@@ -147,3 +147,16 @@ def test_a_deadline_cannot_be_caught_by_the_code_it_stops() -> None:
         while True:
             with contextlib.suppress(Exception):  # what a careless handler would write
                 time.sleep(0.001)
+
+
+def test_a_compiled_template_renders_under_the_same_budget() -> None:
+    from jinja2 import DictLoader
+
+    from cgraph.spec.sandbox import BoundedSandbox
+    from cgraph.spec.templating import render_template
+
+    env = BoundedSandbox(loader=DictLoader({"ok.j2": "Hi {{ name }}", "slow.j2": LOOP}))
+    assert render_template(env.get_template("ok.j2"), CONTEXT) == "Hi Ada"
+    with pytest.raises(RenderError) as caught:
+        render_template(env.get_template("slow.j2"), CONTEXT, seconds=0.2)
+    assert (caught.value.template, caught.value.cause) == ("slow.j2", "timeout")
