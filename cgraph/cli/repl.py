@@ -20,6 +20,7 @@ from rich.table import Table
 from cgraph.cli import commands
 from cgraph.cli.opening import SEMANTIC, Opened, banner
 from cgraph.errors import CgraphError, SessionCompleted
+from cgraph.runtime.streaming import Chunk, Retracted, can_stream
 
 if TYPE_CHECKING:
     from cgraph.runtime.records import Turn
@@ -113,10 +114,15 @@ class Repl:
         if session.completed:
             self.console.print("[yellow]the conversation has ended — /reset for a new one[/]")
             return
+        printer = ReplyPrinter(self.console, self.agent)
         try:
-            with self.console.status(self._status(), spinner="dots"):
-                turn = session.send(message, remember=False)
+            if self.opened.model_name != SEMANTIC and can_stream(session.model):
+                turn = session.send_streaming(message, printer, remember=False)
+            else:
+                with self.console.status(self._status(), spinner="dots"):
+                    turn = session.send(message, remember=False)
         except KeyboardInterrupt:
+            printer.close()
             self.console.print("[yellow]turn cancelled[/] [dim](nothing was kept)[/]")
             return
         except SessionCompleted as err:
@@ -125,7 +131,8 @@ class Repl:
         except CgraphError as err:
             self.console.print(f"[bold red]error:[/] {escape(err.message)}")
             return
-        self.render(turn)
+        printer.close()
+        self.render(turn, shown=printer.shown)
         try:
             with self.console.status("remembering…", spinner="dots"):
                 turn = session.extract_memories() or turn
@@ -143,8 +150,10 @@ class Repl:
             return "loading the embedding model…"
         return "thinking…"
 
-    def render(self, turn: Turn) -> None:
-        if turn.reply and self._is_stage_direction(turn):
+    def render(self, turn: Turn, shown: str = "") -> None:
+        if shown and shown == turn.reply:
+            pass  # already printed as the model wrote it
+        elif turn.reply and self._is_stage_direction(turn):
             self.dim(f"({self.agent}: {stage_direction(turn.reply)})")
         elif turn.reply:
             self.console.print(f"[bold cyan]{escape(self.agent)}:[/] {escape(turn.reply)}")
@@ -279,3 +288,31 @@ def stage_direction(actions: str) -> str:
     """ "Greet the customer. Ask what happened." → "greet the customer; ask what happened"."""
     steps = [s.strip().rstrip(".") for s in _SENTENCE_END.split(actions) if s.strip()]
     return "; ".join(s[:1].lower() + s[1:] for s in steps)
+
+
+class ReplyPrinter:
+    """Prints a streamed reply as it arrives; a rejected one is marked, not left standing."""
+
+    def __init__(self, console: Console, agent: str) -> None:
+        self.console, self.agent = console, agent
+        self.shown = ""
+        """The reply printed so far (the last one, after a rejected answer)."""
+        self._open = False
+
+    def __call__(self, chunk: Chunk) -> None:
+        if isinstance(chunk, Retracted):
+            self.close()
+            self.shown = ""
+            self.console.print("[yellow](that answer was rejected; asking the model again)[/]")
+            return
+        if not self._open:
+            self.console.print(f"[bold cyan]{escape(self.agent)}:[/] ", end="")
+            self._open = True
+        self.console.print(escape(chunk.text), end="", soft_wrap=True)
+        self.shown += chunk.text
+
+    def close(self) -> None:
+        """End the line of a reply that was being printed."""
+        if self._open:
+            self.console.print()
+            self._open = False

@@ -222,20 +222,33 @@ class Session:
         `Retracted` when an answer shown so far was rejected and the model is asked
         again), then the `Turn`. With a model that cannot stream (offline, scripted without
         `stream`), the whole reply comes as one `Delta` once the turn is done."""
-        engine, deps = self._engine, self._engine.deps
-
-        def send(sink: Callable[[Chunk], None]) -> Turn:
-            engine.deps = replace(deps, model=StreamingModel(deps.model, sink))
-            try:
-                return self.send(message, key=key, remember=remember)
-            finally:
-                engine.deps = deps
-
-        if not can_stream(deps.model):
+        if not can_stream(self._engine.deps.model):
             turn = self.send(message, key=key, remember=remember)
             yield from ((Delta(turn.reply), turn) if turn.reply else (turn,))
             return
-        yield from run_streamed(send)
+        yield from run_streamed(
+            lambda sink: self.send_streaming(message, sink, key=key, remember=remember)
+        )
+
+    def send_streaming(
+        self,
+        message: str,
+        on_chunk: Callable[[Chunk], None],
+        *,
+        key: str | None = None,
+        remember: bool = True,
+    ) -> Turn:
+        """`send`, calling `on_chunk` in this thread with the reply's pieces as the model
+        writes them (see `stream`); a terminal prints them as they come, and Ctrl-C still
+        cancels the turn as it does during `send`."""
+        engine, deps = self._engine, self._engine.deps
+        if not can_stream(deps.model):
+            return self.send(message, key=key, remember=remember)
+        engine.deps = replace(deps, model=StreamingModel(deps.model, on_chunk))
+        try:
+            return self.send(message, key=key, remember=remember)
+        finally:
+            engine.deps = deps
 
     def finish_turn(self) -> Turn:
         """Complete an interrupted turn from its last committed step (and extract its

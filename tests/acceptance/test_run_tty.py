@@ -115,3 +115,43 @@ def test_every_command_and_a_dead_memory_server(tmp_path: Path) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+@pytest.mark.slow
+def test_with_a_model_the_reply_is_printed_as_it_streams(tmp_path: Path) -> None:
+    import json
+
+    from bench.stream_server import StreamServer
+
+    reply = "Good to see you. How have you been feeling since your last visit?"
+    answer = json.dumps({"exit": "stay", "reason": "greeting", "reply": reply})
+    os.environ.setdefault("OPENAI_API_KEY", "sk-local-test")
+    graph = tmp_path / "chat.yaml"
+    graph.write_text(STREAMED_GRAPH)
+    with StreamServer(answer, pieces=20, delay=0.01) as server:
+        child = spawn(
+            tmp_path / "store", "--model", "openai/test-model", "--api-base", server.base,
+            graph=graph,
+        )  # fmt: skip
+        say(child, "Hello there", reply)
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    assert server.bodies[0].get("stream") is True  # the action's answer (memory extraction is not)
+    assert child.before.count(reply) == 0  # printed once, before the prompt: not again
+
+
+STREAMED_GRAPH = """\
+cgraph: 1
+name: chat
+start: a
+states:
+  a:
+    type: action
+    objective: Talk with the user.
+    actions: [Ask how they are.]
+    intra_state_navigation_guidelines: []
+    action_guidelines: []
+    boundary_constraints: []
+    exit_conditions:
+      - {description: The user says bye., next_state: END}
+"""
