@@ -14,7 +14,8 @@ from typing import Any
 
 from cgraph.backends.llm.types import STAY, LLMRequest
 from cgraph.errors import CgraphError
-from cgraph.spec.model import TIERS, Tier
+from cgraph.spec import slots
+from cgraph.spec.model import TIERS, Slot, Tier
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
@@ -36,6 +37,10 @@ class Answer:
     """(tier, text) pairs, for extract requests."""
     cut: tuple[str, ...] = ()
     """Fields that were over their size cap and were cut (`reason`, `reply`, `note`)."""
+    slots: dict[str, Any] = field(default_factory=dict)
+    """Slot values the answer gives (valid ones only; null means "not said")."""
+    slot_problems: tuple[str, ...] = ()
+    """Why the other values were refused (the engine re-asks once, then leaves them unset)."""
 
 
 # A grammar keeps a small model's answer valid JSON but not short: a runaway field is cut.
@@ -59,7 +64,51 @@ def parse_answer(raw: str, request: LLMRequest) -> Answer:
     reply = _text(data, "reply")
     if exit_id == STAY and not reply:
         raise AnswerError('"reply" is empty: when "exit" is "stay" the reply is required')
-    return _capped(Answer(exit=exit_id, reason=reason, reply=reply, scores=scores))
+    values, problems = _slots(data, request)
+    return _capped(
+        Answer(
+            exit=exit_id,
+            reason=reason,
+            reply=reply,
+            scores=scores,
+            slots=values,
+            slot_problems=problems,
+        )
+    )
+
+
+def _slots(data: dict[str, Any], request: LLMRequest) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The valid, non-null slot values of the answer, and a problem per invalid one."""
+    given = data.get("slots")
+    if not request.slots or given is None:
+        return {}, ()
+    if not isinstance(given, dict):
+        return {}, ('"slots" must be an object of slot values',)
+    values, problems = {}, []
+    for name, value in given.items():
+        schema = request.slots.get(str(name))
+        if schema is None or value is None:
+            continue  # a slot not asked for is ignored, as a null is "not said"
+        slot = slot_of(schema)
+        problem = slots.problem(slot, slots.normalised(slot, value))
+        if problem is None:
+            values[str(name)] = slots.normalised(slot, value)
+        else:
+            problems.append(f"slot `{name}`: {problem}")
+    return values, tuple(problems)
+
+
+def slot_of(schema: dict[str, Any]) -> Slot:
+    """The slot a nullable answer schema describes (`cgraph.spec.slots.answer_schema`)."""
+    kind = next(t for t in schema["type"] if t != "null")
+    return Slot(
+        type=kind,
+        enum=tuple(v for v in schema.get("enum", ()) if v is not None),
+        minimum=schema.get("minimum"),
+        maximum=schema.get("maximum"),
+        pattern=schema.get("pattern"),
+        format=schema.get("format"),
+    )
 
 
 def _capped(answer: Answer) -> Answer:
@@ -135,12 +184,20 @@ def _memories(data: dict[str, Any]) -> tuple[tuple[Tier, str], ...]:
     return tuple(found)
 
 
-def answer_schema(kind: str, exit_ids: tuple[str, ...]) -> dict[str, Any]:
-    """The JSON Schema sent as structured output; strict-mode compatible (all keys required)."""
+def answer_schema(
+    kind: str, exit_ids: tuple[str, ...], slot_schemas: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The JSON Schema sent as structured output; strict-mode compatible (all keys required).
+
+    With `slot_schemas`, an action answer also fills `"slots"`: one nullable property each.
+    """
     if kind == "extract":
         memory = _object({"tier": {"type": "string", "enum": list(TIERS)}, "text": _STR})
         return _object({"memories": {"type": "array", "items": memory}})
     exit_field = {"type": "string", "enum": list(exit_ids)}
+    if kind == "action" and slot_schemas:
+        slots_field = _object(dict(slot_schemas))
+        return _object({"exit": exit_field, "reason": _STR, "reply": _STR, "slots": slots_field})
     if kind == "action":
         return _object({"exit": exit_field, "reason": _STR, "reply": _STR})
     if kind == "reflection":

@@ -9,16 +9,18 @@ Failures are returned as events for the log, never raised.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from cgraph.backends.llm.types import ChatModel, LLMRequest, notices
-from cgraph.errors import LLMError
+from cgraph.errors import CgraphError, LLMError
 from cgraph.runtime.answers import CAPS, Answer, AnswerError, parse_answer
 from cgraph.runtime.outcomes import Effects, Emit, decided
 from cgraph.runtime.prompts import SUMMARY_HEADING, prompt_hash
 from cgraph.runtime.records import Decision
 from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.templating import is_template, render_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +39,23 @@ class Asked:
         return (*self.failures, decided(self.decision))
 
 
-def fallback_reply(graph: Graph, state: AnyState | None, authored: str = "") -> str:
+def fallback_reply(
+    graph: Graph,
+    state: AnyState | None,
+    authored: str = "",
+    *,
+    context: Mapping[str, Any] | None = None,
+) -> str:
     """What the user reads when the model fails or a guard stops the turn: the state's own
     `fallback:`, else `authored` (a stopped turn repeats its state's words), else the
-    graph's fallback."""
-    return getattr(state, "fallback", None) or authored or graph.fallback
+    graph's fallback. A fallback is a template, rendered with `context`."""
+    text = getattr(state, "fallback", None) or authored or graph.fallback
+    if context is None or not is_template(text):
+        return text
+    try:
+        return render_text(text, context).strip() or graph.fallback
+    except CgraphError:  # a broken fallback must still say something (lint reports it)
+        return text
 
 
 Talk = Callable[[LLMRequest], tuple[LLMRequest, str]]
@@ -72,13 +86,20 @@ def ask(model: ChatModel, request: LLMRequest, *, talk: Talk | None = None) -> A
             break  # the backend already retried; asking again would only repeat the wait
         failures += _notices(model, request)
         try:
-            answer = parse_answer(raw, request)
-            failures += [_notice(request, _cut(name)) for name in answer.cut]
-            break
+            parsed = parse_answer(raw, request)
         except AnswerError as err:
             wrong = {"invalid_answer": str(raw)[:500], "attempt": attempt}
             failures.append(_failure(request, err.message, **wrong))
             current = _reask(current, raw, err.message)
+            continue
+        answer = parsed
+        failures += [_notice(request, _cut(name)) for name in parsed.cut]
+        if not parsed.slot_problems or attempt == 2:
+            break
+        # An invalid slot value is asked for once more; the answer so far stands meanwhile.
+        problems = "; ".join(parsed.slot_problems)
+        failures.append(_failure(request, problems, invalid_answer=str(raw)[:500], attempt=1))
+        current = _reask(current, raw, problems + " (answer null for a value you cannot give)")
     return Asked(answer, _decision(model, request, answer, attempts), tuple(failures))
 
 

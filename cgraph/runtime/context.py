@@ -50,6 +50,8 @@ class View:
     reflections: int
     tool_calls: int = 0
     """Tool calls the model made this turn (for `limits.max_tool_calls`)."""
+    frames: tuple[tuple[str, str], ...] = ()
+    """(graph key, state) of every graph entered, root first (the current one last)."""
 
     @property
     def idempotency_key(self) -> str:
@@ -85,6 +87,7 @@ def view_of(
         opening=snap.last_action is None,
         reflections=snap.reflections,
         tool_calls=_turn_tool_calls(events, snap.turn),
+        frames=tuple((f.graph, f.state) for f in snap.stack),
     )
 
 
@@ -128,6 +131,7 @@ def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:
         "notes": list(view.notes),
         "annotations": list(view.annotations),
         "vars": dict(view.variables),
+        "metadata": list(getattr(graph.states.get(state_id), "message_metadata", ())),
     }
 
 
@@ -159,6 +163,8 @@ class RequestBuilder(Protocol):
         history: Sequence[Mapping[str, str]] | None = None,
         extra: Mapping[str, Any] | None = None,
         opening: bool = False,
+        slots: Mapping[str, dict[str, Any]] | None = None,
+        collect: tuple[str, ...] = (),
     ) -> LLMRequest: ...
 
 

@@ -21,6 +21,7 @@ from cgraph.runtime import log_view
 from cgraph.runtime.asking import ask, fallback_reply
 from cgraph.runtime.context import StepContext, View, template_context, view_of
 from cgraph.runtime.events import EventLog
+from cgraph.runtime.flows import slot_defaults
 from cgraph.runtime.graphs import Graphs
 from cgraph.runtime.guards import guard
 from cgraph.runtime.handlers import HANDLERS, choose_start
@@ -31,7 +32,7 @@ from cgraph.runtime.prompting import Prompter, authored_reply, render_safe
 from cgraph.runtime.records import Event, EventKind
 from cgraph.runtime.snapshot import Frame, Snapshot
 from cgraph.runtime.store import SessionStore
-from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.model import CROSS, AnyState, Graph, is_cross
 from cgraph.spec.names import END, START, qualify
 
 
@@ -122,11 +123,16 @@ class Engine:
         self.snap.started = True
         self._arrive(source, outcome)
         if outcome.push:
-            self.snap.adopt_variables(dict(self.graphs.get(outcome.graph).variables))
+            self.snap.adopt_variables(self._initial(self.graphs.get(outcome.graph)))
         return False
 
     def _move(self, outcome: Move) -> bool:
         snap, source = self.snap, self.qualified()
+        if outcome.owner is not None:  # a global exit or `on_limit` leaves inner graphs
+            while len(snap.stack) > 1 and snap.frame.graph != outcome.owner:
+                snap.stack.pop()
+        if is_cross(outcome.target):
+            return self._cross(source, outcome)
         if outcome.target != END:
             snap.frame.state, snap.frame.returned = outcome.target, False
             self._arrive(source, outcome)
@@ -141,11 +147,26 @@ class Engine:
         snap.completed = True
         return self._end(closing, END, False)
 
+    def _cross(self, source: str, outcome: Move) -> bool:
+        """`file.yaml#state`: the other graph takes this graph's place in the stack, so
+        when it ends, the conversation goes on where this graph would have."""
+        file, _, state = outcome.target.partition(CROSS)
+        key = self.graphs.child_key(self.snap.frame.graph, file)
+        self.snap.stack[-1] = Frame(key, state)
+        self.snap.adopt_variables(self._initial(self.graphs.get(key)))
+        self._arrive(source, outcome)
+        return False
+
+    def _initial(self, graph: Graph) -> dict[str, Any]:
+        return {**slot_defaults(graph), **graph.variables}
+
     def _closing(self) -> str:
-        """With no parting words from the model: the ending state's `say:` when this turn
-        entered it (the user has not read it yet); else nothing, as it was said on entry."""
-        say = getattr(self.current_state(), "say", None)
-        if not say or not self.snap.entered:
+        """With no parting words from the model: the ending action state's `say:` when this
+        turn entered it (the user has not read it yet); else nothing, as it was said on
+        entry (a silent state's `say:` is already in the turn's lines)."""
+        state = self.current_state()
+        say = getattr(state, "say", None)
+        if not say or not self.snap.entered or getattr(state, "type", "") != "action":
             return ""
         return render_safe(say, self._templates()).strip()
 
@@ -168,8 +189,32 @@ class Engine:
             reason=outcome.reason,
         )
 
+    def _limit_route(self, stop: Stop) -> tuple[str, str] | None:
+        """(owning graph key, target) of the `on_limit` for this guard, once per turn."""
+        if stop.guard is None or self.snap.limited:
+            return None
+        if stop.capped is not None:
+            capped = self.current_graph().states.get(stop.capped)
+            if capped is not None and capped.on_limit:
+                return self.snap.frame.graph, capped.on_limit
+        for frame in reversed(self.snap.stack):
+            target = self.graphs.get(frame.graph).limits.on_limit.get(stop.guard)  # type: ignore[call-overload]
+            if target:
+                return frame.graph, target
+        return None
+
     def _stop(self, stop: Stop) -> bool:
-        """End the turn in the last user-facing state, with its fallback-or-authored text."""
+        """End the turn in the last user-facing state, with its fallback-or-authored text;
+        or, when the graph says where a guard leads (`on_limit`), go there."""
+        routed = self._limit_route(stop)
+        if routed is not None:
+            owner, target = routed
+            self.snap.limited = True
+            self._emit("guard", guard=stop.guard, detail=stop.detail, at=self.qualified(),
+                       routed_to=target)  # fmt: skip
+            reason = f"{stop.guard}: {stop.detail}"
+            return self._move(Move("on_limit", target, f"on limit {stop.guard}", reason,
+                                   owner=owner))  # fmt: skip
         here = self.qualified()
         self.snap.back_to_user_facing()
         graph, state = self.current_graph(), self.current_state()
@@ -179,12 +224,14 @@ class Engine:
             self._emit(
                 "guard", guard=stop.guard, detail=stop.detail, at=here, stopped_in=self.qualified()
             )
-        text = fallback_reply(graph, state, authored)
+        text = fallback_reply(graph, state, authored, context=self._templates())
         return self._end(text, self.qualified(), stop.fallback, guard=stop.guard)
 
     def _end(self, text: str, state: str, fallback: bool, guard: str | None = None) -> bool:
         snap = self.snap
-        self._emit("reply", text=text, state=state, fallback=fallback)
+        text = " ".join(t for t in (*snap.said, text) if t)
+        tags = list(getattr(self.current_state(), "message_metadata", ()))
+        self._emit("reply", text=text, state=state, fallback=fallback, metadata=tags)
         self._emit(
             "turn_completed",
             state=self.qualified(),

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from cgraph.backends.llm.types import ExitOption
 from cgraph.errors import TransitionError
-from cgraph.spec.model import AnyState, ExitCondition, Graph, StartEntry, exits_of, targets_of
+from cgraph.spec.model import (
+    AnyState,
+    ExitCondition,
+    Graph,
+    StartEntry,
+    anywhere_targets,
+    exits_of,
+    is_cross,
+    targets_of,
+)
 from cgraph.spec.names import END
 
 ON_ERROR = "on_error"
@@ -83,8 +92,16 @@ def check_transition(graph: Graph, source: str, target: str) -> None:
             f"`{source}` → `{target}` is not declared in graph `{graph.name}` "
             f"(its exits lead to {allowed})"
         )
-    if target != END and target not in graph.states:
+    if target != END and not is_cross(target) and target not in graph.states:
         raise TransitionError(f"`{target}` is not a state of graph `{graph.name}`")
+
+
+def check_anywhere(graph: Graph, target: str) -> None:
+    """Raise `TransitionError` unless a global exit or `on_limit` of `graph` leads there."""
+    if target not in anywhere_targets(graph):
+        raise TransitionError(
+            f"no global exit or `on_limit` of graph `{graph.name}` leads to `{target}`"
+        )
 
 
 def check_start(graph: Graph, target: str) -> None:

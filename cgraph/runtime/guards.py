@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from cgraph.errors import TransitionError
-from cgraph.runtime.exits import check_start, check_transition
+from cgraph.runtime.exits import check_anywhere, check_start, check_transition
 from cgraph.runtime.graphs import Graphs
 from cgraph.runtime.outcomes import Enter, Move, Stop
 from cgraph.runtime.snapshot import Snapshot
+from cgraph.spec.model import is_cross
 from cgraph.spec.names import END, qualify
 
 
@@ -15,6 +16,8 @@ def guard(outcome: Move | Enter, graphs: Graphs, snap: Snapshot) -> Stop | None:
     try:
         if isinstance(outcome, Enter):
             check_start(graphs.get(outcome.graph), outcome.target)
+        elif outcome.owner is not None:
+            check_anywhere(graphs.get(outcome.owner), outcome.target)
         else:
             check_transition(graphs.get(snap.frame.graph), snap.frame.state, outcome.target)
     except TransitionError as err:
@@ -23,12 +26,15 @@ def guard(outcome: Move | Enter, graphs: Graphs, snap: Snapshot) -> Stop | None:
     if snap.transitions >= limit:
         return Stop("max_transitions_per_turn", f"more than {limit} transitions in a turn")
     key = outcome.graph if isinstance(outcome, Enter) else snap.frame.graph
-    if outcome.target == END:
+    if isinstance(outcome, Move) and outcome.owner is not None:
+        key = outcome.owner
+    if outcome.target == END or is_cross(outcome.target):
         return None
     cap = visit_cap(graphs, key, outcome.target)
     name = qualify(key, outcome.target)
     if cap is not None and snap.visits.get(name, 0) >= cap:
-        return Stop("max_visits", f"`{name}` was entered {cap} times already")
+        detail = f"`{name}` was entered {cap} times already"
+        return Stop("max_visits", detail, capped=outcome.target)
     return None
 
 

@@ -17,6 +17,15 @@ from cgraph.errors import CgraphError, ToolError
 from cgraph.runtime.asking import Asked, ask, engine_decision, fallback_reply
 from cgraph.runtime.context import StepContext, template_context
 from cgraph.runtime.exits import ON_ERROR, exit_options, start_options
+from cgraph.runtime.flows import (
+    first_holding,
+    global_exits,
+    holds,
+    options_with_globals,
+    slot_changes,
+    slot_schemas,
+    unfilled,
+)
 from cgraph.runtime.outcomes import (
     AddNote,
     AddTags,
@@ -28,10 +37,12 @@ from cgraph.runtime.outcomes import (
     Move,
     Outcome,
     Reply,
+    Say,
     SetVariables,
     Stop,
     decided,
 )
+from cgraph.runtime.prompting import render_safe
 from cgraph.runtime.snapshot import jsonable
 from cgraph.runtime.toolcalls import Calling, ask_with_tools, offered
 from cgraph.runtime.tools import call_tool, check_arguments, load_handler
@@ -45,6 +56,7 @@ from cgraph.spec.model import (
     RecallState,
     ReflectionState,
     SideEffectState,
+    exits_of,
 )
 from cgraph.spec.names import START, qualify
 from cgraph.spec.templating import render_value
@@ -72,13 +84,35 @@ def route(
     kind: RequestKind = "decision",
     before: Effects = (),
 ) -> Outcome:
-    """Leave a silent state: its single way out, or the model's choice among several."""
-    options = exit_options(state)
-    if len(options) == 1:
-        chosen = engine_decision(ctx.view.here, kind, options[0].id, "the only way out")
-        return _move(options[0], "the only way out", (*before, chosen))
-    asked = _ask(ctx, kind, graph, state, options=options)
-    return _routed(asked, options, (*before, *asked.effects))
+    """Leave a silent state: the first `when` exit that holds, its single way out, or the
+    model's choice among the described exits whose `when` holds."""
+    context = template_context(ctx.view, graph, ctx.view.state_id)
+    before = (*before, *_said(state, context))
+    exits, options = exits_of(state), exit_options(state)
+    taken = first_holding(exits, context)
+    here = ctx.view.here
+    if taken is not None:
+        option = options[taken[0]]
+        reason = f"`when: {taken[1].when}` holds" if taken[1].when else "no `when` held (else)"
+        return _move(option, reason, (*before, engine_decision(here, kind, option.id, reason)))
+    open_ = tuple(
+        o for o, e in zip(options, exits, strict=True) if e.description and holds(e, context)
+    )
+    if not open_:
+        return Stop(None, f"no exit of `{here}` holds", effects=before)
+    if len(open_) == 1:
+        chosen = engine_decision(here, kind, open_[0].id, "the only way out")
+        return _move(open_[0], "the only way out", (*before, chosen))
+    asked = _ask(ctx, kind, graph, state, options=open_)
+    return _routed(asked, open_, (*before, *asked.effects))
+
+
+def _said(state: AnyState, context: dict[str, Any]) -> Effects:
+    """A silent state's `say:` line for the turn's reply."""
+    if state.type == "action" or not state.say:
+        return ()
+    text = render_safe(state.say, context).strip()
+    return (Say(text),) if text else ()
 
 
 def _routed(asked: Asked, options: tuple[ExitOption, ...], effects: Effects) -> Outcome:
@@ -95,22 +129,80 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
         )
         ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
         effects += found.events
-    options = exit_options(state)
+    passed = _passed_through(ctx, graph, state, effects)
+    if passed is not None:
+        return passed
+    context = template_context(ctx.view, graph, ctx.view.state_id)
+    anywhere = list(global_exits(_frames(ctx), context))
+    described = [e for e in state.exit_conditions if e.description and holds(e, context)]
+    options, owners = options_with_globals(anywhere, described)
+    schemas, collect = slot_schemas(graph, state)
     # No user-facing state before this one: the user's first message is still unanswered.
     opening = ctx.view.opening
     if state.tools and getattr(ctx.model, "calls_tools", True):
-        asked, calls = _ask_with_tools(ctx, graph, state, options, opening)
+        asked, calls = _ask_with_tools(ctx, graph, state, options, opening, schemas, collect)
         effects += calls
     else:
-        asked = _ask(ctx, "action", graph, state, options=options, allow_stay=True, opening=opening)
+        asked = _ask(
+            ctx, "action", graph, state, options=options, allow_stay=True,
+            opening=opening, slots=schemas, collect=collect,
+        )  # fmt: skip
         effects += _offline_tools(ctx, state)
     effects += asked.effects
-    if asked.answer is None:
-        return Reply(fallback_reply(graph, state), fallback=True, effects=effects)
-    if asked.answer.exit == STAY:
-        return Reply(asked.answer.reply, effects=effects)
-    option = _chosen(options, asked.answer.exit)
-    return _move(option, asked.answer.reason, effects, asked.answer.reply)
+    answer = asked.answer
+    if answer is None:
+        return Reply(fallback_reply(graph, state, context=context), fallback=True, effects=effects)
+    ctx, effects = _fill(ctx, answer.slots, effects)
+    if answer.exit != STAY:
+        option = _chosen(options, answer.exit)
+        owner = owners.get(option.id)
+        return Move(option.id, option.target, option.description, answer.reason,
+                    answer.reply, effects, owner)  # fmt: skip
+    if not ctx.view.entered or not state.ask_before_filling:
+        taken = _deterministic(ctx, graph, state, effects)
+        if taken is not None:
+            return taken
+    return Reply(answer.reply, effects=effects)
+
+
+def _frames(ctx: StepContext) -> list[tuple[str, Graph, str]]:
+    frames = ctx.view.frames or ((ctx.view.graph_key, ctx.view.state_id),)
+    return [(key, ctx.graphs.get(key), state) for key, state in frames]
+
+
+def _fill(ctx: StepContext, found: dict[str, Any], effects: Effects) -> tuple[StepContext, Effects]:
+    """Slot values from the answer: set, and logged (a changed value as a correction)."""
+    new, corrected = slot_changes(found, ctx.view.variables)
+    if not new:
+        return ctx, effects
+    record = {"state": ctx.view.here, "values": new, "corrected": corrected}
+    effects = (*effects, SetVariables(new), Emit("slots", record))
+    return ctx.seeing(variables={**ctx.view.variables, **new}), effects
+
+
+def _passed_through(
+    ctx: StepContext, graph: Graph, state: ActionState, effects: Effects
+) -> Outcome | None:
+    """A collect state entered with its slots already filled is passed through (no model)."""
+    if not (state.collect and ctx.view.entered) or state.ask_before_filling:
+        return None
+    return _deterministic(ctx, graph, state, effects)
+
+
+def _deterministic(
+    ctx: StepContext, graph: Graph, state: ActionState, effects: Effects
+) -> Outcome | None:
+    """The first `when` exit that holds, once the state's `collect` slots are all filled."""
+    if unfilled(state.collect, ctx.view.variables):
+        return None
+    context = template_context(ctx.view, graph, ctx.view.state_id)
+    taken = first_holding(state.exit_conditions, context)
+    if taken is None:
+        return None
+    option = exit_options(state)[taken[0]]
+    reason = f"`when: {taken[1].when}` holds" if taken[1].when else "its slots are filled"
+    chosen = engine_decision(ctx.view.here, "action", option.id, reason)
+    return _move(option, reason, (*effects, chosen))
 
 
 def _ask_with_tools(
@@ -119,6 +211,8 @@ def _ask_with_tools(
     state: ActionState,
     options: tuple[ExitOption, ...],
     opening: bool,
+    slots: dict[str, Any],
+    collect: tuple[str, ...],
 ) -> tuple[Asked, Effects]:
     """The action's question with the state's tools offered (see `cgraph.runtime.toolcalls`)."""
     request = ctx.requests.build(
@@ -130,6 +224,8 @@ def _ask_with_tools(
         options=options,
         allow_stay=True,
         opening=opening,
+        slots=slots,
+        collect=collect,
     )
     budget = max(ctx.root.limits.max_tool_calls - ctx.view.tool_calls, 0)
     calling = Calling(

@@ -49,7 +49,14 @@ class MarkUserFacing:
     """The current state talks to the user: a guard later in the turn stops here."""
 
 
-Effect = Emit | SetVariables | AddNote | AddTags | CountReflection | MarkUserFacing
+@dataclass(frozen=True, slots=True)
+class Say:
+    """A silent state's `say:` line, added to the turn's reply."""
+
+    text: str
+
+
+Effect = Emit | SetVariables | AddNote | AddTags | CountReflection | MarkUserFacing | Say
 Effects = tuple[Effect, ...]
 
 
@@ -72,6 +79,8 @@ def apply_effects(snap: Snapshot, effects: Effects, here: str) -> Iterator[Emit]
             snap.reflections += 1
         elif isinstance(effect, MarkUserFacing):
             snap.mark_user_facing()
+        elif isinstance(effect, Say):
+            snap.said = [*snap.said, effect.text]
 
 
 def decided(decision: Decision) -> Emit:
@@ -88,6 +97,9 @@ class Move:
     reply: str = ""
     """What an action state said as it left (used if the session ends this turn)."""
     effects: Effects = ()
+    owner: str | None = None
+    """For a global exit or `on_limit`: the key of the graph declaring it (its sub-graphs
+    are left); None for the current state's own exits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +128,8 @@ class Stop:
     detail: str
     fallback: bool = True
     effects: Effects = ()
+    capped: str | None = None
+    """For `max_visits`: the state that may not be entered again (its `on_limit` routes)."""
 
 
 Outcome = Move | Enter | Reply | Stop

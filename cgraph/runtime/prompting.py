@@ -85,6 +85,7 @@ def _option_view(option: ExitOption) -> dict[str, Any]:
         "description": option.description,
         "target": option.target,
         "examples": list(option.examples),
+        "anywhere": option.anywhere,
     }
 
 
@@ -156,6 +157,8 @@ class Prompter:
         history: Sequence[Mapping[str, str]] | None = None,
         extra: Mapping[str, Any] | None = None,
         opening: bool = False,
+        slots: Mapping[str, dict[str, Any]] | None = None,
+        collect: tuple[str, ...] = (),
     ) -> LLMRequest:
         """The request `kind` asks at `state_id`, with the window of history (or `history`)."""
         context = template_context(view, graph, state_id)
@@ -168,6 +171,8 @@ class Prompter:
             "dropped": dropped,
             "has_memories": bool(memory.get("has_memories", False)),
             "memory_count": int(memory.get("memory_count", 0)),
+            "slots": dict(slots or {}),
+            "collect": list(collect),
         }
         key = (id(graph), kind, state_id, _flat(texts))
         overrides = graph.prompts or self.root.prompts
@@ -176,7 +181,7 @@ class Prompter:
             messages=render_messages(
                 kind, variables, window, overrides, system_key=key, cache=self.cache
             ),
-            schema=answer_schema(kind, exit_ids(options, allow_stay)),
+            schema=answer_schema(kind, exit_ids(options, allow_stay), dict(slots or {})),
             schema_name=f"cgraph_{kind}",
             state=state_id,
             objective=texts["objective"],
@@ -192,6 +197,8 @@ class Prompter:
             annotations=tuple(view.annotations),
             has_memories=variables["has_memories"],
             memory_count=variables["memory_count"],
+            slots=dict(slots or {}),
+            collect=collect,
         )
 
     def _variables(

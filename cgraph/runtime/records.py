@@ -126,6 +126,7 @@ EventKind = Literal[
     "turn_completed",
     "undo",
     "decision",
+    "slots",  # slot values taken from a message; `corrected` holds the values replaced
 ]
 
 

@@ -29,6 +29,7 @@ from cgraph.backends.memory.policy import Memory, MemoryStore, NullMemory
 from cgraph.errors import ConfigError, SessionCompleted, SessionError
 from cgraph.runtime import log_view as log
 from cgraph.runtime.engine import Dependencies, Engine
+from cgraph.runtime.flows import slot_defaults
 from cgraph.runtime.records import Decision, Event, TransitionRecord, Turn
 from cgraph.runtime.snapshot import Frame, Snapshot, jsonable
 from cgraph.runtime.store import SessionInfo, open_store
@@ -50,7 +51,7 @@ def initial_snapshot(
     `variables` override the graph's initial values; a test starts a deep state this way
     without replaying the conversation that leads to it.
     """
-    values = jsonable({**graph.variables, **(variables or {})})
+    values = jsonable({**slot_defaults(graph), **graph.variables, **(variables or {})})
     if state is None:
         first = graph.start if isinstance(graph.start, str) else START
         return Snapshot(stack=[Frame("", first)], variables=values)

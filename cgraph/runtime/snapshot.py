@@ -72,6 +72,11 @@ class Snapshot:
         self.history_start, self.context_start = marks.history_start, marks.context_start
         self.summary, self.summary_upto = marks.summary, marks.summary_upto
 
+    said: list[str] = field(default_factory=list)
+    """Lines silent states said this turn (`say:`), put before the turn's reply."""
+    limited: bool = False
+    """An `on_limit` route was taken this turn (a second guard stops the turn)."""
+
     @property
     def frame(self) -> Frame:
         return self.stack[-1]
@@ -99,6 +104,8 @@ class Snapshot:
             "context_start": self.context_start,
             "summary": self.summary,
             "summary_upto": self.summary_upto,
+            "said": list(self.said),
+            "limited": self.limited,
         }
 
     def dumps(self) -> str:
@@ -119,7 +126,7 @@ class Snapshot:
     def begin_turn(self, message: str) -> None:
         self.turn += 1
         self.pending, self.step, self.transitions, self.reflections = message, 0, 0, 0
-        self.entered = False
+        self.entered, self.said, self.limited = False, [], False
 
     def mark_user_facing(self) -> None:
         self.last_action = copy_frames(self.stack)

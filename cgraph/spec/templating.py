@@ -10,6 +10,7 @@ a sandbox refusal, a division by zero, runaway recursion, the budget) is one
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache, lru_cache
 from typing import Any
@@ -80,7 +81,11 @@ def render_value(
     """
     if not isinstance(source, str) or not is_template(source):
         return source
-    value = native_concat(_render(source, context, True, seconds))
+    lone = _LONE.match(source.strip())
+    if lone and not is_template(lone["expr"]) and "}}" not in lone["expr"]:
+        value = _evaluate(source, lone["expr"], context, seconds)
+    else:
+        value = native_concat(_render(source, context, True, seconds))
     if isinstance(value, Undefined):  # a lone `{{ name }}` returns its Undefined unrendered
         raise _error(source, "UndefinedError", f"{value._undefined_name!r} is undefined")
     if too_large(value):  # one piece, counted once by `_bounded`: a whole list, say
@@ -96,6 +101,30 @@ def render_template(
     `BoundedSandbox` for the size checks inside operations to apply too."""
     label = template.name or "<template>"
     return "".join(_run(lambda: template, context, seconds, label))
+
+
+# `"{{ amount }}"`: one expression, whose value is kept as it is. Jinja's native rendering
+# would turn the text "150" into the number 150 (it `literal_eval`s its output).
+_LONE = re.compile(r"^\{\{-?(?P<expr>.*?)-?\}\}$", re.DOTALL)
+
+
+def _evaluate(source: str, expr: str, context: Mapping[str, Any], seconds: float) -> Any:
+    try:
+        with deadline(seconds):
+            return _expression(expr)(**dict(context))
+    except DeadlineExceeded as err:
+        raise _error(source, "timeout", f"took longer than {seconds:g}s") from err
+    except RecursionError as err:
+        raise _error(source, "RecursionError", "recursed too deeply") from err
+    except MemoryError as err:
+        raise _error(source, "MemoryError", "ran out of memory") from err
+    except Exception as err:  # any error inside a template is the template's failure
+        raise _error(source, type(err).__name__, str(err) or type(err).__name__) from err
+
+
+@lru_cache(maxsize=2048)
+def _expression(expr: str) -> Any:
+    return native_env().compile_expression(expr, undefined_to_none=False)
 
 
 def _render(source: str, context: Mapping[str, Any], native: bool, seconds: float) -> list[Any]:

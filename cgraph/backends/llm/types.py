@@ -16,7 +16,7 @@ A backend may add "scores": {exit id: float} to explain its choice (shown by `/w
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 RequestKind = Literal["action", "decision", "reflection", "start", "graph", "extract", "summary"]
@@ -31,6 +31,8 @@ class ExitOption:
     description: str
     target: str
     examples: tuple[str, ...] = ()
+    anywhere: bool = False
+    """A global exit: it holds in every state (an emergency, "cancel"); listed first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,10 @@ class LLMRequest:
     has_memories: bool = False
     """For `start` requests: whether the user has memories."""
     memory_count: int = 0
+    slots: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Slots the answer may fill (`"slots": {name: value or null}`), as nullable JSON Schemas."""
+    collect: tuple[str, ...] = ()
+    """The slots this state asks for (the others are filled only when the user volunteers them)."""
 
     @property
     def exit_ids(self) -> tuple[str, ...]:
