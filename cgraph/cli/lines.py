@@ -100,6 +100,8 @@ class LineRun:
                 f"{recovered.user!r}; its reply comes first — do not send that line again\n"
             )
             self.show(recovered, recovered=True)
+        if session.opening is not None:  # a graph that speaks first: its words come first
+            self.show(session.opening)
 
     def send(self, message: Message) -> int | None:
         """Run one turn and print it; an exit code when the run must stop."""

@@ -97,7 +97,8 @@ class Repl:
         self.dim(banner(self.opened.model_name))
         for note in self.opened.notes:
             self.dim(note)
-        resumed = f", resumed at turn {session.turn_number}" if session.turn_number else ""
+        earlier = bool(session.turn_number) and session.opening is None
+        resumed = f", resumed at turn {session.turn_number}" if earlier else ""
         self.dim(f"session {session.id}{resumed} · /help for commands")
         if session.recovered is not None:
             self.dim("finished the turn the last run left unfinished:")

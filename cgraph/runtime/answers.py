@@ -15,7 +15,7 @@ from typing import Any
 from cgraph.backends.llm.types import STAY, LLMRequest
 from cgraph.errors import CgraphError
 from cgraph.spec import slots
-from cgraph.spec.model import TIERS, Slot, Tier
+from cgraph.spec.model import TIERS, Tier
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
@@ -89,26 +89,13 @@ def _slots(data: dict[str, Any], request: LLMRequest) -> tuple[dict[str, Any], t
         schema = request.slots.get(str(name))
         if schema is None or value is None:
             continue  # a slot not asked for is ignored, as a null is "not said"
-        slot = slot_of(schema)
+        slot = slots.from_answer_schema(schema)
         problem = slots.problem(slot, slots.normalised(slot, value))
         if problem is None:
             values[str(name)] = slots.normalised(slot, value)
         else:
             problems.append(f"slot `{name}`: {problem}")
     return values, tuple(problems)
-
-
-def slot_of(schema: dict[str, Any]) -> Slot:
-    """The slot a nullable answer schema describes (`cgraph.spec.slots.answer_schema`)."""
-    kind = next(t for t in schema["type"] if t != "null")
-    return Slot(
-        type=kind,
-        enum=tuple(v for v in schema.get("enum", ()) if v is not None),
-        minimum=schema.get("minimum"),
-        maximum=schema.get("maximum"),
-        pattern=schema.get("pattern"),
-        format=schema.get("format"),
-    )
 
 
 def _capped(answer: Answer) -> Answer:

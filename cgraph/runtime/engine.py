@@ -78,9 +78,13 @@ class Engine:
 
     # ----- the turn -----------------------------------------------------------------------
 
-    def begin_turn(self, message: str, key: str | None = None) -> None:
+    def begin_turn(self, message: str, key: str | None = None, *, opening: bool = False) -> None:
+        """Start a turn; `opening` is the turn a `speaks_first` graph takes before the user
+        has said anything (its empty message is not part of the transcript)."""
         self.snap.begin_turn(message)
-        keyed = {"key": key} if key is not None else {}
+        keyed: dict[str, Any] = {"key": key} if key is not None else {}
+        if opening:
+            keyed["opening"] = True
         self._emit("user_message", text=message, state=self.qualified(), **keyed)
         self._commit()
 

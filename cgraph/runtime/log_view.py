@@ -28,7 +28,7 @@ def effective(events: Iterable[Event]) -> list[Event]:
 
 def message_of(event: Event) -> dict[str, str] | None:
     """The chat message an event adds to the transcript: a user message or a reply."""
-    if event.kind == "user_message":
+    if event.kind == "user_message" and not event.data.get("opening"):
         return {"role": "user", "content": str(event.data.get("text", ""))}
     if event.kind == "reply" and event.data.get("text"):
         return {"role": "assistant", "content": str(event.data["text"])}
@@ -87,7 +87,7 @@ def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
     return Turn(
         session=session_id,
         number=number,
-        user=str(begin.get("text", "")),
+        user=None if begin.get("opening") else str(begin.get("text", "")),
         reply=str(reply.get("text", "")),
         path=_path(str(begin.get("state", "")), transitions, str(end.get("state", ""))),
         transitions=tuple(transitions),
@@ -101,6 +101,7 @@ def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
         fallback=bool(reply.get("fallback", False)),
         warnings=tuple(dict.fromkeys(_warning(e) for e in events if _failed(e))),
         tool_calls=tuple(_tool_call(e.data) for e in events if _model_call(e)),
+        metadata=tuple(reply.get("metadata", ())),
     )
 
 

@@ -57,7 +57,8 @@ class Turn(Record):
 
     session: str
     number: int
-    user: str
+    user: str | None
+    """The user's message; None on the opening turn of a graph that `speaks_first`."""
     reply: str
     """What the agent says to the user; "" means there is nothing to show. On the turn that
     reaches END it is the model's parting words, else the ending state's `say:` if this turn
@@ -83,6 +84,8 @@ class Turn(Record):
     tool_calls: tuple[dict[str, Any], ...] = ()
     """The model's tool calls: tool, arguments, status (done, failed, refused), result or
     error, duration in seconds."""
+    metadata: tuple[str, ...] = ()
+    """The replying state's `message_metadata` tags."""
 
     def as_json(self) -> dict[str, Any]:
         """The turn as one JSON object (a line of `cgraph run --jsonl`): what was said, the
@@ -104,6 +107,7 @@ class Turn(Record):
             "fallback": self.fallback,
             "warnings": list(self.warnings),
             "tool_calls": [dict(call) for call in self.tool_calls],
+            "metadata": list(self.metadata),
         }
 
 

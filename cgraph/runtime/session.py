@@ -80,6 +80,8 @@ class Session:
         self.deps = deps
         self.recovered: Turn | None = None
         """The turn an interrupted process left unfinished, completed by `resume`."""
+        self.opening: Turn | None = None
+        """The first turn of a graph that `speaks_first`, taken by `start` (user None)."""
         self._engine = Engine(deps, snapshot, events)
 
     @classmethod
@@ -129,7 +131,17 @@ class Session:
         backend = open_store(store)
         backend.create(info, snapshot.to_dict(), [first])
         deps = Dependencies(spec, chat, memory or NullMemory(), backend, clock, info.id, user_id)
-        return cls(info=info, deps=deps, snapshot=snapshot, events=[first])
+        session = cls(info=info, deps=deps, snapshot=snapshot, events=[first])
+        if spec.speaks_first and state is None:
+            session.opening = session._speak_first()
+        return session
+
+    def _speak_first(self) -> Turn:
+        """The start state's words before the user types (`speaks_first: true`)."""
+        with self._turn():
+            self._engine.begin_turn("", opening=True)
+            self._engine.run()
+        return self._built_turn(self.turn_number)
 
     @classmethod
     def resume(

@@ -82,4 +82,18 @@ def _formatted(kind: str, value: str) -> bool:
 
 
 def _number(value: float) -> str:
-    return str(int(value)) if value.is_integer() else str(value)
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def from_answer_schema(schema: dict[str, Any]) -> Slot:
+    """The slot a nullable answer schema describes (the inverse of `answer_schema`)."""
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    return Slot(
+        type=next(t for t in kinds if t != "null"),
+        enum=tuple(v for v in schema.get("enum", ()) if v is not None),
+        minimum=schema.get("minimum"),
+        maximum=schema.get("maximum"),
+        pattern=schema.get("pattern"),
+        format=schema.get("format"),
+        description=schema.get("description", ""),
+    )

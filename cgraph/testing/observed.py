@@ -38,7 +38,7 @@ def observe(
     """The turn from `Session.send` with the session's variables, tags and the memories
     stored after it."""
     return Observed(
-        user=turn.user,
+        user=turn.user or "",
         reply=turn.reply,
         state=END if turn.completed else turn.state,
         path=turn.path,

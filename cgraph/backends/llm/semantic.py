@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cgraph.backends.embed import Embedder, Vector, cosine, shared_embedder
+from cgraph.backends.llm.extractors import extract
 from cgraph.backends.llm.negation import (
     affirmed,
     denied_phrases,
@@ -60,6 +61,9 @@ from cgraph.backends.llm.types import STAY, ExitOption, LLMRequest
 
 # Conversational moves that never answer a state's question: greetings, clarifications,
 # hesitation. They give "stay" a prototype in every state, whatever its objective says.
+GLOBAL_FLOOR = 0.45
+"""A global exit (an emergency, "cancel") is taken offline only when this close, and
+before the state's own exits are weighed."""
 CONVERSATIONAL = (
     "Hello.",
     "Hi, how are you?",
@@ -191,16 +195,43 @@ class SemanticModel:
     # -- action states -------------------------------------------------------------------
 
     def _action(self, request: LLMRequest) -> dict[str, Any]:
+        answer = self._action_exit(request)
+        just_entered = request.entered_this_turn and not request.opening
+        if request.slots and request.user_messages and not just_entered:
+            found = extract(
+                request.slots, request.collect, request.user_messages[-1], closest=self.closest
+            )
+            answer["slots"] = {name: found.get(name) for name in request.slots}
+        return answer
+
+    def closest(self, message: str, values: Sequence[str]) -> tuple[str, float]:
+        """The value most similar to the message (offline enum slots)."""
+        vectors = self.embedder.embed([message, *values])
+        scores = [cosine(vectors[0], v) for v in vectors[1:]]
+        best = max(range(len(values)), key=scores.__getitem__)
+        return values[best], scores[best]
+
+    def _action_exit(self, request: LLMRequest) -> dict[str, Any]:
+        """Global exits first (one must clearly hold), then the state's own exits."""
+        anywhere = [o for o in request.options if o.anywhere]
+        if anywhere and request.user_messages:
+            taken = self._exit_among(request, anywhere)
+            if taken["exit"] != STAY and taken["scores"].get(taken["exit"], 0) >= GLOBAL_FLOOR:
+                return {**taken, "reason": f"global exit: {taken['reason']}"}
+        own = tuple(o for o in request.options if not o.anywhere)
+        return self._exit_among(request, own)
+
+    def _exit_among(self, request: LLMRequest, options: Sequence[ExitOption]) -> dict[str, Any]:
         stay = {"exit": STAY, "reply": request.authored_reply}
         just_entered = request.entered_this_turn and not request.opening
-        if just_entered or not request.user_messages or not request.options:
+        if just_entered or not request.user_messages or not options:
             why = "just entered this state" if just_entered else "nothing to match"
             return {**stay, "reason": why, "scores": {}}
         message = request.user_messages[-1]
-        scores = self.exit_scores(message, request.options)
+        scores = self.exit_scores(message, options)
         stay_score = self.stay_score(message, request.stay_prototypes)
         best = max(scores, key=lambda k: scores[k])
-        answers = {o.id for o in request.options if counts_as_answer(message, o)}
+        answers = {o.id for o in options if counts_as_answer(message, o)}
         chosen = self.choose(scores, stay_score, answers=answers, allow_stay=request.allow_stay)
         if request.allow_stay and is_hedge(message):
             chosen = STAY  # an unsure answer is asked again, not taken as an answer

@@ -1,0 +1,207 @@
+"""Slot values from a message without a language model (the offline semantic mode).
+
+One extractor per slot type: numbers (digits and number words), booleans (yes/no and
+negations), enums (the value named, else the closest by embedding), dates and times
+(`dateparser`, a maintained parsing library), text with a `pattern` (its first match).
+Anything else stays unset: a wrong value is worse than asking again.
+
+Slots the state asks for (`collect`) are read eagerly; the others only from clear
+evidence (a date, a time, an enum value named, a pattern match, the one number of a
+message when one number is wanted), so "Table for 4 at 7 pm" fills two steps up front.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from cgraph.spec.model import Slot
+from cgraph.spec.slots import from_answer_schema, problem
+
+Closest = Callable[[str, Sequence[str]], tuple[str, float]]
+"""The enum value closest to a message, with its similarity (the embedder's)."""
+ENUM_THRESHOLD = 0.45
+
+_UNIT_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+)
+_UNITS = {w: n for n, w in enumerate(_UNIT_WORDS)}
+_TEN_WORDS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_TENS = {w: 10 * (n + 2) for n, w in enumerate(_TEN_WORDS)}
+_SCALES = {"dozen": 12, "hundred": 100, "thousand": 1000, "million": 1_000_000}
+_WORD = "|".join([*_UNITS, *_TENS, *_SCALES, "a", "an", "and"])
+_WORDS = re.compile(rf"\b(?:{_WORD})(?:[\s-]+(?:{_WORD}))*\b", re.IGNORECASE)
+_DIGITS = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
+_TIME = re.compile(
+    r"\b(?:\d{1,2}(?::\d{2})?\s*(?:a\.?m\.?|p\.?m\.?)|\d{1,2}:\d{2}|noon|midnight|"
+    rf"(?:{'|'.join(_UNITS)})\s*(?:a\.?m\.?|p\.?m\.?|o'clock))(?!\w)",
+    re.IGNORECASE,
+)
+_YES = re.compile(
+    r"\b(yes|yeah|yep|yup|sure|correct|right|affirmative|ok|okay|i do|i have|please do|"
+    r"of course|absolutely|definitely)\b",
+    re.IGNORECASE,
+)
+_NO = re.compile(
+    r"\b(no|nope|nah|not|don't|do not|never|none|negative|haven't|didn't|isn't|wrong)\b",
+    re.IGNORECASE,
+)
+
+
+def extract(
+    schemas: Mapping[str, dict[str, Any]],
+    collect: Sequence[str],
+    message: str,
+    *,
+    closest: Closest | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Slot name → value for every slot the message gives (valid values only)."""
+    wanted = {name: from_answer_schema(schema) for name, schema in schemas.items()}
+    spans: list[tuple[int, int]] = []
+    found: dict[str, Any] = {}
+    times = [(m.start(), m.end(), m.group()) for m in _TIME.finditer(message)]
+    spans += [(a, b) for a, b, _ in times]
+    for name, slot in wanted.items():
+        if slot.format == "time" and times:
+            found[name] = _time(times[0][2])
+    dates = _dates(message, times, now)
+    for name, slot in wanted.items():
+        if slot.format == "date" and dates:
+            found[name] = dates[0][2]
+    spans += [(a, b) for a, b, _ in dates]
+    rest = _blank(message, spans)
+    found.update(_numbers(wanted, collect, rest))
+    for name, slot in wanted.items():
+        value = _other(slot, name in collect, message, closest)
+        if value is not None and name not in found:
+            found[name] = value
+    return {k: v for k, v in found.items() if v is not None and problem(wanted[k], v) is None}
+
+
+def _other(slot: Slot, asked: bool, message: str, closest: Closest | None) -> Any:
+    if slot.enum:
+        return _enum(slot, asked, message, closest)
+    if slot.type == "boolean":
+        return _boolean(message) if asked else None
+    if slot.type == "string" and slot.pattern and not slot.format:
+        match = re.search(slot.pattern.lstrip("^").rstrip("$"), message)
+        return match.group() if match else None
+    return None
+
+
+def _enum(slot: Slot, asked: bool, message: str, closest: Closest | None) -> Any:
+    lowered = message.casefold()
+    for value in slot.enum:
+        words = str(value).casefold().replace("_", " ")
+        if re.search(rf"\b{re.escape(words)}\b", lowered):
+            return value
+    if not asked or closest is None:
+        return None
+    texts = [str(v).replace("_", " ") for v in slot.enum]
+    best, score = closest(message, texts)
+    return slot.enum[texts.index(best)] if score >= ENUM_THRESHOLD else None
+
+
+def _boolean(message: str) -> bool | None:
+    first_yes, first_no = _YES.search(message), _NO.search(message)
+    if first_no and (not first_yes or first_no.start() <= first_yes.start()):
+        return False
+    return True if first_yes else None
+
+
+def _numbers(wanted: Mapping[str, Slot], collect: Sequence[str], text: str) -> dict[str, Any]:
+    """Numbers in the order written, to the numeric slots this state asks for; a single
+    number also fills the one numeric slot not asked for (a value said up front)."""
+    numbers = _all_numbers(text)
+    numeric = [n for n, s in wanted.items() if s.type in ("integer", "number") and not s.enum]
+    asked = [n for n in collect if n in numeric]
+    found = dict(zip(asked, numbers, strict=False))
+    others = [n for n in numeric if n not in collect]
+    if not asked and len(others) == 1 and len(numbers) == 1:
+        found[others[0]] = numbers[0]
+    return {k: _typed(wanted[k], v) for k, v in found.items()}
+
+
+def _typed(slot: Slot, value: float) -> Any:
+    if slot.type == "integer":
+        return int(value) if float(value).is_integer() else None
+    return float(value)
+
+
+def _all_numbers(text: str) -> list[float]:
+    found = [(m.start(), float(m.group().replace(",", ""))) for m in _DIGITS.finditer(text)]
+    for match in _WORDS.finditer(text):
+        value = _words_value(match.group())
+        if value is not None:
+            found.append((match.start(), value))
+    return [v for _, v in sorted(found)]
+
+
+def _words_value(text: str) -> float | None:
+    total, current, seen = 0, 0, False
+    for word in re.split(r"[\s-]+", text.casefold()):
+        if word in _UNITS:
+            current, seen = current + _UNITS[word], True
+        elif word in _TENS:
+            current, seen = current + _TENS[word], True
+        elif word in _SCALES:
+            total, current, seen = total + max(current, 1) * _SCALES[word], 0, True
+        elif word in ("a", "an") and not seen:
+            current = 0
+    return float(total + current) if seen else None
+
+
+def _time(text: str) -> str | None:
+    import dateparser  # heavy: only when a time is said
+
+    parsed = dateparser.parse(text, languages=["en"])
+    return parsed.strftime("%H:%M") if parsed else None
+
+
+def _dates(
+    message: str, times: list[tuple[int, int, str]], now: datetime | None
+) -> list[tuple[int, int, str]]:
+    from dateparser.search import search_dates  # heavy: only for a graph with date slots
+
+    text = _blank(message, [(a, b) for a, b, _ in times])
+    settings: dict[str, Any] = {"PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False}
+    if now is not None:
+        settings["RELATIVE_BASE"] = now
+    results = search_dates(text, languages=["en"], settings=settings) or []
+    found = []
+    for said, when in results:
+        if not re.search(r"[A-Za-z]|\d[-/.]\d", said):
+            continue  # a bare number is a count, not a date
+        start = text.find(said)
+        found.append((start, start + len(said), when.date().isoformat()))
+    return found
+
+
+def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """The text with the spans blanked out (positions kept)."""
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
