@@ -61,7 +61,7 @@ from cgraph.backends.llm.types import STAY, ExitOption, LLMRequest
 
 # Conversational moves that never answer a state's question: greetings, clarifications,
 # hesitation. They give "stay" a prototype in every state, whatever its objective says.
-GLOBAL_FLOOR = 0.45
+GLOBAL_FLOOR = 0.5
 """A global exit (an emergency, "cancel") is taken offline only when this close, and
 before the state's own exits are weighed."""
 CONVERSATIONAL = (
@@ -212,14 +212,18 @@ class SemanticModel:
         return values[best], scores[best]
 
     def _action_exit(self, request: LLMRequest) -> dict[str, Any]:
-        """Global exits first (one must clearly hold), then the state's own exits."""
+        """Global exits are weighed first: one is taken when it clearly matches — above
+        `GLOBAL_FLOOR` and closer than staying and than any of the state's own exits."""
         anywhere = [o for o in request.options if o.anywhere]
-        if anywhere and request.user_messages:
-            taken = self._exit_among(request, anywhere)
-            if taken["exit"] != STAY and taken["scores"].get(taken["exit"], 0) >= GLOBAL_FLOOR:
-                return {**taken, "reason": f"global exit: {taken['reason']}"}
-        own = tuple(o for o in request.options if not o.anywhere)
-        return self._exit_among(request, own)
+        own = self._exit_among(request, [o for o in request.options if not o.anywhere])
+        if not anywhere or not request.user_messages:
+            return own
+        taken = self._exit_among(request, anywhere)
+        score = taken["scores"].get(taken["exit"], 0.0)
+        rivals = [*own["scores"].values(), taken["scores"].get(STAY, 0.0)]
+        if taken["exit"] != STAY and score >= GLOBAL_FLOOR and score > max(rivals, default=0.0):
+            return {**taken, "reason": f"global exit: {taken['reason']}"}
+        return own
 
     def _exit_among(self, request: LLMRequest, options: Sequence[ExitOption]) -> dict[str, Any]:
         stay = {"exit": STAY, "reply": request.authored_reply}

@@ -103,12 +103,13 @@ def test_conform_and_jsonschema_agree_on_every_fixture(path: Path) -> None:
 
 def test_conform_and_jsonschema_agree_on_mutated_examples() -> None:
     rejected = 0
-    for name, data in _mutants():
+    mutants = _mutants()
+    for name, data in mutants:
         graph, violations = conform(data)
         assert (graph is not None) == _reference().is_valid(data), name
         rejected += graph is None
         assert all(_located(data, v.path) for v in violations), name
-    assert 500 <= rejected <= 900  # both verdicts are exercised
+    assert 0.5 <= rejected / len(mutants) <= 0.9  # both verdicts are exercised
 
 
 def test_the_built_model_is_frozen_dataclasses_with_defaults() -> None:
