@@ -105,6 +105,7 @@ def why(opened: Opened, _: str) -> dict[str, Any]:
     return {
         "decisions": [d.model_dump(mode="json") for d in opened.session.last_decisions],
         "tool_calls": [dict(call) for call in last.tool_calls] if last else [],
+        "metadata": list(last.metadata) if last is not None else [],
     }
 
 

@@ -229,6 +229,8 @@ class Repl:
                 held = " and a summary" if d["summary"] else ""
                 extra += f" · held {d['window']} messages{held}"
             self.dim(f"  reason: {d['reason']} · model {d['model'] or '-'}{extra}")
+        if data.get("metadata"):
+            self.dim(f"reply metadata: {', '.join(data['metadata'])}")
 
     def draw_history(self, data: Data) -> None:
         if data["summary"]:

@@ -88,7 +88,7 @@ def test_a_whole_checkin_reaches_end(recorded: tuple[Path, list[dict[str, object
     assert first_move["to"] == "medication_adherence_check" and "closest to" in first_move["reason"]
     assert set(lines[0]) == {
         "turn", "user", "reply", "path", "transitions", "state", "recalled", "session",
-        "completed", "guard", "fallback", "warnings", "tool_calls",
+        "completed", "guard", "fallback", "warnings", "tool_calls", "metadata",
     }  # fmt: skip
 
 

@@ -160,3 +160,11 @@ def test_a_compiled_template_renders_under_the_same_budget() -> None:
     with pytest.raises(RenderError) as caught:
         render_template(env.get_template("slow.j2"), CONTEXT, seconds=0.2)
     assert (caught.value.template, caught.value.cause) == ("slow.j2", "timeout")
+
+
+def test_a_lone_expression_keeps_its_type_and_text_stays_text() -> None:
+    assert render_value("{{ amount }}", {"amount": 150}) == 150
+    assert render_value("{{ amount }}", {"amount": "150"}) == "150"
+    assert render_value("{{ true }}", {}) is True
+    assert render_value("{{ flags + ['x'] }}", {"flags": []}) == ["x"]
+    assert render_value("{{ amount }} dollars", {"amount": 150}) == "150 dollars"
