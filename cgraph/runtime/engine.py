@@ -16,7 +16,7 @@ from typing import Any
 
 from cgraph.backends.llm.types import ChatModel
 from cgraph.backends.memory.policy import MemoryStore
-from cgraph.errors import SessionError
+from cgraph.errors import RenderError, SessionError, ValueTooLarge
 from cgraph.runtime import log_view
 from cgraph.runtime.asking import ask, fallback_reply
 from cgraph.runtime.context import StepContext, View, template_context, view_of
@@ -28,8 +28,9 @@ from cgraph.runtime.handlers import HANDLERS, choose_start
 from cgraph.runtime.history import apply_context, keep_summary
 from cgraph.runtime.memory import MemoryGateway, this_turn
 from cgraph.runtime.outcomes import Effects, Emit, Enter, Move, Outcome, Reply, Stop, apply_effects
-from cgraph.runtime.prompting import Prompter, authored_reply, render_safe
+from cgraph.runtime.prompting import Prompter, authored_reply
 from cgraph.runtime.records import Event, EventKind
+from cgraph.runtime.render_failures import StepRenderFailed, failed_step, rendered
 from cgraph.runtime.snapshot import Frame, Snapshot
 from cgraph.runtime.store import SessionStore
 from cgraph.spec.model import CROSS, AnyState, Graph, is_cross
@@ -91,7 +92,13 @@ class Engine:
     def run(self) -> None:
         """Step until the turn ends; every step is committed before the next begins."""
         while True:
-            done = self._apply(self._outcome())
+            try:
+                outcome = self._outcome()
+            except StepRenderFailed as failure:
+                outcome = failed_step(failure)
+            except (RenderError, ValueTooLarge) as err:  # a render outside the handlers' own
+                outcome = failed_step(StepRenderFailed(self.qualified(), "prompt", err))
+            done = self._apply(outcome)
             self.snap.step += 1
             if done:
                 return
@@ -172,7 +179,16 @@ class Engine:
         say = getattr(state, "say", None)
         if not say or not self.snap.entered or getattr(state, "type", "") != "action":
             return ""
-        return render_safe(say, self._templates()).strip()
+        said = self._said(lambda: authored_reply(state, self._templates()))
+        return fallback_reply(self.current_graph(), state) if said is None else said
+
+    def _said(self, render: Callable[[], str]) -> str | None:
+        """A `say:` rendered for the user, or None (the failure logged) when it fails."""
+        try:
+            return rendered(self.qualified(), "say", render)
+        except StepRenderFailed as failure:
+            self._emit(failure.event.kind, **failure.event.data)
+            return None
 
     def _arrive(self, source: str, outcome: Move | Enter, *, visit: bool = True) -> None:
         target = self.qualified()
@@ -224,7 +240,7 @@ class Engine:
         graph, state = self.current_graph(), self.current_state()
         authored = ""
         if stop.guard is not None:
-            authored = authored_reply(state, self._templates())
+            authored = self._said(lambda: authored_reply(state, self._templates())) or ""
             self._emit(
                 "guard", guard=stop.guard, detail=stop.detail, at=here, stopped_in=self.qualified()
             )

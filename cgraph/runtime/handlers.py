@@ -42,10 +42,11 @@ from cgraph.runtime.outcomes import (
     Stop,
     decided,
 )
-from cgraph.runtime.prompting import render_safe
+from cgraph.runtime.render_failures import StepRenderFailed, rendered
 from cgraph.runtime.snapshot import jsonable
 from cgraph.runtime.toolcalls import Calling, ask_with_tools, offered
 from cgraph.runtime.tools import call_tool, check_arguments, load_handler
+from cgraph.spec.limits import check_size
 from cgraph.spec.model import (
     ActionState,
     AnnotationState,
@@ -59,7 +60,7 @@ from cgraph.spec.model import (
     exits_of,
 )
 from cgraph.spec.names import START, qualify
-from cgraph.spec.templating import render_value
+from cgraph.spec.templating import is_template, render_text, render_value
 
 
 def _move(option: ExitOption, reason: str, effects: Effects, reply: str = "") -> Move:
@@ -87,7 +88,7 @@ def route(
     """Leave a silent state: the first `when` exit that holds, its single way out, or the
     model's choice among the described exits whose `when` holds."""
     context = template_context(ctx.view, graph, ctx.view.state_id)
-    before = (*before, *_said(state, context))
+    before = (*before, *_said(ctx.view.here, state, context))
     exits, options = exits_of(state), exit_options(state)
     taken = first_holding(exits, context)
     here = ctx.view.here
@@ -107,11 +108,13 @@ def route(
     return _routed(asked, open_, (*before, *asked.effects))
 
 
-def _said(state: AnyState, context: dict[str, Any]) -> Effects:
-    """A silent state's `say:` line for the turn's reply."""
-    if state.type == "action" or not state.say:
+def _said(here: str, state: AnyState, context: dict[str, Any]) -> Effects:
+    """A silent state's `say:` line for the turn's reply (a failing one fails the step)."""
+    say = state.say
+    if state.type == "action" or not say:
         return ()
-    text = render_safe(state.say, context).strip()
+    text = rendered(here, "say", lambda: render_text(say, context) if is_template(say) else say)
+    text = text.strip()
     return (Say(text),) if text else ()
 
 
@@ -270,7 +273,9 @@ def step_reflection(ctx: StepContext, graph: Graph, state: ReflectionState) -> O
 
 def step_recall(ctx: StepContext, graph: Graph, state: RecallState) -> Outcome:
     context = template_context(ctx.view, graph, ctx.view.state_id)
-    queries = [str(render_value(q, context)) for q in state.queries]
+    queries = rendered(
+        ctx.view.here, "queries", lambda: [str(render_value(q, context)) for q in state.queries]
+    )
     found = ctx.memory.recall(ctx.view.here, queries, state.tiers, state.top_k)
     ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
     return route(ctx, graph, state, before=found.events)
@@ -280,10 +285,17 @@ def step_annotation(ctx: StepContext, graph: Graph, state: AnnotationState) -> O
     effects: Effects = (AddTags(state.annotations),)
     if state.set:
         context = template_context(ctx.view, graph, ctx.view.state_id)
-        values = jsonable({name: render_value(v, context) for name, v in state.set.items()})
+        values = rendered(ctx.view.here, "set", lambda: _set_values(state, context))
         effects += (SetVariables(values),)
         ctx = ctx.seeing(variables={**ctx.view.variables, **values})
     return route(ctx, graph, state, before=effects)
+
+
+def _set_values(state: AnnotationState, context: dict[str, Any]) -> dict[str, Any]:
+    values = {name: render_value(v, context) for name, v in state.set.items()}
+    for name, value in values.items():
+        check_size(value, f"variable `{name}`")
+    return dict(jsonable(values))
 
 
 def step_side_effect(ctx: StepContext, graph: Graph, state: SideEffectState) -> Outcome:
@@ -291,6 +303,9 @@ def step_side_effect(ctx: StepContext, graph: Graph, state: SideEffectState) -> 
     record = {"state": ctx.view.here, "tool": state.tool, "key": key}
     try:
         result = _call(ctx, graph, state)
+        check_size(result, f"the result of tool `{state.tool}`")
+    except StepRenderFailed:
+        raise
     except CgraphError as err:
         failed = (Emit("tool_call", {**record, "status": "failed", "error": err.message}),)
         if state.on_error:
@@ -311,7 +326,11 @@ def _call(ctx: StepContext, graph: Graph, state: SideEffectState) -> Any:
     if tool is None:
         raise ToolError(f"tool `{state.tool}` is not declared under `tools`")
     context = template_context(ctx.view, graph, ctx.view.state_id)
-    arguments = {name: _render_deep(value, context) for name, value in state.arguments.items()}
+    arguments = rendered(
+        ctx.view.here,
+        "arguments",
+        lambda: {name: _render_deep(value, context) for name, value in state.arguments.items()},
+    )
     check_arguments(tool.name, tool.parameters, arguments)
     handler = load_handler(tool.handler, ctx.graphs.folder_of(graph))
     key = ctx.view.idempotency_key

@@ -15,7 +15,7 @@ from typing import Any
 from jinja2 import TemplateError as JinjaError
 
 from cgraph.backends.llm.types import ExitOption, LLMRequest, RequestKind, exit_ids
-from cgraph.errors import CgraphError
+from cgraph.errors import CgraphError, RenderError
 from cgraph.runtime.answers import answer_schema
 from cgraph.runtime.context import View, template_context
 from cgraph.runtime.graphs import topology_text
@@ -72,10 +72,11 @@ def state_texts(state: AnyState | None, context: Mapping[str, Any]) -> dict[str,
 
 
 def authored_reply(state: AnyState | None, context: Mapping[str, Any]) -> str:
-    """The state's own words: its `say:` template, else its actions."""
+    """The state's own words: its `say:` template, else its actions. A failing `say:`
+    raises (`RenderError`): its source is never shown to the user."""
     say = getattr(state, "say", None)
     if say:
-        return render_safe(say, context).strip()
+        return render_text(say, dict(context)).strip() if is_template(say) else say.strip()
     return " ".join(render_safe(a, context) for a in getattr(state, "actions", ()))
 
 
@@ -189,7 +190,7 @@ class Prompter:
             allow_stay=allow_stay,
             user_messages=self.recent_user_messages(),
             stay_prototypes=tuple(t for t in (texts["objective"], *texts["actions"]) if t),
-            authored_reply=authored_reply(state, context),
+            authored_reply=self._authored(kind, graph, state, context),
             entered_this_turn=view.entered,
             opening=opening,
             graph=graph.name,
@@ -200,6 +201,19 @@ class Prompter:
             slots=dict(slots or {}),
             collect=collect,
         )
+
+    @staticmethod
+    def _authored(
+        kind: RequestKind, graph: Graph, state: AnyState | None, context: Mapping[str, Any]
+    ) -> str:
+        """The state's own words, for an action's question only (a model may stay with
+        them); the fallback when the `say:` fails, never the template's source."""
+        if kind != "action":
+            return ""
+        try:
+            return authored_reply(state, context)
+        except RenderError:
+            return getattr(state, "fallback", None) or graph.fallback
 
     def _variables(
         self,

@@ -131,6 +131,7 @@ EventKind = Literal[
     "undo",
     "decision",
     "slots",  # slot values taken from a message; `corrected` holds the values replaced
+    "render_failed",
 ]
 
 
