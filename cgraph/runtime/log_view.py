@@ -62,11 +62,18 @@ def decisions(events: Iterable[Event]) -> list[Decision]:
 
 
 def recalled(events: Iterable[Event]) -> list[RecalledMemory]:
-    found: list[RecalledMemory] = []
+    """The memories recalled, each once (by id, at its first recall and best score)."""
+    found: dict[str, RecalledMemory] = {}
     for event in events:
-        if event.kind == "recall":
-            found.extend(RecalledMemory(**m) for m in event.data.get("memories", ()))
-    return found
+        if event.kind != "recall":
+            continue
+        for memory in (RecalledMemory(**m) for m in event.data.get("memories", ())):
+            seen = found.get(memory.id)
+            if seen is None or (memory.score or 0.0) > (seen.score or 0.0):
+                found[memory.id] = (
+                    memory if seen is None else seen.model_copy(update={"score": memory.score})
+                )
+    return list(found.values())
 
 
 def turn_events(events: Sequence[Event], number: int) -> list[Event]:

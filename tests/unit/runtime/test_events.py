@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from cgraph.runtime.events import EventLog
+from cgraph.runtime.log_view import recalled
+from cgraph.runtime.records import Event
 from cgraph.runtime.snapshot import Frame, Snapshot
 from cgraph.runtime.store import InMemorySessionStore, SessionInfo
 
@@ -43,3 +45,14 @@ def test_an_undo_drops_the_turn_from_log_and_transcript_but_never_reuses_a_seq()
     log.commit(snap)
     assert [e.seq for e in store.load("s1").events] == [0, 1, 2, 3, 4]
     assert log.emit("user_message", 2, {"text": "again"}).seq == 5
+
+
+def test_a_memory_recalled_twice_in_a_turn_is_listed_once_with_its_best_score() -> None:
+    def recall(seq: int, *scores: tuple[str, float]) -> Event:
+        memories = [{"id": i, "text": f"t{i}", "tier": "facts", "score": s} for i, s in scores]
+        return Event(
+            seq=seq, session="s", turn=1, kind="recall", at=0.0, data={"memories": memories}
+        )
+
+    found = recalled([recall(1, ("a", 0.5), ("b", 0.4)), recall(2, ("a", 0.9), ("c", 0.3))])
+    assert [(m.id, m.score) for m in found] == [("a", 0.9), ("b", 0.4), ("c", 0.3)]
