@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import FileSystemLoader, StrictUndefined, Template, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
 
+from cgraph.errors import RenderError
 from cgraph.errors import TemplateError as CgraphTemplateError
+from cgraph.spec.sandbox import BoundedSandbox
+from cgraph.spec.templating import render_template
 
 TEMPLATES = Path(__file__).parent / "templates"
 CHARS_PER_TOKEN = 4
@@ -81,8 +83,10 @@ def history_start(
 
 
 @cache
-def _environment() -> SandboxedEnvironment:
-    env = SandboxedEnvironment(
+def _environment() -> BoundedSandbox:
+    # The format's bounded sandbox: an override with a nested loop or a huge string fails
+    # within the render budget instead of hanging the turn.
+    env = BoundedSandbox(
         loader=FileSystemLoader(str(TEMPLATES)),
         undefined=StrictUndefined,
         autoescape=False,
@@ -134,7 +138,9 @@ def render_messages(
         context_t = system_t if source is None or _splits(source) else shipped
         key = None if source or cache is None else system_key
         system = _system(system_t, variables, key, cache if cache is not None else {})
-        context = context_t.render(variables, part="context").strip()
+        context = render_template(context_t, {**variables, "part": "context"}).strip()
+    except RenderError:
+        raise
     except TemplateError as err:
         raise CgraphTemplateError(f"the {kind} prompt template failed: {err}") from err
     messages = [{"role": "system", "content": system}]
@@ -154,7 +160,7 @@ def _system(
 ) -> str:
     cached = cache.get(key) if key is not None else None
     if cached is None:
-        cached = template.render(variables, part="system").strip()
+        cached = render_template(template, {**variables, "part": "system"}).strip()
         if key is not None:
             if len(cache) >= SYSTEM_CACHE_SIZE:
                 cache.clear()

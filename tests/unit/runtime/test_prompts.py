@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.errors import RenderError
 from cgraph.runtime.prompts import estimate_tokens, history_start, render_messages
 from cgraph.runtime.session import Session
 from tests.conftest import GRAPHS
@@ -80,6 +83,21 @@ def test_overrides_without_blocks_replace_the_system_part_only() -> None:
     )
     assert messages[0]["content"] == "MY SYSTEM for d"
     assert "Choose the exit" in messages[-1]["content"]
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}",
+        "{{ 'a' * 10**9 }}",
+        "{{ 1/0 }}",
+    ],
+    ids=["nested-loop", "huge-string", "zero-division"],
+)
+def test_an_override_that_fails_or_runs_away_is_a_bounded_render_error(override: str) -> None:
+    with pytest.raises(RenderError) as raised:
+        render_messages("decision", _variables(), [], {"decision": override})
+    assert raised.value.cause
 
 
 def _variables() -> dict[str, object]:
