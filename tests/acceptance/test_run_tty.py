@@ -19,12 +19,24 @@ PROMPT = "you › "
 TIMEOUT = 120  # the first turn waits for the embedding model on a busy machine
 
 
+def _as_from_a_shell() -> None:
+    # A person's shell gives the program Ctrl-C. A runner that starts the suite in the
+    # background of a script has SIGINT ignored, and an ignored signal survives exec, so
+    # Python would never raise KeyboardInterrupt and no Ctrl-C step could be tested.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def spawn(store: Path, *extra: str, graph: Path = GRAPHS / "medical_checkin.yaml") -> pexpect.spawn:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TERM": "xterm"}
     child = pexpect.spawn(
-        str(CGRAPH), ["run", str(graph), "--store", str(store), *extra],
-        env=env, encoding="utf-8", timeout=TIMEOUT, dimensions=(50, 220),
-    )  # fmt: skip
+        str(CGRAPH),
+        ["run", str(graph), "--store", str(store), *extra],
+        env=env,
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        dimensions=(50, 220),
+        preexec_fn=_as_from_a_shell,
+    )
     child.expect_exact(PROMPT)
     return child
 
