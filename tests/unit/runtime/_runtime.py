@@ -131,3 +131,20 @@ def two_actions(tmp_path: Path) -> Graph:
             + action("b", {"a": "The user wants to start over."}, say="Welcome to b.")
         ),
     )
+
+
+# A recall state that renders its queries, then an action that can end the session.
+RECALL = simple(
+    start="m",
+    body="""\
+  m:
+    type: recall
+    objective: Remember.
+    queries: ["about {{ message }}", "fixed query"]
+    tiers: [personal]
+    top_k: 2
+    next_state: a
+"""
+    + action("a", {"END": "done"}),
+    top="memory: {store: off}\n",
+)

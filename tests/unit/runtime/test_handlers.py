@@ -14,7 +14,17 @@ from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from tests.conftest import FIXTURES
-from tests.unit.runtime._runtime import FakeMemory, action, go, graph, pick, simple, stay, write
+from tests.unit.runtime._runtime import (
+    RECALL,
+    FakeMemory,
+    action,
+    go,
+    graph,
+    pick,
+    simple,
+    stay,
+    write,
+)
 
 TOOLS = FIXTURES / "runtime"
 
@@ -90,22 +100,6 @@ def test_reflection_writes_an_internal_note_never_shown(tmp_path: Path) -> None:
     session.send("more")
     assert "SECRET-NOTE" in model.requests[-1].messages[-1]["content"]  # kept in context
     assert [e.data["note"] for e in session.events() if e.kind == "note"] == ["SECRET-NOTE"]
-
-
-RECALL = simple(
-    start="m",
-    body="""\
-  m:
-    type: recall
-    objective: Remember.
-    queries: ["about {{ message }}", "fixed query"]
-    tiers: [personal]
-    top_k: 2
-    next_state: a
-"""
-    + action("a", {"END": "done"}),
-    top="memory: {store: off}\n",
-)
 
 
 def test_recall_renders_queries_and_records_memories_with_scores(tmp_path: Path) -> None:

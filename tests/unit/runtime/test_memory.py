@@ -6,22 +6,7 @@ from pathlib import Path
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.runtime.session import Session
-from tests.unit.runtime._runtime import FakeMemory, action, graph, pick, simple, stay
-
-RECALL = simple(
-    start="m",
-    body="""\
-  m:
-    type: recall
-    objective: Remember.
-    queries: ["about {{ message }}", "fixed query"]
-    tiers: [personal]
-    top_k: 2
-    next_state: a
-"""
-    + action("a", {"END": "done"}),
-    top="memory: {store: off}\n",
-)
+from tests.unit.runtime._runtime import RECALL, FakeMemory, action, graph, pick, simple, stay
 
 
 def test_a_failing_memory_store_is_logged_and_the_turn_goes_on(tmp_path: Path) -> None:
