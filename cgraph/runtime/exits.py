@@ -104,7 +104,8 @@ def check_anywhere(graph: Graph, target: str) -> None:
         )
 
 
-def check_start(graph: Graph, target: str) -> None:
-    """Raise `TransitionError` unless `target` is one of the graph's start states."""
-    if target not in graph.start_states() or target not in graph.states:
+def check_start(graph: Graph, target: str, entry: str | None = None) -> None:
+    """Raise `TransitionError` unless `target` is one of the graph's start states, or
+    `entry`: the state the `graph` state entering it names under `enter:`."""
+    if target not in graph.states or target not in (*graph.start_states(), entry):
         raise TransitionError(f"`{target}` is not a start state of graph `{graph.name}`")

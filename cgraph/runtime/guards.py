@@ -15,7 +15,7 @@ def guard(outcome: Move | Enter, graphs: Graphs, snap: Snapshot) -> Stop | None:
     """The guard that stops `outcome`, or None when it may be applied."""
     try:
         if isinstance(outcome, Enter):
-            check_start(graphs.get(outcome.graph), outcome.target)
+            check_start(graphs.get(outcome.graph), outcome.target, _entry(graphs, outcome, snap))
         elif outcome.owner is not None:
             check_anywhere(graphs.get(outcome.owner), outcome.target)
         else:
@@ -36,6 +36,14 @@ def guard(outcome: Move | Enter, graphs: Graphs, snap: Snapshot) -> Stop | None:
         detail = f"`{name}` was entered {cap} times already"
         return Stop("max_visits", detail, capped=outcome.target)
     return None
+
+
+def _entry(graphs: Graphs, outcome: Enter, snap: Snapshot) -> str | None:
+    """The `enter:` of the `graph` state that enters a sub-graph, if any."""
+    if not (outcome.push and snap.started):
+        return None
+    state = graphs.get(snap.frame.graph).states.get(snap.frame.state)
+    return getattr(state, "enter", None)
 
 
 def visit_cap(graphs: Graphs, key: str, state_id: str) -> int | None:

@@ -355,6 +355,11 @@ def step_graph(ctx: StepContext, graph: Graph, state: GraphState) -> Outcome:
     if ctx.view.returned:
         return route(ctx, graph, state, "graph")
     key = ctx.graphs.child_key(ctx.view.graph_key, state.graph)
+    if state.enter:  # begins at a named state: no start to choose
+        reason = f"the `graph` state enters at `{state.enter}`"
+        chosen = (engine_decision(qualify(key, START), "start", state.enter, reason),)
+        name = ctx.graphs.get(key).name
+        return Enter(key, state.enter, state.enter, f"enter {name}", reason, True, chosen)
     return choose_start(ctx, key, push=True)
 
 
