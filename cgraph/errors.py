@@ -57,6 +57,14 @@ class ValueTooLarge(CgraphError):
         self.path = path
 
 
+class SlotValueError(CgraphError):
+    """A value for a slot (from `set:`) that the slot's schema refuses; never stored."""
+
+    def __init__(self, message: str, slot: str) -> None:
+        super().__init__(message)
+        self.slot = slot
+
+
 class SessionError(CgraphError):
     """A session was used in a way its state does not allow."""
 

@@ -130,7 +130,7 @@ def _reask(request: LLMRequest, raw: str, error: str) -> LLMRequest:
             "Answer again with one JSON object that follows the schema.",
         },
     )
-    return replace(request, messages=request.messages + follow_up, tools=())
+    return replace(request, messages=request.messages + follow_up, tools=(), rejected=error)
 
 
 def _decision(

@@ -11,7 +11,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from cgraph.backends.llm.types import ExitOption
+from cgraph.errors import SlotValueError
 from cgraph.runtime.exits import unique_ids
+from cgraph.runtime.graphs import location
 from cgraph.spec import conditions, slots
 from cgraph.spec.model import ActionState, AnyState, ExitCondition, GlobalExit, Graph
 
@@ -31,6 +33,25 @@ def slot_schemas(graph: Graph, state: AnyState) -> tuple[dict[str, Any], tuple[s
         return {}, ()
     schemas = {name: slots.answer_schema(slot) for name, slot in graph.slots.items()}
     return schemas, state.collect
+
+
+def set_slots(graph: Graph, state_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """A `set:`'s values with each slot's value as the slot keeps it (`25.0` → 25 on an
+    integer slot); `SlotValueError`, located at its `set:` entry, for a value the slot's
+    schema refuses. Names that are not slots are plain variables: any value goes."""
+    kept = dict(values)
+    for name, value in values.items():
+        slot = graph.slots.get(name)
+        if slot is None:
+            continue
+        kept[name] = slots.normalised(slot, value)
+        why = slots.problem(slot, kept[name])
+        if why is not None:
+            where = location(graph, ("states", state_id, "set", name))
+            raise SlotValueError(
+                f"{where}: `set` of state `{state_id}`: slot `{name}`: {why}", name
+            )
+    return kept
 
 
 def unfilled(names: Sequence[str], variables: Mapping[str, Any]) -> tuple[str, ...]:

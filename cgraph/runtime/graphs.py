@@ -8,6 +8,7 @@ from pathlib import Path
 
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
+from cgraph.spec.read import read_file
 from cgraph.spec.topology import derive
 
 
@@ -45,3 +46,13 @@ def topology_text(graph: Graph) -> str:
     if graph.topology:
         return graph.topology.strip()
     return derive(graph).strip()
+
+
+def location(graph: Graph, path: tuple[str | int, ...]) -> str:
+    """`file:line:col` of the key at `path` in the graph's file (read again: a run-time
+    error is rare, and the loaded graph keeps no positions); the graph's name when it was
+    built in code."""
+    if graph.source is None:
+        return f"graph `{graph.name}`"
+    line, column = read_file(graph.source).locate(path)
+    return f"{graph.source}:{line}:{column}"

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from cgraph.backends.llm.types import STAY, ExitOption, RequestKind
-from cgraph.errors import CgraphError, ToolError
+from cgraph.errors import CgraphError, SlotValueError, ToolError
 from cgraph.runtime.asking import Asked, ask, engine_decision, fallback_reply
 from cgraph.runtime.context import StepContext, template_context
 from cgraph.runtime.exits import ON_ERROR, exit_options, start_options
@@ -22,6 +22,7 @@ from cgraph.runtime.flows import (
     global_exits,
     holds,
     options_with_globals,
+    set_slots,
     slot_changes,
     slot_schemas,
     unfilled,
@@ -286,6 +287,7 @@ def step_annotation(ctx: StepContext, graph: Graph, state: AnnotationState) -> O
     if state.set:
         context = template_context(ctx.view, graph, ctx.view.state_id)
         values = rendered(ctx.view.here, "set", lambda: _set_values(state, context))
+        values = _slot_values(ctx, graph, values)
         effects += (SetVariables(values),)
         ctx = ctx.seeing(variables={**ctx.view.variables, **values})
     return route(ctx, graph, state, before=effects)
@@ -296,6 +298,15 @@ def _set_values(state: AnnotationState, context: dict[str, Any]) -> dict[str, An
     for name, value in values.items():
         check_size(value, f"variable `{name}`")
     return dict(jsonable(values))
+
+
+def _slot_values(ctx: StepContext, graph: Graph, values: dict[str, Any]) -> dict[str, Any]:
+    """`set:` values checked against their slots; a refused one fails the step (its
+    field named, `set.<slot>`), so the session never holds it."""
+    try:
+        return set_slots(graph, ctx.view.state_id, values)
+    except SlotValueError as err:
+        raise StepRenderFailed(ctx.view.here, f"set.{err.slot}", err) from err
 
 
 def step_side_effect(ctx: StepContext, graph: Graph, state: SideEffectState) -> Outcome:

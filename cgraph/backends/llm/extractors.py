@@ -77,7 +77,10 @@ def extract(
     closest: Closest | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Slot name → value for every slot the message gives (valid values only)."""
+    """Slot name → value for every slot the message gives: the valid values, and for the
+    slots asked here (`collect`) an invalid value too ("40" where at most 12 may come),
+    so that it is refused and asked for again like a model's, not silently dropped.
+    Volunteered values are taken only when valid (a stray number is no evidence)."""
     wanted = {name: from_answer_schema(schema) for name, schema in schemas.items()}
     spans: list[tuple[int, int]] = []
     found: dict[str, Any] = {}
@@ -97,7 +100,22 @@ def extract(
         value = _other(slot, name in collect, message, closest)
         if value is not None and name not in found:
             found[name] = value
-    return {k: v for k, v in found.items() if v is not None and problem(wanted[k], v) is None}
+    return {
+        k: v
+        for k, v in found.items()
+        if v is not None and (k in collect or problem(wanted[k], v) is None)
+    }
+
+
+def refusals(schemas: Mapping[str, dict[str, Any]], found: Mapping[str, Any]) -> dict[str, str]:
+    """Slot name → what is wrong with its value, in words for the user, for each value in
+    `found` its slot's schema refuses ("Party size: 40 is above the maximum 12.")."""
+    said = {}
+    for name, value in found.items():
+        why = problem(from_answer_schema(schemas[name]), value) if name in schemas else None
+        if why is not None:
+            said[name] = f"{name.replace('_', ' ').capitalize()}: {why.replace('`', '')}."
+    return said
 
 
 def _other(slot: Slot, asked: bool, message: str, closest: Closest | None) -> Any:

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cgraph.backends.embed import Embedder, Vector, cosine, shared_embedder
-from cgraph.backends.llm.extractors import extract
+from cgraph.backends.llm.extractors import extract, refusals
 from cgraph.backends.llm.negation import (
     affirmed,
     denied_phrases,
@@ -202,6 +202,8 @@ class SemanticModel:
                 request.slots, request.collect, request.user_messages[-1], closest=self.closest
             )
             answer["slots"] = {name: found.get(name) for name in request.slots}
+            if request.rejected:
+                answer = _refused(answer, request, refusals(request.slots, found))
         return answer
 
     def closest(self, message: str, values: Sequence[str]) -> tuple[str, float]:
@@ -366,6 +368,21 @@ class SemanticModel:
             note += f' The user last said: "{said}"'
         decided = self._decision(request)
         return {"note": note, **decided}
+
+
+def _refused(answer: dict[str, Any], request: LLMRequest, said: dict[str, str]) -> dict[str, Any]:
+    """The re-ask after an invalid slot value: the value left unset and, when this state
+    asks for it, the question asked again naming what was wrong (a global exit stands)."""
+    slots = {name: None if name in said else value for name, value in answer["slots"].items()}
+    answer = {**answer, "slots": slots}
+    if not set(said) & set(request.collect) or _global(answer["exit"], request):
+        return answer
+    reply = " ".join([*said.values(), request.authored_reply]).strip()
+    return {**answer, "exit": STAY, "reason": "an invalid value: asked again", "reply": reply}
+
+
+def _global(exit_id: str, request: LLMRequest) -> bool:
+    return any(o.anywhere for o in request.options if o.id == exit_id)
 
 
 def decision_evidence(request: LLMRequest) -> list[tuple[str, list[str]]]:

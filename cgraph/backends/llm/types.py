@@ -78,6 +78,8 @@ class LLMRequest:
     """Slots the answer may fill (`"slots": {name: value or null}`), as nullable JSON Schemas."""
     collect: tuple[str, ...] = ()
     """The slots this state asks for (the others are filled only when the user volunteers them)."""
+    rejected: str = ""
+    """On a re-ask: why the previous answer was refused (the last message quotes it too)."""
 
     @property
     def exit_ids(self) -> tuple[str, ...]:
