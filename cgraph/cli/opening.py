@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 SEMANTIC = "semantic"
 DEFAULT_USER = "local"
+PREPARING = (
+    "preparing the embedding model for this machine, once (a few seconds; "
+    "kept in the user's cache folder, $CGRAPH_CACHE to move it)"
+)
 SWITCH_HINT = (
     "for an LLM: --model gpt-4o-mini · --model ollama/llama3.2 · "
     "--model openai/<name> --api-base http://localhost:8080/v1"
@@ -193,12 +197,15 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
     stored = stored_session(store, options.session, options.user)
     name = choose(options.model or (stored.model if stored else None), graph.model)
     chat = build_model(graph, name, options)
+    notes: list[str] = []
     if name == SEMANTIC:
         from cgraph.backends.embed import shared_embedder
 
+        preparing = not graph.embedding_source() and onnx_needs_preparing()
         shared_embedder(graph.embedding_source())  # starts loading it in the background now
+        if preparing:
+            notes.append(PREPARING)
     memory = BackgroundMemory(graph.memory, store, graph.embedding_source())
-    notes = []
     if stored is not None:
         session = Session.resume(
             stored.id,
@@ -225,6 +232,12 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
         user=session.user_id,
         notes=notes,
     )
+
+
+def onnx_needs_preparing() -> bool:
+    from cgraph.backends.onnx_embed import needs_preparing
+
+    return needs_preparing()
 
 
 def usable_folder(store: Path) -> Path:
