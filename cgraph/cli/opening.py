@@ -205,7 +205,8 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
         shared_embedder(graph.embedding_source())  # starts loading it in the background now
         if preparing:
             notes.append(PREPARING)
-    memory = BackgroundMemory(graph.memory, store, graph.embedding_source())
+    user = stored.user_id if stored is not None else options.user or DEFAULT_USER
+    memory = BackgroundMemory(graph.memory, store, graph.embedding_source(), user_id=user)
     if stored is not None:
         session = Session.resume(
             stored.id,
@@ -217,7 +218,6 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
             user_id=stored.user_id,
         )
     else:
-        user = options.user or DEFAULT_USER
         session = Session.start(
             graph, model=chat, user_id=user, store=store, memory=memory, session_id=options.session
         )

@@ -1,33 +1,68 @@
-"""A memory store opened in a background thread, so a conversation can start at once.
+"""The memory store of `cgraph run`: Chroma opened in a thread, and only when needed.
 
-Chroma and the embedding model take seconds to load; the first call that needs the store
-waits for it, and a store that fails to open becomes no memory (with a note saying why).
+Importing chromadb costs a second and a half of CPU and 50 MB, so a run opens it only to
+read memories that may exist: at launch (in a thread, while the first prompt is shown)
+when the user may have some, else at the first read that may find some. A user with
+nothing stored (no collection in the Chroma file, nothing in the outbox) is answered
+"none" without Chroma, and memories stored before Chroma is open wait in the outbox
+(`cgraph.backends.memory.pending`), which Chroma drains when it opens, in this run or a
+later one. A store that fails to open becomes no memory, with a note saying why.
 """
 
 from __future__ import annotations
 
+import builtins
 import threading
+import time
+import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
-from cgraph.backends.memory.policy import ForwardingMemory, MemoryStore, NullMemory
-from cgraph.spec.model import MemoryConfig
+from cgraph.backends.memory.layout import DEFAULT_COLLECTION, collection_name, may_hold
+from cgraph.backends.memory.pending import Outbox
+from cgraph.backends.memory.policy import (
+    ForwardingMemory,
+    Memory,
+    MemoryStore,
+    NewMemory,
+    NullMemory,
+)
+from cgraph.spec.model import MemoryConfig, Tier
 
 
 class BackgroundMemory(ForwardingMemory):
-    """A `MemoryStore` opened in a thread; calls wait for it, failures fall back to none."""
+    """A `MemoryStore` opened in a thread when first needed; see the module docstring."""
 
-    def __init__(self, config: MemoryConfig, folder: Path, embedding_model: str = "") -> None:
+    def __init__(
+        self,
+        config: MemoryConfig,
+        folder: Path,
+        embedding_model: str = "",
+        *,
+        user_id: str | None = None,
+    ) -> None:
+        """`user_id`: the run's user, whose memories (if any) start loading now; None
+        opens the store now whoever the user is."""
+        self._args = (config, folder, embedding_model)
         self._store: MemoryStore = NullMemory()
         self.note = ""
         """Why memory is off, when it failed to open ("" while it works)."""
         self._ready = threading.Event()
-        thread = threading.Thread(
-            target=self._open,
-            args=(config, folder, embedding_model),
-            name="cgraph-memory",
-            daemon=True,
-        )
-        thread.start()
+        self._lock = threading.Lock()
+        self._opening: threading.Thread | None = None
+        self._chroma_folder = Path(folder) / "memory"
+        self._outbox = None if config.host else Outbox(self._chroma_folder)
+        if user_id is None or not self._surely_empty(user_id):
+            self.open_soon()
+
+    def open_soon(self) -> None:
+        """Start opening the store in the background (once)."""
+        with self._lock:
+            if self._opening is None:
+                self._opening = threading.Thread(
+                    target=self._open, args=self._args, name="cgraph-memory", daemon=True
+                )
+                self._opening.start()
 
     def _open(self, config: MemoryConfig, folder: Path, embedding_model: str) -> None:
         try:
@@ -44,10 +79,69 @@ class BackgroundMemory(ForwardingMemory):
             self._ready.set()
 
     @property
+    def opened(self) -> bool:
+        """True once the store started opening (Chroma is, or is being, imported)."""
+        return self._opening is not None
+
+    @property
     def ready(self) -> bool:
-        """True once the store is open (or failed to open)."""
-        return self._ready.is_set()
+        """True unless the store is opening right now."""
+        return self._opening is None or self._ready.is_set()
 
     def target(self) -> MemoryStore:
+        self.open_soon()
         self._ready.wait()
         return self._store
+
+    def _surely_empty(self, user_id: str) -> bool:
+        """True when `user_id` has nothing stored, known without opening Chroma."""
+        if self._outbox is None or self.opened:
+            return False
+        name = collection_name(DEFAULT_COLLECTION, user_id)
+        return not self._outbox.holds(user_id) and not may_hold(self._chroma_folder, name)
+
+    # --- reads: none for a user with nothing stored, else from Chroma --------------------
+
+    def recall(
+        self,
+        user_id: str,
+        queries: Sequence[str],
+        *,
+        tiers: Sequence[Tier] = (),
+        top_k: int = 5,
+        min_score: float | None = None,
+    ) -> list[Memory]:
+        if self._surely_empty(user_id):
+            return []
+        return super().recall(user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score)
+
+    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
+        return [] if self._surely_empty(user_id) else super().list(user_id, tiers=tiers)
+
+    def count(self, user_id: str) -> int:
+        return 0 if self._surely_empty(user_id) else super().count(user_id)
+
+    # --- writes: to the outbox until Chroma is open ---------------------------------------
+
+    def add(self, user_id: str, items: Sequence[NewMemory]) -> builtins.list[Memory]:
+        if self._outbox is None or self.opened:
+            return super().add(user_id, items)
+        if self._args[0].store == "off":
+            return []  # as the store's read-only view
+        now = time.time()
+        waiting = [
+            Memory(uuid.uuid4().hex, text, i.tier, user_id, i.session_id, i.state, i.turn, now)
+            for i in items
+            if (text := i.text.strip())
+        ]
+        self._outbox.put(user_id, waiting)
+        return waiting
+
+    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
+        if self._outbox is None or self.opened:
+            return super().delete(user_id, ids)
+        dropped = self._outbox.drop(user_id, ids)
+        if not may_hold(self._chroma_folder, collection_name(DEFAULT_COLLECTION, user_id)):
+            return dropped
+        rest = None if ids is None else list(ids)
+        return dropped + super().delete(user_id, rest)

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 from cgraph.backends.embed import Embedder, Vector
 from cgraph.backends.memory.layout import (
+    DEFAULT_COLLECTION,
     collection_name,
     hits,
     metadata,
@@ -35,6 +36,7 @@ from cgraph.backends.memory.layout import (
     set_http_timeout,
     stamp,
 )
+from cgraph.backends.memory.pending import Outbox
 from cgraph.backends.memory.policy import (
     DAY,
     Memory,
@@ -52,7 +54,6 @@ from cgraph.backends.memory.policy import (
 from cgraph.errors import CgraphError, MemoryStoreError
 from cgraph.spec.model import MemoryConfig, Tier
 
-DEFAULT_COLLECTION = "cgraph_memories"
 DUPLICATE_SIMILARITY = 0.90
 """Measured on MiniLM: restatements of one fact score 0.93-1.0, distinct facts about the
 same subject 0.70-0.81; updates that change only a number score 0.92-0.97 (they replace)."""
@@ -170,16 +171,19 @@ class ChromaMemory:
         fresh = [replace(i, text=i.text.strip()) for i in items if i.text.strip()]
         if not fresh:
             return []
-        vectors = self._embed([i.text for i in fresh])
         with self._guard("store"):
-            self._maybe_prune_all()
-            self._prune_user(user_id)
-            nearest = self._nearest(user_id, fresh, vectors)
-            plan = plan_writes(
-                fresh, vectors, nearest, threshold=self.duplicate_similarity, new_id=self._new_id
-            )
-            stored = self._write(user_id, plan)
-            self._prune_over_cap(user_id)
+            return self._store(user_id, fresh)
+
+    def _store(self, user_id: str, fresh: Sequence[NewMemory]) -> Memories:
+        vectors = self._embed([i.text for i in fresh])
+        self._maybe_prune_all()
+        self._prune_user(user_id)
+        nearest = self._nearest(user_id, fresh, vectors)
+        plan = plan_writes(
+            fresh, vectors, nearest, threshold=self.duplicate_similarity, new_id=self._new_id
+        )
+        stored = self._write(user_id, plan)
+        self._prune_over_cap(user_id)
         return stored
 
     def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> Memories:
@@ -377,7 +381,15 @@ class ChromaMemory:
     def _chroma(self) -> Any:
         if self._client is None:
             self._client = self._connect()
+            if self.path is not None:
+                self._drain(Outbox(self.path))
         return self._client
+
+    def _drain(self, outbox: Outbox) -> None:
+        """Take in the memories earlier runs left waiting (`pending`), before any read."""
+        for user_id, items in outbox.waiting().items():
+            self._store(user_id, items)
+            outbox.drop(user_id, [i.id for i in items])
 
     def _connect(self) -> Any:
         from cgraph.backends.embed import heavy_import_lock

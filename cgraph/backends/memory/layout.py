@@ -7,8 +7,9 @@ user and tier) reads in one place.
 from __future__ import annotations
 
 import hashlib
-import urllib.request
+import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from cgraph.backends.memory.policy import Memory, Write
@@ -16,6 +17,7 @@ from cgraph.errors import MemoryStoreError
 from cgraph.spec.model import TIERS, Tier
 
 Where = dict[str, Any]
+DEFAULT_COLLECTION = "cgraph_memories"
 
 
 def owner_key(user_id: str, tier: str) -> str:
@@ -38,6 +40,28 @@ def collection_name(prefix: str, user_id: str) -> str:
     return f"{prefix}-{hashlib.sha256(user_id.encode()).hexdigest()[:32]}"
 
 
+CHROMA_FILE = "chroma.sqlite3"
+
+
+def may_hold(folder: Path, name: str) -> bool:
+    """False only when the embedded Chroma store in `folder` surely has no collection
+    `name`: no store file, or none by that name in it. A look at Chroma's own SQLite file
+    (read-only, stdlib) costs a millisecond where importing chromadb costs a second; any
+    surprise in that file answers True, and the caller opens Chroma to be sure."""
+    path = Path(folder) / CHROMA_FILE
+    if not path.is_file():
+        return False
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+        try:
+            found = db.execute("SELECT 1 FROM collections WHERE name = ?", (name,)).fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return True
+    return found is not None
+
+
 def to_memory(
     id_: str, text: str | None, meta: Mapping[str, Any], score: float | None = None
 ) -> Memory:
@@ -56,7 +80,7 @@ def to_memory(
 
 def stamp(user_id: str, w: Write, now: float) -> Memory:
     i = w.item
-    return Memory(w.id, i.text, i.tier, user_id, i.session_id, i.state, i.turn, now)
+    return Memory(w.id, i.text, i.tier, user_id, i.session_id, i.state, i.turn, i.created_at or now)
 
 
 def records(got: Mapping[str, Any]) -> Iterator[Memory]:
@@ -92,6 +116,8 @@ def hits(result: Mapping[str, Any]) -> Iterator[Memory]:
 
 def probe_server(host: str, port: int, timeout: float) -> None:
     """Fail fast when no Chroma server answers: the client itself waits without limit."""
+    import urllib.request  # with http.client and ssl: 60 ms a run without a server skips
+
     url = f"http://{host}:{port}/api/v2/heartbeat"
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:

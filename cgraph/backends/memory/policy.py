@@ -24,6 +24,11 @@ class NewMemory:
     session_id: str = ""
     state: str = ""
     turn: int = 0
+    id: str = ""
+    """The id to store it under when it is new ("": a fresh one); set for a memory that
+    waited in the outbox (`cgraph.backends.memory.pending`) under the id it was given."""
+    created_at: float = 0.0
+    """When it was said (0: when it is stored)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +238,6 @@ def plan_writes(
             if normalized(near[2]) != normalized(item.text):
                 writes[near[0]] = Write(near[0], item, vector, replaces=True)
         else:
-            new = Write(new_id(), item, vector, replaces=False)
+            new = Write(item.id or new_id(), item, vector, replaces=False)
             writes[new.id] = new
     return list(writes.values())

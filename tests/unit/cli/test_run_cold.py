@@ -34,3 +34,16 @@ def test_the_first_run_prepares_the_model_and_says_so_once(tmp_path: Path) -> No
     assert PREPARING not in second.stderr
     replies = [json.loads(done.stdout)["reply"] for done in (first, second)]
     assert replies[0] == replies[1]
+
+
+@pytest.mark.slow
+def test_a_new_users_run_stores_without_chroma_and_the_next_run_recalls(tmp_path: Path) -> None:
+    store, cache = tmp_path / "store", tmp_path / "cache"
+    first = run(store, cache, "Hi, I am allergic to penicillin.")
+    assert first.returncode == 0, first.stderr
+    assert (store / "memory" / "pending.sqlite3").is_file()
+    assert not (store / "memory" / "chroma.sqlite3").exists()  # chromadb never imported
+    second = run(store, cache, "Hello, my penicillin allergy is acting up")
+    assert second.returncode == 0, second.stderr
+    recalled = json.loads(second.stdout)["recalled"]
+    assert [m["text"] for m in recalled] == ["Hi, I am allergic to penicillin."]

@@ -1,0 +1,83 @@
+"""Memories waiting for Chroma: a small SQLite outbox in the store's memory folder.
+
+Importing chromadb costs a second and a half of CPU and 50 MB; a run that only stores
+memories (the check-in keeps every turn) need not pay it. Such memories are written here
+(durable at once, stdlib `sqlite3`) with the ids and times they will keep, and moved into
+Chroma, with its duplicate checks, by the next process that opens the Chroma store
+(`ChromaMemory` drains the outbox when it connects). A memory is never only here for a
+reader: every read opens Chroma, which drains first.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+from cgraph.backends.memory.policy import Memory, NewMemory
+from cgraph.errors import MemoryStoreError
+
+OUTBOX_FILE = "pending.sqlite3"
+_SCHEMA = """CREATE TABLE IF NOT EXISTS pending (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, text TEXT NOT NULL, tier TEXT NOT NULL,
+    session_id TEXT NOT NULL, state TEXT NOT NULL, turn INTEGER NOT NULL,
+    created_at REAL NOT NULL)"""
+_COLUMNS = "id, user_id, text, tier, session_id, state, turn, created_at"
+
+
+class Outbox:
+    """The memories of one memory folder that are not in Chroma yet."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / OUTBOX_FILE
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with closing(sqlite3.connect(self.path, timeout=30)) as db, db:
+                db.execute(_SCHEMA)
+                yield db
+        except sqlite3.Error as err:
+            raise MemoryStoreError(f"memory outbox {self.path}: {err}") from err
+
+    def put(self, user_id: str, items: Sequence[Memory]) -> None:
+        """Keep `items` (stamped with their ids and times) until Chroma takes them."""
+        rows = [
+            (m.id, user_id, m.text, m.tier, m.session_id, m.state, m.turn, m.created_at)
+            for m in items
+        ]
+        with self._db() as db:
+            db.executemany(f"INSERT INTO pending ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows)
+
+    def holds(self, user_id: str) -> bool:
+        """True when `user_id` has memories waiting (no file: none, and none is made)."""
+        if not self.path.is_file():
+            return False
+        with self._db() as db:
+            found = db.execute("SELECT 1 FROM pending WHERE user_id = ? LIMIT 1", (user_id,))
+            return found.fetchone() is not None
+
+    def drop(self, user_id: str, ids: Sequence[str] | None = None) -> int:
+        """Forget some (or, with `ids=None`, all) of a user's waiting memories."""
+        if not self.path.is_file() or (ids is not None and not ids):
+            return 0
+        with self._db() as db:
+            if ids is None:
+                return db.execute("DELETE FROM pending WHERE user_id = ?", (user_id,)).rowcount
+            marks = ",".join("?" * len(ids))
+            query = f"DELETE FROM pending WHERE user_id = ? AND id IN ({marks})"
+            return db.execute(query, (user_id, *ids)).rowcount
+
+    def waiting(self) -> dict[str, list[NewMemory]]:
+        """Every waiting memory by user, oldest first, as the store's `add` takes them."""
+        if not self.path.is_file():
+            return {}
+        with self._db() as db:
+            rows = db.execute(f"SELECT {_COLUMNS} FROM pending ORDER BY created_at, rowid")
+            found: dict[str, list[NewMemory]] = {}
+            for id_, user, text, tier, session, state, turn, created in rows:
+                item = NewMemory(text, tier, session, state, turn, id=id_, created_at=created)
+                found.setdefault(user, []).append(item)
+            return found

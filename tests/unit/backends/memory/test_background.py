@@ -1,0 +1,90 @@
+"""The memory store of `cgraph run`: Chroma only when a memory may be read, an outbox for
+what is stored before, drained into Chroma by whichever run opens it first."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cgraph.backends.memory.background import BackgroundMemory
+from cgraph.backends.memory.chroma import memory_folder, open_memory
+from cgraph.backends.memory.pending import Outbox
+from cgraph.backends.memory.policy import NewMemory
+from cgraph.spec.model import MemoryConfig
+from tests.conftest import ROOT
+
+ALLERGY = NewMemory("I am allergic to penicillin", "personal", "s1", "intake", 2)
+
+
+def test_a_new_user_is_answered_without_chroma_and_stores_into_the_outbox(
+    tmp_path: Path,
+) -> None:
+    code = f"""
+import sys
+from pathlib import Path
+from cgraph.backends.memory.background import BackgroundMemory
+from cgraph.backends.memory.policy import NewMemory
+from cgraph.spec.model import MemoryConfig
+memory = BackgroundMemory(MemoryConfig(), Path({str(tmp_path)!r}), user_id="ann")
+assert memory.recall("ann", ["penicillin"]) == [] and memory.count("ann") == 0
+stored = memory.add("ann", [NewMemory("I am allergic to penicillin", "personal")])
+assert [m.text for m in stored] == ["I am allergic to penicillin"], stored
+assert memory.recall("bob", ["penicillin"]) == [] and memory.list("bob") == []
+print(sorted(m for m in ("chromadb", "onnxruntime") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert Outbox(memory_folder(tmp_path)).holds("ann")
+    assert not (memory_folder(tmp_path) / "chroma.sqlite3").exists()
+
+
+def test_a_waiting_memory_deleted_before_chroma_opens_is_gone(tmp_path: Path) -> None:
+    memory = BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann")
+    kept, dropped = memory.add("ann", [ALLERGY, NewMemory("walks the dog daily", "personal")])
+    assert memory.delete("ann", [dropped.id]) == 1
+    waiting = Outbox(memory_folder(tmp_path)).waiting()
+    assert [(m.id, m.text, m.created_at) for m in waiting["ann"]] == [
+        (kept.id, kept.text, kept.created_at)
+    ]
+    assert not memory.opened
+
+
+def test_store_off_keeps_nothing_waiting(tmp_path: Path) -> None:
+    memory = BackgroundMemory(MemoryConfig(store="off"), tmp_path, user_id="ann")
+    assert memory.add("ann", [ALLERGY]) == []
+    assert not Outbox(memory_folder(tmp_path)).holds("ann")
+
+
+@pytest.mark.slow
+def test_waiting_memories_reach_chroma_with_their_ids_when_it_opens(tmp_path: Path) -> None:
+    first = BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann")
+    stored = first.add("ann", [ALLERGY])
+    again = first.add("ann", [ALLERGY])  # the same words: one memory once in Chroma
+    assert not first.opened
+    found = first.recall("ann", ["Which antibiotics can she not take?"])  # opens Chroma
+    assert first.opened and [m.id for m in found] == [stored[0].id]
+    assert found[0].created_at == again[0].created_at  # the later twin wins, as in a batch
+    assert found[0].state == "intake" and found[0].turn == 2
+    assert again[0].id not in [m.id for m in first.list("ann")]
+    assert Outbox(memory_folder(tmp_path)).waiting() == {}
+
+
+@pytest.mark.slow
+def test_the_next_run_opens_chroma_at_launch_and_drains_the_outbox(tmp_path: Path) -> None:
+    BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann").add("ann", [ALLERGY])
+    assert not BackgroundMemory(MemoryConfig(), tmp_path, user_id="bob").opened
+    returning = BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann")
+    assert returning.opened  # she has memories: they load while the first prompt shows
+    assert [m.text for m in returning.list("ann")] == [ALLERGY.text]
+
+
+@pytest.mark.slow
+def test_the_memory_commands_see_waiting_memories(tmp_path: Path) -> None:
+    BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann").add("ann", [ALLERGY])
+    store = open_memory(MemoryConfig(), tmp_path)
+    assert [m.text for m in store.list("ann")] == [ALLERGY.text]
+    assert not Outbox(memory_folder(tmp_path)).holds("ann")
