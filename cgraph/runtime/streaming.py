@@ -1,12 +1,18 @@
 """Replies shown as the model writes them, committed only once the answer is valid.
 
 A backend that can stream has `stream(request)`, an iterator of the raw answer's text in
-pieces. While an action state's answer arrives, its `reply` field is read out of the
-partial JSON (jiter's partial mode: a well-kept parser, not a hand-written one) and passed
-on as it grows — once the `exit` is known and keeps the reply (the model stays, or ends
-the conversation); the reply of a move to another state is never shown. The engine still
-validates the whole answer before it commits anything; when it re-asks, a `Retracted`
-chunk says that what was shown is withdrawn.
+pieces (see `cgraph.backends.llm.types.ChatModel`). While an action state's answer
+arrives, its `reply` field is read out of the partial JSON (jiter's partial mode: a
+well-kept parser, not a hand-written one) and passed on as it grows — once the `exit` is
+known and keeps the reply (the model stays, or ends the conversation); the reply of a move
+to another state is never shown. A state that offers tools streams every round: a round of
+tool calls shows nothing (the backend ends it with the `Whole` calls, assembled from their
+deltas), and the answer that follows streams like any other. The engine still validates
+the whole answer before it commits anything; when it re-asks, a `Retracted` chunk says
+that what was shown is withdrawn.
+
+Only action answers stream: decisions, reflections, memory extraction and summaries are
+never shown to the user, so they are asked whole.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cgraph.backends.llm.types import STAY, LLMRequest
+from cgraph.backends.llm.types import STAY, LLMRequest, Whole, notices
 from cgraph.spec.names import END
 
 
@@ -69,16 +75,21 @@ class StreamingModel:
         self.shown = ""
 
     def complete(self, request: LLMRequest) -> str:
-        if request.kind != "action" or request.tools:
+        if request.kind != "action":  # not shown to the user: nothing to gain
             return str(self.inner.complete(request))
-        if self.shown:  # an answer was shown and a second is asked for: a re-ask
+        if self.shown:  # an answer was shown and another is asked for: a re-ask
             self.sink(Retracted(self.shown))
             self.shown = ""
         raw = ""
         for piece in self.inner.stream(request):
+            if isinstance(piece, Whole):  # tool calls, or the answer as the provider built it
+                return piece.text
             raw += piece
             self._show(request, raw)
         return raw
+
+    def notices(self) -> list[str]:
+        return list(notices(self.inner))
 
     def _show(self, request: LLMRequest, raw: str) -> None:
         exit_id, reply = partial_answer(raw)

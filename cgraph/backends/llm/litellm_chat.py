@@ -34,7 +34,7 @@ from cgraph.backends.llm.providers import (
     provider_of,
 )
 from cgraph.backends.llm.structured import mode_arguments, mode_messages
-from cgraph.backends.llm.types import LLMRequest
+from cgraph.backends.llm.types import LLMRequest, Whole
 from cgraph.errors import ConfigError, LLMError, UnknownModel
 from cgraph.spec.model import Structured
 
@@ -208,18 +208,27 @@ class LiteLLMModel:
     def complete(self, request: LLMRequest) -> str:
         return _content(self._send(request), request)
 
-    def stream(self, request: LLMRequest) -> Iterator[str]:
+    def stream(self, request: LLMRequest) -> Iterator[str | Whole]:
         """The answer's text as the provider sends it (`stream=True`), piece by piece: the
-        content, or the forced answer call's arguments. Retried like `complete` until the
-        stream opens; a stream that breaks later raises `LLMError`."""
+        content, or the answer call's arguments (an offered tool's are not the answer),
+        then the `Whole` answer as `complete` gives it, built from the chunks by litellm's
+        `stream_chunk_builder` (tool calls arrive in deltas). Retried like `complete` until
+        the stream opens; a stream that breaks later raises `LLMError`."""
         response = self._send(request, stream=True)
+        chunks: list[Any] = []
+        names: dict[int, str] = {}
         try:
             for chunk in response:
-                piece = _piece(chunk)
+                chunks.append(chunk)
+                piece = _piece(chunk, request, names)
                 if piece:
                     yield piece
+            built = load_litellm().stream_chunk_builder(chunks)
         except Exception as err:
             raise _error(self.name, classify(err), 0) from err
+        if built is None:
+            raise LLMError(f"model `{self.name}` sent an empty stream")
+        yield Whole(_content(built, request))
 
     def _send(self, request: LLMRequest, *, stream: bool = False) -> Any:
         """The provider's response, with retries within the turn's deadline."""
@@ -304,16 +313,22 @@ def _error(name: str, failure: Failure, attempt: int) -> LLMError:
     return LLMError(f"model `{name}` failed{tries}: {failure.cause}", permanent=permanent)
 
 
-def _piece(chunk: Any) -> str:
-    """A streamed chunk's text: content, or the (answer) tool call's argument text."""
+def _piece(chunk: Any, request: LLMRequest, names: dict[int, str]) -> str:
+    """A streamed chunk's answer text: content, or the answer call's argument text. A
+    call's name comes only in its first delta: `names` keeps it by the call's index."""
     try:
         delta = chunk.choices[0].delta
     except (AttributeError, IndexError, KeyError, TypeError):
         return ""
-    calls = getattr(delta, "tool_calls", None)
-    if calls:
-        return str(getattr(calls[0].function, "arguments", None) or "")
-    return str(getattr(delta, "content", None) or "")
+    text = ""
+    for call in getattr(delta, "tool_calls", None) or ():
+        index = getattr(call, "index", 0) or 0
+        name = getattr(call.function, "name", None)
+        if name:
+            names[index] = name
+        if names.get(index) == request.schema_name or not request.tools:
+            text += str(getattr(call.function, "arguments", None) or "")
+    return text + str(getattr(delta, "content", None) or "")
 
 
 def _content(response: Any, request: LLMRequest) -> str:

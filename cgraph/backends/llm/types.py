@@ -92,13 +92,24 @@ def exit_ids(options: Sequence[ExitOption], allow_stay: bool) -> tuple[str, ...]
     return tuple(o.id for o in options) + ((STAY,) if allow_stay else ())
 
 
+@dataclass(frozen=True, slots=True)
+class Whole:
+    """The last item of a stream: the answer as `complete` would have returned it, when it
+    is not just the pieces joined (a round of tool calls, assembled from their deltas)."""
+
+    text: str
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     """A language model backend.
 
     A backend may also define `begin_turn()` (called when a turn or its memory extraction
     starts: where a turn's deadline begins) and `notices()` (things the user should hear
-    once, such as a structured-output mode the server refused; drained after each call).
+    once, such as a structured-output mode the server refused; drained after each call),
+    and `stream(request)`: the answer's text in pieces as the model writes it (the content,
+    or the answer function's arguments; never an offered tool's), optionally ended by a
+    `Whole` that stands for the complete answer.
     """
 
     name: str
