@@ -15,18 +15,32 @@ llama-cpp-python 0.3.36 and to `LLAMA_CPP_PYTHON`, and compares):
 - `ONE_SYSTEM`: a chat template that raises on any system message but the first (500).
 
 A server answers from `answers` (dicts, checked against the schema it received: like a
-grammar-constrained server, it cannot send an answer outside the schema) or, when the
-list is empty, with the first value of every enum. `delay` waits before answering,
-`trickle` sends the body a few bytes at a time (a server streaming its generation),
-`stall` never answers.
+grammar-constrained server, it cannot send an answer outside the schema; or `Calls`, a
+round of calls of the offered tools), else from `by_schema` (an answer for every request
+whose schema has that name), else with the first value of every enum. `delay` waits
+before answering, `trickle` sends the body a few bytes at a time (a server streaming its
+generation), `stall` never answers.
+
+A body with `stream: true` is answered as OpenAI and llama.cpp's server answer it:
+server-sent `chat.completion.chunk` events, `piece` characters of the content (or of a
+call's arguments) at a time, `pause` seconds apart; a tool call opens with its index, id,
+type and name, and its arguments follow in deltas that carry only the index. With
+`hold_after`, every stream stops after that many pieces until `go` is set (a test sees
+what arrived so far, then lets the rest come).
+
+Whatever the behaviour, the server refuses (400) what OpenAI refuses of a conversation
+with tools: a `tool` message that answers no call of the assistant message before it, a
+call left unanswered, arguments that are not a string, `tool_choice` without `tools`,
+`stream_options` without `stream`, a malformed function.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,17 +57,32 @@ class Behaviour:
     json_object: bool = True
     tools: bool = True
     only_forced_tools: bool = False
+    required_tools: bool = True
+    """Honours `tool_choice: required` (llama-cpp-python enforces only a named function)."""
     one_system: bool = False
     refusal_status: int = 400
 
 
-LLAMA_CPP_PYTHON = Behaviour("llama-cpp-python", json_schema=False, refusal_status=500)
+LLAMA_CPP_PYTHON = Behaviour(
+    "llama-cpp-python", json_schema=False, required_tools=False, refusal_status=500
+)
 FORCED_TOOLS = Behaviour(
     "forced-tools", json_schema=False, json_object=False, only_forced_tools=True
 )
 JSON_OBJECT_SCHEMA = Behaviour("json-object-schema", json_schema=False, tools=False)
 OPENAI = Behaviour("openai")
 ONE_SYSTEM = Behaviour("one-system", one_system=True, refusal_status=500)
+
+TALK = {"content": "Hello! How can I help you today?"}
+FUNCTION_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+@dataclass(frozen=True)
+class Calls:
+    """A round of tool calls the model makes instead of answering: (name, arguments)
+    pairs, the arguments as the model writes them (a dict is sent as its JSON text)."""
+
+    made: tuple[tuple[str, Any], ...]
 
 
 class Refused(Exception):
@@ -67,34 +96,34 @@ class ChatServer:
     """A running server; `bodies` are the requests it received, in order."""
 
     behaviour: Behaviour
-    answers: list[dict[str, Any]] = field(default_factory=list)
+    answers: list[dict[str, Any] | Calls] = field(default_factory=list)
+    by_schema: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The answer to every request whose schema (or forced function) has this name."""
     bodies: list[dict[str, Any]] = field(default_factory=list)
     delay: float = 0.0
     trickle: float = 0.0
     stall: bool = False
     overloaded_from: int | None = None
     """From this request on (0-based), answer 503 as an overloaded server does."""
+    piece: int = 4
+    """Characters of content or arguments a streamed delta carries."""
+    pause: float = 0.0
+    """Seconds between streamed deltas (a model writing tokens)."""
+    hold_after: int | None = None
+    """A stream stops after this many deltas until `go` is set."""
+    go: threading.Event = field(default_factory=threading.Event)
     base: str = ""
     released: threading.Event = field(default_factory=threading.Event)
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """The completion for `body`, or `Refused` as the real server would refuse it."""
-        schema, forced = self._schema(body)
-        if schema is None:
-            return completion({"content": "Hello! How can I help you today?"}, "stop")
-        answer = self._answer(schema)
-        text = json.dumps(answer)
-        if forced:
-            call = {
-                "id": "call_0",
-                "type": "function",
-                "function": {"name": forced, "arguments": text},
-            }
-            return completion({"content": None, "tool_calls": [call]}, "tool_calls")
-        return completion({"content": text}, "stop")
+        return completion(*self.message(body))
 
-    def _schema(self, body: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-        """The schema the server enforces, and the function name when a tool is forced."""
+    def message(self, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The assistant message for `body` and its finish reason."""
+        problem = conversation_problem(body)
+        if problem:
+            raise Refused(400, error(problem, "invalid_request_error"))
         b = self.behaviour
         systems = [i for i, m in enumerate(body.get("messages", ())) if m.get("role") == "system"]
         if b.one_system and systems not in ([], [0]):
@@ -106,34 +135,138 @@ class ChatServer:
         if kind == "json_object" and not b.json_object:
             raise _refuse_format(b, "json_object")
         if body.get("tools"):
-            return self._tool_schema(body)
+            return self._with_tools(body, fmt)
         if b.only_forced_tools:
             raise Refused(400, error("this server answers only forced tool calls"))
+        return self._content(fmt)
+
+    def _content(self, fmt: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        kind = fmt.get("type", "text")
         if kind == "json_schema":
-            return fmt["json_schema"]["schema"], ""
+            named = fmt["json_schema"]
+            return {"content": json.dumps(self._answer(named["schema"], named["name"]))}, "stop"
         if kind == "json_object":
             # Without a schema the server promises JSON of any shape, and sends some.
-            return fmt.get("schema") or {"type": "object"}, ""
-        return None, ""
+            schema = fmt.get("schema") or {"type": "object"}
+            return {"content": json.dumps(self._answer(schema, ""))}, "stop"
+        return TALK, "stop"
 
-    def _tool_schema(self, body: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-        if not self.behaviour.tools:
+    def _with_tools(self, body: dict[str, Any], fmt: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        b = self.behaviour
+        if not b.tools:
             raise Refused(400, error("tools are not supported by this server"))
+        functions = {t["function"]["name"]: t["function"] for t in body["tools"]}
         choice = body.get("tool_choice")
-        name = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
-        if not name:
-            if self.behaviour.only_forced_tools:
-                raise Refused(400, error("tool_choice must name a function"))
-            return None, ""  # not forced: a small model just talks
-        tool = next(t for t in body["tools"] if t["function"]["name"] == name)
-        return tool["function"]["parameters"], name
+        named = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+        if named:
+            if named not in functions:
+                raise Refused(400, error(f"tool_choice names `{named}`, which is not offered"))
+            return called([(named, self._answer(functions[named]["parameters"], named))])
+        if b.only_forced_tools:
+            raise Refused(400, error("tool_choice must name a function"))
+        if self.answers and isinstance(self.answers[0], Calls):
+            return called(self.answers.pop(0).made)  # type: ignore[union-attr]
+        if choice == "required" and b.required_tools:
+            return called([self._any_function(list(functions.values()))])
+        return self._content(fmt)  # not forced: the model answers as the format says
 
-    def _answer(self, schema: dict[str, Any]) -> dict[str, Any]:
+    def _any_function(self, functions: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+        """`tool_choice: required`: the next answer, as a call of the function it fits."""
+        scripted = self.answers.pop(0) if self.answers else None
+        for function in reversed(functions):
+            answer = scripted or self.by_schema.get(function["name"])
+            if answer is None:
+                continue
+            try:
+                jsonschema.validate(answer, function["parameters"])
+            except jsonschema.ValidationError:
+                continue
+            return function["name"], dict(answer)  # type: ignore[arg-type]
+        last = functions[-1]
+        return last["name"], _first_values(last["parameters"])
+
+    def _answer(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
         if schema.get("properties") is None:
             return {"name": "", "description": ""}
-        answer = self.answers.pop(0) if self.answers else _first_values(schema)
+        if self.answers:
+            answer = self.answers.pop(0)
+            if isinstance(answer, Calls):
+                raise AssertionError(f"tool calls scripted, but `{name}` offers no tools")
+        else:
+            answer = self.by_schema.get(name) or _first_values(schema)
         jsonschema.validate(answer, schema)  # a grammar cannot produce anything else
         return answer
+
+
+def called(made: Sequence[tuple[str, Any]]) -> tuple[dict[str, Any], str]:
+    """An assistant message calling `made` (name, arguments), as a server sends it."""
+    calls = [
+        {
+            "id": f"call_{index}",
+            "type": "function",
+            "function": {"name": name, "arguments": _text(arguments)},
+        }
+        for index, (name, arguments) in enumerate(made)
+    ]
+    return {"content": None, "tool_calls": calls}, "tool_calls"
+
+
+def _text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def conversation_problem(body: dict[str, Any]) -> str | None:
+    """Why OpenAI would refuse this body's tools or messages (a 400), or None."""
+    if body.get("tool_choice") is not None and not body.get("tools"):
+        return (
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' "
+            "are specified."
+        )
+    if body.get("stream_options") is not None and not body.get("stream"):
+        return "The 'stream_options' parameter is only allowed when 'stream' is set to true."
+    for index, tool in enumerate(body.get("tools") or []):
+        function = tool.get("function") or {}
+        if tool.get("type") != "function" or not FUNCTION_NAME.fullmatch(
+            str(function.get("name", ""))
+        ):
+            return f"Invalid 'tools[{index}].function.name': a string of [a-zA-Z0-9_-], 1 to 64"
+        if not isinstance(function.get("parameters", {}), dict):
+            return f"Invalid type for 'tools[{index}].function.parameters': expected an object"
+    return _calls_problem(body.get("messages") or [])
+
+
+def _calls_problem(messages: list[dict[str, Any]]) -> str | None:
+    """Every `tool` message answers a call of the assistant message just before; every
+    call is answered before the conversation goes on."""
+    pending: list[str] = []
+    for index, message in enumerate(messages):
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") not in pending:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'."
+                )
+            pending.remove(message["tool_call_id"])
+            continue
+        if pending:
+            return _unanswered(pending)
+        calls = message.get("tool_calls") or [] if message.get("role") == "assistant" else []
+        for number, call in enumerate(calls):
+            if not isinstance(call.get("function", {}).get("arguments"), str):
+                return (
+                    f"Invalid type for 'messages[{index}].tool_calls[{number}].function."
+                    "arguments': expected a string, but got an object instead."
+                )
+        pending = [str(call.get("id")) for call in calls]
+    return _unanswered(pending) if pending else None
+
+
+def _unanswered(pending: list[str]) -> str:
+    return (
+        "An assistant message with 'tool_calls' must be followed by tool messages responding "
+        "to each 'tool_call_id'. The following tool_call_ids did not have response "
+        f"messages: {', '.join(pending)}"
+    )
 
 
 def _refuse_format(b: Behaviour, kind: str) -> Refused:
@@ -160,8 +293,8 @@ def _first_values(schema: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def error(message: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": "internal_server_error", "code": None}}
+def error(message: str, kind: str = "internal_server_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": None}}
 
 
 def completion(message: dict[str, Any], finish: str) -> dict[str, Any]:
@@ -175,6 +308,44 @@ def completion(message: dict[str, Any], finish: str) -> dict[str, Any]:
         ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
+
+
+def deltas(message: dict[str, Any], piece: int) -> Iterator[tuple[dict[str, Any], bool]]:
+    """The message as a server streams it: (delta, whether it carries generated text). The
+    first delta names the role; a call opens with its index, id, type and name, and its
+    arguments follow in deltas that carry only the index."""
+    calls = message.get("tool_calls")
+    if not calls:
+        yield {"role": "assistant", "content": "", "refusal": None}, False
+        for text in _pieces(message["content"], piece):
+            yield {"content": text}, True
+        return
+    for index, call in enumerate(calls):
+        function = {"name": call["function"]["name"], "arguments": ""}
+        opening = {"index": index, "id": call["id"], "type": "function", "function": function}
+        role = {"role": "assistant", "content": None, "refusal": None} if index == 0 else {}
+        yield {**role, "tool_calls": [opening]}, False
+        for text in _pieces(call["function"]["arguments"], piece):
+            yield {"tool_calls": [{"index": index, "function": {"arguments": text}}]}, True
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
+def chunk(delta: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
+    """One `chat.completion.chunk` event (no delta: the usage event, with no choices)."""
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    event: dict[str, Any] = {
+        "id": "chatcmpl-local",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "local",
+        "choices": choices,
+    }
+    if delta is None:
+        event["usage"] = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    return event
 
 
 def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
@@ -194,10 +365,44 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self._send(503, json.dumps(error("the server is overloaded")).encode())
                 return
             try:
-                status, payload = 200, server.reply(body)
+                message, finish = server.message(body)
             except Refused as refused:
-                status, payload = refused.status, refused.body
-            self._send(status, json.dumps(payload).encode())
+                self._send(refused.status, json.dumps(refused.body).encode())
+                return
+            except (AssertionError, jsonschema.ValidationError) as wrong:  # the test's script
+                self._send(500, json.dumps(error(f"the test script is wrong: {wrong}")).encode())
+                return
+            if body.get("stream"):
+                self._stream(message, finish, body)
+            else:
+                self._send(200, json.dumps(completion(message, finish)).encode())
+
+        def _stream(self, message: dict[str, Any], finish: str, body: dict[str, Any]) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            written = 0
+            try:
+                for delta, generated in deltas(message, server.piece):
+                    if generated and written == server.hold_after:
+                        server.go.wait(60)
+                    written += generated
+                    self._event(json.dumps(chunk(delta)))
+                    time.sleep(server.pause if generated else 0)
+                self._event(json.dumps(chunk({}, finish)))
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    self._event(json.dumps(chunk(None)))
+                self._event("[DONE]")
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except OSError:  # the client gave up and hung up
+                pass
+
+        def _event(self, data: str) -> None:
+            line = f"data: {data}\n\n".encode()
+            self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+            self.wfile.flush()
 
         def _send(self, status: int, data: bytes) -> None:
             try:
@@ -239,5 +444,6 @@ def serve(behaviour: Behaviour, **options: Any) -> Iterator[ChatServer]:
         yield server
     finally:
         server.released.set()
+        server.go.set()
         http.shutdown()
         http.server_close()

@@ -1,0 +1,56 @@
+"""`cgraph run graphs/companion.yaml` against a local model server that streams, in a real
+terminal: the reply is on the screen while the server is still writing it, and the turn
+is committed once it is whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.acceptance.test_run_tty import PROMPT, say, spawn
+from tests.conftest import GRAPHS
+from tests.servers.chat import OPENAI, serve
+
+pytestmark = pytest.mark.slow
+REPLY = (
+    "Finishing a chapter is a real milestone, and you can be proud of it. "
+    "What would make the next chapter feel doable this week?"
+)
+ANSWERS = {
+    "cgraph_start": {"exit": "receive_input", "reason": "a new user"},
+    "cgraph_action": {"exit": "stay", "reason": "the user shared progress", "reply": REPLY},
+}
+HEAD, TAIL = REPLY[:30], REPLY[-30:]
+PREFIX = len('{"exit": "stay", "reason": "the user shared progress", "reply": "')
+
+
+def test_the_companion_streams_its_reply_and_commits_the_turn(tmp_path: Path) -> None:
+    # The server stops once half the reply is written: what is on the screen by then came
+    # in pieces, before the turn could end.
+    half = (PREFIX + len(REPLY) // 2) // 4
+    with serve(OPENAI, by_schema=ANSWERS, piece=4, pause=0.005, hold_after=half) as server:
+        child = spawn(
+            tmp_path / "store",
+            *("--model", "openai/local", "--api-base", server.base),
+            graph=GRAPHS / "companion.yaml",
+        )
+        child.sendline("I finished the first chapter of my novel!")
+        child.expect_exact(HEAD)
+        with pytest.raises(pexpect.TIMEOUT):
+            child.expect_exact(TAIL, timeout=2)
+        assert not server.go.is_set()
+        server.go.set()
+        child.expect_exact(TAIL)
+        child.expect_exact(PROMPT)
+        assert HEAD not in child.before  # printed once, as it streamed: not again at the end
+        say(child, "/history", "I finished the first chapter", TAIL)  # committed
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    kinds = [
+        (b.get("response_format") or {}).get("json_schema", {}).get("name") for b in server.bodies
+    ]
+    streamed = [kind for kind, body in zip(kinds, server.bodies, strict=True) if body.get("stream")]
+    assert kinds[:4] == ["cgraph_start", "cgraph_decision", "cgraph_reflection", "cgraph_action"]
+    assert streamed == ["cgraph_action"]  # decisions, reflections and extraction are asked whole
