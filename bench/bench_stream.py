@@ -6,8 +6,9 @@ One local OpenAI-compatible server (`bench/stream_server.py`) writes the same an
 `pieces` chunks `delay` seconds apart, streamed or (for the non-streamed call) sent whole
 after the same total time, like a model writing tokens. Each run starts a session through
 the real litellm and times one turn: `Session.stream` to its first `Delta`, and
-`Session.send` to its `Turn`. Both are measured in the same run, so their ratio holds on a
-busy machine.
+`Session.send` to its `Turn`. A second server first calls a tool (its arguments written
+the same way) in a state that offers it, then answers: the same two times for a turn with
+a tool call. All are measured in the same run, so their ratios hold on a busy machine.
 """
 
 from __future__ import annotations
@@ -49,11 +50,24 @@ states:
     exit_conditions:
       - {description: The user says bye., next_state: END}
 """
+TOOLS = """\
+memory: {store: "off"}
+tools:
+  - name: count_files
+    description: Count the files in a folder.
+    handler: bench_tools:count_files
+    parameters:
+      type: object
+      properties: {folder: {type: string}}
+      required: [folder]
+"""
+HANDLER = "def count_files(folder: str) -> dict:\n    return {'folder': folder, 'count': 3}\n"
+CALL = ("count_files", json.dumps({"folder": "the documents folder of this project"}))
 
 
 def whole(session: Session) -> float:
     began = time.perf_counter()
-    session.send("Hello")
+    session.send("Hello", remember=False)
     return time.perf_counter() - began
 
 
@@ -64,27 +78,45 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.02)
     options = parser.parse_args()
     answer = json.dumps({"exit": "stay", "reason": "greeting", "reply": REPLY})
-    graph = Path(tempfile.mkdtemp()) / "bench_stream.yaml"
-    graph.write_text(GRAPH)
-    firsts, wholes = [], []
-    with StreamServer(answer, pieces=options.pieces, delay=options.delay) as server:
-        start = {"model": "openai/test-model", "api_base": server.base}
-        whole(Session.start(graph, **start))  # warm: litellm's import and first connection
-        for _ in range(options.runs):
-            wholes.append(whole(Session.start(graph, **start)))
-            firsts.append(time_first(Session.start(graph, **start)))
-    first, full = statistics.median(firsts), statistics.median(wholes)
+    folder = Path(tempfile.mkdtemp())
+    plain, tools = folder / "bench_stream.yaml", folder / "bench_tools.yaml"
+    plain.write_text(GRAPH)
+    tools.write_text(
+        TOOLS
+        + GRAPH.replace("    exit_conditions:", "    tools: [count_files]\n    exit_conditions:")
+    )
+    (folder / "bench_tools.py").write_text(HANDLER)
     print(f"answer written in {options.pieces} pieces, {options.delay * 1000:g} ms apart")
-    print(f"first words, streamed : {first * 1000:7.1f} ms (median of {options.runs})")
-    print(f"whole reply, not streamed: {full * 1000:7.1f} ms")
-    print(f"the user reads the first words {full / first:.1f}x sooner")
+    for label, graph, calls in (
+        ("plain turn", plain, ()),
+        ("turn with a tool call", tools, [CALL]),
+    ):
+        with StreamServer(
+            answer, pieces=options.pieces, delay=options.delay, calls=calls
+        ) as server:
+            first, full = measure(graph, server.base, options.runs)
+        print(f"{label}:")
+        print(f"  first words, streamed  : {first * 1000:7.1f} ms (median of {options.runs})")
+        print(f"  whole reply, not streamed: {full * 1000:7.1f} ms")
+        print(f"  the user reads the first words {full / first:.1f}x sooner")
+
+
+def measure(graph: Path, base: str, runs: int) -> tuple[float, float]:
+    """Median time to the first delta, streamed, and to the whole turn, not streamed."""
+    start = {"model": "openai/test-model", "api_base": base}
+    whole(Session.start(graph, **start))  # warm: litellm's import and first connection
+    firsts, wholes = [], []
+    for _ in range(runs):
+        wholes.append(whole(Session.start(graph, **start)))
+        firsts.append(time_first(Session.start(graph, **start)))
+    return statistics.median(firsts), statistics.median(wholes)
 
 
 def time_first(session: Session) -> float:
     """Time to the first delta of one turn; the rest of the turn is read to its end."""
     began = time.perf_counter()
     took = None
-    for chunk in session.stream("Hello"):
+    for chunk in session.stream("Hello", remember=False):
         if took is None and isinstance(chunk, Delta):
             took = time.perf_counter() - began
     return took if took is not None else time.perf_counter() - began
