@@ -69,4 +69,36 @@ def test(
         html=html,
         record=record,
     )
-    raise typer.Exit(run_tests(request, sys.stdout, sys.stderr))
+    code = run_tests(request, sys.stdout, sys.stderr)
+    sys.stderr.write(say_hints(request.paths, model))
+    raise typer.Exit(code)
+
+
+def say_hints(paths: tuple[Path, ...], model: str | None) -> str:
+    """The `say:` hints of the graphs tested offline, once per run however many files
+    test them (the same lines `cgraph run` prints in the semantic mode)."""
+    from cgraph.cli.opening import offline_hints
+    from cgraph.lint.offline import check_say
+    from cgraph.lint.walk import lint_paths
+
+    graphs = offline_graphs(paths, model)
+    found = lint_paths(graphs, checks=(check_say,)).diagnostics if graphs else []
+    return offline_hints([d for d in found if d.code == "no-say"])
+
+
+def offline_graphs(paths: tuple[Path, ...], model: str | None) -> list[Path]:
+    """The graphs the test files under `paths` run in the semantic mode, each once."""
+    from cgraph.errors import CgraphError
+    from cgraph.spec.testfile import Scripted
+    from cgraph.testing.cases import find_files, load
+
+    found: dict[Path, Path] = {}
+    for path in find_files(paths):
+        try:
+            tests, _ = load(path)
+        except CgraphError:
+            continue  # reported by the run itself
+        scripted = tests is not None and isinstance(tests.model, Scripted)
+        if tests is not None and (model or ("" if scripted else str(tests.model))) == "semantic":
+            found.setdefault(tests.graph_path.resolve(), tests.graph_path)
+    return list(found.values())

@@ -1,0 +1,48 @@
+"""`cgraph test` hints at `say:` on the action states of the graphs it tests offline,
+once per run however many files test a graph, and not for scripted or LLM runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.unit.cli.test_repl import GRAPH
+
+CGRAPH = Path(sys.executable).parent / "cgraph"
+CASE = """\
+cgraph-test: 1
+graph: {graph}
+{model}
+cases:
+  - name: {name}
+    turns:
+      - user: Hi, my card was stolen.
+        expect: {{state: spoken}}
+"""
+
+
+def write(folder: Path, name: str, graph: str, model: str = "") -> None:
+    text = CASE.format(graph=graph, model=model, name=name)
+    (folder / f"{name}.test.yaml").write_text(text, encoding="utf-8")
+
+
+def test_offline_tests_hint_at_say_once_per_run(tmp_path: Path) -> None:
+    (tmp_path / "card_help.yaml").write_text(GRAPH, encoding="utf-8")
+    scripted = GRAPH.replace("name: card_help", "name: card_scripted")
+    (tmp_path / "card_scripted.yaml").write_text(scripted, encoding="utf-8")
+    write(tmp_path, "first", "card_help.yaml")
+    write(tmp_path, "second", "card_help.yaml")
+    moves = "identify_issue: {exit: spoken, reason: stolen}, spoken: {exit: stay, reason: r}"
+    answers = f"model: {{scripted: {{{moves}}}}}"
+    write(tmp_path, "third", "card_scripted.yaml", answers)
+    done = subprocess.run(
+        [str(CGRAPH), "test", str(tmp_path)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    hints = [line for line in done.stderr.splitlines() if line.startswith("hint:")]
+    assert hints == [
+        f"hint: {tmp_path / 'card_help.yaml'}:7:3 action state `identify_issue` has no `say:`; "
+        "without an LLM its actions are shown as a stage direction; add `say:` with what the "
+        "agent says here, for runs and tests without an LLM"
+    ]
