@@ -5,8 +5,8 @@
 Prints accuracy (overall, exit vs stay, just-entered, per graph, per labelled kind of
 message) and per-decision latency (p50/p95, model loaded, each message embedded once) on
 the check-in set the rule was calibrated on, the development set its negation and hedge
-rules were tuned on (bench/data/dev_labels.yaml), and the held-out set, which was written
-before the chooser changed and is never tuned on (its misses are not printed).
+rules were tuned on (bench/data/dev_labels.yaml), and the two held-out sets, never tuned
+on (tests/fixtures/heldout*/; their misses are not printed).
 For every `--model NAME` whose credentials are present the same table is printed for that
 model through `cgraph.backends.llm.registry.resolve_model(NAME)`; requests are built by the
 engine's own `Prompter`.
@@ -28,7 +28,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.semantic_cases import DEV, HELDOUT, LABELS, Case, load_cases, request_for
+from bench.semantic_cases import DEV, HELDOUT, HELDOUT2, LABELS, Case, load_cases, request_for
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.registry import has_credentials, resolve_model
 from cgraph.backends.llm.semantic import SemanticModel
@@ -80,6 +80,15 @@ def table(
     return figures
 
 
+def _name(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+def _shown(path: Path) -> bool:
+    """Whether a set's misses are printed: never a held-out set's."""
+    return path.resolve() not in (HELDOUT.resolve(), HELDOUT2.resolve())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", default=[], help="also measure this model")
@@ -90,23 +99,23 @@ def main() -> None:
         "--labels", action="append", type=Path, help="labelled set (default: check-in, held-out)"
     )
     args = parser.parse_args()
-    sets = [(path, load_cases(path)) for path in args.labels or [LABELS, DEV, HELDOUT]]
+    sets = [(path, load_cases(path)) for path in args.labels or [LABELS, DEV, HELDOUT, HELDOUT2]]
     semantic = SemanticModel(embedder=shared_embedder(args.embedder))
     started = time.perf_counter()
     semantic.complete(request_for(sets[0][1][0], semantic))  # loads the embedding model
     print(f"model load + first decision: {time.perf_counter() - started:.1f} s")
     for path, cases in sets:
         # The held-out set's misses stay unseen: reading them would be tuning on it.
-        table(f"semantic on {path.name}", *evaluate(semantic, cases), misses=path != HELDOUT)
+        table(f"semantic on {_name(path)}", *evaluate(semantic, cases), misses=_shown(path))
     for name in args.model:
         if not has_credentials(name):
             print(f"\n== {name}: skipped, no credentials in the environment")
             continue
         for path, cases in sets:
             table(
-                f"{name} on {path.name}",
+                f"{name} on {_name(path)}",
                 *evaluate(resolve_model(name), cases),
-                misses=path != HELDOUT,
+                misses=_shown(path),
             )
 
 
