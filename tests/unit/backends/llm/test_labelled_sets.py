@@ -1,0 +1,50 @@
+"""The labelled sets of the semantic bench: every case becomes a request that offers the
+exit it expects. Requests only; no model answers, so no held-out figure is looked at."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.semantic_cases import DEV, HELDOUT, HELDOUT2, LABELS, Case, load_cases, request_for
+from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.backends.llm.types import LLMRequest
+
+SETS = [LABELS, DEV, HELDOUT, HELDOUT2]
+GLOBAL_TARGETS = {"emergency_line", "staff_handoff"}
+
+
+def _request(case: Case) -> LLMRequest:
+    return request_for(case, ScriptedModel())
+
+
+def _offered(request: LLMRequest) -> set[str]:
+    return {o.id for o in request.options} | ({"stay"} if request.allow_stay else set())
+
+
+@pytest.mark.parametrize("path", SETS, ids=lambda p: f"{Path(p).parent.name}/{Path(p).name}")
+def test_every_expected_exit_is_offered(path: Path) -> None:
+    cases = load_cases(path)
+    missing = [(c.state, c.expect) for c in cases if c.expect not in _offered(_request(c))]
+    assert cases and missing == []
+
+
+def test_the_second_held_out_set_offers_global_exits_as_a_session_does() -> None:
+    cases = load_cases(HELDOUT2)
+    taking = [c for c in cases if c.expect in GLOBAL_TARGETS]
+    assert len(taking) == 11
+    request = _request(taking[0])
+    assert request.options[0].anywhere and request.options[0].id == taking[0].expect
+
+
+def test_the_calibrated_sets_keep_their_requests_without_global_exits() -> None:
+    for path in (LABELS, DEV):
+        assert not any(o.anywhere for c in load_cases(path) for o in _request(c).options)
+
+
+def test_the_second_held_out_set_has_the_kinds_it_promises() -> None:
+    kinds = [c.label for c in load_cases(HELDOUT2)]
+    minimum = {"opening": 30, "negated": 60, "hedge": 25, "offtopic": 15}
+    assert len(kinds) >= 200
+    assert all(kinds.count(kind) >= n for kind, n in minimum.items())
