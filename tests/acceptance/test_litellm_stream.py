@@ -17,7 +17,14 @@ from cgraph.backends.llm.litellm_chat import LiteLLMModel
 from cgraph.runtime.records import Turn
 from cgraph.runtime.session import Session
 from cgraph.runtime.streaming import Delta, Retracted
-from tests.servers.chat import OPENAI, Calls, ChatServer, conversation_problem, serve
+from tests.servers.chat import (
+    LLAMA_CPP_PYTHON,
+    OPENAI,
+    Calls,
+    ChatServer,
+    conversation_problem,
+    serve,
+)
 from tests.unit.runtime._runtime import action, simple, write
 from tests.unit.runtime.test_streaming import LONG, two_states
 from tests.unit.runtime.test_toolcalls import TOOLS
@@ -160,3 +167,16 @@ def test_the_fake_server_refuses_what_openai_refuses() -> None:
     )
     bad_name = [{"type": "function", "function": {"name": "no spaces"}}]
     assert "function.name" in str(conversation_problem({"messages": [user], "tools": bad_name}))
+
+
+def test_a_forced_answer_call_streams_from_llama_cpp_python(tmp_path: Path) -> None:
+    # json_schema is refused (500), so the answer is a forced call whose every delta
+    # repeats the call's id and name, as llama-cpp-python streams it.
+    plain = {"exit": "stay", "reason": "greeting", "reply": LONG}
+    with serve(LLAMA_CPP_PYTHON, answers=[plain], piece=3) as server:
+        session = Session.start(two_states(tmp_path), model="openai/m", api_base=server.base)
+        chunks, turn = streamed(session, "hi")
+    assert turn.reply == LONG == text(chunks) and len(chunks) > 5
+    refused, forced = server.bodies
+    assert refused["response_format"]["type"] == "json_schema"
+    assert forced["stream"] is True and forced["tool_choice"]["function"]["name"] == "cgraph_action"

@@ -6,6 +6,7 @@ server runs on 127.0.0.1, started and stopped here.
 
 1. The fake `LLAMA_CPP_PYTHON` server of `tests.servers.chat` answers the same requests
    with the same status codes and shapes as the real one.
+   Streamed (`stream: true`), its deltas are laid out as the real ones are.
 2. `cgraph run` in `auto` mode holds a scripted check-in with the real server: the mode
    moves from `json_schema` (refused) to a forced tool, and every turn is a valid answer.
 """
@@ -140,6 +141,43 @@ def test_the_fake_server_answers_as_the_real_one(real: str, case: str) -> None:
     if shape(*expected) == (200, "tool_calls"):  # the grammar holds the arguments to the schema
         arguments = expected[1]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
         jsonschema.validate(json.loads(arguments), SCHEMA)
+
+
+STREAMED = ("forced tool", "json_object with its schema")
+
+
+def streamed(base: str, extra: dict[str, Any]) -> list[dict[str, Any]]:
+    """The deltas of a streamed answer, in order (the `[DONE]` line checked, then left)."""
+    body = {"model": "m", "messages": MESSAGES, "max_tokens": 40, "stream": True, **extra}
+    request = urllib.request.Request(
+        f"{base}/chat/completions", json.dumps(body).encode(), {"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=300) as answer:
+        lines = [
+            line[6:] for line in answer.read().decode().splitlines() if line.startswith("data: ")
+        ]
+    assert lines[-1] == "[DONE]"
+    return [json.loads(line)["choices"][0]["delta"] for line in lines[:-1]]
+
+
+def layout(found: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """What a client reads of a stream's layout: the first delta's keys, then the distinct
+    shapes of the deltas that carry text (their keys, a call's keys and function's keys)."""
+    shapes = []
+    for delta in found[1:-1]:
+        call = (delta.get("tool_calls") or [{}])[0]
+        shape = (sorted(delta), sorted(call), sorted(call.get("function") or {}))
+        if shape not in shapes:
+            shapes.append(shape)
+    return sorted(found[0]), found[0].get("role"), shapes
+
+
+@pytest.mark.parametrize("case", STREAMED)
+def test_the_fake_server_streams_as_the_real_one(real: str, case: str) -> None:
+    with serve(LLAMA_CPP_PYTHON) as fake:
+        expected = streamed(real, CASES[case])
+        got = streamed(fake.base, CASES[case])
+    assert layout(got) == layout(expected)
 
 
 LINES = ["Hi, this is Sam.", "Yes, I took all my pills this week.", "No chest pain at all."]

@@ -23,8 +23,9 @@ generation), `stall` never answers.
 
 A body with `stream: true` is answered as OpenAI and llama.cpp's server answer it:
 server-sent `chat.completion.chunk` events, `piece` characters of the content (or of a
-call's arguments) at a time, `pause` seconds apart; a tool call opens with its index, id,
-type and name, and its arguments follow in deltas that carry only the index. With
+call's arguments) at a time, `pause` seconds apart. In OpenAI's layout a tool call opens
+with its index, id, type and name, and its arguments follow in deltas that carry only the
+index; llama-cpp-python repeats the id and name in every delta (`deltas`). With
 `hold_after`, every stream stops after that many pieces until `go` is set (a test sees
 what arrived so far, then lets the rest come).
 
@@ -61,10 +62,16 @@ class Behaviour:
     """Honours `tool_choice: required` (llama-cpp-python enforces only a named function)."""
     one_system: bool = False
     refusal_status: int = 400
+    stream_layout: str = "openai"
+    """How streamed deltas are laid out: `openai` or `llama-cpp-python` (see `deltas`)."""
 
 
 LLAMA_CPP_PYTHON = Behaviour(
-    "llama-cpp-python", json_schema=False, required_tools=False, refusal_status=500
+    "llama-cpp-python",
+    json_schema=False,
+    required_tools=False,
+    refusal_status=500,
+    stream_layout="llama-cpp-python",
 )
 FORCED_TOOLS = Behaviour(
     "forced-tools", json_schema=False, json_object=False, only_forced_tools=True
@@ -310,16 +317,28 @@ def completion(message: dict[str, Any], finish: str) -> dict[str, Any]:
     }
 
 
-def deltas(message: dict[str, Any], piece: int) -> Iterator[tuple[dict[str, Any], bool]]:
-    """The message as a server streams it: (delta, whether it carries generated text). The
-    first delta names the role; a call opens with its index, id, type and name, and its
-    arguments follow in deltas that carry only the index."""
+def deltas(
+    message: dict[str, Any], piece: int, layout: str = "openai"
+) -> Iterator[tuple[dict[str, Any], bool]]:
+    """The message as a server streams it: (delta, whether it carries generated text)."""
     calls = message.get("tool_calls")
-    if not calls:
+    if layout == "llama-cpp-python" and calls:
+        yield from _llama_call_deltas(calls, piece)
+    elif layout == "llama-cpp-python":
+        yield {"role": "assistant"}, False
+        yield from (({"content": text}, True) for text in _pieces(message["content"], piece))
+    elif calls:
+        yield from _openai_call_deltas(calls, piece)
+    else:
         yield {"role": "assistant", "content": "", "refusal": None}, False
-        for text in _pieces(message["content"], piece):
-            yield {"content": text}, True
-        return
+        yield from (({"content": text}, True) for text in _pieces(message["content"], piece))
+
+
+def _openai_call_deltas(
+    calls: list[dict[str, Any]], piece: int
+) -> Iterator[tuple[dict[str, Any], bool]]:
+    """OpenAI's layout: a call opens with its index, id, type and name (no arguments yet),
+    and its arguments follow in deltas that carry only the index."""
     for index, call in enumerate(calls):
         function = {"name": call["function"]["name"], "arguments": ""}
         opening = {"index": index, "id": call["id"], "type": "function", "function": function}
@@ -327,6 +346,28 @@ def deltas(message: dict[str, Any], piece: int) -> Iterator[tuple[dict[str, Any]
         yield {**role, "tool_calls": [opening]}, False
         for text in _pieces(call["function"]["arguments"], piece):
             yield {"tool_calls": [{"index": index, "function": {"arguments": text}}]}, True
+
+
+def _llama_call_deltas(
+    calls: list[dict[str, Any]], piece: int
+) -> Iterator[tuple[dict[str, Any], bool]]:
+    """llama-cpp-python 0.3.36's layout: an empty role delta, then every delta repeats the
+    call's index, id, type and name next to its piece of the arguments, and the legacy
+    `function_call` too."""
+    empty = {"role": None, "content": None, "function_call": None, "tool_calls": None}
+    yield {**empty, "role": "assistant"}, False
+    for index, call in enumerate(calls):
+        name = call["function"]["name"]
+        for text in _pieces(call["function"]["arguments"], piece):
+            function = {"name": name, "arguments": text}
+            made = {"index": index, "id": call["id"], "type": "function", "function": function}
+            yield {**empty, "function_call": function, "tool_calls": [made]}, True
+
+
+def _last_delta(layout: str, finish: str) -> dict[str, Any]:
+    if layout == "llama-cpp-python" and finish == "tool_calls":
+        return {"role": None, "content": None, "function_call": None, "tool_calls": None}
+    return {}
 
 
 def _pieces(text: str, size: int) -> list[str]:
@@ -384,13 +425,14 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             written = 0
             try:
-                for delta, generated in deltas(message, server.piece):
+                layout = server.behaviour.stream_layout
+                for delta, generated in deltas(message, server.piece, layout):
                     if generated and written == server.hold_after:
                         server.go.wait(60)
                     written += generated
                     self._event(json.dumps(chunk(delta)))
                     time.sleep(server.pause if generated else 0)
-                self._event(json.dumps(chunk({}, finish)))
+                self._event(json.dumps(chunk(_last_delta(layout, finish), finish)))
                 if (body.get("stream_options") or {}).get("include_usage"):
                     self._event(json.dumps(chunk(None)))
                 self._event("[DONE]")
