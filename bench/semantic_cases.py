@@ -60,11 +60,12 @@ class Case:
 
 
 def load_cases(path: Path = LABELS) -> list[Case]:
-    """The cases of a labels file; its graphs lie in `graphs/` next to it, else in the
+    """The cases of a labels file; each graph lies in `graphs/` next to it, else in the
     repository's `graphs/`."""
-    folder = path.parent / "graphs" if (path.parent / "graphs").is_dir() else GRAPHS
     cases = []
     for group in yaml.safe_load(path.read_text(encoding="utf-8")):
+        local = path.parent / "graphs"
+        folder = local if (local / group["graph"]).is_file() else GRAPHS
         for item in group["cases"]:
             cases.append(
                 Case(
