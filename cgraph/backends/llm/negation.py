@@ -37,10 +37,19 @@ _NO = re.compile(
     re.I,
 )
 _HEDGE = re.compile(
-    r"\b(?:not sure|unsure|maybe|perhaps|idk|i dunno|dunno|don['’]?t know|no idea|"
-    r"can['’]?t remember|not certain|hard to (?:say|tell)|let me (?:think|check|look|see)|"
-    r"i['’]?d have to check|hang on|hold on|give me a (?:second|minute|moment)|"
-    r"kind of\?|sort of\?|i guess\?|i think so\?)\b",
+    r"\b(?:not sure|unsure|maybe|perhaps|idk|i dunno|dunno|(?:don['’]?t know|no idea)(?! where)|"
+    r"(?:can['’]?t|don['’]?t|do not|cannot) (?:remember|recall)|not certain|"
+    r"hard to (?:say|tell)|let me (?:think|check|look|see|find|ask)|"
+    r"i['’]?d have to (?:check|ask|think)|i need to (?:check|ask|think)|hang on|hold on|"
+    r"(?:give me|wait|just) a (?:sec|second|minute|moment|mo)|one (?:sec|second|moment|mo)|"
+    r"kind of\?|sort of\?|i guess\?|i think so\?|we['’]?ll see)"
+    r"(?:\b|(?<=\?))",
+    re.I,
+)
+# Negations that say yes: "no problem, go ahead", "I don't mind", "why not".
+_ASSENT = re.compile(
+    r"\b(?:no (?:problem|worries|bother|doubt)|not a problem|(?:i )?don['’]?t mind|"
+    r"(?:i )?don['’]?t care|why not|no reason not to)\b",
     re.I,
 )
 _WORD = re.compile(r"[\w'’]+")
@@ -52,13 +61,23 @@ def clauses(text: str) -> list[str]:
     return [c.strip() for c in _CLAUSES.split(text) if c and c.strip()]
 
 
+def without_assent(text: str) -> str:
+    """`text` with its yes-saying negations ("no problem", "I don't mind") taken out."""
+    return " ".join(_ASSENT.sub(" ", text).split())
+
+
+def assents(text: str) -> bool:
+    return _ASSENT.search(text) is not None
+
+
 def denied_phrases(text: str) -> list[str]:
     """The phrases `text` negates: the topic words after each clause's first negator.
 
-    "No side effects, I feel fine" → ["side effects"]; a bare "No." denies no topic.
+    "No side effects, I feel fine" → ["side effects"]; a bare "No." denies no topic;
+    "no problem" is a yes, not a denial.
     """
     found = []
-    for clause in clauses(text):
+    for clause in clauses(without_assent(text)):
         match = _NEGATOR.search(clause)
         if match is None:
             continue

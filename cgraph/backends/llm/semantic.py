@@ -2,29 +2,32 @@
 
 No language model is involved. For an action state the newest user message is compared
 (cosine similarity of all-MiniLM-L6-v2 embeddings) with each exit's `examples:` and its
-`description`; the state *stays* when a "stay" prototype (the state's objective and
+`description`; the state *stays* when a "stay" prototype (a conversational move such as
 actions, or one of a few conversational moves such as "What do you mean?") is clearly
 closer than the best exit. The rule and its constants were calibrated on
 `tests/fixtures/semantic_labels.yaml` (see `bench/bench_semantic.py`):
 
     exit score  = 0.7 · max over examples (sim − 0.2 · polarity clash) + 0.3 · sim(description)
-                  + denial (below)
-    stay score  = max(sim to the state's objective/actions, sim to conversational moves)
+                  + denial (below) + 0.2 when the message is a bare "no" and the exit's
+                  description says no
+    stay score  = max(sim to conversational moves, and for a question only, sim to the
+                  state's objective/actions: a statement on the state's topic answers it)
     best        = the exit with the highest score, minus 0.3 when the message is a question
                   that neither the exit expects nor is a request ("Can you…?", "…please?")
     stay  when  best < 0.15  or  best < stay score − 0.2  or  the message hedges
-                ("maybe", "not sure", "let me check": `negation.is_hedge`)
+                ("maybe", "not sure", "one sec": `negation.is_hedge`)
 
 An opening message (`LLMRequest.opening`) is judged like any other; any other message that
 entered the state this turn stays: it already answered the state before.
 
-An exit without `examples:` is matched on stand-ins: its description's alternatives
-without the narrator ("The customer says the food is late or never arrived" → "the food
-is late", "never arrived"), which read like what a user says.
+An exit without `examples:` is matched on stand-ins (`stand_ins`): its description said
+by the user, whole and per alternative ("The customer declines both options" → "I decline
+both options"). An exit whose description means a shared dialogue act (done, no problem,
+declined, kept as is: `acts`) is also matched on the act's canonical utterances.
 
 The question penalty keeps a clarifying question ("What do you mean by doses?") from
 counting as an answer; an exit expects questions when its description says the user
-asks, or one of its examples is a question.
+asks, or one of its examples is a question that is not a request ("Can I …?").
 
 A *polarity clash* is a yes-answer against a no-example (1.0) or a plain statement against
 either (0.5): sentence embeddings barely see negation, so "No chest pain" sits close to
@@ -50,13 +53,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from cgraph.backends.embed import Embedder, Vector, cosine, shared_embedder
+from cgraph.backends.llm.acts import ACTS, Act, as_user, negative_description
 from cgraph.backends.llm.extractors import extract, refusals
 from cgraph.backends.llm.negation import (
     affirmed,
+    answer_polarity,
+    assents,
     denied_phrases,
     is_hedge,
     is_negated,
 )
+from cgraph.backends.llm.stand_ins import stand_ins
 from cgraph.backends.llm.types import STAY, ExitOption, LLMRequest
 
 # Conversational moves that never answer a state's question: greetings, clarifications,
@@ -90,15 +97,15 @@ _DURABLE = re.compile(
 )
 # A question phrased as a request asks for the exit's action, not for clarification.
 _REQUEST = re.compile(r"^\W*(can|could|would|will) you\b|\bplease\b", re.I)
+# Examples phrased as a request for the exit's own action ("Can I change my flight?").
+_ASKS_FOR = re.compile(r"^\W*(can|could|would|will|may) (you|i|we)\b|\bplease\b", re.I)
 _ASKS = re.compile(r"\bask", re.I)
-_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.I)
-# "The user says that …": the narrator's words, which no user message contains.
-_NARRATOR = re.compile(
-    r"^(the (user|patient|customer|caller)"
-    r"( (says|reports|wants|asks|has|is|confirms))?( that)?\s+)",
+_OPENS_QUESTION = re.compile(
+    r"^\W*(?!(?:how|what) about\b)(?:what|what's|whats|when|where|why|how|who|which|is|are|"
+    r"does|do|did|can|could|will|would|should)\b(?!.*[.!]\s*\S)",
     re.I,
 )
-_ALTERNATIVES = re.compile(r"\bor\b|;|,")
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,13 +123,17 @@ class Calibration:
     """How much an exit gains (or loses) when it denies (or affirms) what the user denies."""
     denial_floor: float = 0.2
     """Below this similarity a denied phrase is about something else."""
+    acts: bool = True
+    """Lend the shared dialogue acts' utterances to the exits that mean them (`acts`)."""
+    bare_weight: float = 0.2
+    """What a bare "no" adds to an exit whose description says no."""
     contrast_weight: float = 1.0
     """How much an exit loses for affirming the denied phrase more than the other exits."""
 
 
 def polarity(text: str) -> int:
     """+1 for a yes-answer, -1 for a no-answer or a negated statement, 0 otherwise."""
-    if _YES.search(text):
+    if _YES.search(text) or assents(text):
         return 1
     if _NO.search(text) or _NEGATION.search(text):
         return -1
@@ -130,20 +141,15 @@ def polarity(text: str) -> int:
 
 
 def is_question(text: str) -> bool:
-    return text.rstrip().endswith("?")
+    """Ends with a question mark, or opens as a question does ("what's the best …")."""
+    return text.rstrip().endswith("?") or bool(_OPENS_QUESTION.match(text))
 
 
 def expects_questions(option: ExitOption) -> bool:
-    """An exit taken by asking: its description says so, or an example is a question."""
-    return bool(_ASKS.search(option.description)) or any(map(is_question, option.examples))
-
-
-def described_examples(description: str) -> tuple[str, ...]:
-    """Stand-in examples for an exit without `examples:`: its description's alternatives
-    ("late or never arrived"), each without the narrator's "The user says …"."""
-    parts = [p.strip(" .") for p in _ALTERNATIVES.split(description)]
-    parts = [p for p in parts if len(p.split()) >= 2]
-    return tuple(_NARRATOR.sub("", p) for p in (parts if len(parts) > 1 else [description]))
+    """An exit taken by asking: its description says so, or an example is a question that
+    is not a request ("Can you send it?" asks for the exit's action, not about it)."""
+    asked = (e for e in option.examples if is_question(e) and not _ASKS_FOR.search(e))
+    return bool(_ASKS.search(option.description)) or any(True for _ in asked)
 
 
 def counts_as_answer(message: str, option: ExitOption) -> bool:
@@ -172,6 +178,7 @@ class SemanticModel:
         self._embedder = embedder
         self._embedding_model = embedding_model
         self.calibration = calibration or Calibration()
+        self._acts: list[tuple[Act, Vector]] | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -274,12 +281,15 @@ class SemanticModel:
         """Similarity of `message` to each exit: its description, blended with its closest
         example (less a penalty when the two disagree in yes/no polarity)."""
         cal = self.calibration
-        examples = {o.id: o.examples or described_examples(o.description) for o in options}
+        examples = {o.id: o.examples or stand_ins(o.description) for o in options}
+        for option_id, lent in self.act_examples(options).items():
+            examples[option_id] = (*examples[option_id], *lent)
         texts = [message, *(o.description for o in options)]
         texts += [e for o in options for e in examples[o.id]]
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
         mine, sign = vectors[message], polarity(message)
         denial = self.denial_scores(message, options)
+        bare = answer_polarity(message) if cal.bare_weight else 0
         scores: dict[str, float] = {}
         for option in options:
             described = cosine(mine, vectors[option.description])
@@ -289,7 +299,26 @@ class SemanticModel:
             )
             weight = cal.description_weight
             scores[option.id] = (1 - weight) * matched + weight * described + denial[option.id]
+            if bare < 0 and negative_description(option.description):
+                scores[option.id] += cal.bare_weight  # a bare "no" takes the exit that says no
         return scores
+
+    def act_examples(self, options: Sequence[ExitOption]) -> dict[str, tuple[str, ...]]:
+        """Per exit, the utterances of the shared dialogue acts its description means."""
+        if not self.calibration.acts:
+            return {}
+        if self._acts is None:  # the same few texts every turn: embedded once
+            described = self.embedder.embed([a.description for a in ACTS])
+            self._acts = list(zip(ACTS, described, strict=True))
+        vectors = self.embedder.embed([as_user(o.description) for o in options])
+        lent: dict[str, tuple[str, ...]] = {}
+        for option, vector in zip(options, vectors, strict=True):
+            for act, act_vector in self._acts:
+                if act.negative and not negative_description(option.description):
+                    continue
+                if cosine(vector, act_vector) >= act.floor:
+                    lent[option.id] = (*lent.get(option.id, ()), *act.utterances)
+        return lent
 
     def denial_scores(self, message: str, options: Sequence[ExitOption]) -> dict[str, float]:
         """Per exit, what reading the message's negations adds: + when the exit's closest
@@ -328,7 +357,12 @@ class SemanticModel:
         """Similarity of `message` to staying: the state's own texts or a conversational move."""
         texts = [message, *prototypes, *CONVERSATIONAL]
         vectors = self.embedder.embed(texts)
-        return max(cosine(vectors[0], v) for v in vectors[1:])
+        own = [cosine(vectors[0], v) for v in vectors[1 : 1 + len(prototypes)]]
+        moves = [cosine(vectors[0], v) for v in vectors[1 + len(prototypes) :]]
+        # A statement on the state's topic answers it; only a question about it (not a
+        # request) asks again, so only then do the state's own texts count as staying.
+        asks = is_question(message) and not _REQUEST.search(message)
+        return max([*own, *moves] if asks else moves)
 
     # -- silent states -------------------------------------------------------------------
 

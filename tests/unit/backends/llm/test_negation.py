@@ -42,3 +42,15 @@ def test_hedges_are_unsure_answers() -> None:
     assert is_hedge("maybe once? I can't remember")
     assert is_hedge("idk honestly")
     assert not is_hedge("No, I took them all")
+
+
+def test_hedges_include_stalling_and_not_remembering() -> None:
+    assert is_hedge("one sec, checking my inbox")
+    assert is_hedge("I think so? we might be moving soon")
+    assert is_hedge("I don't remember the date exactly")
+    assert not is_hedge("no, nothing, I was just checking. bye")
+
+
+def test_no_problem_denies_nothing() -> None:
+    assert denied_phrases("no problem, please send the request") == []
+    assert denied_phrases("no problem with the pills, no side effects") == ["side effects"]

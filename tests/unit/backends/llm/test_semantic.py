@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -13,8 +14,8 @@ from cgraph.backends.llm.registry import resolve_model as resolve
 from cgraph.backends.llm.semantic import (
     SemanticModel,
     counts_as_answer,
-    described_examples,
     extract_memories,
+    is_question,
     polarity,
 )
 from cgraph.backends.llm.types import ExitOption, LLMRequest
@@ -176,9 +177,47 @@ def test_an_unsure_answer_is_asked_again(model: SemanticModel) -> None:
     assert session.state == "medication_adherence_check"
 
 
-def test_an_exit_without_examples_is_matched_on_its_descriptions_alternatives() -> None:
-    assert described_examples("The customer says the food is late or never arrived.") == (
-        "the food is late",
-        "never arrived",
-    )
-    assert described_examples("The user is ready to start.") == ("ready to start.",)
+def test_a_statement_on_the_states_topic_answers_it_a_question_asks_again(
+    model: SemanticModel,
+) -> None:
+    # One exit, described only: the answer shares the question's words, and must still move.
+    only = ExitOption("next", "The tenant describes the problem and when it started.", "next")
+    asked = "Ask what exactly is not working and since when."
+    request = _request(options=(only,), stay_prototypes=(asked,), objective=asked)
+    said = _answer(model, request, "the heating hasn't worked since Tuesday night")
+    assert said["exit"] == "next"
+    assert _answer(model, request, "what exactly do you mean by not working?")["exit"] == "stay"
+
+
+def test_a_done_exit_hears_the_ways_people_say_they_are_done(model: SemanticModel) -> None:
+    done = ExitOption("END", "The tenant is done or says goodbye.", "END")
+    more = ExitOption("again", "The tenant has another problem to report.", "again")
+    request = _request(options=(more, done))
+    assert model.act_examples((more, done)).keys() == {"END"}
+    assert _answer(model, request, "no, that's everything thanks")["exit"] == "END"
+
+
+def test_a_bare_no_takes_the_exit_that_says_no(model: SemanticModel) -> None:
+    danger = ExitOption("danger", "The tenant reports a gas smell, sparks or smoke.", "danger")
+    safe = ExitOption("safe", "The tenant says there is no danger.", "safe")
+    request = _request(options=(danger, safe))
+    assert _answer(model, request, "no, nothing like that")["exit"] == "safe"
+
+
+def test_no_problem_is_a_yes() -> None:
+    assert polarity("no problem, please send the request") == 1
+
+
+def test_an_open_question_needs_no_question_mark() -> None:
+    assert is_question("what's the best pizza place near the airport")
+    assert not is_question("how about Thursday")
+
+
+def test_examples_that_request_the_exit_do_not_make_it_expect_questions() -> None:
+    deliver = ExitOption("d", "The customer wants it delivered.", "d", ("Can you send it?",))
+    assert not counts_as_answer("does delivery cost anything?", deliver)
+
+
+def _answer(model: SemanticModel, request: LLMRequest, message: str) -> dict[str, object]:
+    answer = model.complete(replace(request, user_messages=(message,)))
+    return dict(json.loads(answer))
