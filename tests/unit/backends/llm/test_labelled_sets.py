@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from bench.semantic_cases import DEV, HELDOUT, HELDOUT2, LABELS, Case, load_cases, request_for
+from bench.semantic_cases import (
+    DEV,
+    GRAPHS,
+    HELDOUT,
+    HELDOUT2,
+    LABELS,
+    Case,
+    load_cases,
+    request_for,
+)
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.llm.types import LLMRequest
 
@@ -39,8 +48,15 @@ def test_the_second_held_out_set_offers_global_exits_as_a_session_does() -> None
 
 
 def test_the_calibrated_sets_keep_their_requests_without_global_exits() -> None:
+    # On the repository's graphs; the dev set's own graphs are offered them, as in a session.
     for path in (LABELS, DEV):
-        assert not any(o.anywhere for c in load_cases(path) for o in _request(c).options)
+        cases = [c for c in load_cases(path) if c.folder == GRAPHS]
+        assert cases and not any(o.anywhere for c in cases for o in _request(c).options)
+
+
+def test_the_dev_sets_own_graphs_offer_global_exits() -> None:
+    cases = [c for c in load_cases(DEV) if c.expect == "pharmacist_handoff"]
+    assert cases and all(_request(c).options[0].anywhere for c in cases)
 
 
 def test_the_second_held_out_set_has_the_kinds_it_promises() -> None:
