@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cgraph.backends.llm.types import ChatModel, LLMRequest, notices
-from cgraph.errors import CgraphError, LLMError
+from cgraph.errors import LLMError
 from cgraph.runtime.answers import CAPS, Answer, AnswerError, parse_answer
 from cgraph.runtime.outcomes import Effects, Emit, decided
 from cgraph.runtime.prompts import SUMMARY_HEADING, prompt_hash
@@ -48,14 +48,12 @@ def fallback_reply(
 ) -> str:
     """What the user reads when the model fails or a guard stops the turn: the state's own
     `fallback:`, else `authored` (a stopped turn repeats its state's words), else the
-    graph's fallback. A fallback is a template, rendered with `context`."""
+    graph's fallback. A fallback is a template, rendered with `context`; `RenderError`
+    when it fails (`cgraph.runtime.render_failures.fallback` then says something plain)."""
     text = getattr(state, "fallback", None) or authored or graph.fallback
     if context is None or not is_template(text):
         return text
-    try:
-        return render_text(text, context).strip() or graph.fallback
-    except CgraphError:  # a broken fallback must still say something (lint reports it)
-        return text
+    return render_text(text, context).strip() or graph.fallback
 
 
 Talk = Callable[[LLMRequest], tuple[LLMRequest, str]]

@@ -30,7 +30,7 @@ from cgraph.runtime.memory import MemoryGateway, this_turn
 from cgraph.runtime.outcomes import Effects, Emit, Enter, Move, Outcome, Reply, Stop, apply_effects
 from cgraph.runtime.prompting import Prompter, authored_reply
 from cgraph.runtime.records import Event, EventKind
-from cgraph.runtime.render_failures import StepRenderFailed, failed_step, rendered
+from cgraph.runtime.render_failures import StepRenderFailed, failed_step, fallback, rendered
 from cgraph.runtime.snapshot import Frame, Snapshot
 from cgraph.runtime.store import SessionStore
 from cgraph.spec.model import CROSS, AnyState, Graph, is_cross
@@ -179,7 +179,7 @@ class Engine:
         say = getattr(state, "say", None)
         if not say or not self.snap.entered or getattr(state, "type", "") != "action":
             return ""
-        said = self._said(lambda: authored_reply(state, self._templates()))
+        said = self._said(lambda: authored_reply(state, self._templates(), self.qualified()))
         return fallback_reply(self.current_graph(), state) if said is None else said
 
     def _said(self, render: Callable[[], str]) -> str | None:
@@ -240,11 +240,14 @@ class Engine:
         graph, state = self.current_graph(), self.current_state()
         authored = ""
         if stop.guard is not None:
-            authored = self._said(lambda: authored_reply(state, self._templates())) or ""
+            authored = (
+                self._said(lambda: authored_reply(state, self._templates(), self.qualified())) or ""
+            )
             self._emit(
                 "guard", guard=stop.guard, detail=stop.detail, at=here, stopped_in=self.qualified()
             )
-        text = fallback_reply(graph, state, authored, context=self._templates())
+        text, failed = fallback(graph, state, self.qualified(), self._templates(), authored)
+        self._effects(failed)
         return self._end(text, self.qualified(), stop.fallback, guard=stop.guard)
 
     def _end(self, text: str, state: str, fallback: bool, guard: str | None = None) -> bool:

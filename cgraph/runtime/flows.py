@@ -2,7 +2,8 @@
 
 Pure functions of the graph and the session's variables; handlers and the engine call
 them. A `when` is evaluated in the sandbox (`cgraph.spec.conditions.holds`); one that
-fails to evaluate (a slot still unset) does not hold.
+fails for want of a value (a slot still unset) does not hold, one that fails otherwise
+fails the step (`StepRenderFailed`, field `when`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from cgraph.backends.llm.types import ExitOption
 from cgraph.errors import SlotValueError
 from cgraph.runtime.exits import unique_ids
 from cgraph.runtime.graphs import location
+from cgraph.runtime.render_failures import rendered
 from cgraph.spec import conditions, slots
 from cgraph.spec.model import ActionState, AnyState, ExitCondition, GlobalExit, Graph
 
@@ -68,7 +70,9 @@ def slot_changes(
 
 
 def holds(exit_: ExitCondition, context: Mapping[str, Any]) -> bool:
-    return exit_.when is None or conditions.holds(exit_.when, context)
+    when = exit_.when
+    here = str(context.get("state", ""))
+    return when is None or rendered(here, "when", lambda: conditions.holds(when, context))
 
 
 def is_deterministic(exit_: ExitCondition) -> bool:

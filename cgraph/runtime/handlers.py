@@ -14,7 +14,7 @@ from typing import Any
 
 from cgraph.backends.llm.types import STAY, ExitOption, RequestKind
 from cgraph.errors import CgraphError, SlotValueError, ToolError
-from cgraph.runtime.asking import Asked, ask, engine_decision, fallback_reply
+from cgraph.runtime.asking import Asked, ask, engine_decision
 from cgraph.runtime.context import StepContext, template_context
 from cgraph.runtime.exits import ON_ERROR, exit_options, start_options
 from cgraph.runtime.flows import (
@@ -43,7 +43,7 @@ from cgraph.runtime.outcomes import (
     Stop,
     decided,
 )
-from cgraph.runtime.render_failures import StepRenderFailed, rendered
+from cgraph.runtime.render_failures import StepRenderFailed, fallback, rendered
 from cgraph.runtime.snapshot import jsonable
 from cgraph.runtime.toolcalls import Calling, ask_with_tools, offered
 from cgraph.runtime.tools import call_tool, check_arguments, load_handler
@@ -155,7 +155,8 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
     effects += asked.effects
     answer = asked.answer
     if answer is None:
-        return Reply(fallback_reply(graph, state, context=context), fallback=True, effects=effects)
+        text, failed = fallback(graph, state, ctx.view.here, context)
+        return Reply(text, fallback=True, effects=(*effects, *failed))
     ctx, effects = _fill(ctx, answer.slots, effects)
     if answer.exit != STAY:
         option = _chosen(options, answer.exit)

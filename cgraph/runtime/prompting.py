@@ -12,10 +12,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from jinja2 import TemplateError as JinjaError
-
 from cgraph.backends.llm.types import ExitOption, LLMRequest, RequestKind, exit_ids
-from cgraph.errors import CgraphError, RenderError
 from cgraph.runtime.answers import answer_schema
 from cgraph.runtime.context import View, template_context
 from cgraph.runtime.graphs import topology_text
@@ -25,6 +22,7 @@ from cgraph.runtime.prompts import (
     render_messages,
     summary_message,
 )
+from cgraph.runtime.render_failures import rendered
 from cgraph.runtime.snapshot import HistoryMarks
 from cgraph.spec.model import (
     PROMPT_TEXT,
@@ -51,33 +49,40 @@ TEXT_FIELDS = tuple(
 Messages = list[dict[str, str]]
 
 
-def render_safe(source: str, context: Mapping[str, Any]) -> str:
-    """A designer's text template, or its raw text if it fails (lint reports such errors)."""
+def render_prompt_text(here: str, field: str, source: str, context: Mapping[str, Any]) -> str:
+    """One of a state's texts for the model (`objective`, an action, a guideline), rendered.
+
+    A failing render raises `StepRenderFailed` naming `here` and `field`: the turn ends
+    with the fallback and a `render_failed` event, and the model is never shown the
+    template's source in place of its text.
+    """
     if not is_template(source):
         return source
-    try:
-        return render_text(source, dict(context))
-    except (JinjaError, CgraphError, TypeError, ValueError):
-        return source
+    return rendered(here, field, lambda: render_text(source, dict(context)))
 
 
-def state_texts(state: AnyState | None, context: Mapping[str, Any]) -> dict[str, Any]:
+def state_texts(
+    state: AnyState | None, context: Mapping[str, Any], here: str = ""
+) -> dict[str, Any]:
     """The state's prompt texts, rendered with the session's variables."""
     texts: dict[str, Any] = {"objective": ""}
     for name in TEXT_FIELDS:
-        texts[name] = [render_safe(t, context) for t in getattr(state, name, ())]
+        texts[name] = [render_prompt_text(here, name, t, context) for t in getattr(state, name, ())]
     if state is not None:
-        texts["objective"] = render_safe(state.objective, context)
+        texts["objective"] = render_prompt_text(here, "objective", state.objective, context)
     return texts
 
 
-def authored_reply(state: AnyState | None, context: Mapping[str, Any]) -> str:
-    """The state's own words: its `say:` template, else its actions. A failing `say:`
-    raises (`RenderError`): its source is never shown to the user."""
+def authored_reply(state: AnyState | None, context: Mapping[str, Any], here: str) -> str:
+    """The state `here`'s own words: its `say:` template, else its actions. A failing
+    render raises `StepRenderFailed` (field `say` or `actions`): its source is never shown
+    to the user."""
     say = getattr(state, "say", None)
     if say:
-        return render_text(say, dict(context)).strip() if is_template(say) else say.strip()
-    return " ".join(render_safe(a, context) for a in getattr(state, "actions", ()))
+        text = rendered(here, "say", lambda: render_text(say, dict(context)))
+        return text.strip() if is_template(say) else say.strip()
+    actions = getattr(state, "actions", ())
+    return " ".join(render_prompt_text(here, "actions", a, context) for a in actions)
 
 
 def _option_view(option: ExitOption) -> dict[str, Any]:
@@ -163,7 +168,9 @@ class Prompter:
     ) -> LLMRequest:
         """The request `kind` asks at `state_id`, with the window of history (or `history`)."""
         context = template_context(view, graph, state_id)
-        texts = state_texts(state, context)
+        # The extraction prompt shows no state texts: a state's failing text (already
+        # reported when its turn failed) must not stop the memories being kept.
+        texts = state_texts(None if kind == "extract" else state, context, state_id)
         memory = dict(extra or {})
         window, dropped = (history, 0) if history is not None else self.history()
         variables = {
@@ -190,7 +197,7 @@ class Prompter:
             allow_stay=allow_stay,
             user_messages=self.recent_user_messages(),
             stay_prototypes=tuple(t for t in (texts["objective"], *texts["actions"]) if t),
-            authored_reply=self._authored(kind, graph, state, context),
+            authored_reply=self._authored(kind, state_id, state, context),
             entered_this_turn=view.entered,
             opening=opening,
             graph=graph.name,
@@ -204,16 +211,14 @@ class Prompter:
 
     @staticmethod
     def _authored(
-        kind: RequestKind, graph: Graph, state: AnyState | None, context: Mapping[str, Any]
+        kind: RequestKind, here: str, state: AnyState | None, context: Mapping[str, Any]
     ) -> str:
         """The state's own words, for an action's question only (a model may stay with
-        them); the fallback when the `say:` fails, never the template's source."""
+        them). A failing `say:` fails the step (`StepRenderFailed`) before the model is
+        asked, whether or not the model would have used it."""
         if kind != "action":
             return ""
-        try:
-            return authored_reply(state, context)
-        except RenderError:
-            return getattr(state, "fallback", None) or graph.fallback
+        return authored_reply(state, context, here)
 
     def _variables(
         self,

@@ -8,11 +8,15 @@ moves on instead of running the failed step again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import fields
 from typing import Any, TypeVar
 
 from cgraph.errors import CgraphError
+from cgraph.runtime.asking import fallback_reply
 from cgraph.runtime.outcomes import Emit, Stop
+from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.templating import is_template
 
 T = TypeVar("T")
 
@@ -42,3 +46,24 @@ def rendered(state: str, field: str, render: Callable[[], T]) -> T:
 def failed_step(failure: StepRenderFailed, *before: Any) -> Stop:
     """The outcome of a step whose render failed: stop with the fallback reply."""
     return Stop(None, failure.message, effects=(*before, failure.event))
+
+
+DEFAULT_FALLBACK = str(next(f.default for f in fields(Graph) if f.name == "fallback"))
+"""What the user reads when the graph's own fallback is a template that fails too."""
+
+
+def fallback(
+    graph: Graph, state: AnyState | None, here: str, context: Mapping[str, Any], authored: str = ""
+) -> tuple[str, tuple[Emit, ...]]:
+    """The fallback reply (`cgraph.runtime.asking.fallback_reply`) and, when its template
+    fails, the `render_failed` event: the reply is then the graph's fallback if it is
+    plain text, else the format's default. The template's source is never the reply."""
+
+    def render() -> str:
+        return fallback_reply(graph, state, authored, context=context)
+
+    try:
+        return rendered(here, "fallback", render), ()
+    except StepRenderFailed as failure:
+        plain = graph.fallback if not is_template(graph.fallback) else DEFAULT_FALLBACK
+        return plain, (failure.event,)

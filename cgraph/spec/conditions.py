@@ -1,8 +1,10 @@
 """`when:` conditions: Jinja expressions over variables and slots, parsed without running.
 
 Lint reads only the expression's syntax tree (`parse`); the runtime evaluates it in the
-same sandbox as every graph template (`holds`). An expression that fails at run time
-(a name still unset, a comparison of None with a number) does not hold.
+same sandbox and under the same budget as every graph template (`holds`). An expression
+that fails for want of a value (a name still unset, a comparison of None with a number)
+does not hold yet; any other failure (a sandbox refusal, a limit, the time, a division
+by zero) is the template's, a `RenderError`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any
 from jinja2 import TemplateSyntaxError, nodes
 from jinja2.parser import Parser
 
-from cgraph.spec.templating import text_env
+from cgraph.errors import RenderError
+from cgraph.spec.templating import text_env, truth
 
 
 @lru_cache(maxsize=2048)
@@ -33,14 +36,16 @@ def parse(source: str) -> tuple[str | None, frozenset[str]]:
     return None, frozenset(names) - frozenset(env.globals)
 
 
+# Failures that mean "not yet": a slot still unset, None compared with a number.
+_NOT_YET = frozenset({"UndefinedError", "TypeError"})
+
+
 def holds(source: str, context: Mapping[str, Any]) -> bool:
-    """Whether the condition holds; an error while evaluating it means it does not."""
+    """Whether the condition holds: False while a value it reads is missing or of the
+    wrong type; `RenderError` on any other failure."""
     try:
-        return bool(_compiled(source)(**context))
-    except Exception:  # an unset slot or a wrong type is "not yet", never a crash
-        return False
-
-
-@lru_cache(maxsize=2048)
-def _compiled(source: str) -> Any:
-    return text_env().compile_expression(source, undefined_to_none=False)
+        return truth(source, context)
+    except RenderError as err:
+        if err.cause in _NOT_YET:
+            return False
+        raise

@@ -108,10 +108,22 @@ def render_template(
 _LONE = re.compile(r"^\{\{-?(?P<expr>.*?)-?\}\}$", re.DOTALL)
 
 
-def _evaluate(source: str, expr: str, context: Mapping[str, Any], seconds: float) -> Any:
+def truth(expr: str, context: Mapping[str, Any], *, seconds: float = RENDER_SECONDS) -> bool:
+    """Whether one Jinja expression (a `when:` condition) is true, under the render budget;
+    `RenderError` on any failure (an undefined name's is `UndefinedError`)."""
+    return bool(_evaluate(expr, expr, context, seconds, bool))
+
+
+def _evaluate(
+    source: str,
+    expr: str,
+    context: Mapping[str, Any],
+    seconds: float,
+    convert: Callable[[Any], Any] = lambda value: value,
+) -> Any:
     try:
         with deadline(seconds):
-            return _expression(expr)(**dict(context))
+            return convert(_expression(expr)(**dict(context)))
     except DeadlineExceeded as err:
         raise _error(source, "timeout", f"took longer than {seconds:g}s") from err
     except RecursionError as err:

@@ -1,0 +1,92 @@
+"""Every failing render of a step is audited: a `render_failed` event (state, field,
+cause) and the fallback reply, whatever the model would have answered.
+
+An action's `say:`, its prompt texts (objective, actions, guidelines), a `when:` and a
+fallback each fail the step before the model is asked, so neither the user nor the model
+ever reads a template's source in place of its text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.runtime.session import Session
+from tests.robustness.run_probe import FALLBACK, talk_state
+from tests.unit.runtime._runtime import graph, stay
+
+BROKEN = "{{ 1/0 }}"
+
+
+def start(tmp_path: Path, states: dict[str, Any]) -> tuple[Session, ScriptedModel]:
+    """A session of `states` (the first starts), the model staying in `a` with words of
+    its own."""
+    doc = {"cgraph": 1, "name": "g", "start": next(iter(states)), "fallback": FALLBACK}
+    doc |= {"variables": {"size": None}, "states": states}
+    model = ScriptedModel({"a": stay("In my own words.")})
+    return Session.start(graph(tmp_path, yaml.safe_dump(doc, sort_keys=False)), model=model), model
+
+
+def failures(session: Session) -> list[tuple[str, str, str]]:
+    found = [e.data for e in session.events() if e.kind == "render_failed"]
+    return [(f["state"], f["field"], f["cause"]) for f in found]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("say", BROKEN),
+        ("objective", BROKEN),
+        ("actions", [BROKEN]),
+        ("action_guidelines", ["Be brief.", BROKEN]),
+        ("boundary_constraints", [BROKEN]),
+    ],
+)
+def test_a_failing_text_of_the_talking_state_ends_the_turn_audited(
+    tmp_path: Path, field: str, value: Any
+) -> None:
+    session, model = start(tmp_path, {"a": {**talk_state(), field: value}})
+    turn = session.send("hi")
+    assert (turn.reply, turn.fallback) == (FALLBACK, True)
+    assert failures(session) == [("a", field, "ZeroDivisionError")]
+    assert model.requests == []  # the model never saw the unrendered text
+
+
+def test_a_failing_fallback_is_audited_and_the_graph_fallback_is_said(tmp_path: Path) -> None:
+    state = {**talk_state(), "say": BROKEN, "fallback": "{{ 2/0 }}"}
+    session, _ = start(tmp_path, {"a": state})
+    turn = session.send("hi")
+    assert turn.reply == FALLBACK
+    assert failures(session) == [
+        ("a", "say", "ZeroDivisionError"),
+        ("a", "fallback", "ZeroDivisionError"),
+    ]
+
+
+def mark(when: str) -> dict[str, Any]:
+    """An annotation leaving for `a` when `when` holds, else for `a` all the same."""
+    exits = [{"when": when, "next_state": "a"}, {"next_state": "a"}]
+    return {"type": "annotation", "objective": "Mark.", "exit_conditions": exits}
+
+
+@pytest.mark.parametrize(
+    ("when", "cause"),
+    [("''.__class__.__mro__", "SecurityError"), ("1 / 0 > 1", "ZeroDivisionError")],
+)
+def test_a_when_that_fails_other_than_for_want_of_a_value_is_audited(
+    tmp_path: Path, when: str, cause: str
+) -> None:
+    session, _ = start(tmp_path, {"m": mark(when), "a": talk_state()})
+    turn = session.send("hi")
+    assert (turn.reply, turn.fallback) == (FALLBACK, True)
+    assert failures(session) == [("m", "when", cause)]
+
+
+def test_a_when_on_a_value_not_set_yet_does_not_hold(tmp_path: Path) -> None:
+    session, _ = start(tmp_path, {"m": mark("size > 3"), "a": talk_state()})
+    assert session.send("hi").reply == "In my own words."
+    assert failures(session) == []
