@@ -37,10 +37,12 @@ test-tools:
 	  { echo "make: could not install$$missing; install them (apt-get install$$missing)" >&2; \
 	    exit 1; }; fi
 
-# The robustness probes at full size: 200 kill -9 runs (20 in `make test`) and 300
-# fuzzed files per lint fuzz test (a few in `make test`).
+# The robustness probes at full size: 200 kill -9 runs (20 in `make test`), 300 fuzzed
+# files per lint fuzz test (a few in `make test`) and every template attack in every field
+# through `cgraph run` (4 sampled in `make test`).
 stress: $(STAMP)
-	CGRAPH_KILL_RUNS=200 CGRAPH_LINT_FUZZ=300 $(BIN)/pytest -n 2 -q tests/robustness
+	CGRAPH_KILL_RUNS=200 CGRAPH_LINT_FUZZ=300 CGRAPH_TEMPLATE_ATTACKS=all \
+	  $(BIN)/pytest -n 2 -q tests/robustness
 
 # The real llama-cpp-python server with the packaged SmolLM2-135M model. Its venv is built
 # once (compiling llama.cpp takes ~20 minutes; pip caches the wheel for the next build).

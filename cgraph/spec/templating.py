@@ -88,6 +88,9 @@ def render_value(
         value = native_concat(_render(source, context, True, seconds))
     if isinstance(value, Undefined):  # a lone `{{ name }}` returns its Undefined unrendered
         raise _error(source, "UndefinedError", f"{value._undefined_name!r} is undefined")
+    inside = _undefined_inside(value)
+    if inside is not None:  # `x | map(attribute="__class__") | list`: no text, no JSON
+        raise _error(source, "UndefinedError", inside._undefined_message)
     if too_large(value):  # one piece, counted once by `_bounded`: a whole list, say
         raise _error(source, "LimitExceeded", f"the value is over {MAX_VALUE_CHARS:,} characters")
     return value
@@ -158,6 +161,20 @@ def _run(
         raise _error(source, "MemoryError", "ran out of memory") from err
     except Exception as err:  # any error inside a template is the template's failure
         raise _error(source, type(err).__name__, str(err) or type(err).__name__) from err
+
+
+def _undefined_inside(value: Any) -> Undefined | None:
+    """The first `Undefined` inside a list or mapping a template built (its text, or its
+    JSON for the store, would raise)."""
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Undefined):
+            return item
+        if isinstance(item, list | tuple | set | frozenset | dict) and id(item) not in seen:
+            seen.add(id(item))
+            stack.extend([*item.keys(), *item.values()] if isinstance(item, dict) else item)
+    return None
 
 
 def _bounded(pieces: Iterator[Any]) -> Iterator[Any]:

@@ -36,6 +36,8 @@ FIELDS = (
     "when",
 )
 """Where an attack is placed: the templated fields of a state the runtime renders."""
+EVENT_FIELDS = {"silent_say": "say", "guidelines": "action_guidelines"}
+"""The field a `render_failed` event names, where it is not the placement's name."""
 SECONDS = 60  # wall clock for one process; its CPU is held to 20 s
 CPU_SECONDS = 20
 MEMORY_BYTES = 4_000_000_000  # address space: the embedding model's torch reserves a lot

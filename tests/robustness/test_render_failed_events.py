@@ -16,7 +16,7 @@ import yaml
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.runtime.session import Session
-from tests.robustness.run_probe import FALLBACK, talk_state
+from tests.robustness.run_probe import FALLBACK, talk_state, write_graph
 from tests.unit.runtime._runtime import graph, stay
 
 BROKEN = "{{ 1/0 }}"
@@ -90,3 +90,15 @@ def test_a_when_on_a_value_not_set_yet_does_not_hold(tmp_path: Path) -> None:
     session, _ = start(tmp_path, {"m": mark("size > 3"), "a": talk_state()})
     assert session.send("hi").reply == "In my own words."
     assert failures(session) == []
+
+
+def test_a_value_holding_an_undefined_part_fails_its_render_not_the_store(
+    tmp_path: Path,
+) -> None:
+    # Each unsafe attribute is an Undefined: kept in a tool's arguments, it once reached
+    # the store's JSON and aborted the process.
+    path = write_graph(tmp_path, "arguments", "{{ x | map(attribute='__class__') | list }}")
+    session = Session.start(path, model=ScriptedModel({"talk": stay("Hi.")}))
+    turn = session.send("hi")
+    assert (turn.reply, turn.fallback) == (FALLBACK, True)
+    assert failures(session) == [("call", "arguments", "UndefinedError")]
