@@ -171,8 +171,10 @@ class ChatServer:
             return called([(named, self._answer(functions[named]["parameters"], named))])
         if b.only_forced_tools:
             raise Refused(400, error("tool_choice must name a function"))
-        if self.answers and isinstance(self.answers[0], Calls):
-            return called(self.answers.pop(0).made)  # type: ignore[union-attr]
+        head = self.answers[0] if self.answers else None
+        if isinstance(head, Calls):
+            self.answers.pop(0)
+            return called(head.made)
         if choice == "required" and b.required_tools:
             return called([self._any_function(list(functions.values()))])
         return self._content(fmt)  # not forced: the model answers as the format says
@@ -180,6 +182,8 @@ class ChatServer:
     def _any_function(self, functions: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
         """`tool_choice: required`: the next answer, as a call of the function it fits."""
         scripted = self.answers.pop(0) if self.answers else None
+        if isinstance(scripted, Calls):
+            raise AssertionError("tool calls scripted where an answer is due")
         for function in reversed(functions):
             answer = scripted or self.by_schema.get(function["name"])
             if answer is None:
@@ -188,7 +192,7 @@ class ChatServer:
                 jsonschema.validate(answer, function["parameters"])
             except jsonschema.ValidationError:
                 continue
-            return function["name"], dict(answer)  # type: ignore[arg-type]
+            return function["name"], dict(answer)
         last = functions[-1]
         return last["name"], _first_values(last["parameters"])
 
