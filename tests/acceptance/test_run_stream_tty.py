@@ -9,9 +9,10 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from tests.acceptance.test_litellm_stream import answer, tool_graph
 from tests.acceptance.test_run_tty import PROMPT, say, spawn
 from tests.conftest import GRAPHS
-from tests.servers.chat import OPENAI, serve
+from tests.servers.chat import OPENAI, Calls, serve
 
 pytestmark = pytest.mark.slow
 REPLY = (
@@ -54,3 +55,24 @@ def test_the_companion_streams_its_reply_and_commits_the_turn(tmp_path: Path) ->
     streamed = [kind for kind, body in zip(kinds, server.bodies, strict=True) if body.get("stream")]
     assert kinds[:4] == ["cgraph_start", "cgraph_decision", "cgraph_reflection", "cgraph_action"]
     assert streamed == ["cgraph_action"]  # decisions, reflections and extraction are asked whole
+
+
+def test_a_tool_turn_streams_and_a_rejected_answer_is_announced(tmp_path: Path) -> None:
+    wrong = answer("Next Tuesday it is: the docs folder holds 3 files.", day="next tuesday")
+    right = answer("The docs folder holds 3 files. Which day do you mean, as a date?")
+    scripted = [Calls((("count_files", {"folder": "docs"}),)), wrong, right]
+    with serve(OPENAI, answers=scripted, piece=4, pause=0.005) as server:
+        child = spawn(
+            tmp_path / "store",
+            *("--model", "openai/local", "--api-base", server.base),
+            graph=tool_graph(tmp_path),
+        )
+        child.sendline("How many files are in docs, for next tuesday?")
+        child.expect_exact(wrong["reply"])
+        child.expect_exact("that answer was rejected; asking the model again")
+        child.expect_exact(right["reply"])
+        child.expect_exact(PROMPT)
+        say(child, "/why", "count_files")
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    assert [body["stream"] for body in server.bodies] == [True, True, True]
