@@ -12,15 +12,25 @@ bytes per step are the SQLite file (WAL checkpointed) divided by the steps taken
 
 Run: `.venv/bin/python bench/bench_engine.py [--turns N]`. Needs the `bench` extra
 (langgraph, langgraph-checkpoint-sqlite); without it only cgraph's figures are printed.
+
+`--instructions [--against REV]` counts CPU instructions per step under valgrind's
+callgrind (which a busy machine cannot skew) for this tree and for a git revision checked
+out into a temporary folder (by default the last commit before the folder layout), in one
+run, next to each tree's wall-clock ms/step (`bench/engine_steps.py` drives both).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import operator
 import os
+import re
+import shutil
 import sqlite3
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Sequence
@@ -39,6 +49,8 @@ from cgraph.runtime.store import InMemorySessionStore, SQLiteStore  # noqa: E402
 from cgraph.spec.load import load_graph  # noqa: E402
 
 FLOW = ROOT / "bench" / "data" / "flow.yaml"
+STEPS = ROOT / "bench" / "engine_steps.py"
+BEFORE_LAYOUT = "f5bfd89"  # the last commit before cgraph/spec, runtime, backends, cli
 LANGGRAPH_STEPS = 5  # receive, recall, reason|clarify, respond, store
 
 
@@ -246,13 +258,72 @@ def profile(turns: int) -> None:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
 
 
+# ----- instructions per step, this tree against another revision ------------------------
+
+
+def checkout(revision: str, folder: Path) -> Path:
+    """The package of `revision`, extracted into `folder` (the work tree is not touched)."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", revision, "cgraph"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+    return folder
+
+
+def driven(tree: Path, turns: int, store: str, *prefix: str) -> tuple[int, float, str]:
+    """(steps, seconds, stderr) of one run of the flow with `tree`'s cgraph."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    command = [*prefix, sys.executable, str(STEPS), str(turns), store, str(FLOW)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    steps, seconds = done.stdout.split()
+    return int(steps), float(seconds), done.stderr
+
+
+def counted(tree: Path, turns: int, store: str, folder: Path) -> tuple[int, int]:
+    """(instructions, steps) of the measured turns: the second of callgrind's dumps."""
+    out = folder / f"callgrind-{tree.name}.out"
+    valgrind = ["valgrind", "--tool=callgrind", "--dump-before=getppid"]
+    steps, _, _ = driven(tree, turns, store, *valgrind, f"--callgrind-out-file={out}")
+    totals = re.search(r"^totals: (\d+)", Path(f"{out}.2").read_text(), re.MULTILINE)
+    if totals is None:
+        raise RuntimeError(f"callgrind wrote no totals to {out}.2")
+    return int(totals.group(1)), steps
+
+
+def instructions(turns: int, against: str, store: str, repeat: int) -> None:
+    if not shutil.which("valgrind"):
+        print("valgrind is not installed (apt-get install valgrind): no instruction counts")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        trees = {"this tree": ROOT, against: checkout(against, folder / "before")}
+        print(f"{turns} turns of bench/data/flow.yaml after 5 warm-up turns, {store} store\n")
+        best = f"ms/step (best of {repeat})"
+        print(f"{'cgraph':<12} {'instructions/step':>18} {best:>22}")
+        for name, tree in trees.items():
+            count, steps = counted(tree, turns, store, folder)
+            runs = [driven(tree, turns, store) for _ in range(repeat)]
+            ms = min(seconds / steps for steps, seconds, _ in runs) * 1000
+            print(f"{name:<12} {count / steps / 1e6:>16.3f} M {ms:>22.3f}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3, help="runs per fast flow (best kept)")
     parser.add_argument("--profile", action="store_true", help="profile cgraph instead")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions per step (callgrind)"
+    )
+    parser.add_argument("--against", default=BEFORE_LAYOUT, help="the revision to compare with")
+    parser.add_argument("--store", choices=["memory", "sqlite"], default="memory")
     args = parser.parse_args(argv)
-    if args.profile:
+    if args.instructions:
+        instructions(args.turns, args.against, args.store, args.repeat)
+    elif args.profile:
         profile(args.turns)
     else:
         measure(args.turns, args.repeat)

@@ -9,8 +9,9 @@ Failures are returned as events for the log, never raised.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import itemgetter, methodcaller
 from typing import Any
 
 from cgraph.backends.llm.types import ChatModel, LLMRequest, notices
@@ -145,23 +146,29 @@ def _decision(
         model=str(getattr(model, "name", "")),
         attempts=attempts,
         fallback=answer is None,
-        window=sum(1 for m in request.messages if m["role"] in ("user", "assistant")),
-        summary=any(m["content"].startswith(SUMMARY_HEADING) for m in request.messages),
+        window=_window(request.messages),
+        summary=any(map(_IS_SUMMARY, map(_CONTENT, request.messages))),
     )
+
+
+# Counted for every question over the whole prompt: with C-level callables, not a loop.
+_ROLE, _CONTENT = itemgetter("role"), itemgetter("content")
+_IS_SUMMARY = methodcaller("startswith", SUMMARY_HEADING)
+
+
+def _window(messages: Sequence[Mapping[str, str]]) -> int:
+    """Conversation messages (the user's and the agent's) a prompt holds."""
+    roles = list(map(_ROLE, messages))
+    return roles.count("user") + roles.count("assistant")
 
 
 def engine_decision(state: str, kind: str, chosen: str, reason: str) -> Emit:
     """A choice made without the model (a single way out): no call, no prompt."""
-    decision = Decision.model_construct(
-        state=state,
-        kind=kind,
-        chosen=chosen,
-        reason=reason,
-        candidates=(chosen,),
-        scores={},
-        prompt_hash="",
-        model="",
-        attempts=0,
-        fallback=False,
-    )
-    return decided(decision)
+    # Taken at most steps: the log entry is built from the record's defaults directly.
+    record = {**_ENGINE_DECISION, "state": state, "kind": kind, "chosen": chosen}
+    return Emit("decision", {**record, "reason": reason, "candidates": (chosen,), "scores": {}})
+
+
+_ENGINE_DECISION = decided(
+    Decision.model_construct(state="", kind="", chosen="", reason="", attempts=0)
+).data

@@ -10,21 +10,23 @@ applies the outcome.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from cgraph.backends.llm.types import ChatModel, ExitOption, LLMRequest, RequestKind
 from cgraph.runtime.outcomes import Emit
-from cgraph.runtime.records import Event
 from cgraph.runtime.snapshot import Snapshot
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import qualify
 
 
-@dataclass(frozen=True, slots=True)
-class View:
-    """The session as one step sees it (a copy: handlers cannot change the snapshot)."""
+class View(NamedTuple):
+    """The session as one step sees it (a copy: handlers cannot change the snapshot).
+
+    A named tuple, not a dataclass: one is built for every step, and a handler's later
+    part sees its own effects through a changed copy (`StepContext.seeing`).
+    """
 
     session_id: str
     user_id: str
@@ -61,60 +63,40 @@ class View:
 
 def view_of(
     snap: Snapshot,
-    events: Sequence[Event],
     transcript: Sequence[Mapping[str, str]],
+    turn_so_far: tuple[tuple[Mapping[str, Any], ...], int],
     session_id: str,
     user_id: str,
 ) -> View:
-    """The view of a step, taken from the snapshot and the log."""
+    """The view of a step, taken from the snapshot and the log: the transcript, and the
+    memories recalled and tool calls made so far this turn (`EventLog.turn_so_far`)."""
     frame = snap.frame
-    users = (m["content"] for m in reversed(transcript) if m["role"] == "user")
+    memories, tool_calls = turn_so_far
     return View(
-        session_id=session_id,
-        user_id=user_id,
-        graph_key=frame.graph,
-        state_id=frame.state,
-        here=qualify(frame.graph, frame.state),
-        returned=frame.returned,
-        turn=snap.turn,
-        step=snap.step,
-        message=snap.pending or next(users, ""),
-        variables=snap.variables,
-        notes=snap.notes,
-        annotations=snap.annotations,
-        memories=_turn_memories(events, snap.turn),
-        entered=snap.entered,
-        opening=snap.last_action is None,
-        reflections=snap.reflections,
-        tool_calls=_turn_tool_calls(events, snap.turn),
-        frames=tuple((f.graph, f.state) for f in snap.stack),
+        session_id,
+        user_id,
+        frame.graph,
+        frame.state,
+        qualify(frame.graph, frame.state),
+        frame.returned,
+        snap.turn,
+        snap.step,
+        snap.pending or _last_user_message(transcript),
+        snap.variables,
+        snap.notes,
+        snap.annotations,
+        memories,
+        snap.entered,
+        snap.last_action is None,
+        snap.reflections,
+        tool_calls,
+        tuple((f.graph, f.state) for f in snap.stack),
     )
 
 
-def _turn_tool_calls(events: Sequence[Event], turn: int) -> int:
-    """Calls the model made in turn `turn` (a started call's intent is not a second one)."""
-    count = 0
-    for event in reversed(events):
-        if event.turn != turn:
-            break
-        data = event.data
-        count += (
-            event.kind == "tool_call"
-            and data.get("by") == "model"
-            and (data.get("status") != "started")
-        )
-    return count
-
-
-def _turn_memories(events: Sequence[Event], turn: int) -> tuple[Mapping[str, Any], ...]:
-    """What the recalls of turn `turn` found, oldest recall first."""
-    found: list[Mapping[str, Any]] = []
-    for event in reversed(events):
-        if event.turn != turn:
-            break
-        if event.kind == "recall":
-            found[:0] = event.data.get("memories", [])
-    return tuple(found)
+def _last_user_message(transcript: Sequence[Mapping[str, str]]) -> str:
+    users = (m["content"] for m in reversed(transcript) if m["role"] == "user")
+    return next(users, "")
 
 
 def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:
@@ -204,4 +186,7 @@ class StepContext:
 
     def seeing(self, **changes: Any) -> StepContext:
         """The same context with the view changed (a step's own effects, in its later part)."""
-        return replace(self, view=replace(self.view, **changes))
+        view = self.view._replace(**changes)
+        return StepContext(
+            view, self.graphs, self.requests, self.model, self.memory, self.record_intent
+        )

@@ -279,8 +279,9 @@ class Engine:
         )
 
     def _view(self) -> View:
-        ids = (self.deps.session_id, self.deps.user_id)
-        return view_of(self.snap, self.log.events, self.log.transcript, *ids)
+        log, snap = self.log, self.snap
+        so_far = log.turn_so_far(snap.turn)
+        return view_of(snap, log.transcript, so_far, self.deps.session_id, self.deps.user_id)
 
     def _templates(self) -> dict[str, Any]:
         return template_context(self._view(), self.current_graph(), self.snap.frame.state)
@@ -336,6 +337,8 @@ class Engine:
         self._commit(drop_checkpoints_after=number - 1)
 
     def _effects(self, effects: Effects) -> None:
+        if not effects:  # most calls: no summary, no context strategy
+            return
         for event in apply_effects(self.snap, effects, self.qualified()):
             self._emit(event.kind, **event.data)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cgraph.runtime import log_view
-from cgraph.runtime.records import Event, EventKind
+from cgraph.runtime.records import Event, EventKind, trusted_event
 from cgraph.runtime.snapshot import Snapshot
 from cgraph.runtime.store import SessionStore
 
@@ -35,19 +35,16 @@ class EventLog:
         self.seq = seq
         """The next event's sequence number (never rolled back, also not by undo)."""
         self._buffer: list[Event] = []
+        self._turn, self._tool_calls = -1, 0
+        self._memories: list[Mapping[str, Any]] = []
+        self._fold_turn()
 
     def emit(self, kind: EventKind, turn: int, data: Mapping[str, Any]) -> Event:
-        event = Event.model_construct(
-            seq=self.seq,
-            session=self.session_id,
-            turn=turn,
-            kind=kind,
-            at=self.clock(),
-            data=dict(data),
-        )
+        event = trusted_event(self.seq, self.session_id, turn, kind, self.clock(), dict(data))
         self.seq += 1
         self._buffer.append(event)
         self.events.append(event)
+        self._count(event)
         message = log_view.message_of(event)
         if message is not None:
             self.transcript.append(message)
@@ -76,6 +73,34 @@ class EventLog:
         self.emit("undo", turn - 1, {"turn": turn, "cancelled": cancelled})
         self.events[:] = log_view.effective(self.events)
         self.transcript[:] = log_view.transcript(self.events)
+        self._fold_turn()
+
+    def turn_so_far(self, turn: int) -> tuple[tuple[Mapping[str, Any], ...], int]:
+        """What turn `turn` has recalled (oldest recall first) and how many tool calls the
+        model made in it, kept as events are emitted rather than searched for every step."""
+        if turn != self._turn:
+            return (), 0
+        return tuple(self._memories), self._tool_calls
+
+    def _fold_turn(self) -> None:
+        """The running figures of the latest turn, from the log (on loading and undo)."""
+        self._turn, self._memories, self._tool_calls = -1, [], 0
+        latest = self.events[-1].turn if self.events else -1
+        start = len(self.events)
+        while start and self.events[start - 1].turn == latest:
+            start -= 1
+        for event in self.events[start:]:
+            self._count(event)
+
+    def _count(self, event: Event) -> None:
+        if event.turn != self._turn:
+            self._turn, self._memories, self._tool_calls = event.turn, [], 0
+        if event.kind == "recall":
+            self._memories.extend(event.data.get("memories", []))
+        elif event.kind == "tool_call":
+            # A started call's intent is not a second call.
+            data = event.data
+            self._tool_calls += data.get("by") == "model" and data.get("status") != "started"
 
     def turn_events(self, number: int) -> list[Event]:
         return log_view.turn_events(self.events, number)

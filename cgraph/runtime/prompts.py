@@ -168,9 +168,12 @@ def _system(
     return cached
 
 
+_ROLE_AND_CONTENT = "{0[role]}\x01{0[content]}".format
+
+
 def prompt_hash(messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any]) -> str:
     """A short, stable fingerprint of what the model was shown (for `/why` and replays)."""
-    text = "\x00".join([f"{m['role']}\x01{m['content']}" for m in messages])
+    text = "\x00".join(map(_ROLE_AND_CONTENT, messages))  # C-level: prompts are long
     digest = hashlib.sha256(json.dumps(schema, sort_keys=True).encode())
     digest.update(text.encode())
     return digest.hexdigest()[:12]

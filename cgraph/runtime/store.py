@@ -114,11 +114,15 @@ class InMemorySessionStore:
         self._snapshots: dict[str, str] = {}
         self._events: dict[str, list[Event]] = {}
         self._checkpoints: dict[tuple[str, int], str] = {}
+        # The listing's summary (turn, state) is derived from the snapshot when asked for,
+        # not rebuilt at every step's commit.
+        self._updated: dict[str, float] = {}
 
     def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
         if info.id in self._info:
             raise StoreError(f"session `{info.id}` already exists")
-        self._info[info.id] = _summary(info, snapshot, info.created_at)
+        self._info[info.id] = info
+        self._updated[info.id] = info.created_at
         self._events[info.id] = list(events)
         # Kept as text so a caller mutating its snapshot afterwards cannot change the store.
         self._snapshots[info.id] = json.dumps(snapshot)
@@ -133,14 +137,14 @@ class InMemorySessionStore:
         checkpoint: int | None = None,
         drop_checkpoints_after: int | None = None,
     ) -> None:
-        info = self._require(session_id)
+        self._require(session_id)
         log = self._events[session_id]
         if events and log and events[0].seq <= log[-1].seq:
             raise StoreError(f"event {events[0].seq} of `{session_id}` was already committed")
         text = json.dumps(snapshot)
         log.extend(events)
         self._snapshots[session_id] = text
-        self._info[session_id] = _summary(info, snapshot, _last_at(events, info.updated_at))
+        self._updated[session_id] = _last_at(events, self._updated[session_id])
         if drop_checkpoints_after is not None:
             for key in [k for k in self._checkpoints if k[0] == session_id]:
                 if key[1] > drop_checkpoints_after:
@@ -151,6 +155,7 @@ class InMemorySessionStore:
     def load(self, session_id: str) -> StoredSession:
         info = self._require(session_id)
         snapshot = json.loads(self._snapshots[session_id])
+        info = _summary(info, snapshot, self._updated[session_id])
         return StoredSession(info, snapshot, list(self._events[session_id]))
 
     def checkpoint(self, session_id: str, turn: int) -> dict[str, Any] | None:
@@ -158,7 +163,11 @@ class InMemorySessionStore:
         return json.loads(text) if text is not None else None
 
     def sessions(self, user_id: str | None = None) -> list[SessionInfo]:
-        found = [i for i in self._info.values() if user_id is None or i.user_id == user_id]
+        found = [
+            _summary(i, json.loads(self._snapshots[i.id]), self._updated[i.id])
+            for i in self._info.values()
+            if user_id is None or i.user_id == user_id
+        ]
         return sorted(found, key=lambda i: i.updated_at, reverse=True)
 
     def close(self) -> None:

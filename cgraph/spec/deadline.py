@@ -15,8 +15,6 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 
 class DeadlineExceeded(BaseException):
@@ -28,7 +26,10 @@ class DeadlineExceeded(BaseException):
 
 class _Watchdog:
     def __init__(self) -> None:
-        self.changed = threading.Condition()
+        # Every render takes and releases the lock: held through the C-level lock, not the
+        # Condition's Python `__enter__`.
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
         self.due: dict[int, tuple[float, int]] = {}  # token → (monotonic due, thread id)
         self.fired: set[int] = set()
         self.tokens = itertools.count()
@@ -36,7 +37,7 @@ class _Watchdog:
         self.wakes_at = -math.inf  # when the watchdog next looks; -inf until it runs
 
     def start(self, seconds: float) -> int:
-        with self.changed:
+        with self.lock:
             token = next(self.tokens)
             self.due[token] = (time.monotonic() + seconds, threading.get_ident())
             if self.thread is None:
@@ -49,7 +50,7 @@ class _Watchdog:
             return token
 
     def stop(self, token: int) -> None:
-        with self.changed:
+        with self.lock:
             _, thread = self.due.pop(token, (0.0, 0))
             if token in self.fired:
                 self.fired.discard(token)
@@ -79,14 +80,22 @@ def _after_fork() -> None:
 os.register_at_fork(after_in_child=_after_fork)
 
 
-@contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Run the `with` body for at most `seconds`; `DeadlineExceeded` past that."""
-    token = _WATCHDOG.start(seconds)
-    try:
-        yield
-    finally:
-        _WATCHDOG.stop(token)
+class deadline:  # lower case: it reads as a function, `with deadline(seconds):`
+    """Run the `with` body for at most `seconds`; `DeadlineExceeded` past that.
+
+    A class, not `@contextmanager`: it wraps every render, and the generator costs more
+    than the watchdog's bookkeeping."""
+
+    __slots__ = ("seconds", "token")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __enter__(self) -> None:
+        self.token = _WATCHDOG.start(self.seconds)
+
+    def __exit__(self, *_: object) -> None:
+        _WATCHDOG.stop(self.token)
 
 
 def _raise_in(thread_id: int, error: type[BaseException] | None) -> None:

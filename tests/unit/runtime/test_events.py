@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cgraph.runtime.events import EventLog
 from cgraph.runtime.log_view import recalled
-from cgraph.runtime.records import Event
+from cgraph.runtime.records import Event, trusted_event
 from cgraph.runtime.snapshot import Frame, Snapshot
 from cgraph.runtime.store import InMemorySessionStore, SessionInfo
 
@@ -56,3 +56,31 @@ def test_a_memory_recalled_twice_in_a_turn_is_listed_once_with_its_best_score() 
 
     found = recalled([recall(1, ("a", 0.5), ("b", 0.4)), recall(2, ("a", 0.9), ("c", 0.3))])
     assert [(m.id, m.score) for m in found] == [("a", 0.9), ("b", 0.4), ("c", 0.3)]
+
+
+def test_an_event_built_unvalidated_is_the_validated_model() -> None:
+    data = {"text": "hi", "state": "a"}
+    built = trusted_event(3, "s1", 2, "user_message", 1.5, data)
+    valid = Event(seq=3, session="s1", turn=2, kind="user_message", at=1.5, data=data)
+    assert built == valid and built.model_dump() == valid.model_dump()
+    assert built.model_fields_set == valid.model_fields_set
+    assert built.model_copy(update={"turn": 4}).turn == 4
+
+
+def test_the_turn_so_far_follows_emits_undo_and_reopening() -> None:
+    log, store, snap = opened()
+    found = {"id": "m1", "text": "likes tea", "tier": "facts", "score": 0.9}
+    log.emit("user_message", 1, {"text": "hi"})
+    log.emit("recall", 1, {"memories": [found]})
+    log.emit("tool_call", 1, {"by": "model", "status": "started"})  # an intent: not a call
+    log.emit("tool_call", 1, {"by": "model", "status": "done"})
+    log.emit("tool_call", 1, {"status": "done"})  # a side-effect state's tool
+    assert log.turn_so_far(1) == ((found,), 1)
+    log.commit(snap)
+    reopened = EventLog(store, "s1", lambda: 1.0, store.load("s1").events, seq=log.seq)
+    assert reopened.turn_so_far(1) == ((found,), 1)
+    log.emit("user_message", 2, {"text": "again"})
+    assert log.turn_so_far(2) == ((), 0) and log.turn_so_far(1) == ((), 0)
+    log.emit("recall", 2, {"memories": [found, found]})
+    log.undo(2, cancelled=False)
+    assert log.turn_so_far(2) == ((), 0)
