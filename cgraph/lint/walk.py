@@ -26,8 +26,8 @@ from cgraph.lint.tools import check_tools
 from cgraph.lint.topology import check_topology
 from cgraph.spec.load import parse_graph
 from cgraph.spec.model import Graph
+from cgraph.spec.names import TESTS_KEY
 from cgraph.spec.read import Document, read_file
-from cgraph.spec.testfile import looks_like_tests, parse_tests
 from cgraph.spec.topology import derive
 from cgraph.spec.topology import mermaid as draw_mermaid
 
@@ -113,7 +113,10 @@ class _Linter:
         return outcome
 
     def _check(self, path: Path, doc: Document) -> tuple[_Outcome, list[Diagnostic]]:
-        if looks_like_tests(doc.data):
+        if isinstance(doc.data, dict) and TESTS_KEY in doc.data:
+            # Imported for test files only: its models cost a graph's lint start-up time.
+            from cgraph.spec.testfile import parse_tests
+
             return _Outcome(None), parse_tests(doc)[1]
         graph, diagnostics = parse_graph(doc)
         if graph is None:

@@ -2,52 +2,34 @@
 
 A turn commits the user's message, then loops: the current state's handler
 (`cgraph.runtime.handlers`) returns an outcome, the engine applies its effects, checks it
-against the graph and the loop guards (`cgraph.runtime.guards`), applies it, and commits
-the step's events with the new snapshot in one transaction. The turn ends at a
-user-facing reply, a guard, a failure, or END. Memories are extracted afterwards, once the
-reply is committed (`extract_memories`).
+against the graph and the loop guards (`cgraph.runtime.guards`), applies it (the stack
+rules are `cgraph.runtime.moves`), and commits the step's events with the new snapshot in
+one transaction. The turn ends at a user-facing reply, a guard, a failure, or END.
+Memories are extracted afterwards, once the reply is committed (`cgraph.runtime.extraction`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from cgraph.backends.llm.types import ChatModel
-from cgraph.backends.memory.policy import MemoryStore
 from cgraph.errors import RenderError, SessionError, ValueTooLarge
-from cgraph.runtime import log_view
-from cgraph.runtime.asking import ask, fallback_reply
+from cgraph.runtime import extraction, replies
 from cgraph.runtime.context import StepContext, View, template_context, view_of
+from cgraph.runtime.dependencies import Dependencies
 from cgraph.runtime.events import EventLog
-from cgraph.runtime.flows import slot_defaults
 from cgraph.runtime.graphs import Graphs
-from cgraph.runtime.guards import guard
+from cgraph.runtime.guards import guard, limit_route
 from cgraph.runtime.handlers import HANDLERS, choose_start
 from cgraph.runtime.history import apply_context, keep_summary
-from cgraph.runtime.memory import MemoryGateway, this_turn
+from cgraph.runtime.memory import MemoryGateway
+from cgraph.runtime.moves import Arrival, enter, here, move
 from cgraph.runtime.outcomes import Effects, Emit, Enter, Move, Outcome, Reply, Stop, apply_effects
-from cgraph.runtime.prompting import Prompter, authored_reply
+from cgraph.runtime.prompting import Prompter
 from cgraph.runtime.records import Event, EventKind
-from cgraph.runtime.render_failures import StepRenderFailed, failed_step, fallback, rendered
-from cgraph.runtime.snapshot import Frame, Snapshot
-from cgraph.runtime.store import SessionStore
-from cgraph.spec.model import CROSS, AnyState, Graph, is_cross
-from cgraph.spec.names import END, START, qualify
-
-
-@dataclass(frozen=True, slots=True)
-class Dependencies:
-    """What a running session is made of besides its state (`Session` and `Engine`)."""
-
-    graph: Graph
-    model: ChatModel
-    memory: MemoryStore
-    store: SessionStore
-    clock: Callable[[], float]
-    session_id: str
-    user_id: str
+from cgraph.runtime.render_failures import StepRenderFailed, failed_step, fallback
+from cgraph.runtime.snapshot import Snapshot
+from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.names import END
 
 
 class Engine:
@@ -69,7 +51,7 @@ class Engine:
         return cls(deps, Snapshot.from_dict(stored.snapshot), stored.events)
 
     def qualified(self) -> str:
-        return qualify(self.snap.frame.graph, self.snap.frame.state)
+        return here(self.snap)
 
     def current_graph(self) -> Graph:
         return self.graphs.get(self.snap.frame.graph)
@@ -106,7 +88,9 @@ class Engine:
 
     def _outcome(self) -> Outcome:
         self._effects(keep_summary(self.prompter, self.deps.model, self.qualified()))
-        context = self._context()
+        context = StepContext(
+            self._view(), self.graphs, self.prompter, self.deps.model, self.memory, self._intent
+        )
         if not self.snap.started:
             return choose_start(context, "", push=False)
         graph = self.current_graph()
@@ -123,160 +107,68 @@ class Engine:
         stop = guard(outcome, self.graphs, self.snap)
         if stop is not None:
             return self._stop(stop)
+        return self._go(outcome)
+
+    def _go(self, outcome: Move | Enter) -> bool:
         if isinstance(outcome, Enter):
-            return self._enter(outcome)
-        return self._move(outcome)
-
-    def _enter(self, outcome: Enter) -> bool:
-        source = self.qualified() if self.snap.started else START
-        frame = Frame(outcome.graph, outcome.target)
-        self.snap.stack = [*self.snap.stack, frame] if outcome.push else [frame]
-        self.snap.started = True
-        self._arrive(source, outcome)
-        if outcome.push:
-            self.snap.adopt_variables(self._initial(self.graphs.get(outcome.graph)))
-        return False
-
-    def _move(self, outcome: Move) -> bool:
-        snap, source = self.snap, self.qualified()
-        if outcome.owner is not None:  # a global exit or `on_limit` leaves inner graphs
-            while len(snap.stack) > 1 and snap.frame.graph != outcome.owner:
-                snap.stack.pop()
-        if is_cross(outcome.target):
-            return self._cross(source, outcome)
-        if outcome.target != END:
-            snap.frame.state, snap.frame.returned = outcome.target, False
-            self._arrive(source, outcome)
-            return False
-        if len(snap.stack) > 1:  # a sub-graph ended: back to the parent's `graph` state
-            snap.stack.pop()
-            snap.frame.returned = True
-            self._arrive(source, outcome, visit=False)
-            return False
-        closing = outcome.reply or self._closing()
-        self._transition(source, END, outcome)
-        snap.completed = True
+            return self._arrive(enter(self.snap, self.graphs, outcome), outcome)
+        arrival = move(self.snap, self.graphs, outcome)
+        if arrival.target != END:
+            return self._arrive(arrival, outcome)
+        closing, failed = outcome.reply, Effects()
+        if not closing:  # the ending state's words, read before the session leaves it
+            graph, state, at = self.current_graph(), self.current_state(), self.qualified()
+            closing, failed = replies.closing(graph, state, self.snap.entered, at, self._templates)
+        self._effects(failed)
+        self._arrive(arrival, outcome)
+        self.snap.completed = True
         return self._end(closing, END, False)
 
-    def _cross(self, source: str, outcome: Move) -> bool:
-        """`file.yaml#state`: the other graph takes this graph's place in the stack, so
-        when it ends, the conversation goes on where this graph would have."""
-        file, _, state = outcome.target.partition(CROSS)
-        key = self.graphs.child_key(self.snap.frame.graph, file)
-        self.snap.stack[-1] = Frame(key, state)
-        self.snap.adopt_variables(self._initial(self.graphs.get(key)))
-        self._arrive(source, outcome)
-        return False
-
-    def _initial(self, graph: Graph) -> dict[str, Any]:
-        return {**slot_defaults(graph), **graph.variables}
-
-    def _closing(self) -> str:
-        """With no parting words from the model: the ending action state's `say:` when this
-        turn entered it (the user has not read it yet); else nothing, as it was said on
-        entry (a silent state's `say:` is already in the turn's lines)."""
-        state = self.current_state()
-        say = getattr(state, "say", None)
-        if not say or not self.snap.entered or getattr(state, "type", "") != "action":
-            return ""
-        said = self._said(lambda: authored_reply(state, self._templates(), self.qualified()))
-        return fallback_reply(self.current_graph(), state) if said is None else said
-
-    def _said(self, render: Callable[[], str]) -> str | None:
-        """A `say:` rendered for the user, or None (the failure logged) when it fails."""
-        try:
-            return rendered(self.qualified(), "say", render)
-        except StepRenderFailed as failure:
-            self._emit(failure.event.kind, **failure.event.data)
-            return None
-
-    def _arrive(self, source: str, outcome: Move | Enter, *, visit: bool = True) -> None:
-        target = self.qualified()
-        if visit:
-            self.snap.visits[target] = self.snap.visits.get(target, 0) + 1
-        self.snap.entered = True
-        self._transition(source, target, outcome)
-        if visit:
-            strategy = getattr(self.current_state(), "context", "keep")
-            self._effects(apply_context(strategy, self.prompter, self.deps.model, target))
-
-    def _transition(self, source: str, target: str, outcome: Move | Enter) -> None:
+    def _arrive(self, arrival: Arrival, outcome: Move | Enter) -> bool:
         self.snap.transitions += 1
-        self._emit(
-            "transition",
-            **{"from": source, "to": target, "exit": outcome.exit_id},
-            description=outcome.description,
-            reason=outcome.reason,
-        )
-
-    def _limit_route(self, stop: Stop) -> tuple[str, str] | None:
-        """(owning graph key, target) of the `on_limit` for this guard, once per turn."""
-        if stop.guard is None or self.snap.limited:
-            return None
-        if stop.capped is not None:
-            capped = self.current_graph().states.get(stop.capped)
-            if capped is not None and capped.on_limit:
-                return self.snap.frame.graph, capped.on_limit
-        for frame in reversed(self.snap.stack):
-            target = self.graphs.get(frame.graph).limits.on_limit.get(stop.guard)  # type: ignore[call-overload]
-            if target:
-                return frame.graph, target
-        return None
+        moved = {"from": arrival.source, "to": arrival.target, "exit": outcome.exit_id}
+        self._emit("transition", **moved, description=outcome.description, reason=outcome.reason)
+        if arrival.entered:
+            strategy = getattr(self.current_state(), "context", "keep")
+            self._effects(apply_context(strategy, self.prompter, self.deps.model, arrival.target))
+        return False
 
     def _stop(self, stop: Stop) -> bool:
         """End the turn in the last user-facing state, with its fallback-or-authored text;
         or, when the graph says where a guard leads (`on_limit`), go there."""
-        routed = self._limit_route(stop)
+        at = self.qualified()
+        routed = limit_route(stop, self.graphs, self.snap)
         if routed is not None:
             owner, target = routed
             self.snap.limited = True
-            self._emit("guard", guard=stop.guard, detail=stop.detail, at=self.qualified(),
-                       routed_to=target)  # fmt: skip
+            self._emit("guard", guard=stop.guard, detail=stop.detail, at=at, routed_to=target)
             reason = f"{stop.guard}: {stop.detail}"
-            return self._move(Move("on_limit", target, f"on limit {stop.guard}", reason,
-                                   owner=owner))  # fmt: skip
-        here = self.qualified()
+            limited = Move("on_limit", target, f"on limit {stop.guard}", reason, owner=owner)
+            return self._go(limited)
         self.snap.back_to_user_facing()
-        graph, state = self.current_graph(), self.current_state()
+        graph, state, there = self.current_graph(), self.current_state(), self.qualified()
         authored = ""
         if stop.guard is not None:
-            authored = (
-                self._said(lambda: authored_reply(state, self._templates(), self.qualified())) or ""
-            )
-            self._emit(
-                "guard", guard=stop.guard, detail=stop.detail, at=here, stopped_in=self.qualified()
-            )
-        text, failed = fallback(graph, state, self.qualified(), self._templates(), authored)
+            words, failed = replies.said(state, there, self._templates)
+            self._effects(failed)
+            authored = words or ""
+            self._emit("guard", guard=stop.guard, detail=stop.detail, at=at, stopped_in=there)
+        text, failed = fallback(graph, state, there, self._templates(), authored)
         self._effects(failed)
-        return self._end(text, self.qualified(), stop.fallback, guard=stop.guard)
+        return self._end(text, there, stop.fallback, guard=stop.guard)
 
     def _end(self, text: str, state: str, fallback: bool, guard: str | None = None) -> bool:
         snap = self.snap
         text = " ".join(t for t in (*snap.said, text) if t)
         tags = list(getattr(self.current_state(), "message_metadata", ()))
         self._emit("reply", text=text, state=state, fallback=fallback, metadata=tags)
-        self._emit(
-            "turn_completed",
-            state=self.qualified(),
-            completed=snap.completed,
-            guard=guard,
-            transitions=snap.transitions,
-        )
+        ended = {"completed": snap.completed, "guard": guard, "transitions": snap.transitions}
+        self._emit("turn_completed", state=self.qualified(), **ended)
         snap.pending = None
         self._commit(checkpoint=snap.turn)
         return True
 
     # ----- what a step sees ---------------------------------------------------------------
-
-    def _context(self) -> StepContext:
-        return StepContext(
-            self._view(),
-            self.graphs,
-            self.prompter,
-            self.deps.model,
-            self.memory,
-            self._record_intent,
-        )
 
     def _view(self) -> View:
         log, snap = self.log, self.snap
@@ -286,7 +178,7 @@ class Engine:
     def _templates(self) -> dict[str, Any]:
         return template_context(self._view(), self.current_graph(), self.snap.frame.state)
 
-    def _record_intent(self, intent: Emit) -> None:
+    def _intent(self, intent: Emit) -> None:
         self._emit(intent.kind, **intent.data)
         self._commit()
 
@@ -294,43 +186,31 @@ class Engine:
 
     def extraction_pending(self) -> bool:
         """The latest turn finished and its memories, wanted, were not extracted yet."""
-        snap = self.snap
-        if not snap.turn or snap.pending is not None:
-            return False
-        if not self.memory.wants_extraction(snap.completed):
-            return False
-        return not any(log_view.is_extraction(e) for e in self.log.turn_events(snap.turn))
+        events = self.log.turn_events(self.snap.turn)
+        return extraction.pending(self.snap, self.memory, events)
 
     def extract_memories(self) -> None:
         """One `extract` question over the turn (or the session), stored, then committed."""
-        if not self.extraction_pending():
-            return
-        here, root = self.qualified(), self.deps.graph
-        every_turn = root.memory.store == "every_turn"
-        history = this_turn(self.log.transcript) if every_turn else self.prompter.history()[0]
-        request = self.prompter.build(
-            self._view(),
-            "extract",
-            graph=root,
-            state_id=here,
-            state=self.current_state(),
-            history=history,
-        )
-        asked = ask(self.deps.model, request)
-        self._effects(self.memory.store_extracted(asked, here, self.snap.turn))
-        self._commit()
+        if self.extraction_pending():
+            view, root, model = self._view(), self.deps.graph, self.deps.model
+            state, transcript = self.current_state(), self.log.transcript
+            found = extraction.extract(
+                view, root, state, self.prompter, model, self.memory, transcript
+            )
+            self._effects(found)
+            self._commit()
 
     def rewind(self, number: int, *, cancelled: bool) -> None:
         """Take back turn `number` (the latest): back to the checkpoint before it."""
         saved = self.deps.store.checkpoint(self.deps.session_id, number - 1)
         if saved is None:
-            raise SessionError(
-                f"no checkpoint before turn {number} of session `{self.deps.session_id}`"
-            )
+            session = self.deps.session_id
+            raise SessionError(f"no checkpoint before turn {number} of session `{session}`")
         if not cancelled:
             stored = [e for e in self.log.turn_events(number) if e.kind == "memory_stored"]
-            ids = [m["id"] for e in stored for m in e.data.get("memories", [])]
-            self._effects(self.memory.forget(ids))
+            self._effects(
+                self.memory.forget([m["id"] for e in stored for m in e.data.get("memories", [])])
+            )
         self.snap = Snapshot.from_dict(saved)
         self.log.undo(number, cancelled=cancelled)
         self.prompter.restart(self.snap.history_marks())

@@ -55,3 +55,19 @@ def visit_cap(graphs: Graphs, key: str, state_id: str) -> int | None:
     if key == "" or state_id in root.limits.max_visits:
         caps += [c for c in (root.limits.max_visits.get(state_id),) if c is not None]
     return min(caps) if caps else None
+
+
+def limit_route(stop: Stop, graphs: Graphs, snap: Snapshot) -> tuple[str, str] | None:
+    """(owning graph key, target) of the `on_limit` that routes this guard, once per turn:
+    the capped state's own, else the nearest enclosing graph's `limits.on_limit`."""
+    if stop.guard is None or snap.limited:
+        return None
+    if stop.capped is not None:
+        capped = graphs.get(snap.frame.graph).states.get(stop.capped)
+        if capped is not None and capped.on_limit:
+            return snap.frame.graph, capped.on_limit
+    for frame in reversed(snap.stack):
+        target = graphs.get(frame.graph).limits.on_limit.get(stop.guard)  # type: ignore[call-overload]
+        if target:
+            return frame.graph, target
+    return None

@@ -88,9 +88,11 @@ def route(
 ) -> Outcome:
     """Leave a silent state: the first `when` exit that holds, its single way out, or the
     model's choice among the described exits whose `when` holds."""
-    context = template_context(ctx.view, graph, ctx.view.state_id)
-    before = (*before, *_said(ctx.view.here, state, context))
     exits, options = exits_of(state), exit_options(state)
+    # Built only when read (a `say:`, a `when:`): most silent steps read neither.
+    reads = state.say or any(e.when is not None for e in exits)
+    context = template_context(ctx.view, graph, ctx.view.state_id) if reads else {}
+    before = (*before, *_said(ctx.view.here, state, context))
     taken = first_holding(exits, context)
     here = ctx.view.here
     if taken is not None:

@@ -21,6 +21,7 @@ import hashlib
 import json
 from collections.abc import Hashable, Mapping, Sequence
 from functools import cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -168,12 +169,12 @@ def _system(
     return cached
 
 
-_ROLE_AND_CONTENT = "{0[role]}\x01{0[content]}".format
+_ROLE_AND_CONTENT = itemgetter("role", "content")
 
 
 def prompt_hash(messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any]) -> str:
     """A short, stable fingerprint of what the model was shown (for `/why` and replays)."""
-    text = "\x00".join(map(_ROLE_AND_CONTENT, messages))  # C-level: prompts are long
+    text = "\x00".join(map("\x01".join, map(_ROLE_AND_CONTENT, messages)))  # no Python loop
     digest = hashlib.sha256(json.dumps(schema, sort_keys=True).encode())
     digest.update(text.encode())
     return digest.hexdigest()[:12]

@@ -28,7 +28,8 @@ from cgraph.backends.llm.types import ChatModel, begin_turn
 from cgraph.backends.memory.policy import Memory, MemoryStore, NullMemory
 from cgraph.errors import ConfigError, SessionCompleted, SessionError
 from cgraph.runtime import log_view as log
-from cgraph.runtime.engine import Dependencies, Engine
+from cgraph.runtime.dependencies import Dependencies
+from cgraph.runtime.engine import Engine
 from cgraph.runtime.flows import slot_defaults
 from cgraph.runtime.records import Decision, Event, TransitionRecord, Turn
 from cgraph.runtime.snapshot import Frame, Snapshot, jsonable

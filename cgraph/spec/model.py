@@ -2,15 +2,19 @@
 
 Every field's docstring is what a designer sees in their editor when hovering a key.
 Constraints are JSON-Schema keywords in `Annotated` metadata, so the published schema
-says exactly what `cgraph.spec.conform` enforces. Plain dataclasses, not pydantic: defining
-these classes costs nothing at import, which keeps `cgraph lint` starting fast.
+says exactly what `cgraph.spec.conform` enforces. Plain dataclasses, not pydantic, and
+their `==`, hash and repr defined once (`_compared`) rather than generated per class:
+defining these classes is then cheap, which keeps `cgraph lint` starting fast.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
+
+T = TypeVar("T")
 
 
 class Keywords(tuple[tuple[str, Any], ...]):
@@ -58,13 +62,54 @@ KEY = "key"
 """Field metadata: the YAML key of a field whose name is a Python keyword (`except`)."""
 
 
+def _compared(cls: type[T]) -> type[T]:
+    """Give a format dataclass the `==`, hash and repr `@dataclass` would generate: its
+    compared fields, in order. Generating them per class compiles three functions each, a
+    tenth of `cgraph lint`'s start-up for the format's classes; these are shared."""
+    cls.__eq__ = _eq  # type: ignore[method-assign]
+    cls.__hash__ = _hash  # type: ignore[method-assign]
+    cls.__repr__ = _repr  # type: ignore[method-assign]
+    return cls
+
+
+_COMPARED: dict[type, attrgetter[Any]] = {}
+_SHOWN: dict[type, tuple[str, ...]] = {}
+
+
+def _values(obj: Any) -> Any:
+    get = _COMPARED.get(obj.__class__)
+    if get is None:  # the first name twice: a tuple of values even for a one-field class
+        names = [f.name for f in fields(obj) if f.compare]
+        get = _COMPARED[obj.__class__] = attrgetter(*names, names[0])
+    return get(obj)
+
+
+def _eq(self: Any, other: Any) -> Any:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    return _values(self) == _values(other)
+
+
+def _hash(self: Any) -> int:
+    return hash(_values(self))
+
+
+def _repr(self: Any) -> str:
+    names = _SHOWN.get(self.__class__)
+    if names is None:
+        names = _SHOWN[self.__class__] = tuple(f.name for f in fields(self) if f.repr)
+    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+    return f"{self.__class__.__qualname__}({shown})"
+
+
 def key_of(spec: Any) -> str:
     """The YAML key of a dataclass field: its name, unless its metadata names the key."""
     key: str = spec.metadata.get(KEY, spec.name)
     return key
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class ExitCondition:
     """A way out of a state: when `description` (or `when`) holds, go to `next_state`."""
 
@@ -87,7 +132,8 @@ class ExitCondition:
         return f"when {self.when}" if self.when else ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class GlobalExit(ExitCondition):
     """An exit offered in every action state (an emergency, "cancel", "talk to a human")."""
 
@@ -95,7 +141,8 @@ class GlobalExit(ExitCondition):
     """States where this exit does not apply."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class Slot:
     """A typed variable filled from what the user says (a JSON Schema subset)."""
 
@@ -114,7 +161,8 @@ class Slot:
     """The value before anything is collected (unset: null)."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class _State:
     objective: Text
     """What this state is for: every state has one."""
@@ -135,7 +183,8 @@ class _State:
     silent state: a line added to the turn's reply as the conversation passes through."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class _Routed(_State):
     exit_conditions: tuple[ExitCondition, ...] | None = None
     """The ways out, chosen by the model."""
@@ -143,7 +192,8 @@ class _Routed(_State):
     """The single way out of a silent state (instead of `exit_conditions`)."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class ActionState(_State):
     """User-facing: the agent talks with the user until an exit condition holds."""
 
@@ -172,7 +222,8 @@ class ActionState(_State):
     """Ask in this state even when its `collect` slots are already filled."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class DecisionState(_State):
     """Silent: chooses among two or more exits, seeing the whole topology."""
 
@@ -183,7 +234,8 @@ class DecisionState(_State):
     """How to weigh the candidates."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class ReflectionState(_Routed):
     """Silent: re-assesses the conversation and writes an internal note."""
 
@@ -192,7 +244,8 @@ class ReflectionState(_Routed):
     """What to re-examine before moving on."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class RecallState(_Routed):
     """Silent: pulls memories into the session's context."""
 
@@ -205,7 +258,8 @@ class RecallState(_Routed):
     """Memories kept per query."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class AnnotationState(_Routed):
     """Silent: tags the transcript and sets variables."""
 
@@ -216,7 +270,8 @@ class AnnotationState(_Routed):
     """Variables to set: name → Jinja template."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class SideEffectState(_Routed):
     """Silent: calls a declared tool and stores its result."""
 
@@ -231,7 +286,8 @@ class SideEffectState(_Routed):
     """Where to go when the tool fails or times out (else the turn stops with the fallback)."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class GraphState(_Routed):
     """Hands the conversation to another graph; continues here when that graph ends."""
 
@@ -254,7 +310,8 @@ State = Annotated[
 ]
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class Agent:
     """The agent core: identity and global directives, first in every prompt."""
 
@@ -264,7 +321,8 @@ class Agent:
     """Rules that hold in every state."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class StartEntry:
     """A conditional entry point, chosen on the first turn like a decision."""
 
@@ -273,7 +331,8 @@ class StartEntry:
     state: Identifier
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class History:
     """The conversation history shown in prompts."""
 
@@ -284,7 +343,8 @@ class History:
     shown ahead of the window (written by the model; offline, the user's own statements)."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class Limits:
     """Loop guards; hitting one stops the turn in the last user-facing state."""
 
@@ -312,7 +372,8 @@ class Limits:
         return self.history is not None and self.history.strategy == "summarize"
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class MemoryConfig:
     """The recall layer."""
 
@@ -331,7 +392,8 @@ class MemoryConfig:
     """Memories less similar than this are not recalled."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class Tool:
     """A Python function a side-effect state calls, or the model calls from an action state."""
 
@@ -345,7 +407,8 @@ class Tool:
     """Seconds before the call counts as failed."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class ModelConfig:
     """Defaults for the LLM; the command line overrides them."""
 
@@ -363,7 +426,8 @@ class ModelConfig:
     """Send one leading system message, for chat templates that allow no other."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class Graph:
     """A context graph."""
 

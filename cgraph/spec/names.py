@@ -12,6 +12,8 @@ from __future__ import annotations
 START = "START"
 END = "END"
 SEPARATOR = "#"
+TESTS_KEY = "cgraph-test"
+"""The top-level key of a conversation-test file (`*.test.yaml`), which a graph never has."""
 
 
 def qualify(graph_key: str, state_id: str) -> str:

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 from cgraph.diagnostics import Diagnostic, has_errors
 from cgraph.errors import GraphError
 from cgraph.spec.model import INTERNAL, Identifier, Text, Tier
+from cgraph.spec.names import TESTS_KEY
 from cgraph.spec.read import Document, read_file
 
 if TYPE_CHECKING:
     from cgraph.spec.conform import SchemaCheck, Violation
 
-VERSION_KEY = "cgraph-test"
+VERSION_KEY = TESTS_KEY
 """The top-level key that marks a test file (its value is the format version, 1)."""
 SCHEMA_NAME = "cgraph-test.schema.json"
 SCHEMA_ID = "https://cgraph.dev/schemas/cgraph-test.schema.json"

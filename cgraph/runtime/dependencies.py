@@ -1,0 +1,24 @@
+"""What a running session is made of besides its state: graph, model, stores, clock, ids."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cgraph.backends.llm.types import ChatModel
+from cgraph.backends.memory.policy import MemoryStore
+from cgraph.runtime.store import SessionStore
+from cgraph.spec.model import Graph
+
+
+@dataclass(frozen=True, slots=True)
+class Dependencies:
+    """Built once by `Session` and handed to its `Engine`."""
+
+    graph: Graph
+    model: ChatModel
+    memory: MemoryStore
+    store: SessionStore
+    clock: Callable[[], float]
+    session_id: str
+    user_id: str

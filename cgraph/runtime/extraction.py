@@ -1,0 +1,49 @@
+"""Memory extraction after a turn: one `extract` question, asked once the reply is committed.
+
+A finished turn whose graph stores memories (`memory.store`) is followed by one question
+over the turn (or the whole session) whose answer the memory gateway stores. It runs after
+the reply is committed, so the user never waits for it, and a crash in between leaves a
+turn whose extraction is still pending (`pending`), done on resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cgraph.backends.llm.types import ChatModel
+from cgraph.runtime import log_view
+from cgraph.runtime.asking import ask
+from cgraph.runtime.context import View
+from cgraph.runtime.memory import MemoryGateway, this_turn
+from cgraph.runtime.outcomes import Effects
+from cgraph.runtime.prompting import Prompter
+from cgraph.runtime.records import Event
+from cgraph.runtime.snapshot import Snapshot
+from cgraph.spec.model import AnyState, Graph
+
+
+def pending(snap: Snapshot, memory: MemoryGateway, turn_events: Sequence[Event]) -> bool:
+    """The latest turn finished and its memories, wanted, were not extracted yet."""
+    if not snap.turn or snap.pending is not None:
+        return False
+    if not memory.wants_extraction(snap.completed):
+        return False
+    return not any(log_view.is_extraction(e) for e in turn_events)
+
+
+def extract(
+    view: View,
+    root: Graph,
+    state: AnyState | None,
+    prompter: Prompter,
+    model: ChatModel,
+    memory: MemoryGateway,
+    transcript: Sequence[dict[str, str]],
+) -> Effects:
+    """Ask the `extract` question and store what it found; the log entries it leaves."""
+    every_turn = root.memory.store == "every_turn"
+    history = this_turn(transcript) if every_turn else prompter.history()[0]
+    request = prompter.build(
+        view, "extract", graph=root, state_id=view.here, state=state, history=history
+    )
+    return memory.store_extracted(ask(model, request), view.here, view.turn)
