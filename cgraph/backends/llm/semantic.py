@@ -7,7 +7,7 @@ actions, or one of a few conversational moves such as "What do you mean?") is cl
 closer than the best exit. The rule and its constants were calibrated on
 `tests/fixtures/semantic_labels.yaml` (see `bench/bench_semantic.py`):
 
-    exit score  = 0.7 · max over examples (sim − 0.2 · polarity clash) + 0.3 · sim(description)
+    exit score  = 0.7 · max over examples (sim − 0.1 · polarity clash) + 0.3 · sim(description)
                   + denial (below) + 0.2 when the message is a bare "no" and the exit's
                   description says no
     stay score  = max(sim to conversational moves, and for a question only, sim to the
@@ -18,7 +18,9 @@ closer than the best exit. The rule and its constants were calibrated on
                 ("maybe", "not sure", "one sec": `negation.is_hedge`)
 
 An opening message (`LLMRequest.opening`) is judged like any other; any other message that
-entered the state this turn stays: it already answered the state before.
+entered the state this turn stays: it already answered the state before. A greeting before
+what the user came to say is dropped ("Hi, my card was stolen" is judged as "my card was
+stolen").
 
 An exit without `examples:` is matched on stand-ins (`stand_ins`): its description said
 by the user, whole and per alternative ("The customer declines both options" → "I decline
@@ -100,6 +102,11 @@ _REQUEST = re.compile(r"^\W*(can|could|would|will) you\b|\bplease\b", re.I)
 # Examples phrased as a request for the exit's own action ("Can I change my flight?").
 _ASKS_FOR = re.compile(r"^\W*(can|could|would|will|may) (you|i|we)\b|\bplease\b", re.I)
 _ASKS = re.compile(r"\bask", re.I)
+_GREETING = re.compile(
+    r"^\W*(?:hi+|hello|hey+|hiya|howdy|yo|good (?:morning|afternoon|evening)|morning|evening|"
+    r"afternoon)(?: there)?\b[\s,!.:;-]*",
+    re.I,
+)
 _OPENS_QUESTION = re.compile(
     r"^\W*(?!(?:how|what) about\b)(?:what|what's|whats|when|where|why|how|who|which|is|are|"
     r"does|do|did|can|could|will|would|should)\b(?!.*[.!]\s*\S)",
@@ -113,7 +120,7 @@ class Calibration:
     """The constants of the exit rule, measured on the labelled set."""
 
     description_weight: float = 0.3
-    polarity_penalty: float = 0.2
+    polarity_penalty: float = 0.1
     question_penalty: float = 0.3
     floor: float = 0.15
     stay_lead: float = 0.2
@@ -150,6 +157,13 @@ def expects_questions(option: ExitOption) -> bool:
     is not a request ("Can you send it?" asks for the exit's action, not about it)."""
     asked = (e for e in option.examples if is_question(e) and not _ASKS_FOR.search(e))
     return bool(_ASKS.search(option.description)) or any(True for _ in asked)
+
+
+def without_greeting(message: str) -> str:
+    """ "Hi, my card was stolen" → "my card was stolen": a greeting before what the user
+    came to say would pull the message towards the conversational "Hello." prototype."""
+    rest = _GREETING.sub("", message, count=1)
+    return rest if rest != message and len(rest.split()) >= 2 else message
 
 
 def counts_as_answer(message: str, option: ExitOption) -> bool:
@@ -240,7 +254,7 @@ class SemanticModel:
         if just_entered or not request.user_messages or not options:
             why = "just entered this state" if just_entered else "nothing to match"
             return {**stay, "reason": why, "scores": {}}
-        message = request.user_messages[-1]
+        message = without_greeting(request.user_messages[-1])
         scores = self.exit_scores(message, options)
         stay_score = self.stay_score(message, request.stay_prototypes)
         best = max(scores, key=lambda k: scores[k])

@@ -17,6 +17,7 @@ from cgraph.backends.llm.semantic import (
     extract_memories,
     is_question,
     polarity,
+    without_greeting,
 )
 from cgraph.backends.llm.types import ExitOption, LLMRequest
 from tests.conftest import ROOT
@@ -202,6 +203,12 @@ def test_a_bare_no_takes_the_exit_that_says_no(model: SemanticModel) -> None:
     safe = ExitOption("safe", "The tenant says there is no danger.", "safe")
     request = _request(options=(danger, safe))
     assert _answer(model, request, "no, nothing like that")["exit"] == "safe"
+
+
+def test_a_greeting_before_the_point_is_dropped() -> None:
+    assert without_greeting("Hi there, my card was stolen") == "my card was stolen"
+    assert without_greeting("Good morning!") == "Good morning!"
+    assert without_greeting("Hiking boots") == "Hiking boots"
 
 
 def test_no_problem_is_a_yes() -> None:
