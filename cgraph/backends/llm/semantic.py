@@ -60,13 +60,19 @@ from cgraph.backends.llm.extractors import extract, refusals
 from cgraph.backends.llm.negation import (
     affirmed,
     answer_polarity,
-    assents,
     denied_phrases,
     is_hedge,
     is_negated,
 )
 from cgraph.backends.llm.stand_ins import stand_ins
 from cgraph.backends.llm.types import STAY, ExitOption, LLMRequest
+from cgraph.backends.llm.utterances import (
+    counts_as_answer,
+    is_question,
+    is_request,
+    polarity,
+    without_greeting,
+)
 
 # Conversational moves that never answer a state's question: greetings, clarifications,
 # hesitation. They give "stay" a prototype in every state, whatever its objective says.
@@ -86,30 +92,10 @@ CONVERSATIONAL = (
     "Tell me more first.",
     "Thanks for asking.",
 )
-_YES = re.compile(
-    r"^\W*(yes|yeah|yep|yup|sure|i did|i have|i do|correct|right|absolutely|definitely)\b", re.I
-)
-_NO = re.compile(r"^\W*(no|nope|nah|not|never|none|nothing)\b", re.I)
-_NEGATION = re.compile(r"\b(not|no|never|none|nothing|nobody|without)\b|n't\b", re.I)
 # First-person statements with these words describe the user, not today's task.
 _DURABLE = re.compile(
     r"\b(my name|i live|i work|allergic|always|usually|every (day|morning|night|week)|"
     r"i prefer|i like|i hate|my (wife|husband|partner|son|daughter|doctor|dog|cat))\b",
-    re.I,
-)
-# A question phrased as a request asks for the exit's action, not for clarification.
-_REQUEST = re.compile(r"^\W*(can|could|would|will) you\b|\bplease\b", re.I)
-# Examples phrased as a request for the exit's own action ("Can I change my flight?").
-_ASKS_FOR = re.compile(r"^\W*(can|could|would|will|may) (you|i|we)\b|\bplease\b", re.I)
-_ASKS = re.compile(r"\bask", re.I)
-_GREETING = re.compile(
-    r"^\W*(?:hi+|hello|hey+|hiya|howdy|yo|good (?:morning|afternoon|evening)|morning|evening|"
-    r"afternoon)(?: there)?\b[\s,!.:;-]*",
-    re.I,
-)
-_OPENS_QUESTION = re.compile(
-    r"^\W*(?!(?:how|what) about\b)(?:what|what's|whats|when|where|why|how|who|which|is|are|"
-    r"does|do|did|can|could|will|would|should)\b(?!.*[.!]\s*\S)",
     re.I,
 )
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.I)
@@ -136,39 +122,6 @@ class Calibration:
     """What a bare "no" adds to an exit whose description says no."""
     contrast_weight: float = 1.0
     """How much an exit loses for affirming the denied phrase more than the other exits."""
-
-
-def polarity(text: str) -> int:
-    """+1 for a yes-answer, -1 for a no-answer or a negated statement, 0 otherwise."""
-    if _YES.search(text) or assents(text):
-        return 1
-    if _NO.search(text) or _NEGATION.search(text):
-        return -1
-    return 0
-
-
-def is_question(text: str) -> bool:
-    """Ends with a question mark, or opens as a question does ("what's the best …")."""
-    return text.rstrip().endswith("?") or bool(_OPENS_QUESTION.match(text))
-
-
-def expects_questions(option: ExitOption) -> bool:
-    """An exit taken by asking: its description says so, or an example is a question that
-    is not a request ("Can you send it?" asks for the exit's action, not about it)."""
-    asked = (e for e in option.examples if is_question(e) and not _ASKS_FOR.search(e))
-    return bool(_ASKS.search(option.description)) or any(True for _ in asked)
-
-
-def without_greeting(message: str) -> str:
-    """ "Hi, my card was stolen" → "my card was stolen": a greeting before what the user
-    came to say would pull the message towards the conversational "Hello." prototype."""
-    rest = _GREETING.sub("", message, count=1)
-    return rest if rest != message and len(rest.split()) >= 2 else message
-
-
-def counts_as_answer(message: str, option: ExitOption) -> bool:
-    """Whether `message` may take `option` at full score (see the question penalty)."""
-    return not is_question(message) or bool(_REQUEST.search(message)) or expects_questions(option)
 
 
 class SemanticModel:
@@ -375,7 +328,7 @@ class SemanticModel:
         moves = [cosine(vectors[0], v) for v in vectors[1 + len(prototypes) :]]
         # A statement on the state's topic answers it; only a question about it (not a
         # request) asks again, so only then do the state's own texts count as staying.
-        asks = is_question(message) and not _REQUEST.search(message)
+        asks = is_question(message) and not is_request(message)
         return max([*own, *moves] if asks else moves)
 
     # -- silent states -------------------------------------------------------------------

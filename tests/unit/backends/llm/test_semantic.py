@@ -11,15 +11,14 @@ from bench.semantic_cases import load_cases, request_for
 from cgraph import Session
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.registry import resolve_model as resolve
-from cgraph.backends.llm.semantic import (
-    SemanticModel,
+from cgraph.backends.llm.semantic import SemanticModel, extract_memories
+from cgraph.backends.llm.types import ExitOption, LLMRequest
+from cgraph.backends.llm.utterances import (
     counts_as_answer,
-    extract_memories,
     is_question,
     polarity,
     without_greeting,
 )
-from cgraph.backends.llm.types import ExitOption, LLMRequest
 from tests.conftest import ROOT
 
 # Measured with bench/bench_semantic.py: 130/134 (97.0%) overall — 85/86 on the check-in the
