@@ -14,6 +14,7 @@ and the memory store through the per-text cache.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
@@ -193,6 +194,20 @@ class LocalEmbedder:
             self._error = err
         finally:
             self._ready.set()
+
+    def prime(self, texts: Sequence[str]) -> None:
+        """Embed `texts` in the background once the model is loaded, into the cache: the
+        texts a first turn will compare the user's message with, computed while the
+        process starts and the user types. The model runs outside the interpreter's lock,
+        so on a second core this overlaps with the start-up's imports."""
+
+        def run() -> None:
+            self._ready.wait()
+            if self._model is not None:
+                with contextlib.suppress(Exception):  # a cache warm-up: embed() reports
+                    self.embed(texts)
+
+        threading.Thread(target=run, name="cgraph-embed-prime", daemon=True).start()
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         """Unit vectors for `texts`, in order; texts seen recently come from the cache."""

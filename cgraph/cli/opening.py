@@ -202,11 +202,14 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
         from cgraph.backends.embed import shared_embedder
 
         preparing = not graph.embedding_source() and onnx_needs_preparing()
-        shared_embedder(graph.embedding_source())  # starts loading it in the background now
+        # Starts loading it in the background now, then the first turn's texts.
+        shared_embedder(graph.embedding_source()).prime(first_turn_texts(graph))
         if preparing:
             notes.append(PREPARING)
     user = stored.user_id if stored is not None else options.user or DEFAULT_USER
-    memory = BackgroundMemory(graph.memory, store, graph.embedding_source(), user_id=user)
+    memory = BackgroundMemory(
+        graph.memory, store, graph.embedding_source(), user_id=user, recalls=recalls(graph)
+    )
     if stored is not None:
         session = Session.resume(
             stored.id,
@@ -231,6 +234,33 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
         store=store,
         user=session.user_id,
         notes=notes,
+    )
+
+
+def first_turn_texts(graph: Graph) -> list[str]:
+    """What the offline chooser compares a first message with: the start states' exits
+    (descriptions, examples) and texts, the global exits, the conversational moves. Only
+    a warm-up of the embedder's cache: a text missed here is embedded when it is needed."""
+    from cgraph.backends.llm.semantic import CONVERSATIONAL, described_examples
+
+    starts = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
+    exits = list(graph.global_exits)
+    texts: list[str] = list(CONVERSATIONAL)
+    for name in dict.fromkeys(starts):
+        state = graph.states.get(name)
+        exits += getattr(state, "exit_conditions", ())
+        texts += [getattr(state, "objective", ""), *getattr(state, "actions", ())]
+    for exit_ in exits:
+        if exit_.description:
+            texts += [exit_.description, *(exit_.examples or described_examples(exit_.description))]
+    return [t for t in dict.fromkeys(texts) if t and "{" not in t]
+
+
+def recalls(graph: Graph) -> bool:
+    """Whether the graph reads memories: a recall state, or a state that includes them."""
+    return any(
+        state.type == "recall" or getattr(state, "included_contexts", ())
+        for state in graph.states.values()
     )
 
 

@@ -40,10 +40,14 @@ class BackgroundMemory(ForwardingMemory):
         embedding_model: str = "",
         *,
         user_id: str | None = None,
+        recalls: bool = False,
     ) -> None:
         """`user_id`: the run's user, whose memories (if any) start loading now; None
-        opens the store now whoever the user is."""
+        opens the store now whoever the user is. `recalls`: the graph reads memories
+        somewhere, so once one waits in the outbox Chroma starts opening in the background
+        (while the user types), not in the turn that reads it."""
         self._args = (config, folder, embedding_model)
+        self._recalls = recalls
         self._store: MemoryStore = NullMemory()
         self.note = ""
         """Why memory is off, when it failed to open ("" while it works)."""
@@ -135,6 +139,8 @@ class BackgroundMemory(ForwardingMemory):
             if (text := i.text.strip())
         ]
         self._outbox.put(user_id, waiting)
+        if waiting and self._recalls:
+            self.open_soon()
         return waiting
 
     def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:

@@ -101,6 +101,36 @@ def test_loading_in_the_background_makes_embed_wait_for_the_model() -> None:
     assert embedder.ready
 
 
+def test_primed_texts_are_embedded_once_the_model_loads_then_come_from_the_cache() -> None:
+    gate = threading.Event()
+    model = FakeModel()
+
+    def slow_loader() -> FakeModel:
+        gate.wait(10)
+        return model
+
+    embedder = LocalEmbedder(loader=slow_loader)
+    embedder.prime(["yes", "no thanks"])
+    assert model.batches == []  # nothing before the model is there
+    gate.set()
+    for _ in range(200):
+        if embedder.computed:
+            break
+        threading.Event().wait(0.01)
+    assert embedder.embed(["no thanks", "maybe"]) == [[9.0, 1.0], [5.0, 1.0]]
+    assert model.batches == [["yes", "no thanks"], ["maybe"]]
+
+
+def test_priming_a_model_that_failed_to_load_leaves_the_error_to_embed() -> None:
+    def broken() -> None:
+        raise OSError("gone")
+
+    embedder = LocalEmbedder(loader=broken, background=False)
+    embedder.prime(["hello"])
+    with pytest.raises(ConfigError, match="gone"):
+        embedder.embed(["hello"])
+
+
 def test_a_model_that_fails_to_load_is_reported_on_use() -> None:
     def broken() -> None:
         raise OSError("model.safetensors is missing")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cgraph.cli.opening import PREPARING
+from cgraph.cli.opening import PREPARING, first_turn_texts
+from cgraph.spec.load import load_graph
 from tests.conftest import GRAPHS
 
 CHECKIN = GRAPHS / "medical_checkin.yaml"
@@ -47,3 +48,12 @@ def test_a_new_users_run_stores_without_chroma_and_the_next_run_recalls(tmp_path
     assert second.returncode == 0, second.stderr
     recalled = json.loads(second.stdout)["recalled"]
     assert [m["text"] for m in recalled] == ["Hi, I am allergic to penicillin."]
+
+
+def test_the_first_turns_texts_are_those_of_the_start_state_and_the_global_exits() -> None:
+    graph = load_graph(CHECKIN)
+    texts = first_turn_texts(graph)
+    assert "Yes, I'm ready." in texts and "I have crushing chest pain right now." in texts
+    assert "Hello." in texts  # a conversational move
+    assert "I took everything this morning." not in texts  # a later state's example
+    assert all("{" not in t for t in texts)

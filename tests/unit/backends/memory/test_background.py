@@ -88,3 +88,14 @@ def test_the_memory_commands_see_waiting_memories(tmp_path: Path) -> None:
     store = open_memory(MemoryConfig(), tmp_path)
     assert [m.text for m in store.list("ann")] == [ALLERGY.text]
     assert not Outbox(memory_folder(tmp_path)).holds("ann")
+
+
+@pytest.mark.slow
+def test_a_graph_that_recalls_opens_chroma_once_a_memory_waits(tmp_path: Path) -> None:
+    memory = BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann", recalls=True)
+    assert not memory.opened
+    memory.recall("ann", ["penicillin"])  # nothing stored yet: still no Chroma
+    assert not memory.opened
+    memory.add("ann", [ALLERGY])
+    assert memory.opened  # opening while the user types the next message
+    assert [m.text for m in memory.list("ann")] == [ALLERGY.text]
