@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from cgraph.errors import ConfigError, GraphError
-from cgraph.spec.model import Graph
+from cgraph.spec.model import TIERS, Graph, Tier
 
 if TYPE_CHECKING:
     from cgraph.backends.llm.types import ChatModel
@@ -248,20 +248,22 @@ def first_turn_texts(graph: Graph) -> list[str]:
     texts: list[str] = list(CONVERSATIONAL)
     for name in dict.fromkeys(starts):
         state = graph.states.get(name)
-        exits += getattr(state, "exit_conditions", ())
-        texts += [getattr(state, "objective", ""), *getattr(state, "actions", ())]
+        exits += getattr(state, "exit_conditions", None) or ()
+        texts += [getattr(state, "objective", None) or "", *(getattr(state, "actions", None) or ())]
     for exit_ in exits:
         if exit_.description:
             texts += [exit_.description, *(exit_.examples or described_examples(exit_.description))]
     return [t for t in dict.fromkeys(texts) if t and "{" not in t]
 
 
-def recalls(graph: Graph) -> bool:
-    """Whether the graph reads memories: a recall state, or a state that includes them."""
-    return any(
-        state.type == "recall" or getattr(state, "included_contexts", ())
-        for state in graph.states.values()
-    )
+def recalls(graph: Graph) -> set[Tier]:
+    """The memory tiers the graph reads: its recall states' and included contexts."""
+    found: set[Tier] = set()
+    for state in graph.states.values():
+        if state.type == "recall":
+            found.update(getattr(state, "tiers", ()) or TIERS)
+        found.update(getattr(state, "included_contexts", ()))
+    return found
 
 
 def onnx_needs_preparing() -> bool:

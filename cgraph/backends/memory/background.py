@@ -6,7 +6,9 @@ when the user may have some, else at the first read that may find some. A user w
 nothing stored (no collection in the Chroma file, nothing in the outbox) is answered
 "none" without Chroma, and memories stored before Chroma is open wait in the outbox
 (`cgraph.backends.memory.pending`), which Chroma drains when it opens, in this run or a
-later one. A store that fails to open becomes no memory, with a note saying why.
+later one; so do those stored after (a write into Chroma costs a turn 100 ms), taken in
+before the next read. A store that fails to open becomes no memory, with a note saying
+why.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import builtins
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from cgraph.backends.memory.layout import DEFAULT_COLLECTION, collection_name, may_hold
@@ -40,14 +42,14 @@ class BackgroundMemory(ForwardingMemory):
         embedding_model: str = "",
         *,
         user_id: str | None = None,
-        recalls: bool = False,
+        recalls: Iterable[Tier] = (),
     ) -> None:
         """`user_id`: the run's user, whose memories (if any) start loading now; None
-        opens the store now whoever the user is. `recalls`: the graph reads memories
-        somewhere, so once one waits in the outbox Chroma starts opening in the background
+        opens the store now whoever the user is. `recalls`: the tiers the graph reads, so
+        once a memory of one waits in the outbox Chroma starts opening in the background
         (while the user types), not in the turn that reads it."""
         self._args = (config, folder, embedding_model)
-        self._recalls = recalls
+        self._recalls = frozenset(recalls)
         self._store: MemoryStore = NullMemory()
         self.note = ""
         """Why memory is off, when it failed to open ("" while it works)."""
@@ -93,16 +95,22 @@ class BackgroundMemory(ForwardingMemory):
         return self._opening is None or self._ready.is_set()
 
     def target(self) -> MemoryStore:
+        """The open store, with this run's waiting memories taken in (before any read)."""
         self.open_soon()
         self._ready.wait()
+        drain = getattr(self._store, "drain", None)  # a read-only view has none to take
+        if self._outbox is not None and callable(drain):
+            drain()
         return self._store
 
-    def _surely_empty(self, user_id: str) -> bool:
-        """True when `user_id` has nothing stored, known without opening Chroma."""
+    def _surely_empty(self, user_id: str, tiers: Sequence[Tier] = ()) -> bool:
+        """True when `user_id` has nothing stored (in `tiers`, when given), known without
+        opening Chroma: nothing waiting in the outbox and no collection in Chroma's file."""
         if self._outbox is None or self.opened:
             return False
         name = collection_name(DEFAULT_COLLECTION, user_id)
-        return not self._outbox.holds(user_id) and not may_hold(self._chroma_folder, name)
+        waiting = self._outbox.holds(user_id, tiers)
+        return not waiting and not may_hold(self._chroma_folder, name)
 
     # --- reads: none for a user with nothing stored, else from Chroma --------------------
 
@@ -115,20 +123,22 @@ class BackgroundMemory(ForwardingMemory):
         top_k: int = 5,
         min_score: float | None = None,
     ) -> list[Memory]:
-        if self._surely_empty(user_id):
+        if self._surely_empty(user_id, tiers):
             return []
         return super().recall(user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score)
 
     def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
-        return [] if self._surely_empty(user_id) else super().list(user_id, tiers=tiers)
+        return [] if self._surely_empty(user_id, tiers) else super().list(user_id, tiers=tiers)
 
     def count(self, user_id: str) -> int:
         return 0 if self._surely_empty(user_id) else super().count(user_id)
 
-    # --- writes: to the outbox until Chroma is open ---------------------------------------
+    # --- writes: to the outbox, taken into Chroma before the next read --------------------
 
     def add(self, user_id: str, items: Sequence[NewMemory]) -> builtins.list[Memory]:
-        if self._outbox is None or self.opened:
+        """Kept in the outbox (a millisecond) even when Chroma is open (a write there,
+        with its duplicate checks, costs a turn 100 ms): the next read takes them in."""
+        if self._outbox is None:
             return super().add(user_id, items)
         if self._args[0].store == "off":
             return []  # as the store's read-only view
@@ -139,15 +149,16 @@ class BackgroundMemory(ForwardingMemory):
             if (text := i.text.strip())
         ]
         self._outbox.put(user_id, waiting)
-        if waiting and self._recalls:
+        if any(m.tier in self._recalls for m in waiting):
             self.open_soon()
         return waiting
 
     def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
-        if self._outbox is None or self.opened:
+        if self._outbox is None:
             return super().delete(user_id, ids)
         dropped = self._outbox.drop(user_id, ids)
-        if not may_hold(self._chroma_folder, collection_name(DEFAULT_COLLECTION, user_id)):
+        name = collection_name(DEFAULT_COLLECTION, user_id)
+        if not self.opened and not may_hold(self._chroma_folder, name):
             return dropped
         rest = None if ids is None else list(ids)
         return dropped + super().delete(user_id, rest)

@@ -378,15 +378,22 @@ class ChromaMemory:
             self._collections.clear()  # a handle may be stale (deleted by another process)
             raise MemoryStoreError(f"memory {action} failed ({self!r}): {err}") from err
 
+    def drain(self) -> None:
+        """Take in the memories waiting in the outbox (`pending`) of an embedded store."""
+        with self._guard("store"):
+            self._chroma()
+            self._drain()
+
     def _chroma(self) -> Any:
         if self._client is None:
             self._client = self._connect()
-            if self.path is not None:
-                self._drain(Outbox(self.path))
+            self._drain()  # what earlier runs left waiting, before any read
         return self._client
 
-    def _drain(self, outbox: Outbox) -> None:
-        """Take in the memories earlier runs left waiting (`pending`), before any read."""
+    def _drain(self) -> None:
+        if self.path is None:
+            return
+        outbox = Outbox(self.path)
         for user_id, items in outbox.waiting().items():
             self._store(user_id, items)
             outbox.drop(user_id, [i.id for i in items])

@@ -51,13 +51,17 @@ class Outbox:
         with self._db() as db:
             db.executemany(f"INSERT INTO pending ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows)
 
-    def holds(self, user_id: str) -> bool:
-        """True when `user_id` has memories waiting (no file: none, and none is made)."""
+    def holds(self, user_id: str, tiers: Sequence[str] = ()) -> bool:
+        """True when `user_id` has memories waiting (in `tiers`, when given); no file:
+        none, and none is made."""
         if not self.path.is_file():
             return False
+        query, args = "SELECT 1 FROM pending WHERE user_id = ?", [user_id]
+        if tiers:
+            query += f" AND tier IN ({','.join('?' * len(tiers))})"
+            args += list(tiers)
         with self._db() as db:
-            found = db.execute("SELECT 1 FROM pending WHERE user_id = ? LIMIT 1", (user_id,))
-            return found.fetchone() is not None
+            return db.execute(f"{query} LIMIT 1", args).fetchone() is not None
 
     def drop(self, user_id: str, ids: Sequence[str] | None = None) -> int:
         """Forget some (or, with `ids=None`, all) of a user's waiting memories."""

@@ -57,3 +57,12 @@ def test_the_first_turns_texts_are_those_of_the_start_state_and_the_global_exits
     assert "Hello." in texts  # a conversational move
     assert "I took everything this morning." not in texts  # a later state's example
     assert all("{" not in t for t in texts)
+
+
+def test_the_warm_up_texts_of_a_graph_that_starts_without_exits(tmp_path: Path) -> None:
+    path = tmp_path / "graph.yaml"
+    path.write_text(
+        "cgraph: 1\nname: t\nstart: mark\nstates:\n"
+        "  mark: {type: annotation, objective: Mark., next_state: END}\n"
+    )
+    assert "Mark." in first_turn_texts(load_graph(path))
