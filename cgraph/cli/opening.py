@@ -241,7 +241,7 @@ def first_turn_texts(graph: Graph) -> list[str]:
     """What the offline chooser compares a first message with: the start states' exits
     (descriptions, examples) and texts, the global exits, the conversational moves. Only
     a warm-up of the embedder's cache: a text missed here is embedded when it is needed."""
-    from cgraph.backends.llm.semantic import CONVERSATIONAL, described_examples
+    from cgraph.backends.llm.semantic import CONVERSATIONAL
 
     starts = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
     exits = list(graph.global_exits)
@@ -252,7 +252,7 @@ def first_turn_texts(graph: Graph) -> list[str]:
         texts += [getattr(state, "objective", None) or "", *(getattr(state, "actions", None) or ())]
     for exit_ in exits:
         if exit_.description:
-            texts += [exit_.description, *(exit_.examples or described_examples(exit_.description))]
+            texts += [exit_.description, *exit_.examples]
     return [t for t in dict.fromkeys(texts) if t and "{" not in t]
 
 
