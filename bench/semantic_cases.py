@@ -8,7 +8,7 @@ provider model (`bench_semantic.py --model NAME`) answer exactly what a session 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -18,6 +18,7 @@ from cgraph.runtime.context import View, template_context
 from cgraph.runtime.exits import exit_options
 from cgraph.runtime.flows import global_exits, holds, options_with_globals
 from cgraph.runtime.prompting import Prompter
+from cgraph.runtime.render_failures import StepRenderFailed
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import AnyState, Graph
 
@@ -119,16 +120,27 @@ def request_for(case: Case, model: ChatModel) -> LLMRequest:
     )
     transcript = [{"role": "user", "content": text} for text in (*case.before, case.message)]
     kind: RequestKind = "action" if state.type == "action" else "decision"
-    return Prompter(graph, transcript).build(
-        view,
-        kind,
-        graph=graph,
-        state_id=case.state,
-        state=state,
-        options=_options(graph, state, view) if case.global_exits else exit_options(state),
-        allow_stay=kind == "action",
-        opening=case.opening,
-    )
+    options = _options(graph, state, view) if case.global_exits else exit_options(state)
+    prompter = Prompter(graph, transcript)
+
+    def build(asked: AnyState) -> LLMRequest:
+        return prompter.build(
+            view,
+            kind,
+            graph=graph,
+            state_id=case.state,
+            state=asked,
+            options=options,
+            allow_stay=kind == "action",
+            opening=case.opening,
+        )
+
+    try:
+        return build(state)
+    except StepRenderFailed:
+        # A `say:` that reads what earlier steps set ("{{ file.name }}") fails on the bare
+        # variables of a labelled case; the exit is what is measured, not the reply.
+        return build(replace(state, say=None))
 
 
 def _options(graph: Graph, state: AnyState, view: View) -> tuple[ExitOption, ...]:
