@@ -113,6 +113,8 @@ def one_run(store: Path, env: dict[str, str], figures: Figures) -> None:
         child.sendline(line)
         child.expect_exact(PROMPT)
         took = time.perf_counter() - sent
+        if "reached END" in (child.before or "") and number < len(LINES) - 1:
+            figures.add("ended_early", number + 1)  # the later lines are no real turns
         if number == 0:
             figures.add("first", figures.values["prompt"][-1] + took)
             figures.add("first_cpu", cpu_seconds(child.pid))
@@ -166,6 +168,9 @@ def report(figures: Figures, preparing: tuple[float, float, float], runs: int) -
         f"(goal ≤ 2000 ms), CPU {figures.median('jsonl_cpu') * ms:.0f} ms, "
         f"peak RSS {max(figures.values['jsonl_rss']):.0f} MB"
     )
+    if "ended_early" in figures.values:
+        turn = min(figures.values["ended_early"])
+        print(f"  WARNING: the check-in reached END at turn {turn:.0f}: the chooser misread a line")
     wall, cpu, rss = preparing
     print(
         f"  the run before (prepares the model once per machine unless cached): "
