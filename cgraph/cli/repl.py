@@ -293,6 +293,12 @@ def stage_direction(actions: str) -> str:
     return "; ".join(s[:1].lower() + s[1:] for s in steps)
 
 
+_RETRACTED = {
+    False: "that answer was rejected; asking the model again",
+    True: "the model failed before finishing that answer; it is withdrawn",
+}
+
+
 class ReplyPrinter:
     """Prints a streamed reply as it arrives; a rejected one is marked, not left standing."""
 
@@ -306,7 +312,7 @@ class ReplyPrinter:
         if isinstance(chunk, Retracted):
             self.close()
             self.shown = ""
-            self.console.print("[yellow](that answer was rejected; asking the model again)[/]")
+            self.console.print(f"[yellow]({_RETRACTED[chunk.failed]})[/]")
             return
         if not self._open:
             self.console.print(f"[bold cyan]{escape(self.agent)}:[/] ", end="")

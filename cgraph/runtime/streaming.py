@@ -9,7 +9,9 @@ to another state is never shown. A state that offers tools streams every round: 
 tool calls shows nothing (the backend ends it with the `Whole` calls, assembled from their
 deltas), and the answer that follows streams like any other. The engine still validates
 the whole answer before it commits anything; when it re-asks, a `Retracted` chunk says
-that what was shown is withdrawn.
+that what was shown is withdrawn, and so does one (`failed`) when the model fails half way
+through an answer (the turn's deadline passed, the stream broke or ran away) and the
+fallback reply follows instead. No more of a reply is shown than a reply may hold.
 
 Only action answers stream: decisions, reflections, memory extraction and summaries are
 never shown to the user, so they are asked whole.
@@ -24,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cgraph.backends.llm.types import STAY, LLMRequest, Whole, notices
+from cgraph.errors import LLMError
+from cgraph.runtime.answers import CAPS
 from cgraph.spec.names import END
 
 
@@ -36,9 +40,11 @@ class Delta:
 
 @dataclass(frozen=True, slots=True)
 class Retracted:
-    """The reply shown so far was rejected; the model is asked again."""
+    """The reply shown so far was rejected; the model is asked again (or, `failed`, the
+    model failed before its answer was whole, and the turn's fallback reply follows)."""
 
     shown: str
+    failed: bool = False
 
 
 Chunk = Delta | Retracted
@@ -81,11 +87,17 @@ class StreamingModel:
             self.sink(Retracted(self.shown))
             self.shown = ""
         raw = ""
-        for piece in self.inner.stream(request):
-            if isinstance(piece, Whole):  # tool calls, or the answer as the provider built it
-                return piece.text
-            raw += piece
-            self._show(request, raw)
+        try:
+            for piece in self.inner.stream(request):
+                if isinstance(piece, Whole):  # tool calls, or the answer as built
+                    return piece.text
+                raw += piece
+                self._show(request, raw)
+        except LLMError:
+            if self.shown:  # no half answer may stand: the fallback reply comes instead
+                self.sink(Retracted(self.shown, failed=True))
+                self.shown = ""
+            raise
         return raw
 
     def notices(self) -> list[str]:
@@ -93,6 +105,7 @@ class StreamingModel:
 
     def _show(self, request: LLMRequest, raw: str) -> None:
         exit_id, reply = partial_answer(raw)
+        reply = reply[: CAPS["reply"]]  # the rest would be cut before the reply is kept
         if exit_id is None or not _keeps_reply(request, exit_id):
             return
         if reply.startswith(self.shown) and len(reply) > len(self.shown):

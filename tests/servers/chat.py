@@ -27,7 +27,10 @@ call's arguments) at a time, `pause` seconds apart. In OpenAI's layout a tool ca
 with its index, id, type and name, and its arguments follow in deltas that carry only the
 index; llama-cpp-python repeats the id and name in every delta (`deltas`). With
 `hold_after`, every stream stops after that many pieces until `go` is set (a test sees
-what arrived so far, then lets the rest come).
+what arrived so far, then lets the rest come; a server that stalls after its headers).
+With `drip`, a streamed answer never ends: its reply gets one more word every `drip`
+seconds until the client hangs up (or 60 s pass). A huge answer is an answer with a huge
+reply, streamed with a large `piece`.
 
 Whatever the behaviour, the server refuses (400) what OpenAI refuses of a conversation
 with tools: a `tool` message that answers no call of the assistant message before it, a
@@ -119,6 +122,8 @@ class ChatServer:
     hold_after: int | None = None
     """A stream stops after this many deltas until `go` is set."""
     go: threading.Event = field(default_factory=threading.Event)
+    drip: float = 0.0
+    """Seconds between the words of a streamed answer that never ends (0: it ends)."""
     base: str = ""
     released: threading.Event = field(default_factory=threading.Event)
 
@@ -417,16 +422,15 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             except (AssertionError, jsonschema.ValidationError) as wrong:  # the test's script
                 self._send(500, json.dumps(error(f"the test script is wrong: {wrong}")).encode())
                 return
-            if body.get("stream"):
+            if body.get("stream") and server.drip:
+                self._drip()
+            elif body.get("stream"):
                 self._stream(message, finish, body)
             else:
                 self._send(200, json.dumps(completion(message, finish)).encode())
 
         def _stream(self, message: dict[str, Any], finish: str, body: dict[str, Any]) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("transfer-encoding", "chunked")
-            self.end_headers()
+            self._open_stream()
             written = 0
             try:
                 layout = server.behaviour.stream_layout
@@ -444,6 +448,25 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.flush()
             except OSError:  # the client gave up and hung up
                 pass
+
+        def _drip(self) -> None:
+            """An answer whose reply grows by a word every `drip` seconds, for 60 s at most
+            (loopback tests stay bounded) or until the client hangs up."""
+            self._open_stream()
+            opening = '{"exit": "stay", "reason": "still writing", "reply": "Let me think'
+            try:
+                self._event(json.dumps(chunk({"role": "assistant", "content": opening})))
+                ends = time.monotonic() + 60
+                while time.monotonic() < ends and not server.released.wait(server.drip):
+                    self._event(json.dumps(chunk({"content": " and think"})))
+            except OSError:  # the client gave up and hung up
+                pass
+
+        def _open_stream(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
 
         def _event(self, data: str) -> None:
             line = f"data: {data}\n\n".encode()

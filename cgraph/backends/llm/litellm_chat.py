@@ -18,11 +18,11 @@ import importlib
 import json
 import os
 import random
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from cgraph.backends.llm.deadline import CallTimeout, call_within, read_within
 from cgraph.backends.llm.failures import Failure, classify
 from cgraph.backends.llm.providers import (
     Mode,
@@ -55,7 +55,10 @@ def load_litellm() -> Any:
 # so that a turn's deadline measures the server, not the import of its client.
 _FIRST_CALL_MODULES = (
     "httpcore",
+    "openai.resources",
     "litellm.llms.openai.openai",
+    "litellm.litellm_core_utils.default_encoding",
+    "litellm.proxy._types",
     "litellm.responses.mcp.chat_completions_handler",
 )
 
@@ -72,8 +75,9 @@ def warm_up() -> None:
                 continue
 
 
-class CallTimeout(Exception):
-    """A call outlived the turn's deadline (the HTTP client's own timeout did not fire)."""
+MAX_STREAMED_CHARS = 100_000
+"""Longest streamed answer read. An answer's texts are capped at a few thousand characters
+(`cgraph.runtime.answers.CAPS`); a stream past this is a runaway, stopped with an error."""
 
 
 class LiteLLMModel:
@@ -115,6 +119,7 @@ class LiteLLMModel:
         """Replaces `litellm.completion` (a test seam)."""
         self._modes: tuple[Mode, ...] | None = None
         self._deadline: float | None = None
+        self._warm = False
         self._notices: list[str] = []
         self.calls = 0
         """Requests sent to the provider, retries included."""
@@ -181,7 +186,11 @@ class LiteLLMModel:
         return found
 
     def begin_turn(self) -> None:
-        """Start the turn's deadline: every call and retry until the next one shares it."""
+        """Start the turn's deadline: every call and retry until the next one shares it.
+        The first turn imports first what litellm's first call would import (seconds)."""
+        if not self._warm and self._completion is None:
+            warm_up()
+        self._warm = True
         self._deadline = self._clock() + self.timeout
 
     # ----- one request ----------------------------------------------------------------------
@@ -213,32 +222,56 @@ class LiteLLMModel:
         content, or the answer call's arguments (an offered tool's are not the answer),
         then the `Whole` answer as `complete` gives it, built from the chunks by litellm's
         `stream_chunk_builder` (tool calls arrive in deltas). Retried like `complete` until
-        the stream opens; a stream that breaks later raises `LLMError`."""
-        response = self._send(request, stream=True)
+        the stream opens; a stream that breaks later raises `LLMError`, and so does one
+        still running at the turn's deadline or longer than `MAX_STREAMED_CHARS`."""
+        deadline = self._turn_deadline()
+        response = self._send(request, stream=True, deadline=deadline)
         chunks: list[Any] = []
         names: dict[int, str] = {}
+        size = 0
+        reading = read_within(response, lambda: deadline - self._clock())
         try:
-            for chunk in response:
+            for chunk in reading:
                 chunks.append(chunk)
+                size += _chars(chunk)
+                if size > MAX_STREAMED_CHARS:
+                    raise LLMError(
+                        f"model `{self.name}` streamed more than {MAX_STREAMED_CHARS:,} "
+                        "characters; stopped reading its answer"
+                    )
                 piece = _piece(chunk, request, names)
                 if piece:
                     yield piece
             built = load_litellm().stream_chunk_builder(chunks)
+        except LLMError:
+            raise
+        except CallTimeout as err:
+            raise self._late() from err
         except Exception as err:
             raise _error(self.name, classify(err), 0) from err
+        finally:
+            reading.close()  # stops the reader, which closes the response
         if built is None:
             raise LLMError(f"model `{self.name}` sent an empty stream")
         yield Whole(_content(built, request))
 
-    def _send(self, request: LLMRequest, *, stream: bool = False) -> Any:
+    def _turn_deadline(self) -> float:
+        return self._deadline or self._clock() + self.timeout
+
+    def _late(self) -> LLMError:
+        return LLMError(f"model `{self.name}` gave no answer within {self.timeout:g} s")
+
+    def _send(
+        self, request: LLMRequest, *, stream: bool = False, deadline: float | None = None
+    ) -> Any:
         """The provider's response, with retries within the turn's deadline."""
         completion = self._completion or load_litellm().completion
-        deadline = self._deadline or self._clock() + self.timeout
+        deadline = deadline or self._turn_deadline()
         attempt = 0
         while True:
             remaining = deadline - self._clock()
             if remaining <= 0:
-                raise LLMError(f"model `{self.name}` gave no answer within {self.timeout:g} s")
+                raise self._late()
             args = {**self.arguments(request), "timeout": remaining}
             if stream:
                 args["stream"] = True
@@ -270,26 +303,15 @@ class LiteLLMModel:
         return float(cap / 2 + self._jitter() * cap / 2)
 
 
-def call_within(completion: Callable[..., Any], args: dict[str, Any], seconds: float) -> Any:
-    """`completion(**args)`, abandoned after `seconds` even if the server trickles bytes
-    (the HTTP client's timeout is per read, so a slow stream never trips it)."""
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            box["value"] = completion(**args)
-        except BaseException as err:  # handed to the caller's thread as it is
-            box["error"] = err
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="cgraph-llm-call", daemon=True).start()
-    if not done.wait(seconds):
-        raise CallTimeout(f"no answer within {seconds:.1f} s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+def _chars(chunk: Any) -> int:
+    """How much text a streamed chunk carries: its content and every call's arguments."""
+    try:
+        delta = chunk.choices[0].delta
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return 0
+    calls = getattr(delta, "tool_calls", None) or ()
+    arguments = (getattr(c.function, "arguments", None) or "" for c in calls)
+    return len(str(getattr(delta, "content", None) or "")) + sum(len(str(a)) for a in arguments)
 
 
 def _local_key(name: str, api_base: str | None) -> str | None:
