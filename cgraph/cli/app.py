@@ -7,6 +7,7 @@ stay fast.
 
 from __future__ import annotations
 
+import gc
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from cgraph.cli import exit_now
 from cgraph.cli.memory import memory_app
 from cgraph.cli.render import render as render_command
 from cgraph.cli.test import test as test_command
@@ -79,6 +81,8 @@ def lint(
 
     result = lint_paths(paths, only_graphs=only_graphs)
     reporter(output.value, sys.stdout, sys.stderr, strict=strict).report(result)
+    if sys.argv[1:2] == ["lint"]:  # the command itself, not a test calling the app
+        exit_now(result.exit_code(strict))
     raise typer.Exit(result.exit_code(strict))
 
 
@@ -147,7 +151,7 @@ def run(
 ) -> None:
     """Talk with a graph: an interactive session, or one message per line from stdin."""
     from cgraph.cli.opening import RunOptions
-    from cgraph.cli.run import exit_now, run_command
+    from cgraph.cli.run import run_command
 
     options = RunOptions(
         graph=graph,
@@ -166,6 +170,8 @@ def run(
 
 
 def main() -> None:
+    if sys.argv[1:2] != ["lint"]:  # see cgraph/cli/__init__.py
+        gc.enable()
     app()
 
 

@@ -1,19 +1,17 @@
 """`cgraph run`: open a session on a graph and talk with it, interactively or from stdin.
 
-The run ends with `os._exit` once its output is flushed: nothing is left for the
-interpreter's shutdown to do, so an error exits as soon as it is printed. Shutdown could
-deadlock: while the main thread finalizes modules, litellm's `AsyncHTTPHandler.__del__`
-imports a module, which waits for the import lock held by a daemon thread still importing
-chromadb or the embedding model; daemon threads are frozen during finalization, so the
-lock is never released (a probe hung for over 10 minutes).
+The run ends with `os._exit` once its output is flushed (`cgraph.cli.exit_now`): nothing
+is left for the interpreter's shutdown to do, so an error exits as soon as it is printed.
+Shutdown could deadlock: while the main thread finalizes modules, litellm's
+`AsyncHTTPHandler.__del__` imports a module, which waits for the import lock held by a
+daemon thread still importing chromadb or the embedding model; daemon threads are frozen
+during finalization, so the lock is never released (a probe hung for over 10 minutes).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-from typing import NoReturn
 
 from cgraph.cli.opening import SEMANTIC, RunOptions, load_checked, offline_hints, open_session
 from cgraph.errors import CgraphError, GraphError
@@ -43,11 +41,3 @@ def run_command(options: RunOptions, *, jsonl: bool) -> int:
     from cgraph.cli.lines import run_lines
 
     return run_lines(opened, sys.stdin, sys.stdout, sys.stderr, jsonl=jsonl)
-
-
-def exit_now(code: int) -> NoReturn:
-    """Flush the output and leave without the interpreter's shutdown (see the docstring)."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
-            stream.flush()
-    os._exit(code)
