@@ -128,7 +128,8 @@ def test_every_yaml_test_suite_document_gets_clean_diagnostics() -> None:
 def test_topology_prints_the_derived_map_and_checks_the_authored_one() -> None:
     done = cgraph("topology", "graphs/request_lifecycle.yaml")
     assert done.returncode == 0
-    assert done.stdout.startswith("START -> [A] idle\n\n[A] idle\n")
+    handoff = "ANY(The user asks to talk to a human, a person from the support team.)"
+    assert done.stdout.startswith(f"START -> [A] idle\n{handoff} -> [N] handoff\n\n[A] idle\n")
     assert cgraph("topology", "--check", "graphs/request_lifecycle.yaml").returncode == 0
     bad = cgraph("topology", "--check", str(LINT / "topology.yaml"))
     assert bad.returncode == 1
