@@ -43,7 +43,7 @@ def render(
         raise typer.Exit(2)
     try:
         spec = load_graph(graph)
-        highlight = session_highlight(store, session) if session else None
+        highlight = session_highlight(store, session, spec) if session else None
         data = picture(spec, output.value, highlight)
     except GraphError as err:
         sys.stderr.write(f"{err}\n")

@@ -1,8 +1,12 @@
 """Transition coverage: per graph, which states the runs entered and which exits they took.
 
 An exit is a (state, exit id) pair as the runtime names it (`cgraph.runtime.exits`), so a
-state with two exits to one target counts both. Exits no run takes are reported with the
-`file:line:col` of their declaration, like lint diagnostics.
+state with two exits to one target counts both. A global exit is one exit of the graph,
+keyed (`ANY`, id) and taken when any run takes it from any state (`cgraph.testing.taken`):
+it is written once, so it is counted once — per state it would count states where it was
+never meant to be tried, and a graph's `except:` list would change its share. Exits no
+run takes are reported with the `file:line:col` of their declaration, like lint
+diagnostics.
 """
 
 from __future__ import annotations
@@ -15,9 +19,9 @@ from typing import Any
 from cgraph.runtime.exits import exit_options
 from cgraph.spec.model import Graph
 from cgraph.spec.read import read_file
+from cgraph.spec.topology import ANY
 from cgraph.testing.runner import FileResult
-
-Exit = tuple[str, str]
+from cgraph.testing.taken import Exit, declared, exits_taken, global_exits
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,9 +29,21 @@ class Uncovered:
     """An exit no run took, located at its declaration."""
 
     state: str
+    """The state declaring it; `ANY` for a global exit."""
     exit: str
     line: int
     column: int
+
+    @property
+    def is_global(self) -> bool:
+        return self.state == ANY
+
+    @property
+    def name(self) -> str:
+        """How reports name it: "global exit `x`" or "exit `x` of `state`"."""
+        if self.is_global:
+            return f"global exit `{self.exit}`"
+        return f"exit `{self.exit}` of `{self.state}`"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,15 +76,22 @@ class GraphCoverage:
                 "percent": round(self.percent, 1),
             },
             "uncovered": [
-                {"state": u.state, "exit": u.exit, "line": u.line, "column": u.column}
+                {
+                    "state": u.state,
+                    "exit": u.exit,
+                    "global": u.is_global,
+                    "line": u.line,
+                    "column": u.column,
+                }
                 for u in self.uncovered
             ],
         }
 
 
 def declared_exits(graph: Graph) -> tuple[Exit, ...]:
-    """Every (state, exit id) the graph declares, in file order."""
-    return tuple((name, o.id) for name, s in graph.states.items() for o in exit_options(s))
+    """Every exit the graph declares: its global exits (`ANY`, id), then each state's
+    (state, exit id), in file order."""
+    return declared(graph)
 
 
 def coverage(results: Iterable[FileResult]) -> list[GraphCoverage]:
@@ -84,7 +107,8 @@ def coverage(results: Iterable[FileResult]) -> list[GraphCoverage]:
         for run in result.runs:
             for turn in run.turns:
                 entered.setdefault(key, set()).update(turn.observed.path)
-                taken.setdefault(key, set()).update(turn.observed.exits)
+                found = exits_taken(result.graph_spec, turn.observed.transitions)
+                taken.setdefault(key, set()).update(found)
     return [_one(k, g, entered.get(k, set()), taken.get(k, set())) for k, g in graphs.items()]
 
 
@@ -106,15 +130,18 @@ def _locate(path: Path, graph: Graph, missing: list[Exit]) -> list[Uncovered]:
     if not missing:
         return []
     doc = read_file(path)
-    found = []
-    for state, exit_id in missing:
-        options = [o.id for o in exit_options(graph.states[state])]
-        routed = getattr(graph.states[state], "exit_conditions", None)
-        where: tuple[str | int, ...] = ("states", state)
-        where += ("exit_conditions", options.index(exit_id)) if routed else ("next_state",)
-        line, column = doc.locate(where)
-        found.append(Uncovered(state, exit_id, line, column))
-    return found
+    return [Uncovered(s, e, *doc.locate(_declaration(graph, s, e))) for s, e in missing]
+
+
+def _declaration(graph: Graph, state: str, exit_id: str) -> tuple[str | int, ...]:
+    """The YAML path of an exit's declaration: its item in `global_exits` or the state's
+    `exit_conditions`, or the state's `next_state`."""
+    if state == ANY:
+        return ("global_exits", [i for i, _ in global_exits(graph)].index(exit_id))
+    options = [o.id for o in exit_options(graph.states[state])]
+    if getattr(graph.states[state], "exit_conditions", None):
+        return ("states", state, "exit_conditions", options.index(exit_id))
+    return ("states", state, "next_state")
 
 
 def _shown(path: Path) -> Path:

@@ -1,5 +1,6 @@
 """A graph drawn as a picture with Graphviz: states shaped and coloured by type, only the
-declared edges, START and END; optionally what tests or a conversation covered.
+declared edges, START and END; optionally what tests or a conversation covered. Global
+exits are drawn once, from an `ANY` node (the topology's "from every state").
 
 `dot_source` writes the DOT text (pure); `render` runs Graphviz's `dot` program on it.
 """
@@ -16,6 +17,8 @@ from cgraph.errors import ConfigError
 from cgraph.runtime.exits import exit_options
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START
+from cgraph.spec.topology import ANY
+from cgraph.testing.taken import exits_taken, global_exits
 
 FORMATS = ("svg", "png", "dot", "mermaid")
 INSTALL_HINT = (
@@ -33,11 +36,13 @@ STYLES = {
     "graph": ("tab", "#fce7f3"),
 }
 COVERED, UNCOVERED = "#15803d", "#dc2626"
+ANY_STYLE = 'shape=circle, label="ANY", fillcolor="#475569", fontcolor=white'
+"""The source of the global exits' edges."""
 
 
 @dataclass(frozen=True, slots=True)
 class Highlight:
-    """What to mark: exits taken as (state, exit id) and states entered."""
+    """What to mark: exits taken as (state, exit id) or (`ANY`, id), and states entered."""
 
     taken: frozenset[tuple[str, str]] = field(default_factory=frozenset)
     entered: frozenset[str] = field(default_factory=frozenset)
@@ -63,6 +68,8 @@ def dot_source(graph: Graph, highlight: Highlight | None = None) -> str:
         f'  {_quote(START)} [shape=circle, label="START", fillcolor="#0f172a", fontcolor=white];',
         f'  {_quote(END)} [shape=doublecircle, label="END", fillcolor="#0f172a", fontcolor=white];',
     ]
+    if graph.global_exits:
+        lines.append(f"  {_quote(ANY)} [{ANY_STYLE}];")
     lines += [_node(name, state, highlight) for name, state in graph.states.items()]
     lines += [_edge_line(edge, highlight) for edge in edges(graph)]
     lines.append("}")
@@ -70,10 +77,13 @@ def dot_source(graph: Graph, highlight: Highlight | None = None) -> str:
 
 
 def edges(graph: Graph) -> Iterator[_Edge]:
-    """Every declared edge: the start entries, each state's exits, and `on_error`."""
+    """Every declared edge: the start entries, the global exits (from `ANY`), each state's
+    exits, and `on_error`."""
     starts = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
     for target in dict.fromkeys(starts):
         yield _Edge(START, target, target, "")
+    for exit_id, exit_ in global_exits(graph):
+        yield _Edge(ANY, exit_.next_state, exit_id, _wrap(exit_.label))
     for name, state in graph.states.items():
         routed = bool(getattr(state, "exit_conditions", None))  # else one unnamed `next_state`
         for option in exit_options(state):
@@ -136,8 +146,9 @@ def render(dot: str, fmt: str) -> bytes:
     return done.stdout
 
 
-def session_highlight(store: object, session_id: str) -> Highlight:
-    """What one stored conversation did: its exits taken and states entered (root graph)."""
+def session_highlight(store: object, session_id: str, graph: Graph | None = None) -> Highlight:
+    """What one stored conversation did: its exits taken and states entered (root graph;
+    with `graph`, a global exit taken is marked on its edge from `ANY`)."""
     from cgraph.runtime.log_view import audit, effective
     from cgraph.runtime.store import open_store
 
@@ -146,7 +157,10 @@ def session_highlight(store: object, session_id: str) -> Highlight:
         records = audit(effective(backend.load(session_id).events))
     finally:
         backend.close()
-    taken = frozenset((r.from_state, r.exit_id) for r in records)
+    if graph is None:
+        taken = frozenset((r.from_state, r.exit_id) for r in records)
+    else:
+        taken = frozenset(exits_taken(graph, records))
     entered = frozenset(r.to_state for r in records) | frozenset(r.from_state for r in records)
     return Highlight(taken=taken, entered=entered)
 

@@ -10,7 +10,7 @@ from html import escape
 from pathlib import Path
 
 from cgraph.errors import ConfigError
-from cgraph.testing.coverage import GraphCoverage
+from cgraph.testing.coverage import GraphCoverage, Uncovered
 from cgraph.testing.draw import Highlight, dot_source, render
 from cgraph.testing.reporters import run_failure, summary
 from cgraph.testing.runner import FileResult, RunResult
@@ -48,8 +48,7 @@ def _graph_section(c: GraphCoverage, runs: list[RunResult]) -> str:
     )
     bar = f'<span class="bar"><span style="width:{c.percent:.1f}%"></span></span>'
     missing = "".join(
-        f"<li>{escape(str(c.graph))}:{u.line}:{u.column} exit <b>{escape(u.exit)}</b> of "
-        f"<b>{escape(u.state)}</b> is taken by no case</li>"
+        f"<li>{escape(str(c.graph))}:{u.line}:{u.column} {_named(u)} is taken by no case</li>"
         for u in c.uncovered
     )
     return (
@@ -59,6 +58,12 @@ def _graph_section(c: GraphCoverage, runs: list[RunResult]) -> str:
         f"{f'<ul class=uncovered>{missing}</ul>' if missing else ''}"
         f"{''.join(_run(r) for r in runs)}</section>"
     )
+
+
+def _named(u: Uncovered) -> str:
+    if u.is_global:
+        return f"global exit <b>{escape(u.exit)}</b>"
+    return f"exit <b>{escape(u.exit)}</b> of <b>{escape(u.state)}</b>"
 
 
 _LEGEND = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cgraph.runtime.records import Decision, Turn
+from cgraph.runtime.records import Decision, TransitionRecord, Turn
 from cgraph.spec.names import END
 
 
@@ -27,6 +27,8 @@ class Observed:
     fallback: bool
     guard: str | None
     decisions: tuple[Decision, ...]
+    transitions: tuple[TransitionRecord, ...] = ()
+    """The turn's transitions as recorded (coverage tells global exits apart by them)."""
 
     def exit_names(self) -> list[str]:
         return [f"{state} -> {exit_id}" for state, exit_id in self.exits]
@@ -51,6 +53,7 @@ def observe(
         fallback=turn.fallback,
         guard=turn.guard,
         decisions=turn.decisions,
+        transitions=tuple(turn.transitions),
     )
 
 

@@ -82,7 +82,7 @@ def coverage_table(covered: list[GraphCoverage]) -> str:
     ]
     for c in covered:
         for u in c.uncovered:
-            lines.append(f"{c.graph}:{u.line}:{u.column} exit `{u.exit}` of `{u.state}` not taken")
+            lines.append(f"{c.graph}:{u.line}:{u.column} {u.name} not taken")
     return "\n".join(lines) + "\n"
 
 
@@ -131,7 +131,9 @@ def run_json(result: RunResult) -> dict[str, Any]:
 
 
 class JUnitReporter(Reporter):
-    """JUnit XML: a testsuite per file, a testcase per run, the failure's lines as text."""
+    """JUnit XML: a testsuite per file, a testcase per run, the failure's lines as text;
+    with coverage, a last `coverage` testsuite of no tests whose properties give each
+    graph's share and whose output is the coverage table with the uncovered exits."""
 
     def finish(self, results: list[FileResult], covered: list[GraphCoverage] | None) -> None:
         passed, failed, _ = count(results)
@@ -140,7 +142,20 @@ class JUnitReporter(Reporter):
         self.out.write(f'<testsuites name="cgraph" tests="{total}" failures="{failed}">\n')
         for f in results:
             self._suite(f)
+        if covered is not None:
+            self._coverage(covered)
         self.out.write("</testsuites>\n")
+
+    def _coverage(self, covered: list[GraphCoverage]) -> None:
+        self.out.write('  <testsuite name="coverage" tests="0" failures="0">\n    <properties>\n')
+        for c in covered:
+            value = f"{len(c.taken)}/{len(c.exits)} exits ({c.percent:.1f}%)"
+            self.out.write(
+                f"      <property name={quoteattr(str(c.graph))} value={quoteattr(value)}/>\n"
+            )
+        self.out.write("    </properties>\n")
+        self.out.write(f"    <system-out>{escape(coverage_table(covered))}</system-out>\n")
+        self.out.write("  </testsuite>\n")
 
     def _suite(self, result: FileResult) -> None:
         failed = sum(not r.passed for r in result.runs) + (1 if result.problems else 0)
@@ -186,7 +201,7 @@ class GithubReporter(Reporter):
         for c in covered or ():
             for u in c.uncovered:
                 where = f"file={c.graph},line={u.line},col={u.column}"
-                text = f"exit `{u.exit}` of `{u.state}` is taken by no test case"
+                text = f"{u.name} is taken by no test case"
                 self.out.write(f"::warning {where},title=uncovered exit::{text}\n")
         self.out.write(summary(results) + "\n")
 

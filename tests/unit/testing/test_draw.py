@@ -21,7 +21,13 @@ def test_every_declared_exit_start_and_on_error_is_drawn_once() -> None:
     found = drawn_edges(dot_source(ASSISTANT))
     declared = sum(len(exit_options(s)) for s in ASSISTANT.states.values())
     on_error = sum(1 for s in ASSISTANT.states.values() if getattr(s, "on_error", None))
-    assert len(found) == declared + on_error + 1  # one start edge
+    anywhere = len(ASSISTANT.global_exits)  # each drawn once, from ANY
+    assert (
+        anywhere == 1
+        and ("ANY", "stopped", 'label="The user wants to stop or\\ncancel what is under way…"')
+        in found
+    )
+    assert len(found) == declared + on_error + anywhere + 1  # one start edge
     assert ("START", "supervisor", "") in found
     assert sum("on_error" in attrs for _, _, attrs in found) == on_error == 2
 

@@ -72,6 +72,8 @@ def test_uncovered_exits_point_at_their_declarations(tmp_path: Path) -> None:
     assert ("idle", "END") in graph.taken and ("failed", "END") not in graph.taken
     doc = read_file(LIFECYCLE)
     for miss in graph.uncovered:
+        if miss.is_global:  # see test_coverage.py
+            continue
         state = doc.data["states"][miss.state]
         if "exit_conditions" in state:
             index = [e["next_state"] for e in state["exit_conditions"]].index(miss.exit)
