@@ -1,0 +1,20 @@
+"""Graphs written for the last release keep *working*, not only loading: every example
+graph of 0.1 still passes the conversation tests 0.1 shipped for it (both copied unchanged
+into `tests/fixtures/release_0_1/`)."""
+
+from __future__ import annotations
+
+from cgraph.testing.coverage import coverage
+from cgraph.testing.runner import Options, Runner
+from tests.conftest import FIXTURES
+
+RELEASE = FIXTURES / "release_0_1"
+
+
+def test_every_release_graph_passes_its_release_tests_with_every_exit_covered() -> None:
+    results = Runner(Options()).run_paths([RELEASE / "tests"])
+    assert {r.graph.name for r in results if r.graph} == {p.name for p in RELEASE.glob("*.yaml")}
+    assert not any(r.problems for r in results), [r.problems for r in results]
+    failed = [run.name for r in results for run in r.runs if not run.passed]
+    assert failed == [] and sum(len(r.runs) for r in results) >= 40
+    assert all(c.percent == 100 for c in coverage(results)), coverage(results)
