@@ -68,8 +68,9 @@ def dot_source(graph: Graph, highlight: Highlight | None = None) -> str:
         f'  {_quote(START)} [shape=circle, label="START", fillcolor="#0f172a", fontcolor=white];',
         f'  {_quote(END)} [shape=doublecircle, label="END", fillcolor="#0f172a", fontcolor=white];',
     ]
-    if graph.global_exits:
+    if graph.global_exits:  # beside START: they hold from the first state on
         lines.append(f"  {_quote(ANY)} [{ANY_STYLE}];")
+        lines.append(f"  {{rank=same; {_quote(START)}; {_quote(ANY)}}}")
     lines += [_node(name, state, highlight) for name, state in graph.states.items()]
     lines += [_edge_line(edge, highlight) for edge in edges(graph)]
     lines.append("}")
