@@ -5,8 +5,12 @@
 Prints accuracy (overall, exit vs stay, just-entered, per graph, per labelled kind of
 message) and per-decision latency (p50/p95, model loaded, each message embedded once) on
 the check-in set the rule was calibrated on, the development set its negation and hedge
-rules were tuned on (bench/data/dev_labels.yaml), and the two held-out sets, never tuned
-on (tests/fixtures/heldout*/; their misses are not printed).
+rules were tuned on (bench/data/dev_labels.yaml), the example graphs' global exits
+(bench/data/global_exit_labels.yaml: taken where they should be, not near them; never
+tuned on), and the two held-out sets, never tuned on (tests/fixtures/heldout*/; their
+misses are not printed). `--global-exits` asks every set as a session does, with the
+graph's global exits offered in action states (by default the sets on the repository's
+graphs are asked without them, as they were calibrated).
 For every `--model NAME` whose credentials are present the same table is printed for that
 model through `cgraph.backends.llm.registry.resolve_model(NAME)`; requests are built by the
 engine's own `Prompter`.
@@ -28,7 +32,16 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.semantic_cases import DEV, HELDOUT, HELDOUT2, LABELS, Case, load_cases, request_for
+from bench.semantic_cases import (
+    DEV,
+    GLOBALS,
+    HELDOUT,
+    HELDOUT2,
+    LABELS,
+    Case,
+    load_cases,
+    request_for,
+)
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.registry import has_credentials, resolve_model
 from cgraph.backends.llm.semantic import SemanticModel
@@ -113,8 +126,15 @@ def main() -> None:
     parser.add_argument(
         "--labels", action="append", type=Path, help="labelled set (default: check-in, held-out)"
     )
+    parser.add_argument(
+        "--global-exits",
+        action="store_true",
+        default=None,
+        help="offer every set's action states their graph's global exits, as a session does",
+    )
     args = parser.parse_args()
-    sets = [(path, load_cases(path)) for path in args.labels or [LABELS, DEV, HELDOUT, HELDOUT2]]
+    paths = args.labels or [LABELS, DEV, GLOBALS, HELDOUT, HELDOUT2]
+    sets = [(path, load_cases(path, args.global_exits)) for path in paths]
     summary: dict[str, dict[str, float]] = {}
     for embedder in args.embedder or [""]:
         semantic = SemanticModel(embedder=shared_embedder(embedder))

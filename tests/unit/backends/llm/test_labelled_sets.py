@@ -9,6 +9,7 @@ import pytest
 
 from bench.semantic_cases import (
     DEV,
+    GLOBALS,
     GRAPHS,
     HELDOUT,
     HELDOUT2,
@@ -20,7 +21,7 @@ from bench.semantic_cases import (
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.llm.types import LLMRequest
 
-SETS = [LABELS, DEV, HELDOUT, HELDOUT2]
+SETS = [LABELS, DEV, GLOBALS, HELDOUT, HELDOUT2]
 GLOBAL_TARGETS = {"emergency_line", "staff_handoff"}
 
 
@@ -64,3 +65,20 @@ def test_the_second_held_out_set_has_the_kinds_it_promises() -> None:
     minimum = {"opening": 30, "negated": 60, "hedge": 25, "offtopic": 15}
     assert len(kinds) >= 200
     assert all(kinds.count(kind) >= n for kind, n in minimum.items())
+
+
+def test_the_global_exit_set_is_asked_with_the_graphs_global_exits() -> None:
+    cases = load_cases(GLOBALS)
+    taking = [c for c in cases if c.label == "global"]
+    assert len(taking) == 12 and len(cases) - len(taking) == 12
+    assert all(_request(c).options[0].anywhere for c in taking)
+    near = {o.id for c in cases if c.label == "near" for o in _request(c).options if o.anywhere}
+    assert near == {"emergency", "stopped", "crisis_support", "handoff"}
+    (supervisor,) = [c for c in cases if c.state == "supervisor"]  # excepted from "stop"
+    assert not any(o.anywhere for o in _request(supervisor).options)
+
+
+def test_a_calibrated_set_can_be_asked_as_a_session_asks_it() -> None:
+    # `bench_semantic.py --global-exits`: the check-in's emergency exit is offered first.
+    (case, *_) = [c for c in load_cases(LABELS, True) if c.state == "check_chest_pain"]
+    assert _request(case).options[0].id == "emergency"
