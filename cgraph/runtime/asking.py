@@ -19,7 +19,7 @@ from cgraph.errors import LLMError
 from cgraph.runtime.answers import CAPS, Answer, AnswerError, parse_answer
 from cgraph.runtime.outcomes import Effects, Emit, decided
 from cgraph.runtime.prompts import SUMMARY_HEADING, prompt_hash
-from cgraph.runtime.records import Decision
+from cgraph.runtime.records import Decision, trusted
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.templating import is_template, render_text
 
@@ -135,7 +135,8 @@ def _reask(request: LLMRequest, raw: str, error: str) -> LLMRequest:
 def _decision(
     model: ChatModel, request: LLMRequest, answer: Answer | None, attempts: int
 ) -> Decision:
-    return Decision.model_construct(  # every field is built right here: skip validation
+    return trusted(  # every field is built right here: skip validation
+        Decision,
         state=request.state,
         kind=request.kind,
         chosen=answer.exit if answer else "",

@@ -10,6 +10,7 @@ Memories are extracted afterwards, once the reply is committed (`cgraph.runtime.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from cgraph.errors import RenderError, SessionError, ValueTooLarge
@@ -186,7 +187,7 @@ class Engine:
 
     def extraction_pending(self) -> bool:
         """The latest turn finished and its memories, wanted, were not extracted yet."""
-        events = self.log.turn_events(self.snap.turn)
+        events = partial(self.log.turn_events, self.snap.turn)
         return extraction.pending(self.snap, self.memory, events)
 
     def extract_memories(self) -> None:

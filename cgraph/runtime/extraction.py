@@ -8,7 +8,7 @@ turn whose extraction is still pending (`pending`), done on resume.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cgraph.backends.llm.types import ChatModel
 from cgraph.runtime import log_view
@@ -22,13 +22,16 @@ from cgraph.runtime.snapshot import Snapshot
 from cgraph.spec.model import AnyState, Graph
 
 
-def pending(snap: Snapshot, memory: MemoryGateway, turn_events: Sequence[Event]) -> bool:
-    """The latest turn finished and its memories, wanted, were not extracted yet."""
+def pending(
+    snap: Snapshot, memory: MemoryGateway, turn_events: Callable[[], Sequence[Event]]
+) -> bool:
+    """The latest turn finished and its memories, wanted, were not extracted yet (the
+    turn's events are read last: most calls are answered before)."""
     if not snap.turn or snap.pending is not None:
         return False
     if not memory.wants_extraction(snap.completed):
         return False
-    return not any(log_view.is_extraction(e) for e in turn_events)
+    return not any(log_view.is_extraction(e) for e in turn_events())
 
 
 def extract(

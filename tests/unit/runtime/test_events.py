@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cgraph.runtime.events import EventLog
 from cgraph.runtime.log_view import recalled
-from cgraph.runtime.records import Event, trusted_event
+from cgraph.runtime.records import Decision, Event, trusted, trusted_event
 from cgraph.runtime.snapshot import Frame, Snapshot
 from cgraph.runtime.store import InMemorySessionStore, SessionInfo
 
@@ -84,3 +84,13 @@ def test_the_turn_so_far_follows_emits_undo_and_reopening() -> None:
     log.emit("recall", 2, {"memories": [found, found]})
     log.undo(2, cancelled=False)
     assert log.turn_so_far(2) == ((), 0)
+
+
+def test_a_decision_built_unvalidated_is_the_validated_model() -> None:
+    values = dict(state="a", kind="decision", chosen="b", reason="r", candidates=("b",))
+    values |= dict(scores={}, prompt_hash="h", model="m", attempts=1, fallback=False)
+    values |= dict(window=2, summary=False)
+    built = trusted(Decision, **values)
+    valid = Decision(**values)  # type: ignore[arg-type]
+    assert built == valid and built.model_dump() == valid.model_dump()
+    assert built.model_fields_set == valid.model_fields_set
