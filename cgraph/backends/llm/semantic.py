@@ -20,7 +20,8 @@ closer than the best exit. The rule and its constants were calibrated on
 An opening message (`LLMRequest.opening`) is judged like any other; any other message that
 entered the state this turn stays: it already answered the state before. A greeting before
 what the user came to say is dropped ("Hi, my card was stolen" is judged as "my card was
-stolen").
+stolen"), and a message that is only a greeting ("Hello Ava, good morning to you.") stays:
+it answers nothing, however near a farewell exit its words fall.
 
 An exit without `examples:` is matched on stand-ins (`stand_ins`): its description said
 by the user, whole and per alternative ("The customer declines both options" → "I decline
@@ -68,6 +69,7 @@ from cgraph.backends.llm.stand_ins import stand_ins
 from cgraph.backends.llm.types import STAY, ExitOption, LLMRequest
 from cgraph.backends.llm.utterances import (
     counts_as_answer,
+    is_greeting,
     is_question,
     is_request,
     polarity,
@@ -215,6 +217,8 @@ class SemanticModel:
         chosen = self.choose(scores, stay_score, answers=answers, allow_stay=request.allow_stay)
         if request.allow_stay and is_hedge(message):
             chosen = STAY  # an unsure answer is asked again, not taken as an answer
+        if request.allow_stay and is_greeting(request.user_messages[-1]):
+            chosen = STAY  # a greeting alone answers nothing; the state asks its question
         shown = {**_rounded(scores), STAY: round(stay_score, 3)}
         if chosen == STAY:
             reason = (

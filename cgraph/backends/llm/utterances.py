@@ -62,6 +62,28 @@ def without_greeting(message: str) -> str:
     return rest if rest != message and len(rest.split()) >= 2 else message
 
 
+# What may follow a greeting without saying anything: a name, courtesies, "how are you".
+_COURTESY = re.compile(
+    r"\b(?:hi+|hello|hey+|hiya|good|morning|afternoon|evening|day|to|you|too|and|how's|how|"
+    r"hows|are|r|u|is|it's|it|going|doing|there|all|everyone|nice|great|lovely|meet|see|"
+    r"again|thanks|thank|cheers|today|dear|sir|madam|dr|mr|mrs|ms)\b",
+    re.I,
+)
+# A capitalised word inside a sentence is taken for a name ("Hello Ava").
+_NAME = re.compile(r"(?<![.!?]\s)(?<![.!?])\b[A-Z][\w']*")
+
+
+def is_greeting(message: str) -> bool:
+    """Only a greeting ("Hello Ava, good morning to you."): it opens with one and nothing
+    is left once courtesies and at most two names are set aside. It answers no question."""
+    if not _GREETING.match(message):
+        return False
+    rest = _COURTESY.sub(" ", message)
+    words = re.findall(r"[\w']+", rest)
+    names = re.findall(r"[\w']+", " ".join(_NAME.findall(rest)))
+    return len(words) <= 2 and len(words) == len(names)
+
+
 def is_request(message: str) -> bool:
     """A question phrased as a request ("Can you…?", "…please?") asks for an exit's action."""
     return _REQUEST.search(message) is not None

@@ -15,6 +15,7 @@ from cgraph.backends.llm.semantic import SemanticModel, extract_memories
 from cgraph.backends.llm.types import ExitOption, LLMRequest
 from cgraph.backends.llm.utterances import (
     counts_as_answer,
+    is_greeting,
     is_question,
     polarity,
     without_greeting,
@@ -208,6 +209,36 @@ def test_a_greeting_before_the_point_is_dropped() -> None:
     assert without_greeting("Hi there, my card was stolen") == "my card was stolen"
     assert without_greeting("Good morning!") == "Good morning!"
     assert without_greeting("Hiking boots") == "Hiking boots"
+
+
+def test_a_greeting_alone_is_told_from_a_greeting_with_a_point() -> None:
+    for greeting in (
+        "Hello Ava, good morning to you.",
+        "hi there!",
+        "Good morning Dr Smith",
+        "Hello, how are you?",
+        "good evening, how's it going",
+    ):
+        assert is_greeting(greeting), greeting
+    for point in (
+        "Hi, my card was stolen",
+        "hello, I'm ready",
+        "Hey, no",
+        "Morning! Feeling great today",
+        "Hello, it's about my card",
+    ):
+        assert not is_greeting(point), point
+
+
+def test_a_greeting_alone_never_takes_an_exit(model: SemanticModel) -> None:
+    # "good morning to you" sits nearer a farewell than any readiness example; a greeting
+    # answers no question, so the start state asks its own instead of ending the session.
+    checkin = ROOT / "graphs" / "medical_checkin.yaml"
+    session = Session.start(checkin, model=model)
+    session.send("Hello Ava, good morning to you.")
+    assert session.state == "welcome_patient"
+    request = _request(user_messages=("Hi, stop, I want to quit now.",))
+    assert json.loads(model.complete(request))["exit"] == "END"
 
 
 def test_no_problem_is_a_yes() -> None:
