@@ -94,8 +94,9 @@ def instant_model() -> ScriptedModel:
 
 
 def run_cgraph(store: Any, turns: int) -> tuple[float, int, Session]:
-    session = Session.start(load_graph(FLOW), model=instant_model(), store=store,
-                            memory=InstantMemory())  # fmt: skip
+    session = Session.start(
+        load_graph(FLOW), model=instant_model(), store=store, memory=InstantMemory()
+    )
     session.send("hello")  # the first turn enters the graph; time the steady state
     steps_before = len(session.audit)
     started = time.perf_counter()
@@ -140,8 +141,14 @@ def langgraph_app(checkpointer: Any) -> Any:
         return "clarify" if state["messages"][-1]["content"].endswith("?") else "reason"
 
     builder = StateGraph(FlowState)
-    for name, node in [("receive", receive), ("recall", recall), ("reason", reason),
-                       ("clarify", clarify), ("respond", respond), ("store", store)]:  # fmt: skip
+    for name, node in [
+        ("receive", receive),
+        ("recall", recall),
+        ("reason", reason),
+        ("clarify", clarify),
+        ("respond", respond),
+        ("store", store),
+    ]:
         builder.add_node(name, node)
     builder.add_edge(START, "receive")
     builder.add_edge("receive", "recall")
@@ -187,8 +194,12 @@ def table(rows: list[list[str]]) -> None:
     head = ["flow", "ms/step", "ms/turn", "bytes/step", "file MB"]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     for line in [head, *rows]:
-        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
-                        enumerate(zip(line, widths, strict=True))))  # fmt: skip
+        print(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(line, widths, strict=True))
+            )
+        )
 
 
 def best_cgraph(folder: Path, mode: str | None, turns: int, repeat: int) -> tuple[float, int, int]:

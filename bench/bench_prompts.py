@@ -104,8 +104,19 @@ class ListMemory:
         return self.items[-3:]
 
     def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
-        new = [Memory(str(len(self.items) + i), m.text, m.tier, user_id, m.session_id, m.state,
-                      m.turn, 0.0) for i, m in enumerate(items)]  # fmt: skip
+        new = [
+            Memory(
+                str(len(self.items) + i),
+                m.text,
+                m.tier,
+                user_id,
+                m.session_id,
+                m.state,
+                m.turn,
+                0.0,
+            )
+            for i, m in enumerate(items)
+        ]
         self.items += new
         return new
 
@@ -155,8 +166,10 @@ def main(argv: list[str]) -> None:
     paths = [Path(a) for a in argv] or sorted((ROOT / "graphs").glob("*.yaml"))
     print("LLM calls per turn (first turn, turns that stay: mean and max, turns that move,")
     print("all turns after the first), memory-extraction calls per turn, cacheable prefix\n")
-    print(f"{'graph':<22} {'turns':>5} {'first':>5} {'stay':>6} {'max':>4} {'move':>6} "
-          f"{'all':>6} {'extract':>7} {'prefix':>7}")  # fmt: skip
+    print(
+        f"{'graph':<22} {'turns':>5} {'first':>5} {'stay':>6} {'max':>4} {'move':>6} "
+        f"{'all':>6} {'extract':>7} {'prefix':>7}"
+    )
     for path in paths:
         try:
             r = walk(path)
@@ -164,8 +177,10 @@ def main(argv: list[str]) -> None:
             print(f"{path.stem:<22} skipped: {err.message}")
             continue
         calls = f"{r['first']:>5} {r['stay']:>6.2f} {r['stay_max']:>4} {r['move']:>6.2f}"
-        print(f"{r['graph']:<22} {r['turns']:>5} {calls} {r['all']:>6.2f} {r['extract']:>7.2f} "
-              f"{r['share']:>7.1%}")  # fmt: skip
+        print(
+            f"{r['graph']:<22} {r['turns']:>5} {calls} {r['all']:>6.2f} {r['extract']:>7.2f} "
+            f"{r['share']:>7.1%}"
+        )
 
 
 if __name__ == "__main__":

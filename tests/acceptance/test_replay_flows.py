@@ -79,8 +79,14 @@ def test_a_recorded_flow_replays_with_the_same_turns(
     assert recorded[-1]["completed"]
     states = [t["state"] for t in recorded]
     if graph.startswith("restaurant"):
-        assert states == ["ask_party_size", "ask_party_size", "no_availability", "confirm",
-                          "confirm", "cancelled"]  # fmt: skip
+        assert states == [
+            "ask_party_size",
+            "ask_party_size",
+            "no_availability",
+            "confirm",
+            "confirm",
+            "cancelled",
+        ]
         assert "above the maximum 50" in " ".join(recorded[1]["warnings"])
         assert recorded[1]["reply"].startswith("Party size: 80 is above the maximum 50.")
     else:

@@ -66,9 +66,15 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[
     folder = tmp_path_factory.mktemp("recorded")
     record = folder / "checkin.jsonl"
     result = cgraph(
-        "run", str(CHECKIN), "--jsonl", "--store", str(folder / "store"), "--record", str(record),
+        "run",
+        str(CHECKIN),
+        "--jsonl",
+        "--store",
+        str(folder / "store"),
+        "--record",
+        str(record),
         stdin="\n".join(HAPPY) + "\n",
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     return record, turns(result)
 
@@ -79,17 +85,32 @@ def test_a_whole_checkin_reaches_end(recorded: tuple[Path, list[dict[str, object
     assert [t["state"] for t in lines[:-1]] == HAPPY_STATES
     assert lines[-1]["completed"] is True and not any(t["completed"] for t in lines[:-1])
     assert lines[5]["path"] == [
-        "check_shortness_of_breath", "recall_patient_history", "reflect_on_session_data",
-        "determine_exercise_clearance", "summarize_recommendations_approved",
-    ]  # fmt: skip
+        "check_shortness_of_breath",
+        "recall_patient_history",
+        "reflect_on_session_data",
+        "determine_exercise_clearance",
+        "summarize_recommendations_approved",
+    ]
     assert "cleared" in str(lines[5]["reply"])
     assert {t["session"] for t in lines} == {lines[0]["session"]}
     first_move = lines[1]["transitions"][0]  # type: ignore[index]
     assert first_move["to"] == "medication_adherence_check" and "closest to" in first_move["reason"]
     assert set(lines[0]) == {
-        "turn", "user", "reply", "path", "transitions", "state", "recalled", "session",
-        "completed", "guard", "fallback", "warnings", "tool_calls", "metadata",
-    }  # fmt: skip
+        "turn",
+        "user",
+        "reply",
+        "path",
+        "transitions",
+        "state",
+        "recalled",
+        "session",
+        "completed",
+        "guard",
+        "fallback",
+        "warnings",
+        "tool_calls",
+        "metadata",
+    }
 
 
 def test_replay_plays_the_same_session(
@@ -97,9 +118,15 @@ def test_replay_plays_the_same_session(
 ) -> None:
     record, original = recorded
     result = cgraph(
-        "run", str(CHECKIN), "--jsonl", "--store", str(tmp_path), "--model", f"replay:{record}",
+        "run",
+        str(CHECKIN),
+        "--jsonl",
+        "--store",
+        str(tmp_path),
+        "--model",
+        f"replay:{record}",
         stdin="\n".join(HAPPY) + "\n",
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     replayed = turns(result)
     strip = [{k: v for k, v in t.items() if k != "session"} for t in original]
@@ -112,9 +139,15 @@ def test_a_mismatching_replay_fails_loudly(
     record, _ = recorded
     changed = [*HAPPY[:2], "I skipped my evening pill.", *HAPPY[3:]]
     result = cgraph(
-        "run", str(CHECKIN), "--jsonl", "--store", str(tmp_path), "--model", f"replay:{record}",
+        "run",
+        str(CHECKIN),
+        "--jsonl",
+        "--store",
+        str(tmp_path),
+        "--model",
+        f"replay:{record}",
         stdin="\n".join(changed) + "\n",
-    )  # fmt: skip
+    )
     assert result.returncode == 1
     assert "does not match the recording" in result.stderr
     assert '+    "content": "I skipped my evening pill."' in result.stderr
@@ -151,9 +184,13 @@ def test_memory_failures_are_warned_per_turn_and_the_run_goes_on(tmp_path: Path)
     chat = ScriptedModel({"*": {"exit": "stay", "reason": "r", "reply": "Hello"}})
     session = Session.start(graph, model=chat, user_id="ann", store=tmp_path, memory=memory)
     opened = Opened(
-        graph=graph, session=session, model_name="scripted", memory=cast(Any, memory),
-        store=tmp_path, user="ann",
-    )  # fmt: skip
+        graph=graph,
+        session=session,
+        model_name="scripted",
+        memory=cast(Any, memory),
+        store=tmp_path,
+        user="ann",
+    )
     out, err = io.StringIO(), io.StringIO()
     assert run_lines(opened, io.StringIO("Hi\nHello again\n"), out, err, jsonl=False) == 0
     assert out.getvalue().splitlines() == ["Hello", "Hello"]
@@ -174,8 +211,9 @@ def test_a_store_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_an_unknown_provider_fails_before_the_first_turn(tmp_path: Path) -> None:
-    result = cgraph("run", str(CHECKIN), "--model", "nosuchprovider/x", "--store", str(tmp_path),
-                    stdin="hi\n")  # fmt: skip
+    result = cgraph(
+        "run", str(CHECKIN), "--model", "nosuchprovider/x", "--store", str(tmp_path), stdin="hi\n"
+    )
     assert result.returncode == 1
     assert "error: unknown model `nosuchprovider/x`" in result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""

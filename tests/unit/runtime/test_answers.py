@@ -10,8 +10,15 @@ from cgraph.runtime.answers import AnswerError, answer_schema, parse_answer
 
 def request(kind: str = "action", stay: bool = True) -> LLMRequest:
     options = (ExitOption("b", "to b", "b"), ExitOption("END", "finish", "END"))
-    return LLMRequest(kind=kind, messages=(), schema={}, schema_name="x", state="a",  # type: ignore[arg-type]
-                      options=options, allow_stay=stay)  # fmt: skip
+    return LLMRequest(
+        kind=kind,
+        messages=(),
+        schema={},
+        schema_name="x",
+        state="a",  # type: ignore[arg-type]
+        options=options,
+        allow_stay=stay,
+    )
 
 
 def test_valid_answers() -> None:

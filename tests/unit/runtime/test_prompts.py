@@ -23,10 +23,15 @@ def test_messages_run_static_to_dynamic_and_the_system_part_is_stable() -> None:
     assert [m["role"] for m in second.messages] == ["system", "user", "assistant", "user", "system"]
     assert first.messages[0] == second.messages[0]  # the cacheable prefix is identical
     system = second.messages[0]["content"]
-    order = ["You are Ava", "Never give a diagnosis", "# Conversation: medical_checkin",
-             "Objective: Greet the patient", "Never discuss billing",
-             "`medication_adherence_check`",
-             "Answer with one JSON object"]  # fmt: skip
+    order = [
+        "You are Ava",
+        "Never give a diagnosis",
+        "# Conversation: medical_checkin",
+        "Objective: Greet the patient",
+        "Never discuss billing",
+        "`medication_adherence_check`",
+        "Answer with one JSON object",
+    ]
     positions = [system.index(text) for text in order]
     assert positions == sorted(positions)
     assert '"Yes, I\'m ready."' in system  # exit examples are shown as hints
@@ -104,12 +109,23 @@ def _variables() -> dict[str, object]:
     from cgraph.spec.model import Agent
 
     return {
-        "kind": "decision", "agent": Agent(), "graph": {"name": "g", "description": ""},
-        "state_id": "d", "state": {"objective": "o", "decision_guidelines": []},
-        "exits": [], "allow_stay": False, "topology": "", "memories": [], "notes": [],
-        "variables": {}, "dropped": 0, "entered_this_turn": False, "message": "",
-        "has_memories": False, "memory_count": 0,
-    }  # fmt: skip
+        "kind": "decision",
+        "agent": Agent(),
+        "graph": {"name": "g", "description": ""},
+        "state_id": "d",
+        "state": {"objective": "o", "decision_guidelines": []},
+        "exits": [],
+        "allow_stay": False,
+        "topology": "",
+        "memories": [],
+        "notes": [],
+        "variables": {},
+        "dropped": 0,
+        "entered_this_turn": False,
+        "message": "",
+        "has_memories": False,
+        "memory_count": 0,
+    }
 
 
 def test_shipped_templates_exist_for_every_kind(tmp_path: Path) -> None:

@@ -76,10 +76,12 @@ def test_a_whole_medical_check_in(tmp_path: Path, cleared: bool) -> None:
     assert session.variables["medication_concern"] is True  # noted, not a red flag
     summary = turns[6]
     assert summary.path == (
-        "check_shortness_of_breath", "recall_patient_history", "reflect_on_session_data",
+        "check_shortness_of_breath",
+        "recall_patient_history",
+        "reflect_on_session_data",
         "determine_exercise_clearance",
         "summarize_recommendations_" + ("approved" if cleared else "disqualified"),
-    )  # fmt: skip
+    )
     assert summary.llm_calls == 4  # exit, reflection, decision, the new state's reply
     assert [t.llm_calls for t in turns if len(t.path) == 1] == [1] * sum(
         len(t.path) == 1 for t in turns
@@ -104,8 +106,10 @@ def test_resume_continues_with_the_same_state_transcript_and_audit(tmp_path: Pat
     assert again.state == "vasodilator_check" and again.turn_number == 4
     assert again.transcript == session.transcript and again.audit == session.audit
     assert again.variables == {
-        "red_flags": [], "nitro_used": False, "medication_concern": True,
-    }  # fmt: skip
+        "red_flags": [],
+        "nitro_used": False,
+        "medication_concern": True,
+    }
     assert again.send("No.").state == "check_chest_pain"
 
 
@@ -199,8 +203,9 @@ def test_memories_are_extracted_per_the_graphs_setting(tmp_path: Path, mode: str
     memory = FakeMemory(["likes tea"])
     extract = {"memories": [{"tier": "personal", "text": "Has a cat."}]}
     model = ScriptedModel({"a": [stay("hi"), go("END", reply="bye")], "extract": extract})
-    session = Session.start(graph(tmp_path, MEMORY_GRAPH.format(mode=mode)), model=model,
-                            memory=memory, user_id="ann")  # fmt: skip
+    session = Session.start(
+        graph(tmp_path, MEMORY_GRAPH.format(mode=mode)), model=model, memory=memory, user_id="ann"
+    )
     first = session.send("I have a cat")
     last = session.send("bye")
     calls = {"every_turn": (1, 1), "session_end": (0, 1), "off": (0, 0)}[mode]
@@ -240,13 +245,15 @@ def test_a_failing_memory_add_is_logged_and_the_session_goes_on(tmp_path: Path) 
     )
     memory = FakeMemory()
     memory.fail = True
-    session = Session.start(graph(tmp_path, MEMORY_GRAPH.format(mode="every_turn")), model=model,
-                            memory=memory)  # fmt: skip
+    session = Session.start(
+        graph(tmp_path, MEMORY_GRAPH.format(mode="every_turn")), model=model, memory=memory
+    )
     turn = session.send("hello")
     assert turn.reply == "hi"
     assert {e.data.get("operation") for e in session.events() if e.kind == "memory_error"} >= {
-        "recall", "add"
-    }  # fmt: skip
+        "recall",
+        "add",
+    }
 
 
 def test_history_is_bounded_by_tokens_and_the_oldest_turns_are_dropped(tmp_path: Path) -> None:
@@ -280,8 +287,9 @@ def test_graph_prompt_overrides_replace_blocks(tmp_path: Path) -> None:
 def test_sessions_are_listed_per_store(tmp_path: Path) -> None:
     spec = graph(tmp_path, simple(body=action("a", {"END": "bye"})))
     for user in ("ann", "bob"):
-        Session.start(spec, model=ScriptedModel({"a": stay("hi")}), store=tmp_path,
-                      user_id=user).send("x")  # fmt: skip
+        Session.start(
+            spec, model=ScriptedModel({"a": stay("hi")}), store=tmp_path, user_id=user
+        ).send("x")
     found = Session.list_sessions(tmp_path, user_id="ann")
     assert [(i.user_id, i.turn, i.state) for i in found] == [("ann", 1, "a")]
     assert len(Session.list_sessions(tmp_path)) == 2

@@ -90,8 +90,11 @@ def test_a_set_value_that_breaks_the_slot_schema_is_never_stored(
     (failed,) = [e.data for e in session.events() if e.kind == "render_failed"]
     assert failed["state"] == "n" and failed["field"] == f"set.{name}"
     assert failed["cause"] == "SlotValueError"
-    line = 1 + next(i for i, t in enumerate(path.read_text().splitlines()) if f"{name}: " in t
-                    and "{type" not in t)  # fmt: skip
+    line = 1 + next(
+        i
+        for i, t in enumerate(path.read_text().splitlines())
+        if f"{name}: " in t and "{type" not in t
+    )
     assert failed["error"].startswith(f"{path}:{line}:")
     assert f"slot `{name}`: {why}" in failed["error"]
 

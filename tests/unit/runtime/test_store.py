@@ -23,9 +23,15 @@ from tests.unit.runtime._runtime import action, graph, simple, stay
 
 def event(seq: int, turn: int = 1, kind: str = "user_message") -> Event:
     return Event.model_validate(
-        {"seq": seq, "session": "s", "turn": turn, "kind": kind, "at": float(seq),
-         "data": {"text": f"m{seq}"}}
-    )  # fmt: skip
+        {
+            "seq": seq,
+            "session": "s",
+            "turn": turn,
+            "kind": kind,
+            "at": float(seq),
+            "data": {"text": f"m{seq}"},
+        }
+    )
 
 
 def stores(tmp_path: Path) -> list[SessionStore]:
@@ -39,15 +45,20 @@ def test_create_commit_load_and_checkpoints(tmp_path: Path, kind: str) -> None:
     store.create(
         info, {"stack": [{"graph": "", "state": "a"}], "turn": 0}, [event(0, 0, "session_started")]
     )
-    store.commit("s", [event(1), event(2)], {"stack": [{"graph": "", "state": "b"}], "turn": 1},
-                 checkpoint=1)  # fmt: skip
+    store.commit(
+        "s", [event(1), event(2)], {"stack": [{"graph": "", "state": "b"}], "turn": 1}, checkpoint=1
+    )
     loaded = store.load("s")
     assert [e.seq for e in loaded.events] == [0, 1, 2] and loaded.events[1].data == {"text": "m1"}
     assert loaded.snapshot["turn"] == 1 and loaded.info.state == "b" and loaded.info.turn == 1
     assert store.checkpoint("s", 0) == {"stack": [{"graph": "", "state": "a"}], "turn": 0}
     assert store.checkpoint("s", 1)["turn"] == 1  # type: ignore[index]
-    store.commit("s", [event(3)], {"stack": [{"graph": "", "state": "a"}], "turn": 0},
-                 drop_checkpoints_after=0)  # fmt: skip
+    store.commit(
+        "s",
+        [event(3)],
+        {"stack": [{"graph": "", "state": "a"}], "turn": 0},
+        drop_checkpoints_after=0,
+    )
     assert store.checkpoint("s", 1) is None
     with pytest.raises(StoreError):
         store.commit("s", [event(3)], {"stack": [], "turn": 0})  # seq 3 already committed

@@ -17,8 +17,10 @@ def test_handlers_load_from_the_graph_folder_and_are_cached() -> None:
     lookup = load_handler("tools_fixture:lookup", FOLDER)
     assert load_handler("tools_fixture:lookup", FOLDER) is lookup
     assert call_tool(lookup, {"query": "q"}, timeout=2, idempotency_key="k1") == {
-        "query": "q", "hits": 3, "ok": True
-    }  # fmt: skip
+        "query": "q",
+        "hits": 3,
+        "ok": True,
+    }
     assert lookup.__globals__["CALLS"][-1] == {"query": "q", "limit": 3, "key": "k1"}
 
 
@@ -51,8 +53,12 @@ def test_failures_and_timeouts_are_tool_errors() -> None:
     with pytest.raises(ToolError, match="RuntimeError: the service is down"):
         call_tool(load_handler("tools_fixture:broken", FOLDER), {}, timeout=2, idempotency_key="k")
     with pytest.raises(ToolError, match=r"timed out after 0\.1s"):
-        call_tool(load_handler("tools_fixture:slow", FOLDER), {"seconds": 2}, timeout=0.1,
-                  idempotency_key="k")  # fmt: skip
+        call_tool(
+            load_handler("tools_fixture:slow", FOLDER),
+            {"seconds": 2},
+            timeout=0.1,
+            idempotency_key="k",
+        )
 
 
 def test_the_key_is_passed_only_to_handlers_that_accept_it() -> None:

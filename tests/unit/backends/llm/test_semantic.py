@@ -42,10 +42,17 @@ def _request(kind: str = "action", **fields: object) -> LLMRequest:
         ExitOption("END", "The user wants to stop.", "END", ("Stop, I want to quit.",)),
     )
     base: dict[str, object] = dict(
-        kind=kind, messages=(), schema={}, schema_name="x", state="here",
-        objective="Ask whether the user is ready.", options=options, allow_stay=kind == "action",
-        stay_prototypes=("Ask whether the user is ready.",), authored_reply="Ready?",
-    )  # fmt: skip
+        kind=kind,
+        messages=(),
+        schema={},
+        schema_name="x",
+        state="here",
+        objective="Ask whether the user is ready.",
+        options=options,
+        allow_stay=kind == "action",
+        stay_prototypes=("Ask whether the user is ready.",),
+        authored_reply="Ready?",
+    )
     base.update(fields)
     return LLMRequest(**base)  # type: ignore[arg-type]
 
@@ -90,9 +97,11 @@ def test_decision_prefers_session_findings(model: SemanticModel) -> None:
         ExitOption("stop", "Chest pain was reported.", "stop", ("I had chest pain.",)),
     )
     request = _request(
-        "decision", options=options, user_messages=("No chest pain.",),
+        "decision",
+        options=options,
+        user_messages=("No chest pain.",),
         annotations=("chest_pain",),
-    )  # fmt: skip
+    )
     assert json.loads(model.complete(request))["exit"] == "stop"
     plain = _request("decision", options=options, user_messages=("No chest pain.",))
     assert json.loads(model.complete(plain))["exit"] == "ok"
