@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.status import Status
 from rich.table import Table
 
 from cgraph.cli import commands
 from cgraph.cli.opening import SEMANTIC, Opened, banner
 from cgraph.errors import CgraphError, SessionCompleted
-from cgraph.runtime.streaming import Chunk, Retracted, can_stream
+from cgraph.runtime.streaming import CallingTools, Chunk, Retracted, can_stream
 
 if TYPE_CHECKING:
     from cgraph.runtime.records import Turn
@@ -130,6 +131,7 @@ class Repl:
             self.console.print(f"[yellow]{escape(err.message)}[/]")
             return
         except CgraphError as err:
+            printer.close()
             self.console.print(f"[bold red]error:[/] {escape(err.message)}")
             return
         printer.close()
@@ -307,8 +309,21 @@ class ReplyPrinter:
         self.shown = ""
         """The reply printed so far (the last one, after a rejected answer)."""
         self._open = False
+        self._status: Status | None = None
+
+    def _quiet(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
 
     def __call__(self, chunk: Chunk) -> None:
+        self._quiet()
+        if isinstance(chunk, CallingTools):
+            self.close()
+            names = ", ".join(dict.fromkeys(chunk.names))
+            self._status = self.console.status(f"[dim](calling {escape(names)}…)[/]")
+            self._status.start()  # transient: gone when the answer starts
+            return
         if isinstance(chunk, Retracted):
             self.close()
             self.shown = ""
@@ -321,7 +336,8 @@ class ReplyPrinter:
         self.shown += chunk.text
 
     def close(self) -> None:
-        """End the line of a reply that was being printed."""
+        """End the line of a reply that was being printed (or a tool's status line)."""
+        self._quiet()
         if self._open:
             self.console.print()
             self._open = False

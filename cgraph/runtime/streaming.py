@@ -6,8 +6,9 @@ arrives, its `reply` field is read out of the partial JSON (jiter's partial mode
 well-kept parser, not a hand-written one) and passed on as it grows — once the `exit` is
 known and keeps the reply (the model stays, or ends the conversation); the reply of a move
 to another state is never shown. A state that offers tools streams every round: a round of
-tool calls shows nothing (the backend ends it with the `Whole` calls, assembled from their
-deltas), and the answer that follows streams like any other. The engine still validates
+tool calls shows no text (the backend ends it with the `Whole` calls, assembled from their
+deltas) but a `CallingTools` chunk names them while they run, and the answer that follows
+streams like any other. The engine still validates
 the whole answer before it commits anything; when it re-asks, a `Retracted` chunk says
 that what was shown is withdrawn, and so does one (`failed`) when the model fails half way
 through an answer (the turn's deadline passed, the stream broke or ran away) and the
@@ -28,6 +29,7 @@ from typing import Any
 from cgraph.backends.llm.types import STAY, LLMRequest, Whole, notices
 from cgraph.errors import LLMError
 from cgraph.runtime.answers import CAPS
+from cgraph.runtime.toolcalls import tool_calls_of
 from cgraph.spec.names import END
 
 
@@ -47,7 +49,14 @@ class Retracted:
     failed: bool = False
 
 
-Chunk = Delta | Retracted
+@dataclass(frozen=True, slots=True)
+class CallingTools:
+    """The model called these tools; they run before its answer streams."""
+
+    names: tuple[str, ...]
+
+
+Chunk = Delta | Retracted | CallingTools
 
 
 def partial_answer(raw: str) -> tuple[str | None, str]:
@@ -90,6 +99,7 @@ class StreamingModel:
         try:
             for piece in self.inner.stream(request):
                 if isinstance(piece, Whole):  # tool calls, or the answer as built
+                    self._calling(request, piece.text)
                     return piece.text
                 raw += piece
                 self._show(request, raw)
@@ -102,6 +112,11 @@ class StreamingModel:
 
     def notices(self) -> list[str]:
         return list(notices(self.inner))
+
+    def _calling(self, request: LLMRequest, raw: str) -> None:
+        calls = tool_calls_of(raw) if request.tools else ()
+        if calls:
+            self.sink(CallingTools(tuple(call.name for call in calls)))
 
     def _show(self, request: LLMRequest, raw: str) -> None:
         exit_id, reply = partial_answer(raw)

@@ -16,7 +16,7 @@ from bench.stream_server import StreamServer
 from cgraph.backends.llm.litellm_chat import LiteLLMModel
 from cgraph.runtime.records import Turn
 from cgraph.runtime.session import Session
-from cgraph.runtime.streaming import Delta, Retracted
+from cgraph.runtime.streaming import CallingTools, Delta, Retracted
 from tests.servers.chat import (
     LLAMA_CPP_PYTHON,
     OPENAI,
@@ -97,6 +97,7 @@ def test_a_tool_turn_streams_its_answer_after_parallel_calls(
     session = Session.start(tool_graph(tmp_path), model="openai/m", api_base=server.base)
     chunks, turn = streamed(session, "How many files are in docs and src?")
     assert turn.reply == LONG == text(chunks) and len(chunks) > 5 and not turn.fallback
+    assert chunks[0] == CallingTools(("count_files", "count_files"))  # while they run
     assert [(c["arguments"], c["status"]) for c in turn.tool_calls] == [
         ({"folder": "docs"}, "done"),
         ({"folder": "src"}, "done"),

@@ -76,3 +76,33 @@ def test_a_tool_turn_streams_and_a_rejected_answer_is_announced(tmp_path: Path) 
         child.sendline("/quit")
         child.expect(pexpect.EOF)
     assert [body["stream"] for body in server.bodies] == [True, True, True]
+
+
+SLOW_TOOLS = """
+import time
+
+
+def count_files(folder: str, idempotency_key: str = "") -> dict:
+    time.sleep(1.5)
+    return {"folder": folder, "count": 3}
+"""
+
+
+def test_while_a_tool_runs_a_status_line_names_it(tmp_path: Path) -> None:
+    graph = tool_graph(tmp_path)
+    (tmp_path / "agent_tools.py").write_text(SLOW_TOOLS)
+    reply = answer("The docs folder holds 3 files.")
+    scripted = [Calls((("count_files", {"folder": "docs"}),)), reply]
+    with serve(OPENAI, answers=scripted, piece=4, pause=0.005) as server:
+        child = spawn(
+            tmp_path / "store",
+            *("--model", "openai/local", "--api-base", server.base),
+            graph=graph,
+        )
+        child.sendline("How many files are in docs?")
+        child.expect_exact("(calling count_files…)")
+        child.expect_exact(reply["reply"])
+        child.expect_exact(PROMPT)
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    assert len(server.bodies) == 2
