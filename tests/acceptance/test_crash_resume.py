@@ -29,8 +29,12 @@ def spawn(tmp_path: Path, command: str, script: str, **env: str) -> subprocess.P
     environment = {**os.environ, "CRASH_DIR": str(tmp_path), "PYTHONPATH": str(ROOT), **env}
     return subprocess.Popen(
         [sys.executable, str(DRIVER), command, str(tmp_path / "store"), str(path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment, cwd=ROOT,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+        cwd=ROOT,
+    )
 
 
 def wait_for(check: object, timeout: float = 60.0) -> None:

@@ -57,11 +57,19 @@ class Server:
 
 def completion(content: str) -> dict[str, Any]:
     return {
-        "id": "cmpl-1", "object": "chat.completion", "created": 0, "model": "test-model",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": content}}],
+        "id": "cmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "test-model",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }  # fmt: skip
+    }
 
 
 @pytest.fixture
@@ -74,8 +82,13 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
 
 
 def spec(tmp_path: Path) -> Any:
-    return graph(tmp_path, simple(body=action("a", {"b": "The user is ready."})
-                                  + action("b", {"END": "The user says bye."})))  # fmt: skip
+    return graph(
+        tmp_path,
+        simple(
+            body=action("a", {"b": "The user is ready."})
+            + action("b", {"END": "The user says bye."})
+        ),
+    )
 
 
 def answer(exit_id: str, reply: str = "") -> tuple[int, str]:

@@ -81,8 +81,9 @@ def server() -> Iterator[ChatServer]:
 def test_the_reply_streams_through_litellm(tmp_path: Path) -> None:
     answer = json.dumps({"exit": "stay", "reason": "greeting", "reply": LONG})
     with StreamServer(answer, pieces=30, delay=0.001) as server:
-        session = Session.start(two_states(tmp_path), model="openai/test-model",
-                                api_base=server.base)  # fmt: skip
+        session = Session.start(
+            two_states(tmp_path), model="openai/test-model", api_base=server.base
+        )
         *chunks, turn = session.stream("hi")
     assert server.bodies[0]["stream"] is True
     assert server.bodies[0]["response_format"]["type"] == "json_schema"

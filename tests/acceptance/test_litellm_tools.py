@@ -84,10 +84,13 @@ def completion(answer: str | list[tuple[str, str]]) -> dict[str, Any]:
         ]
         message, finish = {"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"
     return {
-        "id": "cmpl-1", "object": "chat.completion", "created": 0, "model": "test-model",
+        "id": "cmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "test-model",
         "choices": [{"index": 0, "finish_reason": finish, "message": message}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }  # fmt: skip
+    }
 
 
 @pytest.fixture

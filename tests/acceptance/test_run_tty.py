@@ -154,9 +154,13 @@ def test_with_a_model_the_reply_is_printed_as_it_streams(tmp_path: Path) -> None
     graph.write_text(STREAMED_GRAPH)
     with StreamServer(answer, pieces=20, delay=0.01) as server:
         child = spawn(
-            tmp_path / "store", "--model", "openai/test-model", "--api-base", server.base,
+            tmp_path / "store",
+            "--model",
+            "openai/test-model",
+            "--api-base",
+            server.base,
             graph=graph,
-        )  # fmt: skip
+        )
         say(child, "Hello there", reply)
         child.sendline("/quit")
         child.expect(pexpect.EOF)
