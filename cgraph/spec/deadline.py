@@ -6,15 +6,25 @@ is up, one watchdog thread (shared by every deadline, started on first use) rais
 `DeadlineExceeded` *inside* the running thread (`PyThreadState_SetAsyncExc`), which
 stops it at its next bytecode. A C call already running (one huge `str.replace`)
 finishes first: the sandbox bounds those by size.
+
+A deadline is set on every render, and most renders take microseconds, so setting one
+must cost next to nothing: it writes the due time in the thread's own slot, without a
+lock or waking a thread. The watchdog looks at the slots every `TICK` while any is set
+(a deadline fires at most a tick late) and sleeps once none has been for `LINGER`.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import threading
 import time
+from types import TracebackType
+
+TICK = 0.05
+"""Seconds between the watchdog's looks while a deadline is set."""
+LINGER = 1.0
+"""Seconds the watchdog keeps looking after the last deadline before it sleeps."""
 
 
 class DeadlineExceeded(BaseException):
@@ -24,49 +34,85 @@ class DeadlineExceeded(BaseException):
     """
 
 
+class _Slot:
+    """One thread's deadline: its due time (infinite when none is set)."""
+
+    __slots__ = ("due", "fired", "lock", "thread")
+
+    def __init__(self, thread: int) -> None:
+        self.due = math.inf
+        self.fired = False
+        self.lock = threading.Lock()  # firing and clearing never interleave
+        self.thread = thread
+
+
 class _Watchdog:
     def __init__(self) -> None:
-        # Every render takes and releases the lock: held through the C-level lock, not the
-        # Condition's Python `__enter__`.
-        self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
-        self.due: dict[int, tuple[float, int]] = {}  # token → (monotonic due, thread id)
-        self.fired: set[int] = set()
-        self.tokens = itertools.count()
+        self.slots: dict[int, _Slot] = {}
+        self.awake = False
+        self.wake = threading.Event()
+        self.starting = threading.Lock()
         self.thread: threading.Thread | None = None
-        self.wakes_at = -math.inf  # when the watchdog next looks; -inf until it runs
 
-    def start(self, seconds: float) -> int:
-        with self.lock:
-            token = next(self.tokens)
-            self.due[token] = (time.monotonic() + seconds, threading.get_ident())
-            if self.thread is None:
-                self.thread = threading.Thread(target=self.run, name="cgraph-deadline", daemon=True)
-                self.thread.start()
-            # Waking the watchdog costs a thread switch per render: only when this
-            # deadline is due before the one it is waiting for.
-            if self.due[token][0] < self.wakes_at:
-                self.changed.notify()
-            return token
+    def slot(self) -> _Slot:
+        ident = threading.get_ident()
+        slot = self.slots.get(ident)
+        if slot is None:
+            slot = self.slots[ident] = _Slot(ident)
+        return slot
 
-    def stop(self, token: int) -> None:
-        with self.lock:
-            _, thread = self.due.pop(token, (0.0, 0))
-            if token in self.fired:
-                self.fired.discard(token)
-                _raise_in(thread, None)  # clear it if it has not surfaced yet
+    def arm(self, slot: _Slot, due: float) -> None:
+        slot.due = due
+        if slot.fired:  # the exit of a deadline that fired was cut short by its exception
+            with slot.lock:  # after the new due time: the watchdog cannot fire the old one
+                slot.fired = False
+        # Read after the write: either the watchdog is awake and will see the due time on
+        # its next look, or it announced sleep first and is woken here (see `run`).
+        if not self.awake:
+            self._wake_up()
+
+    def disarm(self, slot: _Slot) -> None:
+        with slot.lock:
+            slot.due = math.inf
+            if slot.fired:
+                slot.fired = False
+                _raise_in(slot.thread, None)  # clear it if it has not surfaced yet
+
+    def _wake_up(self) -> None:
+        if self.thread is None:
+            with self.starting:
+                if self.thread is None:
+                    self.thread = threading.Thread(
+                        target=self.run, name="cgraph-deadline", daemon=True
+                    )
+                    self.thread.start()
+        self.wake.set()
 
     def run(self) -> None:
-        with self.changed:
-            while True:
-                now = time.monotonic()
-                for token, (due, thread) in list(self.due.items()):
-                    if due <= now and token not in self.fired:
-                        self.fired.add(token)
-                        _raise_in(thread, DeadlineExceeded)
-                pending = [due for token, (due, _) in self.due.items() if token not in self.fired]
-                self.wakes_at = min(pending, default=math.inf)
-                self.changed.wait(self.wakes_at - now if pending else None)
+        while True:
+            self.awake = True
+            idle = 0.0
+            while idle < LINGER:  # renders come in bursts: waking costs a thread switch
+                idle = 0.0 if self._look() else idle + TICK
+                time.sleep(TICK)
+            self.wake.clear()
+            self.awake = False
+            if not self._look():  # a deadline set just before `awake` went False
+                self.wake.wait()
+
+    def _look(self) -> bool:
+        """Fire every deadline that is due; whether any is set."""
+        now, armed = time.monotonic(), False
+        for slot in list(self.slots.values()):
+            if slot.due == math.inf:
+                continue
+            armed = True
+            if slot.due <= now and not slot.fired:
+                with slot.lock:
+                    if slot.due <= now and not slot.fired:
+                        slot.fired = True
+                        _raise_in(slot.thread, DeadlineExceeded)
+        return armed
 
 
 _WATCHDOG = _Watchdog()
@@ -80,22 +126,30 @@ def _after_fork() -> None:
 os.register_at_fork(after_in_child=_after_fork)
 
 
-class deadline:  # lower case: it reads as a function, `with deadline(seconds):`
-    """Run the `with` body for at most `seconds`; `DeadlineExceeded` past that.
-
-    A class, not `@contextmanager`: it wraps every render, and the generator costs more
-    than the watchdog's bookkeeping."""
-
-    __slots__ = ("seconds", "token")
+class _Deadline:
+    __slots__ = ("seconds", "slot")
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
 
     def __enter__(self) -> None:
-        self.token = _WATCHDOG.start(self.seconds)
+        self.slot = _WATCHDOG.slot()
+        _WATCHDOG.arm(self.slot, time.monotonic() + self.seconds)
 
-    def __exit__(self, *_: object) -> None:
-        _WATCHDOG.stop(self.token)
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        _WATCHDOG.disarm(self.slot)
+
+
+def deadline(seconds: float) -> _Deadline:
+    """Run the `with` body for at most `seconds`; `DeadlineExceeded` past that.
+
+    One at a time per thread: a deadline inside another replaces it."""
+    return _Deadline(seconds)
 
 
 def _raise_in(thread_id: int, error: type[BaseException] | None) -> None:

@@ -16,9 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sized
 from typing import Any
 
-from jinja2 import Environment
 from jinja2.exceptions import SecurityError
-from jinja2.nodes import EvalContext
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -55,10 +53,13 @@ def _length(value: Any) -> int:
     return 1
 
 
-def _check_size(value: Any, what: str) -> Any:
+def _check_size(value: Any, what: str | Callable[[], str]) -> Any:
+    """`value`, unless it holds over the limit; `what` names it (a callable: built only
+    for the message, as this runs on every attribute, item and call)."""
     # Concrete types only: `len()` of a StrictUndefined would raise where `default` is next.
     if isinstance(value, _SIZED) and len(value) > MAX_VALUE_CHARS:
-        raise LimitExceeded(f"{what} would hold over {MAX_VALUE_CHARS:,} items or characters")
+        named = what if isinstance(what, str) else what()
+        raise LimitExceeded(f"{named} would hold over {MAX_VALUE_CHARS:,} items or characters")
     return value
 
 
@@ -108,7 +109,14 @@ def _wide_format(text: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) ->
 def _joined(items: Any, separator: Any) -> int:
     # An iterator's length is unknown before it runs: assume a long one.
     count = len(items) if isinstance(items, Sized) else _UNSIZED_GUESS
-    return _length(items) + count * len(str(separator))
+    return _text_length(items) + count * len(str(separator))
+
+
+def _text_length(items: Any) -> int:
+    """`_length` of what is joined, cheaply for the usual list of strings."""
+    if isinstance(items, list | tuple) and all(type(item) is str for item in items):
+        return sum(map(len, items))
+    return _length(items)
 
 
 def _check_growth(
@@ -136,19 +144,25 @@ def _check_binop(op: str, left: Any, right: Any) -> None:
         _check_arguments(right if isinstance(right, tuple) else (right,), "`%`", "*" in left)
 
 
+# Filters and methods that can build a value much larger than their input, by name.
+_GROWERS = frozenset({"join", "replace", "indent", "expandtabs", "wordwrap", "format"})
+_GROWERS |= {"format_map"}
+
+
 def _bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     # The piped-in value was bounded when it was made; what a filter can amplify is its
     # other arguments (a width, a separator, a replacement) and the value's growth.
+    # Jinja passes a context or an environment first to some filters: skipped by position.
+    skip = 0 if getattr(function, "jinja_pass_arg", None) is None else 1
+    widths, grows = name in _PADDING, name in _GROWERS
+
     @functools.wraps(function)
     def bounded(*args: Any, **kwargs: Any) -> Any:
-        values = [a for a in args if not isinstance(a, Context | Environment | EvalContext)]
-        if len(values) > 1 or kwargs:
-            _check_arguments(
-                [*values[1:], *kwargs.values()], f"the filter `{name}`", name in _PADDING
-            )
-        if values:
-            _check_growth(name, values[0], tuple(values[1:]), kwargs)
-        return _check_size(function(*args, **kwargs), f"the filter `{name}`")
+        if len(args) > skip + 1 or kwargs:
+            _check_arguments([*args[skip + 1 :], *kwargs.values()], f"the filter `{name}`", widths)
+            if grows and len(args) > skip:
+                _check_growth(name, args[skip], args[skip + 1 :], kwargs)
+        return _check_size(function(*args, **kwargs), lambda: f"the filter `{name}`")
 
     return bounded
 
@@ -168,13 +182,15 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         name = getattr(__obj, "__name__", "a function")
-        _check_arguments([*args, *kwargs.values()], f"`{name}`", name in _PADDING)
-        _check_growth(name, getattr(__obj, "__self__", None), args)
+        if args or kwargs:  # without arguments nothing is amplified
+            _check_arguments([*args, *kwargs.values()], f"`{name}`", name in _PADDING)
+            if name in _GROWERS:
+                _check_growth(name, getattr(__obj, "__self__", None), args, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
-        return _check_size(result, f"`{name}`")
+        return _check_size(result, lambda: f"`{name}`")
 
     def getattr(self, obj: Any, attribute: str) -> Any:
-        return _check_size(super().getattr(obj, attribute), f"`{attribute}`")
+        return _check_size(super().getattr(obj, attribute), lambda: f"`{attribute}`")
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
         # Jinja hands `str.format` out as its own wrapper, which `call` cannot see into:

@@ -81,9 +81,9 @@ def render_value(
     """
     if not isinstance(source, str) or not is_template(source):
         return source
-    lone = _LONE.match(source.strip())
-    if lone and not is_template(lone["expr"]) and "}}" not in lone["expr"]:
-        value = _evaluate(source, lone["expr"], context, seconds)
+    lone = _lone(source)
+    if lone is not None:
+        value = _evaluate(source, lone, context, seconds)
     else:
         value = native_concat(_render(source, context, True, seconds))
     if isinstance(value, Undefined):  # a lone `{{ name }}` returns its Undefined unrendered
@@ -91,7 +91,7 @@ def render_value(
     inside = _undefined_inside(value)
     if inside is not None:  # `x | map(attribute="__class__") | list`: no text, no JSON
         raise _error(source, "UndefinedError", inside._undefined_message)
-    if too_large(value):  # one piece, counted once by `_bounded`: a whole list, say
+    if too_large(value):  # one piece, counted once by `_collect`: a whole list, say
         raise _error(source, "LimitExceeded", f"the value is over {MAX_VALUE_CHARS:,} characters")
     return value
 
@@ -109,6 +109,15 @@ def render_template(
 # `"{{ amount }}"`: one expression, whose value is kept as it is. Jinja's native rendering
 # would turn the text "150" into the number 150 (it `literal_eval`s its output).
 _LONE = re.compile(r"^\{\{-?(?P<expr>.*?)-?\}\}$", re.DOTALL)
+
+
+@lru_cache(maxsize=2048)
+def _lone(source: str) -> str | None:
+    """The expression of a template that is one `{{ expression }}`, else None."""
+    lone = _LONE.match(source.strip())
+    if lone and not is_template(lone["expr"]) and "}}" not in lone["expr"]:
+        return lone["expr"]
+    return None
 
 
 def truth(expr: str, context: Mapping[str, Any], *, seconds: float = RENDER_SECONDS) -> bool:
@@ -152,7 +161,7 @@ def _run(
     try:
         with deadline(seconds):
             template = compiled()
-            return list(_bounded(template.root_render_func(template.new_context(dict(context)))))
+            return _collect(template.root_render_func(template.new_context(dict(context))))
     except DeadlineExceeded as err:
         raise _error(source, "timeout", f"took longer than {seconds:g}s") from err
     except RecursionError as err:
@@ -163,9 +172,15 @@ def _run(
         raise _error(source, type(err).__name__, str(err) or type(err).__name__) from err
 
 
+# Values with nothing inside: no Undefined hides in them.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _undefined_inside(value: Any) -> Undefined | None:
     """The first `Undefined` inside a list or mapping a template built (its text, or its
     JSON for the store, would raise)."""
+    if type(value) in _SCALARS:
+        return None
     stack, seen = [value], set()
     while stack:
         item = stack.pop()
@@ -177,14 +192,15 @@ def _undefined_inside(value: Any) -> Undefined | None:
     return None
 
 
-def _bounded(pieces: Iterator[Any]) -> Iterator[Any]:
+def _collect(pieces: Iterator[Any]) -> list[Any]:
     """The output as it streams, stopped once it passes `MAX_VALUE_CHARS`."""
-    total = 0
+    kept, total = [], 0
     for piece in pieces:
-        total += len(piece) if isinstance(piece, str) else 1
+        total += len(piece) if type(piece) is str else 1
         if total > MAX_VALUE_CHARS:
             raise LimitExceeded(f"the output is over {MAX_VALUE_CHARS:,} characters")
-        yield piece
+        kept.append(piece)
+    return kept
 
 
 def _error(source: str, cause: str, detail: str) -> RenderError:
