@@ -32,6 +32,18 @@ def parse(source: str) -> tuple[str | None, frozenset[str]]:
             return f"unexpected `{token.value}` after the expression", frozenset()
     except TemplateSyntaxError as err:
         return err.message or "invalid expression", frozenset()
+    except ValueError:  # an integer literal over Python's 4,300-digit limit
+        return "a number in it has more than 4,300 digits", frozenset()
+    except RecursionError:
+        return "it is nested too deeply to read", frozenset()
+    # Jinja reports an unknown filter or test only when it compiles; lint never compiles.
+    for node in (expression, *expression.find_all((nodes.Filter, nodes.Test))):
+        if not isinstance(node, nodes.Filter | nodes.Test):
+            continue
+        known = env.filters if isinstance(node, nodes.Filter) else env.tests
+        if node.name not in known:
+            kind = "filter" if isinstance(node, nodes.Filter) else "test"
+            return f"no {kind} named {node.name!r}", frozenset()
     names = {n.name for n in expression.find_all(nodes.Name) if n.ctx == "load"}
     return None, frozenset(names) - frozenset(env.globals)
 
