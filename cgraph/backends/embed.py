@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import operator
 import os
 import threading
 from collections import OrderedDict
@@ -29,6 +30,8 @@ from cgraph.errors import ConfigError
 
 Vector = list[float]
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+PRIME_BATCH = 16
+"""Texts per batch of the warm-up."""
 
 # Set before transformers is imported: it reads them once, at import time.
 _QUIET_ENV = {
@@ -203,9 +206,10 @@ class LocalEmbedder:
 
         def run() -> None:
             self._ready.wait()
-            if self._model is not None:
+            # Small batches: a turn waits for the one being embedded, not for all of them.
+            for start in range(0, len(texts) if self._model is not None else 0, PRIME_BATCH):
                 with contextlib.suppress(Exception):  # a cache warm-up: embed() reports
-                    self.embed(texts)
+                    self.embed(texts[start : start + PRIME_BATCH])
 
         threading.Thread(target=run, name="cgraph-embed-prime", daemon=True).start()
 
@@ -277,4 +281,4 @@ def shared_embedder(model: str = "") -> LocalEmbedder:
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity of two unit vectors (their dot product)."""
-    return float(sum(x * y for x, y in zip(a, b, strict=True)))
+    return float(sum(map(operator.mul, a, b)))  # a third of a generator's time, per turn

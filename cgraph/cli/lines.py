@@ -121,6 +121,7 @@ class LineRun:
             return 1
         marks = {"id": message.key} if message.key is not None else {}
         self.show(turn, **marks)
+        self.opened.warm_later_turns()
         turn = session.extract_memories() or turn  # after the reply is out
         for warning in self.opened.warnings(turn):
             self.err.write(warning + "\n")

@@ -135,6 +135,7 @@ class Opened:
     notes: list[str] = field(default_factory=list)
     """What opening decided that the user should hear (a new session named by `--session`)."""
     memory_note_shown: bool = False
+    later_warmed: bool = False
     first_turn_checked: bool = False
 
     @property
@@ -150,6 +151,16 @@ class Opened:
             self.graph, model=self.model, user_id=self.user, store=self.store, memory=self.memory
         )
         return self.session
+
+    def warm_later_turns(self) -> None:
+        """Once the first reply is out, embed the rest of the graph's texts in the
+        background (offline mode): while the user reads and types, not in a later turn."""
+        if self.model_name != SEMANTIC or self.later_warmed:
+            return
+        from cgraph.backends.embed import shared_embedder
+
+        self.later_warmed = True
+        shared_embedder(self.graph.embedding_source()).prime(later_texts(self.graph))
 
     def stop_reason(self) -> str | None:
         """Why the run must stop after a turn: a replay that met a request it did not
@@ -237,6 +248,17 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
     )
 
 
+WARM_TEXTS = 256
+"""At most this many texts warmed: half the embedder's cache, which keeps the messages'."""
+
+
+def later_texts(graph: Graph) -> list[str]:
+    """What `cgraph run` embeds once the first reply is out: the rest of the graph's
+    texts, so that a later turn embeds only the user's message."""
+    first = set(first_turn_texts(graph))
+    return [t for t in graph_texts(graph) if t not in first][: WARM_TEXTS - len(first)]
+
+
 def first_turn_texts(graph: Graph) -> list[str]:
     """What the offline chooser compares a first message with: the start states' exits
     (descriptions, examples) and texts, the global exits, the conversational moves. Only
@@ -253,6 +275,25 @@ def first_turn_texts(graph: Graph) -> list[str]:
     for exit_ in exits:
         if exit_.description:
             texts += [exit_.description, *exit_.examples]
+    return [t for t in dict.fromkeys(texts) if t and "{" not in t]
+
+
+def graph_texts(graph: Graph) -> list[str]:
+    """Every text the offline chooser compares messages with, over all states: exits as
+    written and as the chooser reads them (about "the user", first-person stand-ins for
+    an exit without examples, the shared dialogue acts), objectives, actions. Only a
+    warm-up, like the above."""
+    from cgraph.backends.llm.acts import ACTS, as_user
+    from cgraph.backends.llm.stand_ins import stand_ins
+
+    texts: list[str] = [text for act in ACTS for text in (act.description, *act.utterances)]
+    for state in graph.states.values():
+        texts += [getattr(state, "objective", None) or "", *(getattr(state, "actions", None) or ())]
+        for exit_ in [*graph.global_exits, *(getattr(state, "exit_conditions", None) or ())]:
+            if exit_.description:
+                described = exit_.description
+                texts += [described, as_user(described)]
+                texts += exit_.examples or stand_ins(described)
     return [t for t in dict.fromkeys(texts) if t and "{" not in t]
 
 

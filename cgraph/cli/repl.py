@@ -136,6 +136,7 @@ class Repl:
             return
         printer.close()
         self.render(turn, shown=printer.shown)
+        self.opened.warm_later_turns()
         try:
             with self.console.status("remembering…", spinner="dots"):
                 turn = session.extract_memories() or turn

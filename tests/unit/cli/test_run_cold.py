@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from cgraph.cli.opening import PREPARING, first_turn_texts
+from cgraph.backends.llm.semantic import SemanticModel
+from cgraph.backends.llm.types import ExitOption
+from cgraph.cli.opening import PREPARING, first_turn_texts, later_texts
 from cgraph.spec.load import load_graph
 from tests.conftest import GRAPHS
 
@@ -66,3 +70,36 @@ def test_the_warm_up_texts_of_a_graph_that_starts_without_exits(tmp_path: Path) 
         "  mark: {type: annotation, objective: Mark., next_state: END}\n"
     )
     assert "Mark." in first_turn_texts(load_graph(path))
+
+
+class Recording:
+    """An embedder that records what it is asked for (unit vectors from the text's hash)."""
+
+    name, dimension = "recording", 8
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.seen += texts
+        vectors = [[float((hash(t) >> i) & 7) + 1.0 for i in range(8)] for t in texts]
+        return [[x / math.sqrt(sum(y * y for y in v)) for x in v] for v in vectors]
+
+
+def test_a_later_turn_embeds_nothing_of_the_graph_the_warm_up_left_out() -> None:
+    graph = load_graph(CHECKIN)
+    warmed, recording = {*first_turn_texts(graph), *later_texts(graph)}, Recording()
+    chooser = SemanticModel(embedder=recording)
+    message = "My breathing is normal."
+    for state in graph.states.values():
+        exits = [*graph.global_exits, *(getattr(state, "exit_conditions", None) or ())]
+        options = [
+            ExitOption(id=f"e{i}", description=e.description, target="END", examples=e.examples)
+            for i, e in enumerate(exits)
+            if e.description and "{" not in e.description
+        ]
+        texts = [getattr(state, "objective", None) or "", *(getattr(state, "actions", ()) or ())]
+        if options:
+            chooser.exit_scores(message, options)
+        chooser.stay_score(message, [t for t in texts if t and "{" not in t])
+    assert set(recording.seen) - warmed == {message}
