@@ -15,8 +15,9 @@ Run: `.venv/bin/python bench/bench_engine.py [--turns N]`. Needs the `bench` ext
 
 `--instructions [--against REV]` counts CPU instructions per step under valgrind's
 callgrind (which a busy machine cannot skew) for this tree and for a git revision checked
-out into a temporary folder (by default the last commit before the folder layout), in one
-run, next to each tree's wall-clock ms/step (`bench/engine_steps.py` drives both).
+out into a temporary folder (by default the last commit before the folder layout; `--also
+COMMIT` adds more), in one run, next to each tree's wall-clock ms/step
+(`bench/engine_steps.py` drives them all).
 """
 
 from __future__ import annotations
@@ -304,13 +305,15 @@ def counted(tree: Path, turns: int, store: str, folder: Path) -> tuple[int, int]
     return int(totals.group(1)), steps
 
 
-def instructions(turns: int, against: str, store: str, repeat: int) -> None:
+def instructions(turns: int, revisions: Sequence[str], store: str, repeat: int) -> None:
     if not shutil.which("valgrind"):
         print("valgrind is not installed (apt-get install valgrind): no instruction counts")
         return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        trees = {"this tree": ROOT, against: checkout(against, folder / "before")}
+        trees = {"this tree": ROOT}
+        for revision in revisions:
+            trees[revision] = checkout(revision, folder / revision)
         print(f"{turns} turns of bench/data/flow.yaml after 5 warm-up turns, {store} store\n")
         best = f"ms/step (best of {repeat})"
         print(f"{'cgraph':<12} {'instructions/step':>18} {best:>22}")
@@ -330,10 +333,17 @@ def main(argv: list[str] | None = None) -> None:
         "--instructions", action="store_true", help="count instructions per step (callgrind)"
     )
     parser.add_argument("--against", default=BEFORE_LAYOUT, help="the revision to compare with")
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="COMMIT",
+        help="another revision to count in the same run (repeatable)",
+    )
     parser.add_argument("--store", choices=["memory", "sqlite"], default="memory")
     args = parser.parse_args(argv)
     if args.instructions:
-        instructions(args.turns, args.against, args.store, args.repeat)
+        instructions(args.turns, [args.against, *args.also], args.store, args.repeat)
     elif args.profile:
         profile(args.turns)
     else:

@@ -70,10 +70,10 @@ def widen_render_budget() -> None:
     """Valgrind runs code ~50x slower: a template compiled under the 1 s render budget would
     time out and the turn would take the fallback path. The budget's bookkeeping (the
     watchdog's lock and its timers) is still paid and counted."""
-    if templating is None:
-        return
-    for render in (templating.render_text, templating.render_value, templating.render_template):
-        render.__kwdefaults__["seconds"] = 3600.0
+    for name in ("render_text", "render_value", "render_template"):
+        defaults = getattr(getattr(templating, name, None), "__kwdefaults__", None) or {}
+        if "seconds" in defaults:  # trees before the render budget have none to widen
+            defaults["seconds"] = 3600.0
 
 
 def main() -> None:
