@@ -7,6 +7,8 @@ audit log both read meaningful names; two exits of one state with the same targe
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from cgraph.backends.llm.types import ExitOption
 from cgraph.errors import TransitionError
 from cgraph.spec.model import (
@@ -34,24 +36,48 @@ def unique_ids(targets: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(ids)
 
 
+@dataclass(frozen=True, slots=True)
+class StateExits:
+    """What a step reads of a state's exits, built once per state (states are frozen)."""
+
+    exits: tuple[ExitCondition, ...]
+    options: tuple[ExitOption, ...]
+    """Every exit as the model sees it, ids unique over them all."""
+    described: tuple[ExitOption, ...]
+    """The described exits only, ids unique over them: an action's options when no
+    `when:` and no global exit applies."""
+    conditional: bool
+    """Some exit has a `when:` (its options depend on the variables)."""
+
+
 # Keyed by identity: states are immutable but not all hashable (`set:` is a dict). The
 # state is kept in the value so its id cannot be reused while cached; the cache is
 # bounded, so a long-lived process that loads many graphs does not keep them all alive.
-_OPTIONS: dict[int, tuple[AnyState, tuple[ExitOption, ...]]] = {}
+_OPTIONS: dict[int, tuple[AnyState, StateExits]] = {}
 OPTIONS_CACHE_SIZE = 2048
 
 
-def _state_options(state: AnyState) -> tuple[ExitOption, ...]:
+def state_exits(state: AnyState) -> StateExits:
     cached = _OPTIONS.get(id(state))
     if cached is not None and cached[0] is state:
         return cached[1]
     exits = exits_of(state)
-    ids = unique_ids(tuple(e.next_state for e in exits))
-    options = tuple(_option(i, e) for i, e in zip(ids, exits, strict=True))
+    described = tuple(e for e in exits if e.description)
+    found = StateExits(
+        exits=exits,
+        options=_options(exits),
+        described=_options(described),
+        conditional=any(e.when is not None for e in exits),
+    )
     if len(_OPTIONS) >= OPTIONS_CACHE_SIZE:
         _OPTIONS.clear()
-    _OPTIONS[id(state)] = (state, options)
-    return options
+    _OPTIONS[id(state)] = (state, found)
+    return found
+
+
+def _options(exits: tuple[ExitCondition, ...]) -> tuple[ExitOption, ...]:
+    ids = unique_ids(tuple(e.next_state for e in exits))
+    return tuple(_option(i, e) for i, e in zip(ids, exits, strict=True))
 
 
 def _option(exit_id: str, condition: ExitCondition) -> ExitOption:
@@ -65,7 +91,7 @@ def _option(exit_id: str, condition: ExitCondition) -> ExitOption:
 
 def exit_options(state: AnyState) -> tuple[ExitOption, ...]:
     """The exits of a state as the model sees them (`on_error` is not the model's to take)."""
-    return _state_options(state)
+    return state_exits(state).options
 
 
 def start_options(entries: tuple[StartEntry, ...]) -> tuple[ExitOption, ...]:

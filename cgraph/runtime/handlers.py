@@ -16,7 +16,7 @@ from cgraph.backends.llm.types import STAY, ExitOption, RequestKind
 from cgraph.errors import CgraphError, SlotValueError, ToolError
 from cgraph.runtime.asking import Asked, ask, engine_decision
 from cgraph.runtime.context import StepContext, template_context
-from cgraph.runtime.exits import ON_ERROR, exit_options, start_options
+from cgraph.runtime.exits import ON_ERROR, exit_options, start_options, state_exits
 from cgraph.runtime.flows import (
     first_holding,
     global_exits,
@@ -58,7 +58,6 @@ from cgraph.spec.model import (
     RecallState,
     ReflectionState,
     SideEffectState,
-    exits_of,
 )
 from cgraph.spec.names import START, qualify
 from cgraph.spec.templating import is_template, render_text, render_value
@@ -88,9 +87,10 @@ def route(
 ) -> Outcome:
     """Leave a silent state: the first `when` exit that holds, its single way out, or the
     model's choice among the described exits whose `when` holds."""
-    exits, options = exits_of(state), exit_options(state)
+    known = state_exits(state)
+    exits, options = known.exits, known.options
     # Built only when read (a `say:`, a `when:`): most silent steps read neither.
-    reads = state.say or any(e.when is not None for e in exits)
+    reads = state.say or known.conditional
     context = template_context(ctx.view, graph, ctx.view.state_id) if reads else {}
     before = (*before, *_said(ctx.view.here, state, context))
     taken = first_holding(exits, context)
@@ -138,10 +138,7 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
     passed = _passed_through(ctx, graph, state, effects)
     if passed is not None:
         return passed
-    context = template_context(ctx.view, graph, ctx.view.state_id)
-    anywhere = list(global_exits(_frames(ctx), context))
-    described = [e for e in state.exit_conditions if e.description and holds(e, context)]
-    options, owners = options_with_globals(anywhere, described)
+    options, owners, context = _action_options(ctx, graph, state)
     schemas, collect = slot_schemas(graph, state)
     # No user-facing state before this one: the user's first message is still unanswered.
     opening = ctx.view.opening
@@ -157,6 +154,8 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
     effects += asked.effects
     answer = asked.answer
     if answer is None:
+        if context is None:
+            context = template_context(ctx.view, graph, ctx.view.state_id)
         text, failed = fallback(graph, state, ctx.view.here, context)
         return Reply(text, fallback=True, effects=(*effects, *failed))
     ctx, effects = _fill(ctx, answer.slots, effects)
@@ -170,6 +169,23 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
         if taken is not None:
             return taken
     return Reply(answer.reply, effects=effects)
+
+
+def _action_options(
+    ctx: StepContext, graph: Graph, state: ActionState
+) -> tuple[tuple[ExitOption, ...], dict[str, str], dict[str, Any] | None]:
+    """(the options offered, the global ones' owners, the template context if it was built).
+
+    A graph without global exits and a state without `when:` offer the same options every
+    step: they are built once per state, and no condition is evaluated."""
+    frames = _frames(ctx)
+    known = state_exits(state)
+    if not known.conditional and not any(g.global_exits for _, g, _ in frames):
+        return known.described, {}, None
+    context = template_context(ctx.view, graph, ctx.view.state_id)
+    anywhere = list(global_exits(frames, context))
+    described = [e for e in state.exit_conditions if e.description and holds(e, context)]
+    return (*options_with_globals(anywhere, described), context)
 
 
 def _frames(ctx: StepContext) -> list[tuple[str, Graph, str]]:
@@ -200,7 +216,7 @@ def _deterministic(
     ctx: StepContext, graph: Graph, state: ActionState, effects: Effects
 ) -> Outcome | None:
     """The first `when` exit that holds, once the state's `collect` slots are all filled."""
-    if unfilled(state.collect, ctx.view.variables):
+    if unfilled(state.collect, ctx.view.variables) or not _any_deterministic(state):
         return None
     context = template_context(ctx.view, graph, ctx.view.state_id)
     taken = first_holding(state.exit_conditions, context)
@@ -210,6 +226,10 @@ def _deterministic(
     reason = f"`when: {taken[1].when}` holds" if taken[1].when else "its slots are filled"
     chosen = engine_decision(ctx.view.here, "action", option.id, reason)
     return _move(option, reason, (*effects, chosen))
+
+
+def _any_deterministic(state: ActionState) -> bool:
+    return any(e.description is None for e in state.exit_conditions)
 
 
 def _ask_with_tools(
