@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,7 +122,7 @@ class Repl:
             if self.opened.model_name != SEMANTIC and can_stream(session.model):
                 turn = session.send_streaming(message, printer, remember=False)
             else:
-                with self.console.status(self._status(), spinner="dots"):
+                with late_status(self.console, self._status()):
                     turn = session.send(message, remember=False)
         except KeyboardInterrupt:
             printer.close()
@@ -138,7 +139,7 @@ class Repl:
         self.render(turn, shown=printer.shown)
         self.opened.warm_later_turns()
         try:
-            with self.console.status("remembering…", spinner="dots"):
+            with late_status(self.console, "remembering…"):
                 turn = session.extract_memories() or turn
         except KeyboardInterrupt:
             pass  # the memories are extracted before the next turn instead
@@ -288,6 +289,36 @@ class Repl:
                 readline.write_history_file(str(path))
 
         return save
+
+
+SPINNER_AFTER = 0.15
+"""Seconds before a spinner shows: a quicker step shows none (starting and stopping one
+costs a thread and a redraw per step)."""
+
+
+@contextlib.contextmanager
+def late_status(console: Console, text: str) -> Iterator[None]:
+    """A spinner with `text` while the block runs, shown only once it runs `SPINNER_AFTER`."""
+    lock, done = threading.Lock(), threading.Event()
+    shown: list[Status] = []
+
+    def start() -> None:
+        with lock:
+            if not done.is_set():
+                shown.append(console.status(text, spinner="dots"))
+                shown[0].start()
+
+    timer = threading.Timer(SPINNER_AFTER, start)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            done.set()
+            for status in shown:
+                status.stop()
 
 
 def stage_direction(actions: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -10,7 +11,7 @@ from rich.console import Console
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.cli.opening import Opened, load_checked, offline_hints
-from cgraph.cli.repl import Repl, stage_direction
+from cgraph.cli.repl import SPINNER_AFTER, Repl, late_status, stage_direction
 from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
 
@@ -96,3 +97,13 @@ def test_an_offline_run_hints_at_say_on_action_states_without_it(tmp_path: Path)
     text = offline_hints(hints)
     assert text.startswith(f"hint: {tmp_path / 'card_help.yaml'}:7:3 action state `identify_issue`")
     assert "add `say:`" in text
+
+
+def test_a_spinner_shows_only_for_a_step_that_takes_a_while() -> None:
+    quick, slow = io.StringIO(), io.StringIO()
+    with late_status(Console(file=quick, force_terminal=True), "thinking…"):
+        pass
+    with late_status(Console(file=slow, force_terminal=True), "thinking…"):
+        time.sleep(SPINNER_AFTER + 0.5)
+    assert quick.getvalue() == ""
+    assert "thinking…" in slow.getvalue()
