@@ -137,6 +137,7 @@ def one_run(store: Path, env: dict[str, str], figures: Figures) -> None:
         timeout=180,
         dimensions=(50, 200),
     )
+    child.delaybeforesend = None  # pexpect's default 50 ms would count in every turn
     child.expect_exact(PROMPT)
     figures.add("prompt", time.perf_counter() - started)
     for number, line in enumerate(LINES):
