@@ -182,7 +182,9 @@ class Prompter:
             "slots": dict(slots or {}),
             "collect": list(collect),
         }
-        key = (id(graph), kind, state_id, _flat(texts))
+        # The system part lists the offered exits, which `when:` and global exits change
+        # from step to step within one state.
+        key = (id(graph), kind, state_id, _flat(texts), options, allow_stay)
         overrides = graph.prompts or self.root.prompts
         return LLMRequest(
             kind=kind,

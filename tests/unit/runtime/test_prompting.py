@@ -39,9 +39,26 @@ def test_a_request_is_built_from_a_view_alone(tmp_path: Path) -> None:
     assert request.exit_ids == ("b", "END", "stay")
     assert request.user_messages == ("hello",) and request.messages[1]["content"] == "hello"
     assert "Objective of a." in request.messages[0]["content"]
-    again = prompter.build(view(), "action", graph=spec, state_id="a", state=state)
+    again = prompter.build(
+        view(), "action", graph=spec, state_id="a", state=state, options=options, allow_stay=True
+    )
     assert again.messages[0]["content"] == request.messages[0]["content"]
     assert len(prompter.cache) == 1  # the system part was rendered once
+
+
+def test_the_system_part_lists_the_exits_offered_now(tmp_path: Path) -> None:
+    # A `when:` or a global exit changes the offered exits within one state: the cached
+    # system part must not keep listing the exits of an earlier step.
+    spec = two_actions(tmp_path)
+    state = spec.states["a"]
+    prompter = Prompter(spec, [{"role": "user", "content": "hello"}])
+    both = exit_options(state)
+    first = prompter.build(view(), "action", graph=spec, state_id="a", state=state, options=both)
+    fewer = prompter.build(
+        view(), "action", graph=spec, state_id="a", state=state, options=both[:1]
+    )
+    assert "`END`" in first.messages[0]["content"]
+    assert "`END`" not in fewer.messages[0]["content"]
 
 
 def test_the_history_window_moves_only_forward_and_restarts_after_an_undo(
