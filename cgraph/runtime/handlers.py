@@ -147,9 +147,16 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
         effects += calls
     else:
         asked = _ask(
-            ctx, "action", graph, state, options=options, allow_stay=True,
-            opening=opening, slots=schemas, collect=collect,
-        )  # fmt: skip
+            ctx,
+            "action",
+            graph,
+            state,
+            options=options,
+            allow_stay=True,
+            opening=opening,
+            slots=schemas,
+            collect=collect,
+        )
         effects += _offline_tools(ctx, state)
     effects += asked.effects
     answer = asked.answer
@@ -162,8 +169,15 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
     if answer.exit != STAY:
         option = _chosen(options, answer.exit)
         owner = owners.get(option.id)
-        return Move(option.id, option.target, option.description, answer.reason,
-                    answer.reply, effects, owner)  # fmt: skip
+        return Move(
+            option.id,
+            option.target,
+            option.description,
+            answer.reason,
+            answer.reply,
+            effects,
+            owner,
+        )
     if not ctx.view.entered or not state.ask_before_filling:
         taken = _deterministic(ctx, graph, state, effects)
         if taken is not None:
