@@ -136,14 +136,18 @@ def _evaluate(
     try:
         with deadline(seconds):
             return convert(_expression(expr)(**dict(context)))
-    except DeadlineExceeded as err:
-        raise _error(source, "timeout", f"took longer than {seconds:g}s") from err
-    except RecursionError as err:
-        raise _error(source, "RecursionError", "recursed too deeply") from err
-    except MemoryError as err:
-        raise _error(source, "MemoryError", "ran out of memory") from err
-    except Exception as err:  # any error inside a template is the template's failure
-        raise _error(source, type(err).__name__, str(err) or type(err).__name__) from err
+    except (DeadlineExceeded, Exception) as err:  # any error inside is the template's
+        raise _failure(source, seconds, err) from err
+
+
+def _failure(source: str, seconds: float, err: BaseException) -> RenderError:
+    if isinstance(err, DeadlineExceeded):
+        return _error(source, "timeout", f"took longer than {seconds:g}s")
+    if isinstance(err, RecursionError):
+        return _error(source, "RecursionError", "recursed too deeply")
+    if isinstance(err, MemoryError):
+        return _error(source, "MemoryError", "ran out of memory")
+    return _error(source, type(err).__name__, str(err) or type(err).__name__)
 
 
 @lru_cache(maxsize=2048)
@@ -162,14 +166,8 @@ def _run(
         with deadline(seconds):
             template = compiled()
             return _collect(template.root_render_func(template.new_context(dict(context))))
-    except DeadlineExceeded as err:
-        raise _error(source, "timeout", f"took longer than {seconds:g}s") from err
-    except RecursionError as err:
-        raise _error(source, "RecursionError", "recursed too deeply") from err
-    except MemoryError as err:
-        raise _error(source, "MemoryError", "ran out of memory") from err
-    except Exception as err:  # any error inside a template is the template's failure
-        raise _error(source, type(err).__name__, str(err) or type(err).__name__) from err
+    except (DeadlineExceeded, Exception) as err:  # any error inside is the template's
+        raise _failure(source, seconds, err) from err
 
 
 # Values with nothing inside: no Undefined hides in them.
