@@ -7,7 +7,7 @@ message) and per-decision latency (p50/p95, model loaded, each message embedded 
 the check-in set the rule was calibrated on, the development set its negation and hedge
 rules were tuned on (bench/data/dev_labels.yaml), the example graphs' global exits
 (bench/data/global_exit_labels.yaml: taken where they should be, not near them; never
-tuned on), and the two held-out sets, never tuned on (tests/fixtures/heldout*/; their
+tuned on), and the three held-out sets, never tuned on (tests/fixtures/heldout*/; their
 misses are not printed). `--global-exits` asks every set as a session does, with the
 graph's global exits offered in action states (by default the sets on the repository's
 graphs are asked without them, as they were calibrated).
@@ -37,6 +37,7 @@ from bench.semantic_cases import (
     GLOBALS,
     HELDOUT,
     HELDOUT2,
+    HELDOUT3,
     LABELS,
     Case,
     load_cases,
@@ -99,7 +100,7 @@ def _name(path: Path) -> str:
 
 def _shown(path: Path) -> bool:
     """Whether a set's misses are printed: never a held-out set's."""
-    return path.resolve() not in (HELDOUT.resolve(), HELDOUT2.resolve())
+    return path.resolve() not in {p.resolve() for p in (HELDOUT, HELDOUT2, HELDOUT3)}
 
 
 def print_summary(summary: dict[str, dict[str, float]]) -> None:
@@ -133,7 +134,7 @@ def main() -> None:
         help="offer every set's action states their graph's global exits, as a session does",
     )
     args = parser.parse_args()
-    paths = args.labels or [LABELS, DEV, GLOBALS, HELDOUT, HELDOUT2]
+    paths = args.labels or [LABELS, DEV, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3]
     sets = [(path, load_cases(path, args.global_exits)) for path in paths]
     summary: dict[str, dict[str, float]] = {}
     for embedder in args.embedder or [""]:

@@ -13,6 +13,7 @@ from bench.semantic_cases import (
     GRAPHS,
     HELDOUT,
     HELDOUT2,
+    HELDOUT3,
     LABELS,
     Case,
     load_cases,
@@ -21,8 +22,9 @@ from bench.semantic_cases import (
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.llm.types import LLMRequest
 
-SETS = [LABELS, DEV, GLOBALS, HELDOUT, HELDOUT2]
+SETS = [LABELS, DEV, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3]
 GLOBAL_TARGETS = {"emergency_line", "staff_handoff"}
+GLOBAL_TARGETS_3 = {"emergency_help", "human_handoff", "danger_line"}
 
 
 def _request(case: Case) -> LLMRequest:
@@ -65,6 +67,26 @@ def test_the_second_held_out_set_has_the_kinds_it_promises() -> None:
     minimum = {"opening": 30, "negated": 60, "hedge": 25, "offtopic": 15}
     assert len(kinds) >= 200
     assert all(kinds.count(kind) >= n for kind, n in minimum.items())
+
+
+def test_the_third_held_out_set_has_the_kinds_it_promises() -> None:
+    cases = load_cases(HELDOUT3)
+    kinds = [c.label for c in cases]
+    minimum = {"opening": 30, "negated": 100, "hedge": 30, "offtopic": 20, "question": 30}
+    assert len(cases) >= 450 and {c.graph for c in cases} == {
+        "motor_claim.yaml",
+        "campus_it_helpdesk.yaml",
+        "power_outage.yaml",
+    }
+    assert all(kinds.count(kind) >= n for kind, n in minimum.items())
+    assert all(c.expect == "stay" for c in cases if c.label in ("hedge", "offtopic", "question"))
+    assert all(not c.before for c in cases if c.opening)
+
+
+def test_the_third_held_out_set_offers_its_global_exits_first() -> None:
+    taking = [c for c in load_cases(HELDOUT3) if c.expect in GLOBAL_TARGETS_3]
+    assert len(taking) == 15 and {c.expect for c in taking} == GLOBAL_TARGETS_3
+    assert all(_request(c).options[0].anywhere for c in taking)
 
 
 def test_the_global_exit_set_is_asked_with_the_graphs_global_exits() -> None:
