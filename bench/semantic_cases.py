@@ -154,7 +154,7 @@ def request_for(case: Case, model: ChatModel) -> LLMRequest:
 
 def _options(graph: Graph, state: AnyState, view: View) -> tuple[ExitOption, ...]:
     """The state's exits; an action state is offered the graph's global exits first, as in
-    a session (`cgraph.runtime.handlers.step_action`)."""
+    a session (`cgraph.runtime.handlers.action.step_action`)."""
     if state.type != "action" or not graph.global_exits:
         return exit_options(state)
     context = template_context(view, graph, view.state_id)

@@ -20,7 +20,8 @@ from cgraph.runtime.dependencies import Dependencies
 from cgraph.runtime.events import EventLog
 from cgraph.runtime.graphs import Graphs
 from cgraph.runtime.guards import guard, limit_route
-from cgraph.runtime.handlers import HANDLERS, choose_start
+from cgraph.runtime.handlers import HANDLERS
+from cgraph.runtime.handlers.entering import choose_start
 from cgraph.runtime.history import apply_context, keep_summary
 from cgraph.runtime.memory import MemoryGateway
 from cgraph.runtime.moves import Arrival, enter, here, move

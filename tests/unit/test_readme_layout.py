@@ -20,9 +20,9 @@ def rows() -> dict[str, str]:
 def modules(package: str) -> set[str]:
     folder = ROOT / "cgraph" / package
     names = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
-    if package == "backends":  # its sub-packages are listed in its row as llm/ and memory/
-        for sub in ("llm", "memory"):
-            names |= {p.stem for p in (folder / sub).glob("*.py") if p.stem != "__init__"}
+    if package:  # a sub-package (`llm/`, `handlers/`) is listed with its modules in the row
+        for sub in folder.glob("*/__init__.py"):
+            names |= {p.stem for p in sub.parent.glob("*.py") if p.stem != "__init__"}
     return names
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.runtime.context import StepContext
-from cgraph.runtime.handlers import step_annotation, step_side_effect
+from cgraph.runtime.handlers.silent import step_annotation, step_side_effect
 from cgraph.runtime.outcomes import AddTags, Emit, Move, SetVariables
 from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph

@@ -1,0 +1,206 @@
+"""The action state's step: the state that talks to the user.
+
+It recalls what the state includes, passes through a `collect` state whose slots are
+already filled, asks the model (with the state's tools, when the model calls them) for a
+reply, slot values and an exit, and takes a deterministic `when:` exit once every slot is
+filled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from cgraph.backends.llm.types import STAY, ExitOption
+from cgraph.runtime.asking import Asked, engine_decision
+from cgraph.runtime.context import StepContext, template_context
+from cgraph.runtime.exits import exit_options, state_exits
+from cgraph.runtime.flows import (
+    first_holding,
+    global_exits,
+    holds,
+    options_with_globals,
+    slot_changes,
+    slot_schemas,
+    unfilled,
+)
+from cgraph.runtime.handlers.routing import ask_state, option_by_id, take
+from cgraph.runtime.outcomes import (
+    Effects,
+    Emit,
+    MarkUserFacing,
+    Move,
+    Outcome,
+    Reply,
+    SetVariables,
+)
+from cgraph.runtime.render_failures import fallback
+from cgraph.runtime.toolcalls import Calling, ask_with_tools, offered
+from cgraph.spec.model import ActionState, Graph
+
+
+def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
+    effects: Effects = (MarkUserFacing(),)
+    if state.included_contexts:
+        found = ctx.memory.recall(
+            ctx.view.here, [ctx.view.message], state.included_contexts, graph.memory.top_k
+        )
+        ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
+        effects += found.events
+    passed = _passed_through(ctx, graph, state, effects)
+    if passed is not None:
+        return passed
+    options, owners, context = _action_options(ctx, graph, state)
+    schemas, collect = slot_schemas(graph, state)
+    # No user-facing state before this one: the user's first message is still unanswered.
+    opening = ctx.view.opening
+    if state.tools and getattr(ctx.model, "calls_tools", True):
+        asked, calls = _ask_with_tools(ctx, graph, state, options, opening, schemas, collect)
+        effects += calls
+    else:
+        asked = ask_state(
+            ctx,
+            "action",
+            graph,
+            state,
+            options=options,
+            allow_stay=True,
+            opening=opening,
+            slots=schemas,
+            collect=collect,
+        )
+        effects += _offline_tools(ctx, state)
+    effects += asked.effects
+    answer = asked.answer
+    if answer is None:
+        if context is None:
+            context = template_context(ctx.view, graph, ctx.view.state_id)
+        text, failed = fallback(graph, state, ctx.view.here, context)
+        return Reply(text, fallback=True, effects=(*effects, *failed))
+    ctx, effects = _fill(ctx, answer.slots, effects)
+    if answer.exit != STAY:
+        option = option_by_id(options, answer.exit)
+        owner = owners.get(option.id)
+        return Move(
+            option.id,
+            option.target,
+            option.description,
+            answer.reason,
+            answer.reply,
+            effects,
+            owner,
+        )
+    if not ctx.view.entered or not state.ask_before_filling:
+        taken = _deterministic(ctx, graph, state, effects)
+        if taken is not None:
+            return taken
+    return Reply(answer.reply, effects=effects)
+
+
+def _action_options(
+    ctx: StepContext, graph: Graph, state: ActionState
+) -> tuple[tuple[ExitOption, ...], dict[str, str], dict[str, Any] | None]:
+    """(the options offered, the global ones' owners, the template context if it was built).
+
+    A graph without global exits and a state without `when:` offer the same options every
+    step: they are built once per state, and no condition is evaluated."""
+    frames = _frames(ctx)
+    known = state_exits(state)
+    if not known.conditional and not any(g.global_exits for _, g, _ in frames):
+        return known.described, {}, None
+    context = template_context(ctx.view, graph, ctx.view.state_id)
+    anywhere = list(global_exits(frames, context))
+    described = [e for e in state.exit_conditions if e.description and holds(e, context)]
+    return (*options_with_globals(anywhere, described), context)
+
+
+def _frames(ctx: StepContext) -> list[tuple[str, Graph, str]]:
+    frames = ctx.view.frames or ((ctx.view.graph_key, ctx.view.state_id),)
+    return [(key, ctx.graphs.get(key), state) for key, state in frames]
+
+
+def _fill(ctx: StepContext, found: dict[str, Any], effects: Effects) -> tuple[StepContext, Effects]:
+    """Slot values from the answer: set, and logged (a changed value as a correction)."""
+    new, corrected = slot_changes(found, ctx.view.variables)
+    if not new:
+        return ctx, effects
+    record = {"state": ctx.view.here, "values": new, "corrected": corrected}
+    effects = (*effects, SetVariables(new), Emit("slots", record))
+    return ctx.seeing(variables={**ctx.view.variables, **new}), effects
+
+
+def _passed_through(
+    ctx: StepContext, graph: Graph, state: ActionState, effects: Effects
+) -> Outcome | None:
+    """A collect state entered with its slots already filled is passed through (no model)."""
+    if not (state.collect and ctx.view.entered) or state.ask_before_filling:
+        return None
+    return _deterministic(ctx, graph, state, effects)
+
+
+def _deterministic(
+    ctx: StepContext, graph: Graph, state: ActionState, effects: Effects
+) -> Outcome | None:
+    """The first `when` exit that holds, once the state's `collect` slots are all filled."""
+    if unfilled(state.collect, ctx.view.variables) or not _any_deterministic(state):
+        return None
+    context = template_context(ctx.view, graph, ctx.view.state_id)
+    taken = first_holding(state.exit_conditions, context)
+    if taken is None:
+        return None
+    option = exit_options(state)[taken[0]]
+    reason = f"`when: {taken[1].when}` holds" if taken[1].when else "its slots are filled"
+    chosen = engine_decision(ctx.view.here, "action", option.id, reason)
+    return take(option, reason, (*effects, chosen))
+
+
+def _any_deterministic(state: ActionState) -> bool:
+    return any(e.description is None for e in state.exit_conditions)
+
+
+def _ask_with_tools(
+    ctx: StepContext,
+    graph: Graph,
+    state: ActionState,
+    options: tuple[ExitOption, ...],
+    opening: bool,
+    slots: dict[str, Any],
+    collect: tuple[str, ...],
+) -> tuple[Asked, Effects]:
+    """The action's question with the state's tools offered (see `cgraph.runtime.toolcalls`)."""
+    request = ctx.requests.build(
+        ctx.view,
+        "action",
+        graph=graph,
+        state_id=ctx.view.here,
+        state=state,
+        options=options,
+        allow_stay=True,
+        opening=opening,
+        slots=slots,
+        collect=collect,
+    )
+    budget = max(ctx.root.limits.max_tool_calls - ctx.view.tool_calls, 0)
+    calling = Calling(
+        graph,
+        ctx.graphs.folder_of(graph),
+        ctx.view.here,
+        ctx.view.idempotency_key,
+        state.tools,
+        budget,
+        ctx.record_intent,
+    )
+    tools = offered(graph, state.tools) if budget else ()
+    return ask_with_tools(ctx.model, replace(request, tools=tools), calling)
+
+
+def _offline_tools(ctx: StepContext, state: ActionState) -> Effects:
+    """Said once a turn in a state that offers tools to a model that calls none."""
+    if not state.tools:
+        return ()
+    names = ", ".join(f"`{t}`" for t in state.tools)
+    note = (
+        f"the {getattr(ctx.model, 'name', 'offline')} model calls no tools: {names} offered "
+        "here are not called (side-effect states still run their tools)"
+    )
+    return (Emit("tool_call", {"state": ctx.view.here, "status": "skipped", "error": note}),)

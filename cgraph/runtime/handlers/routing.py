@@ -1,0 +1,85 @@
+"""Leaving a silent state: a `when:` that holds, the only way out, or the model's choice.
+
+Shared by the handlers: the exit taken as a `Move`, the model asked about a state, and a
+state's `say:` line added to the turn's reply on the way out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cgraph.backends.llm.types import ExitOption, RequestKind
+from cgraph.runtime.asking import Asked, ask, engine_decision
+from cgraph.runtime.context import StepContext, template_context
+from cgraph.runtime.exits import state_exits
+from cgraph.runtime.flows import first_holding, holds
+from cgraph.runtime.outcomes import Effects, Move, Outcome, Say, Stop
+from cgraph.runtime.render_failures import rendered
+from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.templating import is_template, render_text
+
+
+def take(option: ExitOption, reason: str, effects: Effects, reply: str = "") -> Move:
+    return Move(option.id, option.target, option.description, reason, reply, effects)
+
+
+def option_by_id(options: tuple[ExitOption, ...], exit_id: str) -> ExitOption:
+    return next(o for o in options if o.id == exit_id)
+
+
+def ask_state(
+    ctx: StepContext, kind: RequestKind, graph: Graph, state: AnyState, **more: Any
+) -> Asked:
+    request = ctx.requests.build(
+        ctx.view, kind, graph=graph, state_id=ctx.view.here, state=state, **more
+    )
+    return ask(ctx.model, request)
+
+
+def route(
+    ctx: StepContext,
+    graph: Graph,
+    state: AnyState,
+    kind: RequestKind = "decision",
+    before: Effects = (),
+) -> Outcome:
+    """Leave a silent state: the first `when` exit that holds, its single way out, or the
+    model's choice among the described exits whose `when` holds."""
+    known = state_exits(state)
+    exits, options = known.exits, known.options
+    # Built only when read (a `say:`, a `when:`): most silent steps read neither.
+    reads = state.say or known.conditional
+    context = template_context(ctx.view, graph, ctx.view.state_id) if reads else {}
+    before = (*before, *_said(ctx.view.here, state, context))
+    taken = first_holding(exits, context)
+    here = ctx.view.here
+    if taken is not None:
+        option = options[taken[0]]
+        reason = f"`when: {taken[1].when}` holds" if taken[1].when else "no `when` held (else)"
+        return take(option, reason, (*before, engine_decision(here, kind, option.id, reason)))
+    open_ = tuple(
+        o for o, e in zip(options, exits, strict=True) if e.description and holds(e, context)
+    )
+    if not open_:
+        return Stop(None, f"no exit of `{here}` holds", effects=before)
+    if len(open_) == 1:
+        chosen = engine_decision(here, kind, open_[0].id, "the only way out")
+        return take(open_[0], "the only way out", (*before, chosen))
+    asked = ask_state(ctx, kind, graph, state, options=open_)
+    return routed(asked, open_, (*before, *asked.effects))
+
+
+def _said(here: str, state: AnyState, context: dict[str, Any]) -> Effects:
+    """A silent state's `say:` line for the turn's reply (a failing one fails the step)."""
+    say = state.say
+    if state.type == "action" or not say:
+        return ()
+    text = rendered(here, "say", lambda: render_text(say, context) if is_template(say) else say)
+    text = text.strip()
+    return (Say(text),) if text else ()
+
+
+def routed(asked: Asked, options: tuple[ExitOption, ...], effects: Effects) -> Outcome:
+    if asked.answer is None:
+        return Stop(None, "the model gave no usable answer", effects=effects)
+    return take(option_by_id(options, asked.answer.exit), asked.answer.reason, effects)
