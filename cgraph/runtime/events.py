@@ -1,4 +1,4 @@
-"""The session's event log as a running session holds it: emit, commit, transcript.
+"""The session's event log as a running session holds it: emit, record, commit, transcript.
 
 Events are emitted into a buffer and written with the snapshot in one transaction by
 `commit`. The log held here is the *effective* one (`log_view.effective`: undone turns
@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cgraph.errors import SessionError
 from cgraph.runtime import log_view
+from cgraph.runtime.moves import here
+from cgraph.runtime.outcomes import Effects, apply_effects
 from cgraph.runtime.records import Event, EventKind, trusted_event
 from cgraph.runtime.snapshot import Snapshot
 from cgraph.runtime.store import SessionStore
@@ -50,6 +53,13 @@ class EventLog:
             self.transcript.append(message)
         return event
 
+    def record(self, snap: Snapshot, effects: Effects) -> None:
+        """Apply a step's effects to the snapshot and emit what the log keeps of them."""
+        if not effects:  # most calls: no summary, no context strategy
+            return
+        for event in apply_effects(snap, effects, here(snap)):
+            self.emit(event.kind, snap.turn, event.data)
+
     def commit(
         self,
         snapshot: Snapshot,
@@ -67,6 +77,14 @@ class EventLog:
             drop_checkpoints_after=drop_checkpoints_after,
         )
         self._buffer = []
+
+    def checkpoint_before(self, turn: int) -> Snapshot:
+        """The snapshot committed at the end of the turn before `turn` (what undo restores)."""
+        saved = self.store.checkpoint(self.session_id, turn - 1)
+        if saved is None:
+            session = self.session_id
+            raise SessionError(f"no checkpoint before turn {turn} of session `{session}`")
+        return Snapshot.from_dict(saved)
 
     def undo(self, turn: int, *, cancelled: bool) -> None:
         """Append the `undo` of `turn` and fold it: that turn and later ones leave the log."""

@@ -8,7 +8,7 @@ resumed session and a live one answer the same.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cgraph.runtime.records import Decision, Event, RecalledMemory, TransitionRecord, Turn
@@ -74,6 +74,11 @@ def recalled(events: Iterable[Event]) -> list[RecalledMemory]:
                     memory if seen is None else seen.model_copy(update={"score": memory.score})
                 )
     return list(found.values())
+
+
+def stored(events: Iterable[Event]) -> list[Mapping[str, Any]]:
+    """The memories that memory extraction stored, as the log keeps them."""
+    return [m for e in events if e.kind == "memory_stored" for m in e.data.get("memories", ())]
 
 
 def turn_events(events: Sequence[Event], number: int) -> list[Event]:

@@ -14,7 +14,7 @@ from cgraph.runtime.flows import slot_defaults
 from cgraph.runtime.graphs import Graphs
 from cgraph.runtime.outcomes import Enter, Move
 from cgraph.runtime.snapshot import Frame, Snapshot
-from cgraph.spec.model import CROSS, Graph, is_cross
+from cgraph.spec.model import CROSS, AnyState, Graph, is_cross
 from cgraph.spec.names import END, START, qualify
 
 
@@ -32,6 +32,12 @@ class Arrival:
 def here(snap: Snapshot) -> str:
     frame = snap.frame
     return qualify(frame.graph, frame.state)
+
+
+def current(snap: Snapshot, graphs: Graphs) -> tuple[Graph, AnyState | None]:
+    """The current graph and state (no state before a conditional start is chosen)."""
+    graph = graphs.get(snap.frame.graph)
+    return graph, graph.states.get(snap.frame.state)
 
 
 def enter(snap: Snapshot, graphs: Graphs, outcome: Enter) -> Arrival:

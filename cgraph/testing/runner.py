@@ -185,15 +185,10 @@ def _session(
 
 def _stored(session: Session) -> tuple[str, ...]:
     """The texts of the memories the latest turn stored."""
-    from cgraph.runtime.log_view import turn_events
+    from cgraph.runtime.log_view import stored, turn_events
 
     events = turn_events(session.events(), session.turn_number)
-    return tuple(
-        str(m.get("text", ""))
-        for e in events
-        if e.kind == "memory_stored"
-        for m in e.data.get("memories", ())
-    )
+    return tuple(str(m.get("text", "")) for m in stored(events))
 
 
 def _memory(tests: TestFile) -> MemoryStore:
