@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from cgraph.errors import TransitionError
 from cgraph.runtime.exits import check_anywhere, check_start, check_transition
 from cgraph.runtime.graphs import Graphs
@@ -33,7 +35,7 @@ def guard(outcome: Move | Enter, graphs: Graphs, snap: Snapshot) -> Stop | None:
     cap = visit_cap(graphs, key, outcome.target)
     name = qualify(key, outcome.target)
     if cap is not None and snap.visits.get(name, 0) >= cap:
-        detail = f"`{name}` was entered {cap} times already"
+        detail = f"`{name}` was entered {cap} times already"  # `capped_state` reads it
         return Stop("max_visits", detail, capped=outcome.target)
     return None
 
@@ -55,6 +57,16 @@ def visit_cap(graphs: Graphs, key: str, state_id: str) -> int | None:
     if key == "" or state_id in root.limits.max_visits:
         caps += [c for c in (root.limits.max_visits.get(state_id),) if c is not None]
     return min(caps) if caps else None
+
+
+_CAPPED = re.compile(r"`([^`]+)` was entered \d+ times already$")
+
+
+def capped_state(reason: str) -> str | None:
+    """The state a `max_visits` route was taken for, from the reason of its transition
+    (`max_visits: `name` was entered N times already`): the audit's only record of it."""
+    found = _CAPPED.search(reason)
+    return found.group(1) if found else None
 
 
 def limit_route(stop: Stop, graphs: Graphs, snap: Snapshot) -> tuple[str, str] | None:

@@ -1,17 +1,22 @@
 """Transition coverage: per graph, which states the runs entered and which exits they took.
 
+The exits counted are the ways out a graph declares: each state's exits, its global exits,
+and the routes the runtime takes by itself — a state's `on_error`, its own `on_limit`,
+and the graph's `limits.on_limit` — so a report shows whether any test ever failed the
+tool, or ran out of tries and handed off.
+
 An exit is a (state, exit id) pair as the runtime names it (`cgraph.runtime.exits`), so a
 state with two exits to one target counts both. A global exit is one exit of the graph,
 keyed (`ANY`, id) and taken when any run takes it from any state (`cgraph.testing.taken`):
 it is written once, so it is counted once — per state it would count states where it was
-never meant to be tried, and a graph's `except:` list would change its share. Exits no
-run takes are reported with the `file:line:col` of their declaration, like lint
-diagnostics.
+never meant to be tried, and a graph's `except:` list would change its share; so is a
+`limits.on_limit` route. Exits no run takes are reported with the `file:line:col` of
+their declaration, like lint diagnostics, in file order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +26,20 @@ from cgraph.spec.model import Graph
 from cgraph.spec.read import read_file
 from cgraph.spec.topology import ANY
 from cgraph.testing.runner import FileResult
-from cgraph.testing.taken import Exit, declared, exits_taken, global_exits
+from cgraph.testing.taken import (
+    ERROR_ROUTE,
+    LIMIT_ROUTE,
+    Exit,
+    declared,
+    exits_taken,
+    global_exits,
+    is_route,
+    targets,
+)
+
+
+def _code(name: str) -> str:
+    return f"`{name}`"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,21 +47,41 @@ class Uncovered:
     """An exit no run took, located at its declaration."""
 
     state: str
-    """The state declaring it; `ANY` for a global exit."""
+    """The state declaring it; `ANY` for a global exit or a `limits.on_limit` route."""
     exit: str
     line: int
     column: int
+    target: str = ""
 
     @property
     def is_global(self) -> bool:
         return self.state == ANY
 
     @property
+    def kind(self) -> str:
+        """`exit`, `global_exit`, `on_error` or `on_limit`."""
+        if self.exit == ERROR_ROUTE:
+            return "on_error"
+        if is_route(self.exit):
+            return "on_limit"
+        return "global_exit" if self.is_global else "exit"
+
+    @property
     def name(self) -> str:
-        """How reports name it: "global exit `x`" or "exit `x` of `state`"."""
+        """How reports name it: "global exit `x`", "exit `x` of `state`", "on limit
+        max_visits of `state` → `target`", "on limit max_reflections → `target`" or "on
+        error of `state` → `target`"."""
+        return self.named(_code)
+
+    def named(self, mark: Callable[[str], str]) -> str:
+        """`name`, with each id passed through `mark` (HTML makes it bold)."""
+        if is_route(self.exit):
+            words = ERROR_ROUTE if self.exit == ERROR_ROUTE else self.exit
+            owner = "" if self.is_global else f" of {mark(self.state)}"
+            return f"{words}{owner} → {mark(self.target)}"
         if self.is_global:
-            return f"global exit `{self.exit}`"
-        return f"exit `{self.exit}` of `{self.state}`"
+            return f"global exit {mark(self.exit)}"
+        return f"exit {mark(self.exit)} of {mark(self.state)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +118,9 @@ class GraphCoverage:
                     "state": u.state,
                     "exit": u.exit,
                     "global": u.is_global,
+                    "kind": u.kind,
+                    "target": u.target,
+                    "name": u.name,
                     "line": u.line,
                     "column": u.column,
                 }
@@ -89,8 +130,8 @@ class GraphCoverage:
 
 
 def declared_exits(graph: Graph) -> tuple[Exit, ...]:
-    """Every exit the graph declares: its global exits (`ANY`, id), then each state's
-    (state, exit id), in file order."""
+    """Every exit and route the graph declares: its global exits (`ANY`, id) and
+    `limits.on_limit` routes, then each state's exits and routes, in file order."""
     return declared(graph)
 
 
@@ -129,13 +170,21 @@ def _one(path: Path, graph: Graph, entered: set[str], taken: set[Exit]) -> Graph
 def _locate(path: Path, graph: Graph, missing: list[Exit]) -> list[Uncovered]:
     if not missing:
         return []
-    doc = read_file(path)
-    return [Uncovered(s, e, *doc.locate(_declaration(graph, s, e))) for s, e in missing]
+    doc, to = read_file(path), targets(graph)
+    found = [
+        Uncovered(s, e, *doc.locate(_declaration(graph, s, e)), target=to[s, e]) for s, e in missing
+    ]
+    return sorted(found, key=lambda u: (u.line, u.column))  # a state's routes among its exits
 
 
 def _declaration(graph: Graph, state: str, exit_id: str) -> tuple[str | int, ...]:
     """The YAML path of an exit's declaration: its item in `global_exits` or the state's
-    `exit_conditions`, or the state's `next_state`."""
+    `exit_conditions`, the state's `next_state`, `on_error` or `on_limit`, or the guard's
+    entry in `limits.on_limit`."""
+    if is_route(exit_id):
+        if state == ANY:
+            return ("limits", "on_limit", exit_id.removeprefix(f"{LIMIT_ROUTE} "))
+        return ("states", state, "on_error" if exit_id == ERROR_ROUTE else "on_limit")
     if state == ANY:
         return ("global_exits", [i for i, _ in global_exits(graph)].index(exit_id))
     options = [o.id for o in exit_options(graph.states[state])]

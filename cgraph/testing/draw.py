@@ -1,6 +1,7 @@
 """A graph drawn as a picture with Graphviz: states shaped and coloured by type, only the
 declared edges, START and END; optionally what tests or a conversation covered. Global
-exits are drawn once, from an `ANY` node (the topology's "from every state").
+exits are drawn once, from an `ANY` node (the topology's "from every state"), and so are
+`limits.on_limit` routes; a state's `on_error` and `on_limit` routes are dotted edges.
 
 `dot_source` writes the DOT text (pure); `render` runs Graphviz's `dot` program on it.
 """
@@ -18,7 +19,13 @@ from cgraph.runtime.exits import exit_options
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START
 from cgraph.spec.topology import ANY
-from cgraph.testing.taken import exits_taken, global_exits
+from cgraph.testing.taken import (
+    ERROR_ROUTE,
+    VISITS_ROUTE,
+    exits_taken,
+    global_exits,
+    limit_key,
+)
 
 FORMATS = ("svg", "png", "dot", "mermaid")
 INSTALL_HINT = (
@@ -35,14 +42,15 @@ STYLES = {
     "side_effect": ("component", "#e5e7eb"),
     "graph": ("tab", "#fce7f3"),
 }
-COVERED, UNCOVERED = "#15803d", "#dc2626"
+COVERED, UNCOVERED, ROUTE = "#15803d", "#dc2626", "#b45309"
 ANY_STYLE = 'shape=circle, label="ANY", fillcolor="#475569", fontcolor=white'
-"""The source of the global exits' edges."""
+"""The source of the global exits' and `limits.on_limit`'s edges."""
 
 
 @dataclass(frozen=True, slots=True)
 class Highlight:
-    """What to mark: exits taken as (state, exit id) or (`ANY`, id), and states entered."""
+    """What to mark: exits taken, keyed as `cgraph.testing.taken` keys them, and states
+    entered."""
 
     taken: frozenset[tuple[str, str]] = field(default_factory=frozenset)
     entered: frozenset[str] = field(default_factory=frozenset)
@@ -54,7 +62,8 @@ class _Edge:
     target: str
     exit_id: str
     label: str
-    on_error: bool = False
+    route: bool = False
+    """`on_error` or `on_limit`: taken by the runtime, not chosen (drawn dotted)."""
 
 
 def dot_source(graph: Graph, highlight: Highlight | None = None) -> str:
@@ -68,7 +77,7 @@ def dot_source(graph: Graph, highlight: Highlight | None = None) -> str:
         f'  {_quote(START)} [shape=circle, label="START", fillcolor="#0f172a", fontcolor=white];',
         f'  {_quote(END)} [shape=doublecircle, label="END", fillcolor="#0f172a", fontcolor=white];',
     ]
-    if graph.global_exits:  # beside START: they hold from the first state on
+    if graph.global_exits or graph.limits.on_limit:  # beside START: they hold from the start
         lines.append(f"  {_quote(ANY)} [{ANY_STYLE}];")
         lines.append(f"  {{rank=same; {_quote(START)}; {_quote(ANY)}}}")
     lines += [_node(name, state, highlight) for name, state in graph.states.items()]
@@ -78,13 +87,15 @@ def dot_source(graph: Graph, highlight: Highlight | None = None) -> str:
 
 
 def edges(graph: Graph) -> Iterator[_Edge]:
-    """Every declared edge: the start entries, the global exits (from `ANY`), each state's
-    exits, and `on_error`."""
+    """Every declared edge: the start entries, the global exits and `limits.on_limit` (from
+    `ANY`), each state's exits, `on_error` and `on_limit`."""
     starts = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
     for target in dict.fromkeys(starts):
         yield _Edge(START, target, target, "")
     for exit_id, exit_ in global_exits(graph):
         yield _Edge(ANY, exit_.next_state, exit_id, _wrap(exit_.label))
+    for guard, target in graph.limits.on_limit.items():
+        yield _Edge(ANY, target, limit_key(guard), limit_key(guard), route=True)
     for name, state in graph.states.items():
         routed = bool(getattr(state, "exit_conditions", None))  # else one unnamed `next_state`
         for option in exit_options(state):
@@ -92,7 +103,9 @@ def edges(graph: Graph) -> Iterator[_Edge]:
             yield _Edge(name, option.target, option.id, label)
         on_error = getattr(state, "on_error", None)
         if on_error:
-            yield _Edge(name, on_error, "on_error", "on_error", on_error=True)
+            yield _Edge(name, on_error, ERROR_ROUTE, ERROR_ROUTE, route=True)
+        if state.on_limit:
+            yield _Edge(name, state.on_limit, VISITS_ROUTE, VISITS_ROUTE, route=True)
 
 
 def _node(name: str, state: AnyState, highlight: Highlight | None) -> str:
@@ -108,14 +121,20 @@ def _node(name: str, state: AnyState, highlight: Highlight | None) -> str:
 
 def _edge_line(edge: _Edge, highlight: Highlight | None) -> str:
     attrs = [f"label={_quote(edge.label)}"] if edge.label else []
-    if edge.on_error:
-        attrs.append('style=dotted, color="#b45309", fontcolor="#b45309"')
-    elif highlight is not None and edge.source != START:
-        if (edge.source, edge.exit_id) in highlight.taken:
-            attrs.append(f'color="{COVERED}", fontcolor="{COVERED}", penwidth=2.4')
-        else:
-            attrs.append(f'color="{UNCOVERED}", fontcolor="{UNCOVERED}", style=dashed')
+    look = _look(edge, highlight)
+    attrs += [look] if look else []
     return f"  {_quote(edge.source)} -> {_quote(edge.target)} [{', '.join(attrs)}];"
+
+
+def _look(edge: _Edge, highlight: Highlight | None) -> str:
+    """A route stays dotted when coverage colours it: it is still not the model's choice."""
+    dotted = ", style=dotted" if edge.route else ""
+    if highlight is None or edge.source == START:
+        return f'color="{ROUTE}", fontcolor="{ROUTE}"{dotted}' if edge.route else ""
+    if (edge.source, edge.exit_id) in highlight.taken:
+        return f'color="{COVERED}", fontcolor="{COVERED}", penwidth=2.4{dotted}'
+    missed = "style=dotted, penwidth=1.8" if edge.route else "style=dashed"  # thin dots hide
+    return f'color="{UNCOVERED}", fontcolor="{UNCOVERED}", {missed}'
 
 
 def _wrap(text: str, width: int = 26, lines: int = 2) -> str:

@@ -1,7 +1,8 @@
 """`cgraph test --html FILE`: one self-contained page a designer looks at.
 
-Per graph: the picture with covered exits in green and uncovered ones dashed red, the
-uncovered exits located, then every run with its transcript, path and failure.
+Per graph: the picture with covered exits in green and uncovered ones dashed red (the
+`on_error` and `on_limit` routes dotted), the uncovered exits and routes located, then
+every run with its transcript, path and failure.
 """
 
 from __future__ import annotations
@@ -61,15 +62,16 @@ def _graph_section(c: GraphCoverage, runs: list[RunResult]) -> str:
 
 
 def _named(u: Uncovered) -> str:
-    if u.is_global:
-        return f"global exit <b>{escape(u.exit)}</b>"
-    return f"exit <b>{escape(u.exit)}</b> of <b>{escape(u.state)}</b>"
+    return u.named(lambda name: f"<b>{escape(name)}</b>")
 
 
 _LEGEND = (
     '<p class="legend"><span><i class="swatch" style="border-color:#15803d"></i>exit taken</span>'
     '<span><i class="swatch" style="border-color:#dc2626;border-top-style:dashed"></i>'
-    "exit no case takes</span><span>greyed: state never entered</span></p>"
+    "exit no case takes</span><span>"
+    '<i class="swatch" style="border-color:#475569;border-top-style:dotted"></i>'
+    "route the runtime takes (on_error, on_limit)</span>"
+    "<span>greyed: state never entered</span></p>"
 )
 
 

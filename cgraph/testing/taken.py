@@ -1,11 +1,16 @@
-"""Which declared exit a recorded transition took: a state's own, or one of the graph's
-global exits.
+"""Which declared exit or route a recorded transition took: a state's own exit, one of the
+graph's global exits, or a route the runtime takes by itself (`on_error`, `on_limit`).
 
 A state's exit is keyed (state, exit id) as the runtime names it (`cgraph.runtime.exits`).
 A global exit holds in every state but is one exit of the graph, so it is keyed once,
 (`ANY`, its id) — the topology's name for "from every state" — whichever state it was
 taken from (a state of a sub-graph included: a sub-graph inherits its parents' global
 exits). Its id is its target, numbered where two global exits share one.
+
+The routes are keyed with words no state id can be (ids have no spaces): a state's
+`on_error` is (state, "on error"), its own `on_limit` (state, "on limit max_visits") —
+keyed by the state whose visits ran out, not the one the move left — and the graph's
+`limits.on_limit` is (`ANY`, "on limit <guard>"), once per graph like a global exit.
 
 A transition records its source, target, exit id and the exit's description; the runtime
 numbers a state's exits together with the global exits offered there, so a global exit is
@@ -14,15 +19,35 @@ recognised by its target and description, not by its id.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
+from cgraph.runtime.exits import ON_ERROR as ERROR_EXIT
 from cgraph.runtime.exits import exit_options, unique_ids
+from cgraph.runtime.guards import capped_state
 from cgraph.runtime.records import TransitionRecord
 from cgraph.spec.model import GlobalExit, Graph
-from cgraph.spec.topology import ANY
+from cgraph.spec.topology import ANY, ON_ERROR, ON_LIMIT
 
 Exit = tuple[str, str]
-"""(state, exit id), or (`ANY`, id) for a global exit."""
+"""(state, exit id), (`ANY`, id) for a global exit, or a route's key (see above)."""
+ERROR_ROUTE = ON_ERROR
+"""The key of a state's `on_error` route ("on error", as the topology writes it)."""
+LIMIT_ROUTE = ON_LIMIT
+"""What every `on_limit` route's key begins with ("on limit")."""
+LIMIT_EXIT = "on_limit"
+"""The exit id the runtime records for an `on_limit` move."""
+VISITS_ROUTE = f"{LIMIT_ROUTE} max_visits"
+"""The key of a state's own `on_limit` (it routes only its `max_visits`)."""
+
+
+def limit_key(guard: str) -> str:
+    """The key of the route a guard takes: "on limit max_reflections"."""
+    return f"{LIMIT_ROUTE} {guard}"
+
+
+def is_route(exit_id: str) -> bool:
+    """An `on_error` or `on_limit` route, not an exit the model or a `when:` takes."""
+    return exit_id == ERROR_ROUTE or exit_id.startswith(f"{LIMIT_ROUTE} ")
 
 
 def global_exits(graph: Graph) -> tuple[tuple[str, GlobalExit], ...]:
@@ -31,16 +56,24 @@ def global_exits(graph: Graph) -> tuple[tuple[str, GlobalExit], ...]:
     return tuple(zip(unique_ids(tuple(e.next_state for e in exits)), exits, strict=True))
 
 
-def state_exits(graph: Graph) -> Iterator[Exit]:
-    """Every (state, exit id) the states declare, in file order."""
+def targets(graph: Graph) -> dict[Exit, str]:
+    """Every exit and route the graph declares, with its target, in file order: the global
+    exits, the `limits.on_limit` routes, then each state's exits, `on_error`, `on_limit`."""
+    found: dict[Exit, str] = {(ANY, i): e.next_state for i, e in global_exits(graph)}
+    found |= {(ANY, limit_key(g)): t for g, t in graph.limits.on_limit.items()}
     for name, state in graph.states.items():
-        for option in exit_options(state):
-            yield name, option.id
+        found |= {(name, o.id): o.target for o in exit_options(state)}
+        on_error = getattr(state, "on_error", None)
+        if on_error:
+            found[name, ERROR_ROUTE] = on_error
+        if state.on_limit:
+            found[name, VISITS_ROUTE] = state.on_limit
+    return found
 
 
 def declared(graph: Graph) -> tuple[Exit, ...]:
-    """The graph's exits: its global exits first, then every state's, in file order."""
-    return (*((ANY, i) for i, _ in global_exits(graph)), *state_exits(graph))
+    """The graph's exits and routes, in the order of `targets`."""
+    return tuple(targets(graph))
 
 
 def exits_taken(graph: Graph, transitions: Iterable[TransitionRecord]) -> set[Exit]:
@@ -48,7 +81,7 @@ def exits_taken(graph: Graph, transitions: Iterable[TransitionRecord]) -> set[Ex
     anywhere = {(e.next_state, e.label): (ANY, i) for i, e in global_exits(graph)}
     found: set[Exit] = set()
     for t in transitions:
-        own = _own(graph, t)
+        own = _own(graph, t) or _route(graph, t)
         found.add(own or anywhere.get((t.to_state, t.description)) or (t.from_state, t.exit_id))
     return found
 
@@ -67,3 +100,22 @@ def _own(graph: Graph, t: TransitionRecord) -> Exit | None:
     if not same:
         return None
     return t.from_state, t.exit_id if t.exit_id in same else same[0]
+
+
+def _route(graph: Graph, t: TransitionRecord) -> Exit | None:
+    """The `on_error` or `on_limit` route of `graph` this transition took, if any (a route
+    inside a sub-graph leads to a qualified name, which no root state has)."""
+    if t.exit_id == ERROR_EXIT:
+        state = graph.states.get(t.from_state)
+        taken = state is not None and getattr(state, "on_error", None) == t.to_state
+        return (t.from_state, ERROR_ROUTE) if taken else None
+    if t.exit_id != LIMIT_EXIT:
+        return None
+    guard = t.description.removeprefix(f"{LIMIT_ROUTE} ")
+    capped = capped_state(t.reason) if guard == "max_visits" else None
+    state = graph.states.get(capped or "")
+    if capped and state is not None and state.on_limit == t.to_state:
+        return capped, VISITS_ROUTE
+    if graph.limits.on_limit.get(guard) == t.to_state:  # type: ignore[call-overload]
+        return ANY, limit_key(guard)
+    return None

@@ -68,8 +68,14 @@ def backup_file(name: str) -> dict[str, Any]:
     return {"backup": backup, "bytes": len(FILES[name].encode())}
 
 
-def list_files() -> list[str]:
+WORKSPACE = "notes"
+"""The one workspace these tools reach; any other cannot be reached (`on_error`)."""
+
+
+def list_files(workspace: str = WORKSPACE) -> list[str]:
     """The names of the files in the workspace, README first, as a listing shows them."""
+    if workspace != WORKSPACE:
+        raise ConnectionError(f"workspace {workspace!r} cannot be reached")
     return list(FILES)
 
 

@@ -3,6 +3,7 @@ report is opened in headless Chromium and its screenshot decoded too."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 import subprocess
@@ -139,3 +140,36 @@ def test_the_html_report_opens_in_chromium_with_the_pictures(tmp_path: Path) -> 
     )
     width, height, raw = decode_png(shot.read_bytes())
     assert (width, height) == (1200, 1400) and drawn(raw) > 50
+
+
+def report_dom(tmp_path: Path, *selected: str) -> str:
+    """`cgraph test --html` on the patient intake's cases named, opened in Chromium."""
+    report = tmp_path / "report.html"
+    tests = GRAPHS / "tests" / "patient_intake.test.yaml"
+    done = cgraph(
+        "test", str(tests), *(a for k in selected for a in ("-k", k)), "--html", str(report)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    browser = [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    return subprocess.run(
+        [*browser, "--dump-dom", report.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+
+
+ROUTE_EDGE = re.compile(r"<title>verify_birthday-&gt;identity_failed</title>\s*<path[^>]*>")
+
+
+def test_the_html_report_shows_whether_three_tries_ran_out(tmp_path: Path) -> None:
+    missed = report_dom(tmp_path / "missed", "front desk can")
+    named = "on limit max_visits of <b>verify_birthday</b> → <b>identity_failed</b>"
+    assert f"{named} is taken by no case" in missed
+    (edge,) = ROUTE_EDGE.findall(missed.replace("&#45;", "-"))
+    assert 'stroke="#dc2626"' in edge and "stroke-dasharray" in edge
+    taken = report_dom(tmp_path / "taken", "three wrong birthdays")
+    assert named not in taken
+    (edge,) = ROUTE_EDGE.findall(taken.replace("&#45;", "-"))
+    assert 'stroke="#15803d"' in edge and "stroke-dasharray" in edge

@@ -162,8 +162,9 @@ def test_every_format_shows_the_global_exit(tmp_path: Path) -> None:
     assert f"{where} global exit `handoff` not taken" in formatted("text", results, covered)
     document = json.loads(formatted("json", results, covered))
     (entry,) = [u for u in document["coverage"][0]["uncovered"] if u["global"]]
-    expected = {"state": ANY, "exit": "handoff", "global": True}
-    assert entry == {**expected, "line": missing.line, "column": missing.column}
+    expected = {"state": ANY, "exit": "handoff", "global": True, "kind": "global_exit"}
+    named = {"target": "handoff", "name": "global exit `handoff`"}
+    assert entry == {**expected, **named, "line": missing.line, "column": missing.column}
     junit = ET.fromstring(formatted("junit", results, covered))
     (suite,) = [s for s in junit.iter("testsuite") if s.get("name") == "coverage"]
     assert suite.get("tests") == "0"

@@ -29,7 +29,8 @@ def test_every_declared_exit_start_and_on_error_is_drawn_once() -> None:
     )
     assert len(found) == declared + on_error + anywhere + 1  # one start edge
     assert ("START", "supervisor", "") in found
-    assert sum("on_error" in attrs for _, _, attrs in found) == on_error == 2
+    routes = [attrs for _, _, attrs in found if 'label="on error"' in attrs]
+    assert len(routes) == on_error == 2 and all("style=dotted" in attrs for attrs in routes)
 
 
 def test_states_are_shaped_by_type() -> None:

@@ -75,7 +75,9 @@ def test_uncovered_exits_point_at_their_declarations(tmp_path: Path) -> None:
         if miss.is_global:  # see test_coverage.py
             continue
         state = doc.data["states"][miss.state]
-        if "exit_conditions" in state:
+        if miss.kind in ("on_error", "on_limit"):  # see test_coverage_routes.py
+            where = doc.locate(("states", miss.state, miss.kind))
+        elif "exit_conditions" in state:
             index = [e["next_state"] for e in state["exit_conditions"]].index(miss.exit)
             where = doc.locate(("states", miss.state, "exit_conditions", index))
         else:
