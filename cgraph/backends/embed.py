@@ -26,6 +26,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Protocol, runtime_checkable
 
+from cgraph.backends.vector_cache import VectorCache
 from cgraph.errors import ConfigError
 
 Vector = list[float]
@@ -149,6 +150,13 @@ def load_minilm() -> Encoder:
         return load_onnx_minilm()
 
 
+def default_vector_cache() -> VectorCache:
+    """Where the default model's warmed-up vectors are kept between runs."""
+    from cgraph.backends.onnx_embed import vector_cache_path
+
+    return VectorCache(vector_cache_path(), 384)
+
+
 class LocalEmbedder:
     """A sentence embedding model on the CPU, offline, loaded in the background.
 
@@ -163,7 +171,10 @@ class LocalEmbedder:
         cache_size: int = 512,
         background: bool = True,
         loader: Callable[[], Encoder] = load_minilm,
+        disk: Callable[[], VectorCache] | None = None,
     ) -> None:
+        """`disk`: where warmed-up texts' vectors are kept between runs (None: nowhere);
+        called once, by the first warm-up."""
         self.name = name
         self.dimension = dimension
         self._loader = loader
@@ -174,6 +185,9 @@ class LocalEmbedder:
         self._encode_lock = threading.Lock()
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._cache_size = cache_size
+        self._disk_factory = disk
+        self._disk: VectorCache | None = None
+        self._disk_lock = threading.Lock()
         self.computed = 0
         """How many texts went through the model (cache misses), for tests and benches."""
         if background:
@@ -198,20 +212,39 @@ class LocalEmbedder:
         finally:
             self._ready.set()
 
-    def prime(self, texts: Sequence[str]) -> None:
+    def prime(self, texts: Sequence[str]) -> threading.Thread:
         """Embed `texts` in the background once the model is loaded, into the cache: the
         texts a first turn will compare the user's message with, computed while the
         process starts and the user types. The model runs outside the interpreter's lock,
-        so on a second core this overlaps with the start-up's imports."""
+        so on a second core this overlaps with the start-up's imports. Vectors kept on
+        disk by an earlier run are read back first, without waiting for the model, and
+        those computed now are kept for the next run. Returns the thread doing it."""
 
         def run() -> None:
+            rest = self._from_disk(texts)
             self._ready.wait()
             # Small batches: a turn waits for the one being embedded, not for all of them.
-            for start in range(0, len(texts) if self._model is not None else 0, PRIME_BATCH):
+            for start in range(0, len(rest) if self._model is not None else 0, PRIME_BATCH):
+                batch = rest[start : start + PRIME_BATCH]
                 with contextlib.suppress(Exception):  # a cache warm-up: embed() reports
-                    self.embed(texts[start : start + PRIME_BATCH])
+                    vectors = self.embed(batch)
+                    if self._disk is not None:
+                        self._disk.put(dict(zip(batch, vectors, strict=True)))
 
-        threading.Thread(target=run, name="cgraph-embed-prime", daemon=True).start()
+        thread = threading.Thread(target=run, name="cgraph-embed-prime", daemon=True)
+        thread.start()
+        return thread
+
+    def _from_disk(self, texts: Sequence[str]) -> list[str]:
+        """Take the vectors of `texts` kept on disk into the cache; the texts not there."""
+        with self._disk_lock:
+            if self._disk_factory is not None:
+                with contextlib.suppress(ConfigError, OSError):
+                    self._disk = self._disk_factory()
+                self._disk_factory = None
+        found = self._disk.get(texts) if self._disk is not None else {}
+        self._keep(found)
+        return [t for t in dict.fromkeys(texts) if t not in found]
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         """Unit vectors for `texts`, in order; texts seen recently come from the cache."""
@@ -234,20 +267,23 @@ class LocalEmbedder:
         with self._encode_lock:  # one batch at a time is faster than two at once
             vectors = self._model.encode(texts)
         result = {text: vector.tolist() for text, vector in zip(texts, vectors, strict=True)}
+        self._keep(result, computed=len(texts))
+        return result
+
+    def _keep(self, vectors: dict[str, Vector], computed: int = 0) -> None:
         with self._lock:
-            self.computed += len(texts)
-            self._cache.update(result)
-            for text in texts:
+            self.computed += computed
+            self._cache.update(vectors)
+            for text in vectors:
                 self._cache.move_to_end(text)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-        return result
 
 
 def embedder_for(model: str = "") -> LocalEmbedder:
     """A new embedder for a graph's `embedding_model` ("" for the default MiniLM)."""
     if not model:
-        return LocalEmbedder()
+        return LocalEmbedder(disk=default_vector_cache)
     return LocalEmbedder(name=model, loader=lambda: load_sentence_transformer(model_folder(model)))
 
 

@@ -87,6 +87,17 @@ def needs_preparing() -> bool:
         return False
 
 
+def vector_cache_path() -> Path:
+    """Where this model's vectors of graph texts are kept (`cgraph.backends.vector_cache`):
+    named by everything they depend on, the model and tokenizer files, ONNX Runtime (in
+    the prepared model's name) and this module, which pools them."""
+    from cgraph.backends.vector_cache import identity
+
+    prepared = prepared_path(onnx_model_path())
+    name = identity(prepared.parent.name, tokenizer_path(), Path(__file__), str(MAX_TOKENS))
+    return cache_folder() / "vectors" / f"minilm-{name}.sqlite3"
+
+
 def prepared_model(model: Path) -> Path:
     """`model` optimised once for this machine, its weights in a file of their own; the
     packaged `model` itself when the cache cannot be written."""

@@ -4,7 +4,11 @@ Everything that can be refused cheaply is checked before anything heavy is impor
 started: the store folder, the graph, the session (its owner), then the model and its
 credentials. Only then do the embedding model and the memory store start loading in the
 background, so an error is printed and the process exits at once (no thread is left
-importing torch or chromadb while the interpreter shuts down).
+importing torch or chromadb while the interpreter shuts down). One exception: a run that
+is surely offline with the default model (no `--model` or `--session`, no `model:` in
+the graph) starts loading that model (ONNX Runtime, no torch) as soon as the graph is
+read, so the lint and the runtime's imports overlap with it; a run refused later ends
+at once all the same (`cgraph.cli.exit_now`).
 
 The model is `--model`, else the model the session was started with, else the graph's
 `model.name` when its credentials are present, else the offline semantic mode.
@@ -12,6 +16,7 @@ The model is `--model`, else the model the session was started with, else the gr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -59,21 +64,31 @@ class RunOptions:
     retries: int | None = None
 
 
-def load_checked(path: Path) -> tuple[Graph, list[Diagnostic]]:
+def load_checked(
+    path: Path, read: Callable[[Graph], None] = lambda graph: None
+) -> tuple[Graph, list[Diagnostic]]:
     """The graph and its offline hints, or `GraphError` with every located lint error
-    (warnings do not stop a run)."""
+    (warnings do not stop a run). `read` sees the graph as soon as it is read, before
+    the lint: what it starts in the background overlaps with the lint."""
     from cgraph.diagnostics import Severity
-    from cgraph.lint.offline import check_say
-    from cgraph.lint.walk import CHECKS, lint_paths
     from cgraph.spec.load import load_graph
 
     if not path.is_file():
         raise GraphError(f"error: {path}: no such file")
+    try:
+        graph: Graph | None = load_graph(path)
+    except GraphError:  # the lint below says where and why
+        graph = None
+    if graph is not None:
+        read(graph)
+    from cgraph.lint.offline import check_say
+    from cgraph.lint.walk import CHECKS, lint_paths
+
     found = lint_paths([path], checks=(*CHECKS, check_say)).diagnostics
     errors = [d for d in found if d.severity is Severity.ERROR]
     if errors:
         raise GraphError(f"{path}: the graph has errors; fix them and run again", errors)
-    return load_graph(path), [d for d in found if d.code == "no-say"]
+    return graph or load_graph(path), [d for d in found if d.code == "no-say"]
 
 
 def offline_hints(hints: list[Diagnostic], shown: int = 3) -> str:
@@ -199,8 +214,6 @@ def permanent_failure(session: Session) -> str | None:
 def open_session(graph: Graph, options: RunOptions) -> Opened:
     """Check the store, the session and the model, then open the session."""
     from cgraph.backends.llm.registry import choose
-    from cgraph.backends.memory.background import BackgroundMemory
-    from cgraph.runtime.session import Session
 
     store = usable_folder(options.store)
     if options.session:
@@ -209,14 +222,12 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
     name = choose(options.model or (stored.model if stored else None), graph.model)
     chat = build_model(graph, name, options)
     notes: list[str] = []
-    if name == SEMANTIC:
-        from cgraph.backends.embed import shared_embedder
+    if name == SEMANTIC and warm_up(graph):
+        notes.append(PREPARING)
+    # Imported after the model started loading in the background: the two overlap.
+    from cgraph.backends.memory.background import BackgroundMemory
+    from cgraph.runtime.session import Session
 
-        preparing = not graph.embedding_source() and onnx_needs_preparing()
-        # Starts loading it in the background now, then the first turn's texts.
-        shared_embedder(graph.embedding_source()).prime(first_turn_texts(graph))
-        if preparing:
-            notes.append(PREPARING)
     user = stored.user_id if stored is not None else options.user or DEFAULT_USER
     memory = BackgroundMemory(
         graph.memory, store, graph.embedding_source(), user_id=user, recalls=recalls(graph)
@@ -248,6 +259,31 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
     )
 
 
+_WARMED: dict[int, tuple[Graph, bool]] = {}
+
+
+def warm_up(graph: Graph) -> bool:
+    """Start loading the offline chooser's embedding model in the background, then
+    embedding the first turn's texts (once per graph); True when this run prepares the
+    model for the machine first."""
+    if id(graph) not in _WARMED:
+        from cgraph.backends.embed import shared_embedder
+
+        preparing = not graph.embedding_source() and onnx_needs_preparing()
+        shared_embedder(graph.embedding_source()).prime(first_turn_texts(graph))
+        _WARMED[id(graph)] = (graph, preparing)  # the graph held: its id stays its own
+    return _WARMED[id(graph)][1]
+
+
+def warm_up_early(graph: Graph, options: RunOptions) -> None:
+    """`warm_up` as soon as the graph is read, when the run is surely offline with the
+    default model: the lint, the checks and the runtime's imports then overlap with the
+    model loading (a run that fails them ends at once all the same, `exit_now`)."""
+    named = options.model or (None if options.session else graph.model.name)
+    if (not named or named == SEMANTIC) and not graph.embedding_source():
+        warm_up(graph)
+
+
 WARM_TEXTS = 256
 """At most this many texts warmed: half the embedder's cache, which keeps the messages'."""
 
@@ -260,34 +296,28 @@ def later_texts(graph: Graph) -> list[str]:
 
 
 def first_turn_texts(graph: Graph) -> list[str]:
-    """What the offline chooser compares a first message with: the start states' exits
-    (descriptions, examples) and texts, the global exits, the conversational moves. Only
-    a warm-up of the embedder's cache: a text missed here is embedded when it is needed."""
+    """What the offline chooser compares a first message with: the start states' texts
+    and exits as it reads them (see `graph_texts`), the global exits, the conversational
+    moves. Only a warm-up of the embedder's cache: a text missed here is embedded when
+    it is needed."""
     from cgraph.backends.llm.semantic import CONVERSATIONAL
 
     starts = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
-    exits = list(graph.global_exits)
-    texts: list[str] = list(CONVERSATIONAL)
-    for name in dict.fromkeys(starts):
-        state = graph.states.get(name)
-        exits += getattr(state, "exit_conditions", None) or ()
-        texts += [getattr(state, "objective", None) or "", *(getattr(state, "actions", None) or ())]
-    for exit_ in exits:
-        if exit_.description:
-            texts += [exit_.description, *exit_.examples]
+    texts = [*CONVERSATIONAL, *graph_texts(graph, list(dict.fromkeys(starts)))]
     return [t for t in dict.fromkeys(texts) if t and "{" not in t]
 
 
-def graph_texts(graph: Graph) -> list[str]:
-    """Every text the offline chooser compares messages with, over all states: exits as
-    written and as the chooser reads them (about "the user", first-person stand-ins for
-    an exit without examples, the shared dialogue acts), objectives, actions. Only a
-    warm-up, like the above."""
+def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
+    """Every text the offline chooser compares messages with in the states `names` (all
+    by default): exits as written and as the chooser reads them (about "the user",
+    first-person stand-ins for an exit without examples, the shared dialogue acts) with
+    the global exits, objectives, actions. Only a warm-up, like the above."""
     from cgraph.backends.llm.acts import ACTS, as_user
     from cgraph.backends.llm.stand_ins import stand_ins
 
     texts: list[str] = [text for act in ACTS for text in (act.description, *act.utterances)]
-    for state in graph.states.values():
+    for name in graph.states if names is None else names:
+        state = graph.states.get(name)
         texts += [getattr(state, "objective", None) or "", *(getattr(state, "actions", None) or ())]
         for exit_ in [*graph.global_exits, *(getattr(state, "exit_conditions", None) or ())]:
             if exit_.description:

@@ -12,8 +12,16 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 
-from cgraph.cli.opening import SEMANTIC, RunOptions, load_checked, offline_hints, open_session
+from cgraph.cli.opening import (
+    SEMANTIC,
+    RunOptions,
+    load_checked,
+    offline_hints,
+    open_session,
+    warm_up_early,
+)
 from cgraph.errors import CgraphError, GraphError
 
 
@@ -23,7 +31,7 @@ def run_command(options: RunOptions, *, jsonl: bool) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
-        spec, hints = load_checked(options.graph)
+        spec, hints = load_checked(options.graph, partial(warm_up_early, options=options))
     except GraphError as err:
         sys.stderr.write(str(err) + "\n")
         return 1

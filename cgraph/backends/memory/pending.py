@@ -6,13 +6,19 @@ memories (the check-in keeps every turn) need not pay it. Such memories are writ
 Chroma, with its duplicate checks, by the next process that opens the Chroma store
 (`ChromaMemory` drains the outbox when it connects). A memory is never only here for a
 reader: every read opens Chroma, which drains first.
+
+The outbox keeps one connection open, in WAL mode with `synchronous=NORMAL`, like the
+session store: a memory is in the log before `put` returns, so it survives the process
+being killed at any instant, and a put costs no fsync. Opening and closing a connection
+per put cost each turn 15-30 ms (closing the last connection checkpoints the file).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 from cgraph.backends.memory.policy import Memory, NewMemory
@@ -31,16 +37,32 @@ class Outbox:
 
     def __init__(self, folder: Path) -> None:
         self.path = Path(folder) / OUTBOX_FILE
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
+        """The open connection, in a transaction committed when the block ends."""
+        with self._lock:
+            try:
+                if self._connection is None:
+                    self._connection = self._open()
+                with self._connection as db:
+                    yield db
+            except sqlite3.Error as err:
+                raise MemoryStoreError(f"memory outbox {self.path}: {err}") from err
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with closing(sqlite3.connect(self.path, timeout=30)) as db, db:
-                db.execute(_SCHEMA)
-                yield db
-        except sqlite3.Error as err:
-            raise MemoryStoreError(f"memory outbox {self.path}: {err}") from err
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(_SCHEMA)
+        except sqlite3.Error:
+            db.close()
+            raise
+        return db
 
     def put(self, user_id: str, items: Sequence[Memory]) -> None:
         """Keep `items` (stamped with their ids and times) until Chroma takes them."""

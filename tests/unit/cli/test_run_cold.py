@@ -15,6 +15,7 @@ import pytest
 from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.backends.llm.types import ExitOption
 from cgraph.cli.opening import PREPARING, first_turn_texts, later_texts
+from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
 from tests.conftest import GRAPHS
 
@@ -103,3 +104,16 @@ def test_a_later_turn_embeds_nothing_of_the_graph_the_warm_up_left_out() -> None
             chooser.exit_scores(message, options)
         chooser.stay_score(message, [t for t in texts if t and "{" not in t])
     assert set(recording.seen) - warmed == {message}
+
+
+@pytest.mark.parametrize(
+    "message", ["Hello Ava, good morning to you.", "No, not today.", "I have chest pain"]
+)
+def test_a_first_turn_embeds_nothing_of_the_graph_the_warm_up_left_out(
+    tmp_path: Path, message: str
+) -> None:
+    graph, recording = load_graph(CHECKIN), Recording()
+    session = Session.start(graph, model=SemanticModel(embedder=recording), store=tmp_path)
+    session.send(message)
+    unwarmed = set(recording.seen) - set(first_turn_texts(graph))
+    assert unwarmed and all(text in message for text in unwarmed)  # the message, or part
