@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from operator import itemgetter, methodcaller
 from typing import Any
 
+from cgraph.backends.llm.registry import SEMANTIC
 from cgraph.backends.llm.types import ChatModel, LLMRequest, notices
 from cgraph.errors import LLMError
 from cgraph.runtime.answers import CAPS, Answer, AnswerError, parse_answer
@@ -97,7 +98,10 @@ def ask(model: ChatModel, request: LLMRequest, *, talk: Talk | None = None) -> A
             break
         # An invalid slot value is asked for once more; the answer so far stands meanwhile.
         problems = "; ".join(parsed.slot_problems)
-        failures.append(_failure(request, problems, invalid_answer=str(raw)[:500], attempt=1))
+        # Offline, no model failed: the user's message held a value the slot refuses.
+        offline = {"offline": True} if getattr(model, "name", "") == SEMANTIC else {}
+        wrong = {"invalid_answer": str(raw)[:500], "attempt": 1, **offline}
+        failures.append(_failure(request, problems, **wrong))
         current = _reask(current, raw, problems + " (answer null for a value you cannot give)")
     return Asked(answer, _decision(model, request, answer, attempts), tuple(failures))
 

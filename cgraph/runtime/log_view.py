@@ -147,6 +147,9 @@ def _warning(event: Event) -> str:
         return str(error)
     if event.kind == "llm_notice":
         return str(event.data.get("notice", "?"))
+    if event.kind == "llm_error" and event.data.get("offline"):
+        where = event.data.get("state", "?")
+        return f"could not read a valid value from the message in {where} ({error}); asking again"
     if event.kind == "llm_error":
         return f"the model failed in {event.data.get('state', '?')}: {error}"
     return f"memory {event.data.get('operation', 'call')} failed: {error}"

@@ -111,6 +111,9 @@ def test_an_invalid_slot_value_is_asked_once_more_then_left_unset() -> None:
     assert turn.state == "ask_party_size" and session.variables["party_size"] is None
     (failure,) = [e for e in events(session, "llm_error")]
     assert "slot `party_size`: `80` is above the maximum 50" in failure["error"]
+    assert turn.warnings == (
+        "the model failed in ask_party_size: slot `party_size`: `80` is above the maximum 50",
+    )
     assert turn.llm_calls == 2
 
 

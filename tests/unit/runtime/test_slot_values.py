@@ -133,6 +133,10 @@ def test_offline_an_out_of_range_value_is_asked_again_naming_the_range(tmp_path:
     assert turn.reply == "Size: 40 is above the maximum 12. How many people are coming?"
     (failure,) = [e.data for e in session.events() if e.kind == "llm_error"]
     assert "slot `size`: `40` is above the maximum 12" in failure["error"]
+    assert turn.warnings == (
+        "could not read a valid value from the message in ask "
+        "(slot `size`: `40` is above the maximum 12); asking again",
+    )  # no model failed: the message held a value the slot refuses
     assert turn.llm_calls == 2  # asked once more, as an LLM is
     again = session.send("Forty.")
     assert again.state == "ask" and session.variables["size"] is None
