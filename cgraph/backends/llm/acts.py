@@ -1,7 +1,8 @@
 """Dialogue acts every conversation shares, as extra examples for the exits that mean them.
 
-A user ends, says no, accepts or declines in the same few words whatever the graph:
-"no, that's everything thanks", "nothing like that", "no thanks to both". Sentence
+A user ends, says no, accepts, declines, asks for a person or says they are in crisis in
+the same few words whatever the graph: "no, that's everything thanks", "nothing like
+that", "no thanks to both", "put me through to someone", "I can't go on like this". Sentence
 embeddings match those words well against canonical phrasings of the act ("That's all,
 thanks": 0.62) and badly against a narrator's description of it ("The tenant is done or
 says goodbye": 0.0). So an exit whose description means one of these acts (its description
@@ -58,6 +59,27 @@ ACTS = (
         "The user declines the offer or refuses what is proposed.",
         ("No thanks.", "Neither, thanks.", "No, I don't want that.", "I'll pass."),
         negative=True,
+    ),
+    Act(
+        "The user asks to talk to a human, a real person or a member of staff.",
+        (
+            "Can I speak to an actual person?",
+            "Put me through to someone, please.",
+            "I want to speak to a manager.",
+            "Connect me to an agent.",
+            "I'd rather talk to a human.",
+        ),
+        floor=0.65,  # "The customer is done" lies at 0.6
+    ),
+    Act(
+        "The user says they might harm themselves or do not want to live.",
+        (
+            "I don't want to be here anymore.",
+            "I feel like a burden to everyone.",
+            "Nobody would miss me if I was gone.",
+            "I can't go on like this.",
+            "I want to end it all.",
+        ),
     ),
     Act(
         "The user changes their mind and keeps things as they are.",

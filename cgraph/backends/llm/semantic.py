@@ -9,13 +9,17 @@ closer than the best exit. The rule and its constants were calibrated on
 
     exit score  = 0.7 · max over examples (sim − 0.1 · polarity clash) + 0.3 · sim(description)
                   + denial (below) + 0.2 when the message is a bare "no" and the exit's
-                  description says no
+                  description says no + 0.2 · the share of the message's words the exit's
+                  texts use too (`overlap`; not for a clarifying question)
     stay score  = max(sim to conversational moves, and for a question only, sim to the
                   state's objective/actions: a statement on the state's topic answers it)
     best        = the exit with the highest score, minus 0.3 when the message is a question
                   that neither the exit expects nor is a request ("Can you…?", "…please?")
     stay  when  best < 0.15  or  best < stay score − 0.2  or  the message hedges
                 ("maybe", "not sure", "one sec": `negation.is_hedge`)
+
+A global exit is taken when it scores at least 0.5, above staying, and 0.08 above the
+state's best own exit: a symptom the state asks about lies near the emergency too.
 
 An opening message (`LLMRequest.opening`) is judged like any other; any other message that
 entered the state this turn stays: it already answered the state before. A greeting before
@@ -65,6 +69,7 @@ from cgraph.backends.llm.negation import (
     is_hedge,
     is_negated,
 )
+from cgraph.backends.llm.overlap import overlaps
 from cgraph.backends.llm.stand_ins import stand_ins
 from cgraph.backends.llm.types import STAY, ExitOption, LLMRequest
 from cgraph.backends.llm.utterances import (
@@ -81,6 +86,10 @@ from cgraph.backends.llm.utterances import (
 GLOBAL_FLOOR = 0.5
 """A global exit (an emergency, "cancel") is taken offline only when this close, and
 before the state's own exits are weighed."""
+GLOBAL_LEAD = 0.08
+"""...and only when it beats the best of the state's own exits by this much: a symptom the
+state asks about ("a little pain in my chest") is near the emergency too, and belongs to
+the state's own exit unless the emergency is clearly closer."""
 CONVERSATIONAL = (
     "Hello.",
     "Hi, how are you?",
@@ -124,6 +133,8 @@ class Calibration:
     """What a bare "no" adds to an exit whose description says no."""
     contrast_weight: float = 1.0
     """How much an exit loses for affirming the denied phrase more than the other exits."""
+    overlap_weight: float = 0.2
+    """What sharing all of the message's content words with an exit adds (`overlap`)."""
 
 
 class SemanticModel:
@@ -198,8 +209,9 @@ class SemanticModel:
             return own
         taken = self._exit_among(request, anywhere)
         score = taken["scores"].get(taken["exit"], 0.0)
-        rivals = [*own["scores"].values(), taken["scores"].get(STAY, 0.0)]
-        if taken["exit"] != STAY and score >= GLOBAL_FLOOR and score > max(rivals, default=0.0):
+        local = [v for k, v in own["scores"].items() if k != STAY]
+        rivals = [max(local, default=0.0) + GLOBAL_LEAD, taken["scores"].get(STAY, 0.0)]
+        if taken["exit"] != STAY and score >= GLOBAL_FLOOR and score > max(rivals):
             return {**taken, "reason": f"global exit: {taken['reason']}"}
         return own
 
@@ -261,6 +273,7 @@ class SemanticModel:
         mine, sign = vectors[message], polarity(message)
         denial = self.denial_scores(message, options)
         bare = answer_polarity(message) if cal.bare_weight else 0
+        shared = overlaps(message, {o.id: (o.description, *examples[o.id]) for o in options})
         scores: dict[str, float] = {}
         for option in options:
             described = cosine(mine, vectors[option.description])
@@ -270,6 +283,8 @@ class SemanticModel:
             )
             weight = cal.description_weight
             scores[option.id] = (1 - weight) * matched + weight * described + denial[option.id]
+            if counts_as_answer(message, option):  # a question's words are its topic
+                scores[option.id] += cal.overlap_weight * shared[option.id]
             if bare < 0 and negative_description(option.description):
                 scores[option.id] += cal.bare_weight  # a bare "no" takes the exit that says no
         return scores

@@ -18,7 +18,11 @@ _YES = re.compile(
 _NO = re.compile(r"^\W*(no|nope|nah|not|never|none|nothing)\b", re.I)
 _NEGATION = re.compile(r"\b(not|no|never|none|nothing|nobody|without)\b|n't\b", re.I)
 # A question phrased as a request asks for the exit's action, not for clarification.
-_REQUEST = re.compile(r"^\W*(can|could|would|will) you\b|\bplease\b", re.I)
+_REQUEST = re.compile(
+    r"^\W*(?:(?:can|could|would|will) you|(?:can|could|may) (?:i|we|someone|somebody)"
+    r"(?! (?:ask|say)\b))\b|\bplease\b",
+    re.I,
+)
 # Examples phrased as a request for the exit's own action ("Can I change my flight?").
 _ASKS_FOR = re.compile(r"^\W*(can|could|would|will|may) (you|i|we)\b|\bplease\b", re.I)
 _ASKS = re.compile(r"\bask", re.I)

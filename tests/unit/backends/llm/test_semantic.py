@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from bench.semantic_cases import load_cases, request_for
+from bench.semantic_cases import Case, load_cases, request_for
 from cgraph import Session
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.registry import resolve_model as resolve
@@ -267,3 +267,26 @@ def test_examples_that_request_the_exit_do_not_make_it_expect_questions() -> Non
 def _answer(model: SemanticModel, request: LLMRequest, message: str) -> dict[str, object]:
     answer = model.complete(replace(request, user_messages=(message,)))
     return dict(json.loads(answer))
+
+
+def test_a_request_for_the_exits_action_is_not_a_clarifying_question() -> None:
+    refill = ExitOption("refill", "The owner needs more of their pet's medication.", "refill")
+    assert counts_as_answer("can I pick up more of the ear drops you gave us", refill)
+    assert counts_as_answer("could someone collect it from my house?", refill)
+    assert not counts_as_answer("can I ask what the drops are for?", refill)
+
+
+def test_a_global_exit_must_beat_the_states_own_exits_clearly(model: SemanticModel) -> None:
+    # Chest pain asked about is near the emergency too; it is the state's own finding.
+    asked = Case(
+        graph="medical_checkin.yaml",
+        state="check_chest_pain",
+        message="A little pain on the left side of my chest.",
+        expect="flag_chest_pain",
+        global_exits=True,
+    )
+    request = request_for(asked, model)
+    assert request.options[0].id == "emergency"
+    assert json.loads(model.complete(request))["exit"] == "flag_chest_pain"
+    crushing = replace(asked, message="My chest is crushing and my left arm is numb right now.")
+    assert json.loads(model.complete(request_for(crushing, model)))["exit"] == "emergency"
