@@ -93,6 +93,9 @@ def _environment() -> BoundedSandbox:
         autoescape=False,
         trim_blocks=False,
         lstrip_blocks=False,
+        # The shipped templates are package files that do not change while a process runs:
+        # no `stat` of `_base.j2` at every `{% extends %}`.
+        auto_reload=False,
     )
     env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)
     env.filters["tojson"] = env.filters["json"]  # plain JSON, not HTML-escaped

@@ -17,6 +17,7 @@ from typing import Any
 
 from jinja2 import StrictUndefined, Template, Undefined
 from jinja2.nativetypes import NativeEnvironment, native_concat
+from jinja2.runtime import Context, new_context
 
 from cgraph.errors import RenderError
 from cgraph.spec.deadline import DeadlineExceeded, deadline
@@ -165,9 +166,24 @@ def _run(
     try:
         with deadline(seconds):
             template = compiled()
-            return _collect(template.root_render_func(template.new_context(dict(context))))
+            return _collect(template.root_render_func(_new_context(template, context)))
     except (DeadlineExceeded, Exception) as err:  # any error inside is the template's
         raise _failure(source, seconds, err) from err
+
+
+def _new_context(template: Template, values: Mapping[str, Any]) -> Context:
+    """What `template.new_context(values)` makes, without copying the template's globals
+    (a `ChainMap`, iterated key by key) twice at every render."""
+    names = _globals(template)
+    return new_context(
+        template.environment, template.name, template.blocks, {**names, **values}, True, names
+    )
+
+
+@lru_cache(maxsize=2048)
+def _globals(template: Template) -> dict[str, Any]:
+    # Compiled templates are cached and their globals never change after compiling.
+    return dict(template.globals)
 
 
 # Values with nothing inside: no Undefined hides in them.
