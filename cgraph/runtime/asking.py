@@ -9,17 +9,16 @@ Failures are returned as events for the log, never raised.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from operator import itemgetter, methodcaller
 from typing import Any
 
 from cgraph.backends.llm.registry import SEMANTIC
 from cgraph.backends.llm.types import ChatModel, LLMRequest, notices
 from cgraph.errors import LLMError
 from cgraph.runtime.answers import CAPS, Answer, AnswerError, parse_answer
+from cgraph.runtime.fingerprint import prompt_facts
 from cgraph.runtime.outcomes import Effects, Emit, decided
-from cgraph.runtime.prompts import SUMMARY_HEADING, prompt_hash
 from cgraph.runtime.records import Decision, trusted
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.templating import is_template, render_text
@@ -139,6 +138,7 @@ def _reask(request: LLMRequest, raw: str, error: str) -> LLMRequest:
 def _decision(
     model: ChatModel, request: LLMRequest, answer: Answer | None, attempts: int
 ) -> Decision:
+    facts = prompt_facts(request.messages, request.schema)
     return trusted(  # every field is built right here: skip validation
         Decision,
         state=request.state,
@@ -147,24 +147,13 @@ def _decision(
         reason=answer.reason if answer else "the model failed; fallback",
         candidates=request.exit_ids,
         scores=answer.scores if answer else {},
-        prompt_hash=prompt_hash(request.messages, request.schema),
+        prompt_hash=facts.hash,
         model=str(getattr(model, "name", "")),
         attempts=attempts,
         fallback=answer is None,
-        window=_window(request.messages),
-        summary=any(map(_IS_SUMMARY, map(_CONTENT, request.messages))),
+        window=facts.window,
+        summary=facts.summary,
     )
-
-
-# Counted for every question over the whole prompt: with C-level callables, not a loop.
-_ROLE, _CONTENT = itemgetter("role"), itemgetter("content")
-_IS_SUMMARY = methodcaller("startswith", SUMMARY_HEADING)
-
-
-def _window(messages: Sequence[Mapping[str, str]]) -> int:
-    """Conversation messages (the user's and the agent's) a prompt holds."""
-    roles = list(map(_ROLE, messages))
-    return roles.count("user") + roles.count("assistant")
 
 
 def engine_decision(state: str, kind: str, chosen: str, reason: str) -> Emit:

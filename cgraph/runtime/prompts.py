@@ -17,11 +17,9 @@ blocks (`state`, `answer`, `task`, `context`). An override that neither extends 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Hashable, Mapping, Sequence
 from functools import cache
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -170,14 +168,3 @@ def _system(
                 cache.clear()
             cache[key] = cached
     return cached
-
-
-_ROLE_AND_CONTENT = itemgetter("role", "content")
-
-
-def prompt_hash(messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any]) -> str:
-    """A short, stable fingerprint of what the model was shown (for `/why` and replays)."""
-    text = "\x00".join(map("\x01".join, map(_ROLE_AND_CONTENT, messages)))  # no Python loop
-    digest = hashlib.sha256(json.dumps(schema, sort_keys=True).encode())
-    digest.update(text.encode())
-    return digest.hexdigest()[:12]
