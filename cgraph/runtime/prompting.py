@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from cgraph.backends.llm.types import ExitOption, LLMRequest, RequestKind, exit_ids
 from cgraph.runtime.answers import answer_schema
 from cgraph.runtime.context import View, template_context
 from cgraph.runtime.graphs import topology_text
 from cgraph.runtime.prompts import (
+    SYSTEM_CACHE_SIZE,
     estimate_tokens,
     history_start,
     render_messages,
@@ -109,6 +110,8 @@ class Prompter:
         self.cache: dict[Hashable, str] = {}
         """Rendered system prompts of this session, by graph, state and texts."""
         self._topologies: dict[int, str] = {}
+        self._texts: dict[tuple[str, str], tuple[AnyState | None, Static | None]] = {}
+        """By kind and state: the state, and its texts if they hold no template."""
         self._sizes: list[int] = []
 
     def restart(self, marks: HistoryMarks) -> None:
@@ -167,10 +170,15 @@ class Prompter:
         collect: tuple[str, ...] = (),
     ) -> LLMRequest:
         """The request `kind` asks at `state_id`, with the window of history (or `history`)."""
-        context = template_context(view, graph, state_id)
-        # The extraction prompt shows no state texts: a state's failing text (already
-        # reported when its turn failed) must not stop the memories being kept.
-        texts = state_texts(None if kind == "extract" else state, context, state_id)
+        static = self._static(kind, state_id, state)
+        context: Mapping[str, Any] = {}
+        if static is None:
+            context = template_context(view, graph, state_id)
+            # The extraction prompt shows no state texts: a state's failing text (already
+            # reported when its turn failed) must not stop the memories being kept.
+            texts = state_texts(None if kind == "extract" else state, context, state_id)
+        else:
+            texts = static.texts
         memory = dict(extra or {})
         window, dropped = (history, 0) if history is not None else self.history()
         variables = {
@@ -184,7 +192,14 @@ class Prompter:
         }
         # The system part lists the offered exits, which `when:` and global exits change
         # from step to step within one state.
-        key = (id(graph), kind, state_id, _flat(texts), options, allow_stay)
+        key = (
+            id(graph),
+            kind,
+            state_id,
+            static.key if static else _flat(texts),
+            options,
+            allow_stay,
+        )
         overrides = graph.prompts or self.root.prompts
         return LLMRequest(
             kind=kind,
@@ -199,7 +214,7 @@ class Prompter:
             allow_stay=allow_stay,
             user_messages=self.recent_user_messages(),
             stay_prototypes=tuple(t for t in (texts["objective"], *texts["actions"]) if t),
-            authored_reply=self._authored(kind, state_id, state, context),
+            authored_reply=static.authored if static else _authored(kind, state_id, state, context),
             entered_this_turn=view.entered,
             opening=opening,
             graph=graph.name,
@@ -211,16 +226,20 @@ class Prompter:
             collect=collect,
         )
 
-    @staticmethod
-    def _authored(
-        kind: RequestKind, here: str, state: AnyState | None, context: Mapping[str, Any]
-    ) -> str:
-        """The state's own words, for an action's question only (a model may stay with
-        them). A failing `say:` fails the step (`StepRenderFailed`) before the model is
-        asked, whether or not the model would have used it."""
-        if kind != "action":
-            return ""
-        return authored_reply(state, context, here)
+    def _static(self, kind: RequestKind, state_id: str, state: AnyState | None) -> Static | None:
+        """The texts of a state that has no template among them, rendered once; None for a
+        state whose texts read the variables (they are rendered at every request)."""
+        shown = None if kind == "extract" else state
+        cached = self._texts.get((kind, state_id))
+        if cached is None or cached[0] is not shown:
+            found = None
+            if not any(map(is_template, _sources(shown))):
+                texts = state_texts(shown, {}, state_id)
+                found = Static(texts, _flat(texts), _authored(kind, state_id, state, {}))
+            if len(self._texts) >= SYSTEM_CACHE_SIZE:
+                self._texts.clear()
+            cached = self._texts[(kind, state_id)] = (shown, found)
+        return cached[1]
 
     def _variables(
         self,
@@ -246,6 +265,34 @@ class Prompter:
             "entered_this_turn": view.entered,
             "message": view.message,
         }
+
+
+class Static(NamedTuple):
+    """A state's texts as every prompt shows them, when no template is among them."""
+
+    texts: dict[str, Any]
+    key: tuple[Any, ...]
+    """The texts as part of the system part's cache key (`_flat`)."""
+    authored: str
+
+
+def _sources(state: AnyState | None) -> list[str]:
+    """Every text of `state` a prompt shows or an action's authored reply reads."""
+    if state is None:
+        return []
+    lists = (getattr(state, name, ()) for name in TEXT_FIELDS)
+    return [state.objective, getattr(state, "say", None) or "", *(t for ts in lists for t in ts)]
+
+
+def _authored(
+    kind: RequestKind, here: str, state: AnyState | None, context: Mapping[str, Any]
+) -> str:
+    """The state's own words, for an action's question only (a model may stay with them).
+    A failing `say:` fails the step (`StepRenderFailed`) before the model is asked, whether
+    or not the model would have used it."""
+    if kind != "action":
+        return ""
+    return authored_reply(state, context, here)
 
 
 def _flat(texts: dict[str, Any]) -> tuple[Any, ...]:

@@ -10,7 +10,7 @@ from cgraph.runtime.exits import exit_options
 from cgraph.runtime.prompting import TEXT_FIELDS, Prompter
 from cgraph.runtime.prompts import TEMPLATES
 from cgraph.runtime.snapshot import HistoryMarks
-from tests.unit.runtime._runtime import two_actions
+from tests.unit.runtime._runtime import action, graph, simple, two_actions
 
 
 def view(**changes: object) -> View:
@@ -72,3 +72,41 @@ def test_the_history_window_moves_only_forward_and_restarts_after_an_undo(
     transcript[:] = transcript[:2]
     prompter.restart(HistoryMarks())
     assert prompter.history() == (transcript, 0)
+
+
+def test_texts_that_read_variables_are_rendered_at_every_request(tmp_path: Path) -> None:
+    # Texts without a template are rendered once per state; one that reads a variable
+    # must show its value now, not the value of the first request.
+    body = action("a", {"END": "The user says goodbye."}, say="Hi {{ name }}.")
+    body = body.replace("Objective of a.", "Greet {{ name }}.")
+    spec = graph(tmp_path, simple(body=body, top="variables: {name: Ann}\n"))
+    state = spec.states["a"]
+    prompter = Prompter(spec, [{"role": "user", "content": "hello"}])
+    options = exit_options(state)
+    for name in ("Ann", "Bob"):
+        request = prompter.build(
+            view(variables={"name": name}),
+            "action",
+            graph=spec,
+            state_id="a",
+            state=state,
+            options=options,
+            allow_stay=True,
+        )
+        assert request.objective == f"Greet {name}." and request.authored_reply == f"Hi {name}."
+        assert f"Objective: Greet {name}." in request.messages[0]["content"]
+
+
+def test_a_state_s_fixed_texts_are_its_own_in_every_kind_of_request(tmp_path: Path) -> None:
+    spec = two_actions(tmp_path)
+    prompter = Prompter(spec, [{"role": "user", "content": "hello"}])
+    for state_id in ("a", "b", "a"):
+        state = spec.states[state_id]
+        asked = prompter.build(
+            view(), "action", graph=spec, state_id=state_id, state=state, allow_stay=True
+        )
+        extract = prompter.build(view(), "extract", graph=spec, state_id=state_id, state=state)
+        assert asked.objective == f"Objective of {state_id}."
+        said = "Welcome to b." if state_id == "b" else "Do the work of a."
+        assert asked.authored_reply == said
+        assert extract.objective == "" and extract.authored_reply == ""
