@@ -153,12 +153,18 @@ def threads() -> int:
 class OnnxEncoder:
     """A BERT-style sentence encoder: tokenize, run the network, mean-pool, normalise."""
 
-    def __init__(self, model: Path, tokenizer: Path) -> None:
+    def __init__(self, model: Path, tokenizer: Path, *, prepared: bool = False) -> None:
+        """`prepared`: `model` was optimised when it was prepared (`prepared_model`), so
+        ONNX Runtime's passes are not run over it again: a fifth of opening it, and bit
+        for bit the same vectors (a test holds them equal)."""
         import onnxruntime
         from tokenizers import Tokenizer
 
+        options = _options()
+        if prepared:
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
         self._session = onnxruntime.InferenceSession(
-            str(model), _options(), providers=["CPUExecutionProvider"]
+            str(model), options, providers=["CPUExecutionProvider"]
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(tokenizer))
@@ -187,7 +193,7 @@ def load_onnx_minilm() -> OnnxEncoder:
     packaged, tokenizer = onnx_model_path(), tokenizer_path()
     prepared = prepared_model(packaged)
     try:
-        return OnnxEncoder(prepared, tokenizer)
+        return OnnxEncoder(prepared, tokenizer, prepared=prepared != packaged)
     except (OSError, RuntimeError):
         if prepared == packaged:
             raise

@@ -20,6 +20,16 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
+def started() -> None:
+    """The start-up is over (`cgraph run`'s first reply is out): the cyclic collector is
+    turned back on, and what the start-up made is left out of its scans (frozen: imports,
+    the graph, the model, which live as long as the process), so a collection during a
+    later turn scans only that turn's objects."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
 def _is_the_command() -> bool:
     """This process is `cgraph ...` or `python -m cgraph ...`, not a program importing us."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
@@ -30,5 +40,6 @@ if _is_the_command():
     # Start-up (typer, the format's classes, lint's modules) only creates objects that live
     # as long as the process: the cyclic collector scanned them ~a tenth of `cgraph lint`'s
     # start-up for nothing. `app.main` turns it back on for every command but `lint`, which
-    # ends as soon as it has read its files (and pauses the collector while reading anyway).
+    # ends as soon as it has read its files (and pauses the collector while reading anyway),
+    # and `run`, whose start-up lasts until its first reply (`started`).
     gc.disable()

@@ -170,7 +170,7 @@ def run(
 
 
 def main() -> None:
-    if sys.argv[1:2] != ["lint"]:  # see cgraph/cli/__init__.py
+    if sys.argv[1:2] not in (["lint"], ["run"]):  # see cgraph/cli/__init__.py
         gc.enable()
     app()
 

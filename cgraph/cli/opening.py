@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from cgraph.cli import started
 from cgraph.errors import ConfigError, GraphError
 from cgraph.spec.model import TIERS, Graph, Tier
 
@@ -169,7 +170,9 @@ class Opened:
 
     def warm_later_turns(self) -> None:
         """Once the first reply is out, embed the rest of the graph's texts in the
-        background (offline mode): while the user reads and types, not in a later turn."""
+        background (offline mode): while the user reads and types, not in a later turn.
+        The start-up is over then (`cgraph.cli.started`)."""
+        started()
         if self.model_name != SEMANTIC or self.later_warmed:
             return
         from cgraph.backends.embed import shared_embedder
