@@ -23,47 +23,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cgraph.backends.llm.registry import resolve_model
 from cgraph.backends.llm.types import ChatModel, begin_turn
 from cgraph.backends.memory.policy import Memory, MemoryStore, NullMemory
 from cgraph.errors import ConfigError, SessionCompleted, SessionError
 from cgraph.runtime import log_view as log
 from cgraph.runtime.dependencies import Dependencies
 from cgraph.runtime.engine import Engine
-from cgraph.runtime.flows import slot_defaults
 from cgraph.runtime.records import Decision, Event, TransitionRecord, Turn
-from cgraph.runtime.snapshot import Frame, Snapshot, jsonable
+from cgraph.runtime.snapshot import Snapshot
+from cgraph.runtime.starting import chat_model, create, graph_of, initial_snapshot
 from cgraph.runtime.store import SessionInfo, open_store
 from cgraph.runtime.streaming import Chunk, Delta, StreamingModel, can_stream, run_streamed
-from cgraph.spec.load import load_graph
 from cgraph.spec.model import AnyState, Graph
-from cgraph.spec.names import START
-
-
-def _graph(graph: Graph | str | Path) -> Graph:
-    return graph if isinstance(graph, Graph) else load_graph(graph)
-
-
-def initial_snapshot(
-    graph: Graph, state: str | None = None, variables: Mapping[str, Any] | None = None
-) -> Snapshot:
-    """Where a new session stands: the graph's start, or `state` as if already entered.
-
-    `variables` override the graph's initial values; a test starts a deep state this way
-    without replaying the conversation that leads to it.
-    """
-    values = jsonable({**slot_defaults(graph), **graph.variables, **(variables or {})})
-    if state is None:
-        first = graph.start if isinstance(graph.start, str) else START
-        return Snapshot(stack=[Frame("", first)], variables=values)
-    if state not in graph.states:
-        known = ", ".join(sorted(graph.states))
-        raise ConfigError(f"graph `{graph.name}` has no state `{state}`; its states are {known}")
-    here = [Frame("", state)]
-    facing = [Frame("", state)] if graph.states[state].type == "action" else None
-    return Snapshot(
-        stack=here, variables=values, started=True, visits={state: 1}, last_action=facing
-    )
 
 
 class Session:
@@ -108,30 +79,14 @@ class Session:
         `state` starts the session in that root state, as if the conversation had already
         entered it (its `say:` is not repeated); `variables` override the graph's values.
         """
-        spec = _graph(graph)
-        chat = resolve_model(
-            model, spec.model, api_base=api_base, embedding_model=spec.embedding_source()
-        )
-        clock = clock or time.time
-        now = clock()
-        source = str(spec.source.resolve()) if spec.source else ""
-        info = SessionInfo(
-            id=session_id or uuid.uuid4().hex[:12],
-            user_id=user_id,
-            graph=source,
-            graph_name=spec.name,
-            model=str(getattr(chat, "name", "")),
-            created_at=now,
-        )
+        spec = graph_of(graph)
+        chat = chat_model(spec, model, api_base)
         snapshot = initial_snapshot(spec, state, variables)
-        started = {"graph": source, "graph_name": spec.name, "user": user_id, "model": info.model}
-        first = Event.model_construct(
-            seq=0, session=info.id, turn=0, kind="session_started", at=now, data=started
+        sid = session_id or uuid.uuid4().hex[:12]
+        deps = Dependencies(
+            spec, chat, memory or NullMemory(), open_store(store), clock or time.time, sid, user_id
         )
-        snapshot.seq = 1
-        backend = open_store(store)
-        backend.create(info, snapshot.to_dict(), [first])
-        deps = Dependencies(spec, chat, memory or NullMemory(), backend, clock, info.id, user_id)
+        info, first = create(deps, snapshot)
         session = cls(info=info, deps=deps, snapshot=snapshot, events=[first])
         if spec.speaks_first and state is None:
             session.opening = session._speak_first()
@@ -177,13 +132,8 @@ class Session:
                 f"session `{session_id}` was started from a graph built in code; "
                 "pass `graph=` to resume it"
             )
-        spec = _graph(graph if graph is not None else info.graph)
-        chat = resolve_model(
-            model or info.model or None,
-            spec.model,
-            api_base=api_base,
-            embedding_model=spec.embedding_source(),
-        )
+        spec = graph_of(graph if graph is not None else info.graph)
+        chat = chat_model(spec, model or info.model or None, api_base)
         deps = Dependencies(
             spec, chat, memory or NullMemory(), backend, clock or time.time, info.id, info.user_id
         )
