@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from cgraph.errors import SessionError
 from cgraph.runtime.events import EventLog
 from cgraph.runtime.log_view import recalled
 from cgraph.runtime.records import Decision, Event, trusted, trusted_event
@@ -45,6 +48,16 @@ def test_an_undo_drops_the_turn_from_log_and_transcript_but_never_reuses_a_seq()
     log.commit(snap)
     assert [e.seq for e in store.load("s1").events] == [0, 1, 2, 3, 4]
     assert log.emit("user_message", 2, {"text": "again"}).seq == 5
+
+
+def test_an_undo_restores_the_checkpoint_before_its_turn_and_a_missing_one_is_named() -> None:
+    log, _, snap = opened()
+    snap.stack = [Frame("", "b")]
+    log.commit(snap, checkpoint=1)
+    assert log.checkpoint_before(1).frame.state == "a"  # as the session started
+    assert log.checkpoint_before(2).frame.state == "b"
+    with pytest.raises(SessionError, match="no checkpoint before turn 3 of session `s1`"):
+        log.checkpoint_before(3)
 
 
 def test_a_memory_recalled_twice_in_a_turn_is_listed_once_with_its_best_score() -> None:
