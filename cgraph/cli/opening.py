@@ -16,6 +16,7 @@ The model is `--model`, else the model the session was started with, else the gr
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,16 +170,20 @@ class Opened:
         return self.session
 
     def warm_later_turns(self) -> None:
-        """Once the first reply is out, embed the rest of the graph's texts in the
-        background (offline mode): while the user reads and types, not in a later turn.
-        The start-up is over then (`cgraph.cli.started`)."""
+        """Once the first reply is out, compile the prompt templates and (offline) embed
+        the rest of the graph's texts in the background: while the user reads and types,
+        not in a later turn. The start-up is over then (`cgraph.cli.started`)."""
         started()
-        if self.model_name != SEMANTIC or self.later_warmed:
+        if self.later_warmed:
             return
-        from cgraph.backends.embed import shared_embedder
-
         self.later_warmed = True
-        shared_embedder(self.graph.embedding_source()).prime(later_texts(self.graph))
+        from cgraph.runtime.prompts import compile_shipped
+
+        threading.Thread(target=compile_shipped, name="cgraph-templates", daemon=True).start()
+        if self.model_name == SEMANTIC:
+            from cgraph.backends.embed import shared_embedder
+
+            shared_embedder(self.graph.embedding_source()).prime(later_texts(self.graph))
 
     def stop_reason(self) -> str | None:
         """Why the run must stop after a turn: a replay that met a request it did not
@@ -313,9 +318,11 @@ def first_turn_texts(graph: Graph) -> list[str]:
 def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
     """Every text the offline chooser compares messages with in the states `names` (all
     by default): exits as written and as the chooser reads them (about "the user",
-    first-person stand-ins for an exit without examples, the shared dialogue acts) with
-    the global exits, objectives, actions. Only a warm-up, like the above."""
+    without their negators, first-person stand-ins for an exit without examples, the
+    shared dialogue acts) with the global exits, objectives, actions. Only a warm-up,
+    like the above."""
     from cgraph.backends.llm.acts import ACTS, as_user
+    from cgraph.backends.llm.negation import affirmed
     from cgraph.backends.llm.stand_ins import stand_ins
 
     texts: list[str] = [text for act in ACTS for text in (act.description, *act.utterances)]
@@ -325,7 +332,7 @@ def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
         for exit_ in [*graph.global_exits, *(getattr(state, "exit_conditions", None) or ())]:
             if exit_.description:
                 described = exit_.description
-                texts += [described, as_user(described)]
+                texts += [described, as_user(described), affirmed(described)]
                 texts += exit_.examples or stand_ins(described)
     return [t for t in dict.fromkeys(texts) if t and "{" not in t]
 

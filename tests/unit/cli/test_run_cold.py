@@ -87,11 +87,11 @@ class Recording:
         return [[x / math.sqrt(sum(y * y for y in v)) for x in v] for v in vectors]
 
 
-def test_a_later_turn_embeds_nothing_of_the_graph_the_warm_up_left_out() -> None:
+@pytest.mark.parametrize("message", ["My breathing is normal.", "No, I didn't need the spray."])
+def test_a_later_turn_embeds_nothing_of_the_graph_the_warm_up_left_out(message: str) -> None:
     graph = load_graph(CHECKIN)
     warmed, recording = {*first_turn_texts(graph), *later_texts(graph)}, Recording()
     chooser = SemanticModel(embedder=recording)
-    message = "My breathing is normal."
     for state in graph.states.values():
         exits = [*graph.global_exits, *(getattr(state, "exit_conditions", None) or ())]
         options = [
@@ -103,7 +103,8 @@ def test_a_later_turn_embeds_nothing_of_the_graph_the_warm_up_left_out() -> None
         if options:
             chooser.exit_scores(message, options)
         chooser.stay_score(message, [t for t in texts if t and "{" not in t])
-    assert set(recording.seen) - warmed == {message}
+    unwarmed = set(recording.seen) - warmed
+    assert message in unwarmed and all(text in message for text in unwarmed)  # or its parts
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.errors import RenderError
+from cgraph.runtime import prompts
 from cgraph.runtime.prompts import estimate_tokens, history_start, render_messages
 from cgraph.runtime.session import Session
 from tests.conftest import GRAPHS
@@ -138,3 +139,13 @@ def test_shipped_templates_exist_for_every_kind(tmp_path: Path) -> None:
         "start",
         "extract",
     }
+
+
+def test_every_kinds_shipped_template_compiles_ahead_of_its_first_use() -> None:
+    prompts._shipped.cache_clear()
+    prompts.compile_shipped()
+    kinds = ("action", "decision", "extract", "reflection", "start")  # not the partials
+    assert prompts._shipped.cache_info().currsize == len(kinds)
+    for kind in kinds:
+        prompts._shipped(kind)
+    assert prompts._shipped.cache_info().misses == len(kinds)  # none compiled again
