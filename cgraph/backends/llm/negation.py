@@ -61,6 +61,22 @@ def clauses(text: str) -> list[str]:
     return [c.strip() for c in _CLAUSES.split(text) if c and c.strip()]
 
 
+_DENIAL = re.compile(r"^\W*(?:no|not|nothing|none|never|nope|nah|neither)\b", re.I)
+POINT_WORDS = 3
+"""What is left once the denials are set aside must be this long to stand for the message."""
+
+
+def point(text: str) -> str:
+    """What `text` says once the clauses that only deny are set aside: "not a leak, it's the
+    oven, it won't heat up" → "it's the oven, it won't heat up". The text itself when every
+    clause denies ("no tightness, no pressure") or too little is left."""
+    parts = clauses(without_assent(text))
+    # A bare "no" or "neither" is kept: it is the answer, not a denied topic.
+    kept = [c for c in parts if not (_DENIAL.match(c) and " " in c)]
+    rest = ", ".join(kept)
+    return rest if len(kept) < len(parts) and len(rest.split()) >= POINT_WORDS else text
+
+
 def without_assent(text: str) -> str:
     """`text` with its yes-saying negations ("no problem", "I don't mind") taken out."""
     return " ".join(_ASSENT.sub(" ", text).split())

@@ -36,6 +36,10 @@ The question penalty keeps a clarifying question ("What do you mean by doses?") 
 counting as an answer; an exit expects questions when its description says the user
 asks, or one of its examples is a question that is not a request ("Can I …?").
 
+Similarity is measured on the message's point (`negation.point`): a clause that only denies
+("nothing is broken, I wanted to ask about my lease") is set aside, since its topic words
+would pull towards the exit it denies; the denial term below still reads it.
+
 A *polarity clash* is a yes-answer against a no-example (1.0) or a plain statement against
 either (0.5): sentence embeddings barely see negation, so "No chest pain" sits close to
 "I had chest pain" without it. The *denial* term reads what the message negates
@@ -68,6 +72,7 @@ from cgraph.backends.llm.negation import (
     denied_phrases,
     is_hedge,
     is_negated,
+    point,
 )
 from cgraph.backends.llm.overlap import overlaps
 from cgraph.backends.llm.stand_ins import stand_ins
@@ -267,10 +272,11 @@ class SemanticModel:
         examples = {o.id: o.examples or stand_ins(o.description) for o in options}
         for option_id, lent in self.act_examples(options).items():
             examples[option_id] = (*examples[option_id], *lent)
-        texts = [message, *(o.description for o in options)]
+        said = point(message)
+        texts = [message, said, *(o.description for o in options)]
         texts += [e for o in options for e in examples[o.id]]
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
-        mine, sign = vectors[message], polarity(message)
+        mine, sign = vectors[said], polarity(message)
         denial = self.denial_scores(message, options)
         bare = answer_polarity(message) if cal.bare_weight else 0
         shared = overlaps(message, {o.id: (o.description, *examples[o.id]) for o in options})

@@ -8,6 +8,7 @@ from cgraph.backends.llm.negation import (
     denied_phrases,
     is_hedge,
     is_negated,
+    point,
 )
 
 
@@ -54,3 +55,14 @@ def test_hedges_include_stalling_and_not_remembering() -> None:
 def test_no_problem_denies_nothing() -> None:
     assert denied_phrases("no problem, please send the request") == []
     assert denied_phrases("no problem with the pills, no side effects") == ["side effects"]
+
+
+def test_the_point_of_a_message_is_what_it_says_past_its_denials() -> None:
+    assert point("not a leak, it's the oven, it won't heat up") == "it's the oven, it won't heat up"
+    assert (
+        point("nothing is broken, I wanted to ask about my lease")
+        == "I wanted to ask about my lease"
+    )
+    assert point("no, she is not eating at all") == "no, she is not eating at all"
+    assert point("no tightness, no pressure") == "no tightness, no pressure"
+    assert point("no problem, send it to my house") == "no problem, send it to my house"

@@ -290,3 +290,13 @@ def test_a_global_exit_must_beat_the_states_own_exits_clearly(model: SemanticMod
     assert json.loads(model.complete(request))["exit"] == "flag_chest_pain"
     crushing = replace(asked, message="My chest is crushing and my left arm is numb right now.")
     assert json.loads(model.complete(request_for(crushing, model)))["exit"] == "emergency"
+
+
+def test_a_denial_before_the_point_does_not_pull_towards_what_it_denies(
+    model: SemanticModel,
+) -> None:
+    broken = ExitOption("repair", "The tenant reports something broken or not working.", "a")
+    lease = ExitOption("lease", "The tenant asks about rent, the lease or deposits.", "b")
+    request = _request(options=(broken, lease))
+    said = _answer(model, request, "nothing's leaking or broken, it's my deposit I'm calling about")
+    assert said["exit"] == "lease"
