@@ -144,6 +144,9 @@ def _check_binop(op: str, left: Any, right: Any) -> None:
         _check_arguments(right if isinstance(right, tuple) else (right,), "`%`", "*" in left)
 
 
+_SAFE_CACHE_SIZE = 4096
+
+
 # Filters and methods that can build a value much larger than their input, by name.
 _GROWERS = frozenset({"join", "replace", "indent", "expandtabs", "wordwrap", "format"})
 _GROWERS |= {"format_map"}
@@ -175,6 +178,19 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.filters = {name: _bounded_filter(name, f) for name, f in self.filters.items()}
+        self._safe: dict[tuple[type, str], bool] = {}
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        # Jinja's answer depends on the object's type and the name only (`isinstance`
+        # tests, the ABC ones slow, for every `loop.last` and `m.text`): asked once a pair.
+        key = (type(obj), attr)
+        safe = self._safe.get(key)
+        if safe is None:
+            safe = super().is_safe_attribute(obj, attr, value)
+            if len(self._safe) >= _SAFE_CACHE_SIZE:
+                self._safe.clear()
+            self._safe[key] = safe
+        return safe
 
     def call_binop(self, context: Context, operator_: str, left: Any, right: Any) -> Any:
         _check_binop(operator_, left, right)
