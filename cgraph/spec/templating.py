@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import cache, lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, Undefined
+from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined, nodes
 from jinja2.nativetypes import NativeEnvironment, native_concat
+from jinja2.parser import Parser
 from jinja2.runtime import Context, new_context
 
 from cgraph.errors import RenderError
@@ -83,7 +84,9 @@ def render_value(
     if not isinstance(source, str) or not is_template(source):
         return source
     lone = _lone(source)
-    if lone is not None:
+    if lone is not None and _is_name(lone) and lone.strip() in context:
+        value = context[lone.strip()]  # `{{ message }}`: the value itself, as Jinja gives it
+    elif lone is not None:
         value = _evaluate(source, lone, context, seconds)
     else:
         value = native_concat(_render(source, context, True, seconds))
@@ -121,6 +124,18 @@ def _lone(source: str) -> str | None:
     return None
 
 
+# Names Jinja reads as constants or operators, not as a variable of the context.
+_NOT_NAMES = frozenset({"true", "false", "none", "True", "False", "None"})
+_NOT_NAMES |= {"and", "or", "not", "in", "is", "if", "else"}
+
+
+@lru_cache(maxsize=2048)
+def _is_name(expr: str) -> bool:
+    """Whether an expression is one variable name, whose value needs no Jinja to read."""
+    name = expr.strip()
+    return name.isidentifier() and name.isascii() and name not in _NOT_NAMES
+
+
 def truth(expr: str, context: Mapping[str, Any], *, seconds: float = RENDER_SECONDS) -> bool:
     """Whether one Jinja expression (a `when:` condition) is true, under the render budget;
     `RenderError` on any failure (an undefined name's is `UndefinedError`)."""
@@ -136,7 +151,11 @@ def _evaluate(
 ) -> Any:
     try:
         with deadline(seconds):
-            return convert(_expression(expr)(**dict(context)))
+            template = _expression(expr)
+            scope = _new_context(template, context)
+            for _ in template.root_render_func(scope):
+                pass
+            return convert(scope.vars["result"])
     except (DeadlineExceeded, Exception) as err:  # any error inside is the template's
         raise _failure(source, seconds, err) from err
 
@@ -152,8 +171,21 @@ def _failure(source: str, seconds: float, err: BaseException) -> RenderError:
 
 
 @lru_cache(maxsize=2048)
-def _expression(expr: str) -> Any:
-    return native_env().compile_expression(expr, undefined_to_none=False)
+def _expression(expr: str) -> Template:
+    """`expr` as a template that stores its value in `result`: what Jinja's
+    `compile_expression` builds, run here with the context every render gets."""
+    env = native_env()
+    parser = Parser(env, expr, state="variable")
+    try:
+        value = parser.parse_expression()
+        if not parser.stream.eos:
+            line = parser.stream.current.lineno
+            raise TemplateSyntaxError("chunk after expression", line, None, None)
+        value.set_environment(env)
+    except TemplateSyntaxError:
+        env.handle_exception(source=expr)
+    body = [nodes.Assign(nodes.Name("result", "store"), value, lineno=1)]
+    return env.from_string(nodes.Template(body, lineno=1))
 
 
 def _render(source: str, context: Mapping[str, Any], native: bool, seconds: float) -> list[Any]:

@@ -168,3 +168,51 @@ def test_a_lone_expression_keeps_its_type_and_text_stays_text() -> None:
     assert render_value("{{ true }}", {}) is True
     assert render_value("{{ flags + ['x'] }}", {"flags": []}) == ["x"]
     assert render_value("{{ amount }} dollars", {"amount": 150}) == "150 dollars"
+
+
+def test_a_lone_name_is_its_value_and_jinja_s_constants_stay_constants() -> None:
+    # `{{ message }}` is read without rendering: the same value Jinja would give.
+    memories = [{"text": "a"}]
+    assert render_value("{{ message }}", {"message": memories}) is memories
+    assert render_value("{{- n -}}", {"n": None}) is None
+    assert render_value("{{ none }}", {"none": 5}) is None
+    assert render_value("{{ True }}", {"True": 5}) is True
+    assert render_value("{{ range }}", {"range": 5}) == 5  # the context hides a global
+    with pytest.raises(RenderError) as caught:
+        render_value("{{ missing }}", {})
+    assert (caught.value.cause, str(caught.value)) == (
+        "UndefinedError",
+        "template '{{ missing }}' failed: UndefinedError: 'missing' is undefined",
+    )
+    with pytest.raises(RenderError) as caught:
+        render_value("{{ not }}", {"not": 1})
+    assert caught.value.cause == "TemplateSyntaxError"
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("{{ 1 2 }}", "TemplateSyntaxError: chunk after expression"),
+        ("{{ n + }}", "TemplateSyntaxError: unexpected 'end of template'"),
+        ("{{ n | nofilter }}", "TemplateAssertionError: No filter named 'nofilter'."),
+    ],
+)
+def test_an_expression_that_does_not_compile_says_why_in_one_line(
+    source: str, message: str
+) -> None:
+    with pytest.raises(RenderError) as caught:
+        render_value(source, CONTEXT)
+    assert str(caught.value) == f"template {source!r} failed: {message}"
+
+
+def test_the_sandbox_s_verdict_on_one_attribute_does_not_carry_to_another() -> None:
+    # Verdicts are kept per type and name: a safe read must not open a mutating call.
+    context = {"flags": ["a"], "marks": {"k": 1}}
+    for _ in range(2):
+        assert render_value("{{ flags.index('a') }}", context) == 0
+        assert render_value("{{ marks.keys() | list }}", context) == ["k"]
+        for source in ("{{ flags.append('b') }}", "{{ marks.clear() }}"):
+            with pytest.raises(RenderError) as caught:
+                render_value(source, context)
+            assert caught.value.cause == "SecurityError"
+    assert context == {"flags": ["a"], "marks": {"k": 1}}
