@@ -48,6 +48,8 @@ class StateExits:
     `when:` and no global exit applies."""
     conditional: bool
     """Some exit has a `when:` (its options depend on the variables)."""
+    targets: tuple[str, ...]
+    """Every state the state may lead to (`targets_of`): what the transition guard allows."""
 
 
 # Keyed by identity: states are immutable but not all hashable (`set:` is a dict). The
@@ -68,6 +70,7 @@ def state_exits(state: AnyState) -> StateExits:
         options=_options(exits),
         described=_options(described),
         conditional=any(e.when is not None for e in exits),
+        targets=targets_of(state),
     )
     if len(_OPTIONS) >= OPTIONS_CACHE_SIZE:
         _OPTIONS.clear()
@@ -112,8 +115,9 @@ def check_transition(graph: Graph, source: str, target: str) -> None:
     state = graph.states.get(source)
     if state is None:
         raise TransitionError(f"`{source}` is not a state of graph `{graph.name}`")
-    if target not in targets_of(state):
-        allowed = ", ".join(targets_of(state)) or "none"
+    targets = state_exits(state).targets
+    if target not in targets:
+        allowed = ", ".join(targets) or "none"
         raise TransitionError(
             f"`{source}` → `{target}` is not declared in graph `{graph.name}` "
             f"(its exits lead to {allowed})"
