@@ -162,6 +162,15 @@ def _frame(frame: Frame) -> dict[str, Any]:
     return {"graph": frame.graph, "state": frame.state, "returned": frame.returned}
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def jsonable(value: Any) -> Any:
     """A tool result or variable as plain JSON data (unknown objects become text)."""
+    if type(value) in _SCALARS:
+        return value
+    if type(value) is dict and all(
+        type(k) is str and type(v) in _SCALARS for k, v in value.items()
+    ):
+        return dict(value)  # the usual `set:` values: plain JSON already, no round trip
     return json.loads(json.dumps(value, default=str))

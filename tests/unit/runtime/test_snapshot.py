@@ -11,3 +11,33 @@ def test_snapshot_serialisation_covers_every_field() -> None:
     snap = Snapshot(stack=[Frame("", "a")], last_action=[Frame("sub.yaml", "b", True)])
     assert set(snap.to_dict()) == {f.name for f in fields(Snapshot)}
     assert Snapshot.loads(snap.dumps()) == snap
+
+
+def test_a_value_is_made_plain_json_as_a_json_round_trip_makes_it() -> None:
+    import json
+    import math
+
+    from cgraph.runtime.snapshot import jsonable
+
+    values = [
+        "text",
+        3,
+        2.5,
+        -0.0,
+        True,
+        None,
+        10**30,
+        {"n": 1, "s": "x", "f": 0.1, "b": False, "none": None},
+        {"nested": {"a": (1, 2)}, "list": [1, "2"]},
+        {1: "a number key", "k": "v"},
+        {"when": object()},
+        (1, 2),
+        {"big": math.inf},
+    ]
+    for value in values:
+        plain = jsonable(value)
+        expected = json.loads(json.dumps(value, default=str))
+        assert plain == expected and type(plain) is type(expected)
+        assert json.dumps(plain) == json.dumps(expected)
+    kept = {"n": 1}
+    assert jsonable(kept) is not kept  # a copy: the caller's dict may change afterwards
