@@ -58,20 +58,18 @@ reflections are templated notes; extraction keeps the user's own statements verb
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cgraph.backends.embed import Embedder, Vector, cosine, shared_embedder
 from cgraph.backends.llm.acts import ACTS, Act, as_user, negative_description
+from cgraph.backends.llm.denial import DenialWeights, denial_scores
 from cgraph.backends.llm.extractors import extract, refusals
+from cgraph.backends.llm.memories import extract_memories
 from cgraph.backends.llm.negation import (
-    affirmed,
     answer_polarity,
-    denied_phrases,
     is_hedge,
-    is_negated,
     point,
 )
 from cgraph.backends.llm.overlap import overlaps
@@ -108,13 +106,6 @@ CONVERSATIONAL = (
     "Tell me more first.",
     "Thanks for asking.",
 )
-# First-person statements with these words describe the user, not today's task.
-_DURABLE = re.compile(
-    r"\b(my name|i live|i work|allergic|always|usually|every (day|morning|night|week)|"
-    r"i prefer|i like|i hate|my (wife|husband|partner|son|daughter|doctor|dog|cat))\b",
-    re.I,
-)
-_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +131,11 @@ class Calibration:
     """How much an exit loses for affirming the denied phrase more than the other exits."""
     overlap_weight: float = 0.2
     """What sharing all of the message's content words with an exit adds (`overlap`)."""
+
+    @property
+    def denial(self) -> DenialWeights:
+        """The constants of the denial term, as `denial.denial_scores` takes them."""
+        return DenialWeights(self.denial_weight, self.denial_floor, self.contrast_weight)
 
 
 class SemanticModel:
@@ -277,7 +273,7 @@ class SemanticModel:
         texts += [e for o in options for e in examples[o.id]]
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
         mine, sign = vectors[said], polarity(message)
-        denial = self.denial_scores(message, options)
+        denial = denial_scores(self.embedder, message, options, cal.denial)
         bare = answer_polarity(message) if cal.bare_weight else 0
         shared = overlaps(message, {o.id: (o.description, *examples[o.id]) for o in options})
         scores: dict[str, float] = {}
@@ -311,39 +307,6 @@ class SemanticModel:
                 if cosine(vector, act_vector) >= act.floor:
                     lent[option.id] = (*lent.get(option.id, ()), *act.utterances)
         return lent
-
-    def denial_scores(self, message: str, options: Sequence[ExitOption]) -> dict[str, float]:
-        """Per exit, what reading the message's negations adds: + when the exit's closest
-        text denies what the user denies ("No chest pain" for "no tightness"), − when it
-        affirms it ("I have side effects" for "no side effects"); 0 without negation."""
-        phrases = denied_phrases(message)
-        if not phrases:
-            return {o.id: 0.0 for o in options}
-        owned = {o.id: [o.description] for o in options}
-        plain = {t: affirmed(t) for texts in owned.values() for t in texts}
-        keys = list(dict.fromkeys([*phrases, *plain.values()]))
-        vectors: dict[str, Vector] = dict(zip(keys, self.embedder.embed(keys), strict=True))
-        cal = self.calibration
-        closest: dict[str, tuple[float, float]] = {}  # exit -> (similarity, its text's sign)
-        for option in options:
-            best, signed = 0.0, 0.0
-            for phrase in phrases:
-                for text in owned[option.id]:
-                    sim = cosine(vectors[phrase], vectors[plain[text]])
-                    if sim > best:
-                        best, signed = sim, (-1.0 if is_negated(text) else 1.0)
-            closest[option.id] = (best, signed)
-        result = {}
-        for option in options:
-            best, signed = closest[option.id]
-            others = [v[0] for k, v in closest.items() if k != option.id and v[1] > 0]
-            # Denying what this exit affirms, more than what the other exits affirm.
-            contrast = best - max(others, default=best) if signed > 0 else 0.0
-            strength = max(0.0, best - cal.denial_floor)
-            result[option.id] = (
-                -signed * cal.denial_weight * strength - cal.contrast_weight * contrast
-            )
-        return result
 
     def stay_score(self, message: str, prototypes: Sequence[str]) -> float:
         """Similarity of `message` to staying: the state's own texts or a conversational move."""
@@ -425,21 +388,6 @@ def decision_evidence(request: LLMRequest) -> list[tuple[str, list[str]]]:
         for label, items in groups
         if any(i.strip() for i in items)
     ]
-
-
-def extract_memories(user_messages: Sequence[str]) -> list[dict[str, str]]:
-    """The newest user message, verbatim, unless it is a question or a bare acknowledgement.
-
-    First-person statements about lasting things (names, habits, family, allergies) are
-    `personal`; everything else is `task` context for this session.
-    """
-    if not user_messages:
-        return []
-    text = " ".join(user_messages[-1].split())
-    if is_question(text) or len(text.split()) < 3:
-        return []
-    personal = _FIRST_PERSON.search(text) and _DURABLE.search(text)
-    return [{"tier": "personal" if personal else "task", "text": text}]
 
 
 def _rounded(scores: dict[str, float]) -> dict[str, float]:

@@ -10,8 +10,9 @@ import pytest
 from bench.semantic_cases import Case, load_cases, request_for
 from cgraph import Session
 from cgraph.backends.embed import shared_embedder
+from cgraph.backends.llm.memories import extract_memories
 from cgraph.backends.llm.registry import resolve_model as resolve
-from cgraph.backends.llm.semantic import SemanticModel, extract_memories
+from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.backends.llm.types import ExitOption, LLMRequest
 from cgraph.backends.llm.utterances import (
     counts_as_answer,
