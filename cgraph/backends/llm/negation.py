@@ -40,7 +40,8 @@ _HEDGE = re.compile(
     r"\b(?:not sure|unsure|maybe|perhaps|idk|i dunno|dunno|(?:don['’]?t know|no idea)(?! where)|"
     r"(?:can['’]?t|don['’]?t|do not|cannot) (?:remember|recall)|not certain|"
     r"hard to (?:say|tell)|let me (?:think|check|look|see|find|ask)|"
-    r"i['’]?d have to (?:check|ask|think)|i need to (?:check|ask|think)|hang on|hold on|"
+    r"i(?:['’]?d| would| will|['’]ll)? (?:need|have) to (?:check|ask|think|look|see|find out)|"
+    r"hang on|hold on|"
     r"(?:give me|wait|just) a (?:sec|second|minute|moment|mo)|one (?:sec|second|moment|mo)|"
     r"kind of\?|sort of\?|i guess\?|i think so\?|we['’]?ll see)"
     r"(?:\b|(?<=\?))",

@@ -66,3 +66,9 @@ def test_the_point_of_a_message_is_what_it_says_past_its_denials() -> None:
     assert point("no, she is not eating at all") == "no, she is not eating at all"
     assert point("no tightness, no pressure") == "no tightness, no pressure"
     assert point("no problem, send it to my house") == "no problem, send it to my house"
+
+
+def test_needing_to_look_something_up_first_is_a_hedge() -> None:
+    assert is_hedge("hmm, I'd need to look at my calendar")
+    assert is_hedge("I'll have to ask my wife")
+    assert not is_hedge("I need to change my flight")
