@@ -2,7 +2,9 @@
 
     python bench/bench_embedders.py [SPEC ...]
 
-SPEC as in `bench/embedding_candidates.py` ("" is the default int8 ONNX MiniLM). For each
+SPEC as in `bench/embedding_candidates.py` ("" is the default int8 ONNX MiniLM), or
+`nli:FOLDER` for the NLI veto's cross-encoder (`bench/nli_veto.py`; one message and exit
+description per call instead of one message). For each
 one a new Python process imports the embedder, loads the model and embeds one message
 ("load + first embed", what a first reply waits for), then embeds 40 short messages it
 has not seen, one at a time (p50 / p95 per message, as a turn embeds the user's message),
@@ -22,16 +24,24 @@ ROOT = Path(__file__).resolve().parent.parent
 
 _CHILD = r"""
 import json, resource, statistics, sys, time
+from pathlib import Path
 started = time.perf_counter()
-from bench.embedding_candidates import embedder
-model = embedder(sys.argv[1])
-model.embed(["Hi, my card was stolen this morning."])
+spec = sys.argv[1]
+if spec.startswith("nli:"):  # the NLI veto's cross-encoder: one (message, exit) pair
+    from bench.nli_veto import PairClassifier
+    pairs = PairClassifier(Path(spec[4:]))
+    embed = lambda text: pairs.contradiction(text, "The patient reports side effects.")
+else:
+    from bench.embedding_candidates import embedder
+    model = embedder(spec)
+    embed = lambda text: model.embed([text])
+embed("Hi, my card was stolen this morning.")
 loaded = time.perf_counter() - started
 timings = []
 for n in range(40):
     text = f"Message {n}: no side effects so far, I feel fine and slept {n} hours."
     began = time.perf_counter()
-    model.embed([text])
+    embed(text)
     timings.append((time.perf_counter() - began) * 1000)
 timings.sort()
 print(json.dumps({
@@ -39,7 +49,6 @@ print(json.dumps({
     "p50": statistics.median(timings),
     "p95": timings[int(0.95 * len(timings))],
     "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    "dimension": model.dimension,
 }))
 """
 

@@ -1,6 +1,7 @@
 """Accuracy and latency of the offline semantic exit chooser on the labelled set.
 
     python bench/bench_semantic.py [--labels FILE ...] [--model NAME ...]
+                                   [--embedder SPEC ...] [--nli FOLDER]
 
 Prints accuracy (overall, exit vs stay, just-entered, per graph, per labelled kind of
 message) and per-decision latency (p50/p95, model loaded, each message embedded once) on

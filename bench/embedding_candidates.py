@@ -80,11 +80,15 @@ def _export_int8(folder: Path, target: Path) -> None:
 
     target.parent.mkdir(parents=True, exist_ok=True)
     fp32 = target.with_suffix(".fp32.onnx")
-    model = AutoModel.from_pretrained(str(folder)).eval()
-    ids = torch.ones((1, 8), dtype=torch.int64)
+    # Eager attention, traced with a padded mask: with an all-ones mask transformers drops
+    # the mask from the traced graph, and padded batches then attend to their padding.
+    model = AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
+    ids = torch.ones((2, 8), dtype=torch.int64)
+    mask = torch.ones((2, 8), dtype=torch.int64)
+    mask[1, 5:] = 0
     torch.onnx.export(
         model,
-        (ids, ids),
+        (ids, mask),
         str(fp32),
         input_names=["input_ids", "attention_mask"],
         output_names=["last_hidden_state"],
