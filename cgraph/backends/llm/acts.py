@@ -82,9 +82,9 @@ ACTS = (
         ),
     ),
     Act(
-        "The user changes their mind and keeps things as they are.",
+        "The user decides to keep it unchanged after all.",
         ("Leave it as it is.", "Never mind, keep it.", "Don't change anything."),
-        floor=0.55,
+        floor=0.6,  # "wants to change the flight after all" lies at 0.57
     ),
 )
 

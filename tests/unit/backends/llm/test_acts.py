@@ -40,3 +40,12 @@ def test_a_global_hand_off_without_examples_hears_a_request_for_a_person() -> No
     )
     answer = json.loads(SemanticModel(embedder=shared_embedder()).complete(request))
     assert answer["exit"] == "handoff"
+
+
+def test_keeping_things_unchanged_is_lent_to_the_exit_that_keeps_them_only() -> None:
+    keep = _option("keep", "The customer decides to keep the original flight after all.")
+    book = _option("book", "The owner changes their mind and wants to book after all.")
+    moves = _option("moves", "The user moves on to something else or is done with research.")
+    lent = SemanticModel(embedder=shared_embedder()).act_examples((keep, book, moves))
+    assert "Don't change anything." in lent["keep"]
+    assert "Don't change anything." not in (*lent.get("book", ()), *lent.get("moves", ()))
