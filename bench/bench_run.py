@@ -16,12 +16,16 @@ reports what load does not inflate: the process's CPU time (user + system, all t
 from /proc at the first reply, from wait4 at exit) and its peak RSS (VmHWM / ru_maxrss).
 The embedding model is prepared once per machine (cgraph.backends.onnx_embed); a first
 `--jsonl` run prepares it in `--cache` (a fresh folder by default) and is reported apart.
+The vectors of the graph's texts are kept in the same cache by a run (cgraph.backends.
+vector_cache), so the runs measured are not a graph's first on the machine; a one-message
+run with those vectors deleted first is reported apart, as the graph's first run.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -166,6 +170,8 @@ def measure(runs: int, cache: Path) -> tuple[Figures, tuple[float, float, float]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "CGRAPH_CACHE": str(cache)}
     with tempfile.TemporaryDirectory() as folder:
         preparing = one_message_jsonl(Path(folder), env)  # prepares the model if not yet
+    with tempfile.TemporaryDirectory() as folder:
+        jsonl_turns(Path(folder), env, Figures())  # keeps the vectors of all the texts
     figures = Figures()
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as folder:
@@ -177,6 +183,12 @@ def measure(runs: int, cache: Path) -> tuple[Figures, tuple[float, float, float]
         figures.add("jsonl_rss", rss)
         with tempfile.TemporaryDirectory() as folder:
             jsonl_turns(Path(folder), env, figures)
+    for _ in range(runs):
+        shutil.rmtree(cache / "vectors", ignore_errors=True)
+        with tempfile.TemporaryDirectory() as folder:
+            wall, cpu, _ = one_message_jsonl(Path(folder), env)
+        figures.add("uncached", wall)
+        figures.add("uncached_cpu", cpu)
     return figures, preparing
 
 
@@ -212,6 +224,11 @@ def report(figures: Figures, preparing: tuple[float, float, float], runs: int) -
         f"  one-message --jsonl run   median {figures.median('jsonl') * ms:7.0f} ms "
         f"(goal ≤ 2000 ms), CPU {figures.median('jsonl_cpu') * ms:.0f} ms, "
         f"peak RSS {max(figures.values['jsonl_rss']):.0f} MB"
+    )
+    uncached, uncached_cpu = figures.median("uncached") * ms, figures.median("uncached_cpu") * ms
+    print(
+        f"  the same, the graph's first run (its texts' vectors not cached yet) median "
+        f"{uncached:.0f} ms, CPU {uncached_cpu:.0f} ms"
     )
     if "ended_early" in figures.values:
         turn = min(figures.values["ended_early"])
