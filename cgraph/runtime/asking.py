@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cgraph.backends.llm.registry import SEMANTIC
 from cgraph.backends.llm.types import ChatModel, LLMRequest, notices
 from cgraph.errors import LLMError
 from cgraph.runtime.answers import CAPS, Answer, AnswerError, parse_answer
@@ -98,7 +97,7 @@ def ask(model: ChatModel, request: LLMRequest, *, talk: Talk | None = None) -> A
         # An invalid slot value is asked for once more; the answer so far stands meanwhile.
         problems = "; ".join(parsed.slot_problems)
         # Offline, no model failed: the user's message held a value the slot refuses.
-        offline = {"offline": True} if getattr(model, "name", "") == SEMANTIC else {}
+        offline = {"offline": True} if getattr(model, "offline", False) else {}
         wrong = {"invalid_answer": str(raw)[:500], "attempt": 1, **offline}
         failures.append(_failure(request, problems, **wrong))
         current = _reask(current, raw, problems + " (answer null for a value you cannot give)")

@@ -22,6 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any, NoReturn
 
+from cgraph.backends.llm.registry import SEMANTIC
 from cgraph.backends.llm.types import ChatModel, LLMRequest
 from cgraph.errors import ConfigError, LLMError
 
@@ -57,6 +58,10 @@ class RecordingModel:
     def writes_summaries(self) -> bool:
         return bool(getattr(self.inner, "writes_summaries", True))
 
+    @property
+    def offline(self) -> bool:
+        return bool(getattr(self.inner, "offline", False))
+
     def complete(self, request: LLMRequest) -> str:
         entry = {**exchange_of(request), "model": self.inner.name}
         try:
@@ -89,6 +94,11 @@ class ReplayModel:
     def writes_summaries(self) -> bool:
         """As the recorded model did: summaries it wrote are replayed, else extracted again."""
         return any(entry["kind"] == "summary" for entry in self.entries)
+
+    @property
+    def offline(self) -> bool:
+        """As the recorded model was: the offline mode, which reads messages itself."""
+        return any(entry.get("model") == SEMANTIC for entry in self.entries)
 
     @property
     def remaining(self) -> int:

@@ -142,6 +142,8 @@ class SemanticModel:
     """A `ChatModel` that needs no LLM: see the module docstring for the rule."""
 
     name = "semantic"
+    offline = True
+    """It reads the user's messages itself: no language model is asked."""
     writes_summaries = False
     calls_tools = False
     """It calls no tools: action states' `tools` are not offered; side-effect states run."""
