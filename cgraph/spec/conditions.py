@@ -44,7 +44,9 @@ def parse(source: str) -> tuple[str | None, frozenset[str]]:
         if node.name not in known:
             kind = "filter" if isinstance(node, nodes.Filter) else "test"
             return f"no {kind} named {node.name!r}", frozenset()
-    names = {n.name for n in expression.find_all(nodes.Name) if n.ctx == "load"}
+    # `find_all` walks below the node only: a lone name (`when: has_allergies`) is the root.
+    found = (expression, *expression.find_all(nodes.Name))
+    names = {n.name for n in found if isinstance(n, nodes.Name) and n.ctx == "load"}
     return None, frozenset(names) - frozenset(env.globals)
 
 

@@ -11,6 +11,12 @@ def test_a_condition_reads_its_names() -> None:
     assert parse("party_size > 12 and not vip") == (None, frozenset({"party_size", "vip"}))
 
 
+def test_a_lone_name_is_a_name_it_reads() -> None:
+    """`when: has_allergies` is the commonest condition; a typo in it must not pass lint."""
+    assert parse("has_alergies") == (None, frozenset({"has_alergies"}))
+    assert parse("range") == (None, frozenset())  # a built-in is no variable
+
+
 @pytest.mark.parametrize(
     ("source", "problem"),
     [
