@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cgraph.diagnostics import DataPath, Diagnostic, Severity
-from cgraph.spec.load import did_you_mean
+from cgraph.spec.load import closest, did_you_mean
 from cgraph.spec.model import SILENT_TYPES, AnyState, Graph, anywhere_targets, is_cross
 from cgraph.spec.names import END
 from cgraph.spec.read import Document
@@ -113,10 +113,18 @@ def check_references(ctx: GraphContext) -> Iterator[Diagnostic]:
 
 
 def _successors(ctx: GraphContext) -> dict[str, list[str]]:
+    """Each state's targets; a misspelt one (already an unknown-state error) as the state
+    it suggests, so one typo is one error, not one more per state it cuts off."""
     states = ctx.graph.states
-    return {
-        name: [t for t, _ in found if t in states or t == END] for name, found in ctx.edges.items()
-    }
+    known = [*states, END]
+    found = {name: [_meant(t, states, known) for t, _ in e] for name, e in ctx.edges.items()}
+    return {name: [t for t in meant if t is not None] for name, meant in found.items()}
+
+
+def _meant(target: str, states: Mapping[str, AnyState], known: list[str]) -> str | None:
+    if target in states or target == END:
+        return target
+    return None if is_cross(target) else closest(target, known)
 
 
 def _reach(starts: list[str], edges: Mapping[str, list[str]]) -> set[str]:

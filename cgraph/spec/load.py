@@ -113,11 +113,17 @@ def where(data: Any, path: tuple[Any, ...]) -> str:
     return "the graph"
 
 
-def did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
+def closest(word: str, options: list[str] | tuple[str, ...]) -> str | None:
+    """The option `word` is most likely a misspelling of, if any is close."""
     import difflib  # only on the error path; keeps `cgraph lint` on a clean file lean
 
     close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`? " if close else ""
+    return close[0] if close else None
+
+
+def did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
+    close = closest(word, options)
+    return f"did you mean `{close}`? " if close else ""
 
 
 def _value_at(data: Any, path: tuple[Any, ...]) -> Any:

@@ -120,6 +120,19 @@ def test_a_silent_loop_through_a_reflection_is_bounded(tmp_path: Path) -> None:
     assert lint_file(_graph(tmp_path, capped, visits)) == []
 
 
+def test_a_misspelt_target_is_one_error_not_one_per_state_behind_it(tmp_path: Path) -> None:
+    states = ASK + (
+        "      - {description: Go., next_state: tagg}\n"
+        "  tag: {type: annotation, objective: Tag., next_state: think}\n"
+        "  think: {type: annotation, objective: Think., next_state: END}\n"
+    )
+    (only,) = lint_file(_graph(tmp_path, states))
+    assert only.code == "unknown-state" and "did you mean `tag`?" in only.hint
+    far = states.replace("tagg", "elsewhere")  # nothing it could mean: the states are cut off
+    codes = [d.code for d in lint_file(_graph(tmp_path, far))]
+    assert codes == ["unknown-state", "unreachable-state", "unreachable-state"]
+
+
 def test_a_graph_state_whose_subgraph_talks_is_not_silent(tmp_path: Path) -> None:
     (tmp_path / "sub.yaml").write_text(
         "cgraph: 1\nname: sub\nstart: ask\nstates:\n"
