@@ -41,7 +41,11 @@ def test(
         TestFormat, typer.Option("--format", "-f", help="Output format.")
     ] = TestFormat.text,
     coverage: Annotated[
-        bool, typer.Option("--coverage", help="Report the states entered and exits taken.")
+        bool,
+        typer.Option(
+            "--coverage",
+            help="Report the states entered and the exits and on_error/on_limit routes taken.",
+        ),
     ] = False,
     fail_under: Annotated[
         float | None,
@@ -55,7 +59,7 @@ def test(
         typer.Option(help="Save each file's model exchanges to DIR/<name>.jsonl for replay."),
     ] = None,
 ) -> None:
-    """Run conversation tests: exit 0 when all pass, 1 on a failure, 2 on a file error."""
+    """Run conversation tests; exit 1 on a failure or low coverage, 2 on a file error."""
     from cgraph.testing.suite import TestRequest, run_tests
 
     request = TestRequest(

@@ -93,6 +93,13 @@ def test_json_junit_and_github_formats_carry_the_failure(tmp_path: Path) -> None
     assert github.stdout.endswith("1 passed, 1 failed\n")
 
 
+def test_the_help_names_what_coverage_counts_and_every_exit_code() -> None:
+    done = cgraph("test", "--help")
+    words = " ".join(done.stdout.replace("│", " ").split())
+    assert "exit 1 on a failure or low coverage, 2 on a file error" in words
+    assert "exits and on_error/on_limit routes taken" in words
+
+
 def test_a_file_error_exits_2_with_a_located_message(tmp_path: Path) -> None:
     bad = tmp_path / "bad.test.yaml"
     bad.write_text("cgraph-test: 1\ngraph: nowhere.yaml\ncases:\n  - name: a\n    turnz: []\n")
