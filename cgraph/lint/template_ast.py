@@ -10,11 +10,13 @@ them for the rest of its scope.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from jinja2 import Environment, TemplateSyntaxError, nodes
 
 _MACRO_NAMES = frozenset({"varargs", "kwargs", "caller"})
+_UNEXPECTED_CHAR = re.compile(r"^unexpected char (.+) at (\d+)$")
 
 
 class TemplateProblem(Exception):
@@ -35,7 +37,8 @@ def read_names(env: Environment, source: str) -> frozenset[str]:
     try:
         tree = env.parse(source)
     except TemplateSyntaxError as err:
-        raise TemplateProblem(err.lineno or 1, err.message or "invalid template") from err
+        message = readable(err.message or "invalid template", source)
+        raise TemplateProblem(err.lineno or 1, message) from err
     except ValueError as err:  # an integer literal over Python's 4,300-digit limit
         raise TemplateProblem(1, "a number in the template has more than 4,300 digits") from err
     except RecursionError as err:
@@ -46,6 +49,20 @@ def read_names(env: Environment, source: str) -> frozenset[str]:
     except RecursionError as err:
         raise TemplateProblem(1, "the template is nested too deeply to read") from err
     return frozenset(walker.free - set(env.globals))
+
+
+def readable(message: str, source: str) -> str:
+    """Jinja's "unexpected char "'" at 25" counts characters from the template's start:
+    quote what comes before it, so the designer finds the spot (often a tag left open)."""
+    found = _UNEXPECTED_CHAR.match(message)
+    if found is None:
+        return message
+    offset = int(found.group(2))
+    before = " ".join(source[max(0, offset - 30) : offset].split())
+    return (
+        f"unexpected {found.group(1)} inside a tag, right after `{before}`"
+        " (is a `}}` or `%}` missing before it?)"
+    )
 
 
 class _Walker:

@@ -126,6 +126,11 @@ def test_lint_runs_no_template_code(template: str) -> None:
         ("{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "nested too deeply"),
         ("{{ x | nosuchfilter }}", "No filter named 'nosuchfilter'"),
         ("{% if x is nosuchtest %}{% endif %}", "No test named 'nosuchtest'"),
+        # Jinja says only `unexpected char "'" at 25`: the text before it is quoted
+        (
+            "{% if turn <= 1 %Hello, I'm Jessica.{% endif %}",
+            'unexpected "\'" inside a tag, right after `{% if turn <= 1 %Hello, I`',
+        ),
     ],
 )
 def test_what_jinja_would_refuse_is_a_problem_with_a_line(template: str, message: str) -> None:
