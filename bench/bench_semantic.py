@@ -48,14 +48,23 @@ from bench.semantic_cases import (
 )
 from cgraph.backends.llm.registry import has_credentials, resolve_model
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.backends.llm.types import ChatModel
-from cgraph.errors import CgraphError
+from cgraph.backends.llm.types import ChatModel, LLMRequest
+from cgraph.errors import CgraphError, RenderError
+
+
+def _request(case: Case, model: ChatModel) -> LLMRequest:
+    """The case's request, built once more if its prompt's render timed out: on a busy
+    machine a render can pass its 1 s limit, which says nothing about the chooser."""
+    try:
+        return request_for(case, model)
+    except RenderError:
+        return request_for(case, model)
 
 
 def evaluate(model: ChatModel, cases: list[Case]) -> tuple[list[tuple[Case, str]], list[float]]:
     results, latencies = [], []
     for case in cases:
-        request = request_for(case, model)
+        request = _request(case, model)
         started = time.perf_counter()
         try:
             raw = model.complete(request)
