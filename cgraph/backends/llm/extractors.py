@@ -89,7 +89,10 @@ def extract(
     for name, slot in wanted.items():
         if slot.format == "time" and times:
             found[name] = _time(times[0][2])
-    dates = _dates(message, times, now)
+    # Only a graph that asks for a date reads one: else "for 4 tomorrow" would lose its 4
+    # to a date nobody wants, and "for 4 on Friday" is an April date to dateparser.
+    wants_date = any(slot.format == "date" for slot in wanted.values())
+    dates = _dates(message, times, now) if wants_date else []
     for name, slot in wanted.items():
         if slot.format == "date" and dates:
             found[name] = dates[0][2]

@@ -251,3 +251,13 @@ def test_dates_are_read_relative_to_today(days: int) -> None:
     schemas = {"day": answer_schema(Slot(format="date"))}
     tomorrow = (date.today() + timedelta(days=days)).isoformat()
     assert extract(schemas, ("day",), "tomorrow please") == {"day": tomorrow}
+
+
+def test_a_count_said_with_a_day_is_a_count_when_no_date_is_asked_for() -> None:
+    from cgraph.backends.llm.extractors import extract
+    from cgraph.spec.model import Slot
+    from cgraph.spec.slots import answer_schema
+
+    schemas = {"party_size": answer_schema(Slot(type="integer", minimum=1))}
+    for message in ("a table for 4 tomorrow", "table for 4 on Friday"):
+        assert extract(schemas, ("party_size",), message) == {"party_size": 4}, message
