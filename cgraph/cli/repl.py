@@ -56,7 +56,7 @@ class Repl:
         return self.opened.graph.agent.name
 
     def dim(self, text: str) -> None:
-        self.console.print(f"[dim]{escape(text)}[/]")
+        self.console.print(dimmed(text))
 
     # ----- the loop ---------------------------------------------------------------------
 
@@ -156,22 +156,26 @@ class Repl:
         return "thinking…"
 
     def render(self, turn: Turn, shown: str = "") -> None:
+        """The reply, then (dimmed) the path and moves, in one print: rich lays out each
+        print on its own, a millisecond or two of a turn."""
+        lines: list[str] = []
         if shown and shown == turn.reply:
             pass  # already printed as the model wrote it
         elif turn.reply and self._is_stage_direction(turn):
-            self.dim(f"({self.agent}: {stage_direction(turn.reply)})")
+            lines.append(dimmed(f"({self.agent}: {stage_direction(turn.reply)})"))
         elif turn.reply:
-            self.console.print(f"[bold cyan]{escape(self.agent)}:[/] {escape(turn.reply)}")
-        self.dim(f"  {' → '.join(turn.path) or turn.state}")
+            lines.append(f"[bold cyan]{escape(self.agent)}:[/] {escape(turn.reply)}")
+        lines.append(dimmed(f"  {' → '.join(turn.path) or turn.state}"))
         for t in turn.transitions:
-            self.dim(f"    {t.from_state} → {t.to_state}: {t.reason}")
+            lines.append(dimmed(f"    {t.from_state} → {t.to_state}: {t.reason}"))
         for m in turn.recalled:
             score = f"{m.score:.2f}" if m.score is not None else "?"
-            self.dim(f"    recalled ({m.tier}, {score}): {m.text}")
+            lines.append(dimmed(f"    recalled ({m.tier}, {score}): {m.text}"))
         if turn.guard:
-            self.console.print(f"[yellow]  stopped by the {turn.guard} guard[/]")
+            lines.append(f"[yellow]  stopped by the {turn.guard} guard[/]")
         if turn.completed:
-            self.dim("  the conversation reached END — /reset to start again")
+            lines.append(dimmed("  the conversation reached END — /reset to start again"))
+        self.console.print("\n".join(lines))
 
     def _is_stage_direction(self, turn: Turn) -> bool:
         """Offline, a state without `say:` "speaks" its actions: instructions, not words."""
@@ -319,6 +323,11 @@ def late_status(console: Console, text: str) -> Iterator[None]:
             done.set()
             for status in shown:
                 status.stop()
+
+
+def dimmed(text: str) -> str:
+    """`text` as dimmed markup, its own brackets escaped."""
+    return f"[dim]{escape(text)}[/]"
 
 
 def stage_direction(actions: str) -> str:
