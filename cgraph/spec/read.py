@@ -17,6 +17,7 @@ import yaml
 
 from cgraph.diagnostics import Diagnostic, Severity
 from cgraph.spec.limits import MAX_SCAN_DEPTH, MAX_VALUE_CHARS, largest_part, too_large
+from cgraph.spec.yaml_syntax import explain
 from cgraph.spec.yaml_values import NodeBuilder
 
 try:
@@ -282,20 +283,14 @@ def _tab_diagnostics(text: str, file: str) -> list[Diagnostic]:
 
 
 def _add_syntax_error(doc: Document, err: yaml.MarkedYAMLError) -> None:
-    mark = err.problem_mark or err.context_mark
-    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-    if any(d.code == "tab-indent" and d.line == line for d in doc.diagnostics):
+    found = explain(err, doc.text)
+    if any(d.code == "tab-indent" and d.line == found.line for d in doc.diagnostics):
         return  # the tab diagnostic already says it better
-    problem = err.problem or "invalid YAML"
-    message = f"YAML syntax: {problem}"
-    if err.context:
-        message += f" ({err.context})"
-    if "expected a single document" in str(err) or "but found another document" in str(err):
-        message, hint = "file holds more than one YAML document", "keep one graph per file"
-    else:
-        hint = "check indentation, quoting and the previous line"
+    message = _one_line(found.message)
     doc.diagnostics.append(
-        Diagnostic(doc.file, line, column, Severity.ERROR, "yaml-syntax", _one_line(message), hint)
+        Diagnostic(
+            doc.file, found.line, found.column, Severity.ERROR, "yaml-syntax", message, found.hint
+        )
     )
 
 

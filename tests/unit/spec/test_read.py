@@ -60,8 +60,8 @@ def test_a_boolean_key_is_an_error_and_kept_as_text() -> None:
 @pytest.mark.parametrize(
     ("text", "line", "column"),
     [
-        ("a: [1, 2\nb: 3\n", 2, 2),
-        ("a: 'open\n", 2, 1),
+        ("a: [1, 2\nb: 3\n", 1, 4),
+        ("a: 'open\n", 1, 4),
         ("a:\n  - 1\n b: 2\n", 3, 2),
         ("key: value: other\n", 1, 11),
     ],
@@ -75,7 +75,7 @@ def test_syntax_errors_are_located(text: str, line: int, column: int) -> None:
 
 def test_several_documents_are_one_clear_error() -> None:
     (diag,) = read_text("a: 1\n---\nb: 2\n").diagnostics
-    assert diag.message == "file holds more than one YAML document"
+    assert diag.message == "YAML syntax: the file holds more than one YAML document"
 
 
 def test_control_characters_are_located() -> None:
