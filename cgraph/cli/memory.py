@@ -52,6 +52,13 @@ Output = Annotated[
     Optional[Path],  # noqa: UP045
     typer.Option(help="Write to FILE instead of stdout."),
 ]
+Session = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        metavar="S",
+        help="Only what session S recalls: the user's memories, task-tier ones only S's.",
+    ),
+]
 Tiers = Annotated[
     Optional[list[TierName]],  # noqa: UP045
     typer.Option("--tier", help="Only this tier (repeatable); default: all tiers."),
@@ -85,13 +92,15 @@ def list_(
     host: Host = None,
     port: Port = 8000,
     tier: Tiers = None,
+    session: Session = None,
 ) -> None:
     """Print a user's memories, oldest first: id, tier, time stored (UTC), text."""
     from cgraph.errors import MemoryStoreError
 
     mem = _open(store, host, port)
+    tiers = [cast(Tier, t.value) for t in tier or []]
     try:
-        memories = mem.list(user, tiers=[cast(Tier, t.value) for t in tier or []]) if mem else []
+        memories = mem.list(user, tiers=tiers, session_id=session) if mem else []
     except MemoryStoreError as err:
         raise _fail(err) from err
     for m in memories:

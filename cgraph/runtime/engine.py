@@ -25,7 +25,7 @@ from cgraph.runtime.handlers.entering import choose_start
 from cgraph.runtime.history import keep_summary
 from cgraph.runtime.memory import MemoryGateway
 from cgraph.runtime.moves import current, here
-from cgraph.runtime.outcomes import Emit, Outcome
+from cgraph.runtime.outcomes import Effects, Emit, Outcome
 from cgraph.runtime.prompting import Prompter
 from cgraph.runtime.records import Event
 from cgraph.runtime.render_failures import StepRenderFailed, failed_step
@@ -130,14 +130,20 @@ class Engine:
         events = partial(self.log.turn_events, self.snap.turn)
         return extraction.pending(self.snap, self.memory, events)
 
-    def extract_memories(self) -> None:
-        """One `extract` question over the turn (or the session), stored, then committed."""
+    def extract_memories(self, *, recovering: bool = False) -> None:
+        """One `extract` question over the turn (or the session), stored, then committed.
+        `recovering` (a process resuming the session): what the store already took from
+        the turn before a crash is logged instead, so it is never extracted twice."""
         if self.extraction_pending():
-            view, root, model = self._view(), self.deps.graph, self.deps.model
-            state, transcript = self.current_state(), self.log.transcript
-            found = extraction.extract(
-                view, root, state, self.prompter, model, self.memory, transcript
-            )
+            found: Effects | None = None
+            if recovering:
+                found = self.memory.already_stored(self.snap.turn)
+            if found is None:
+                view, root, model = self._view(), self.deps.graph, self.deps.model
+                state, transcript = self.current_state(), self.log.transcript
+                found = extraction.extract(
+                    view, root, state, self.prompter, model, self.memory, transcript
+                )
             self.log.record(self.snap, found)
             self._commit()
 

@@ -50,6 +50,7 @@ class MemoryGateway:
                 tiers=wanted,
                 top_k=top_k,
                 min_score=self.config.min_score,
+                session_id=self.session_id,
             ),
             state=here,
         )
@@ -91,6 +92,20 @@ class MemoryGateway:
             return (*asked.failures, not_stored)
         views = [memory_view(m) for m in stored or ()]
         return (*asked.failures, Emit("memory_stored", {"calls": calls, "memories": views}))
+
+    def already_stored(self, turn: int) -> tuple[Emit, ...] | None:
+        """After a crash between storing turn `turn`'s memories and logging it: the
+        `memory_stored` event for what the store already holds from that turn (the
+        memories keep their session and turn), so they are not extracted twice; None
+        when it holds none (the extraction never reached the store: ask again)."""
+        found, failed = self._attempt("list", lambda: self.store.list(self.user_id))
+        if failed is not None:
+            return None  # asking again is safe: the store's duplicate check keeps one
+        mine = [m for m in found or () if m.session_id == self.session_id and m.turn == turn]
+        if not mine:
+            return None
+        views = [memory_view(m) for m in mine]
+        return (Emit("memory_stored", {"calls": 0, "memories": views, "recovered": True}),)
 
     def forget(self, ids: Sequence[str]) -> tuple[Emit, ...]:
         """Delete memories an undone turn stored (undo still works if the store is down)."""

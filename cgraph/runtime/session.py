@@ -142,7 +142,7 @@ class Session:
         if finish and session.interrupted is not None:
             session.recovered = session.finish_turn()
         elif finish:
-            session.extract_memories()
+            session._extract(recovering=True)
         return session
 
     @staticmethod
@@ -226,10 +226,13 @@ class Session:
     def extract_memories(self) -> Turn | None:
         """Extract the latest turn's memories if they are due and not extracted yet (see
         the graph's `memory.store`); returns that turn, now with its `memory_calls`."""
+        return self._extract(recovering=False)
+
+    def _extract(self, *, recovering: bool) -> Turn | None:
         if not self._engine.extraction_pending():
             return None
         with self._turn():
-            self._engine.extract_memories()
+            self._engine.extract_memories(recovering=recovering)
         return self._built_turn(self.turn_number)
 
     def cancel_turn(self) -> None:
@@ -357,11 +360,14 @@ class Session:
         return self.store.load(self.id).events
 
     def memories(self, query: str | None = None) -> list[Memory]:
-        """This user's memories, or those most similar to `query`."""
+        """What this session knows of its user: their memories (task-tier ones only this
+        session's), or those most similar to `query`."""
         self.extract_memories()
+        mine = self.id
         if query:
-            return self.memory.recall(self.user_id, [query], top_k=self.graph.memory.top_k)
-        return self.memory.list(self.user_id)
+            top_k = self.graph.memory.top_k
+            return self.memory.recall(self.user_id, [query], top_k=top_k, session_id=mine)
+        return self.memory.list(self.user_id, session_id=mine)
 
     def close(self) -> None:
         """Extract what is due, then close the session store; the session is kept and can

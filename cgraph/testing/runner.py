@@ -7,6 +7,7 @@ embedding model once), so a file of many cases costs little more than its turns.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,11 +176,18 @@ def _session(
     start = run.case.start
     variables = {**tests.variables, **(start.variables if start else {})}
     memory.delete(tests.user)
+    sid = uuid.uuid4().hex[:12]  # task-tier memories are this session's context
     if tests.memories:
-        memory.add(tests.user, [NewMemory(m.text, m.tier) for m in tests.memories])
+        memory.add(tests.user, [NewMemory(m.text, m.tier, sid) for m in tests.memories])
     state = start.state if start else None
     return Session.start(
-        graph, model=model, user_id=tests.user, memory=memory, state=state, variables=variables
+        graph,
+        model=model,
+        user_id=tests.user,
+        session_id=sid,
+        memory=memory,
+        state=state,
+        variables=variables,
     )
 
 

@@ -122,13 +122,20 @@ class BackgroundMemory(ForwardingMemory):
         tiers: Sequence[Tier] = (),
         top_k: int = 5,
         min_score: float | None = None,
+        session_id: str | None = None,
     ) -> list[Memory]:
         if self._surely_empty(user_id, tiers):
             return []
-        return super().recall(user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score)
+        return super().recall(
+            user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score, session_id=session_id
+        )
 
-    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
-        return [] if self._surely_empty(user_id, tiers) else super().list(user_id, tiers=tiers)
+    def list(
+        self, user_id: str, *, tiers: Sequence[Tier] = (), session_id: str | None = None
+    ) -> list[Memory]:
+        if self._surely_empty(user_id, tiers):
+            return []
+        return super().list(user_id, tiers=tiers, session_id=session_id)
 
     def count(self, user_id: str) -> int:
         return 0 if self._surely_empty(user_id) else super().count(user_id)

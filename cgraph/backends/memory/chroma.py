@@ -26,6 +26,7 @@ from typing import Any, cast
 from cgraph.backends.embed import Embedder, Vector
 from cgraph.backends.memory.layout import (
     DEFAULT_COLLECTION,
+    Where,
     collection_name,
     hits,
     metadata,
@@ -50,6 +51,8 @@ from cgraph.backends.memory.policy import (
     export_dict,
     over_cap,
     plan_writes,
+    scope,
+    visible,
 )
 from cgraph.errors import CgraphError, MemoryStoreError
 from cgraph.spec.model import MemoryConfig, Tier
@@ -155,17 +158,20 @@ class ChromaMemory:
         tiers: Sequence[Tier] = (),
         top_k: int = 5,
         min_score: float | None = None,
+        session_id: str | None = None,
     ) -> list[Memory]:
         texts = [q.strip() for q in queries if q and q.strip()]
         if not texts or top_k < 1:
             return []
         vectors = self._embed(texts)
+        where = owner_where(user_id, tiers, session_id)
         with self._guard("recall"):
-            hits = self._query(user_id, vectors, tiers, top_k)
+            hits = self._query(user_id, vectors, where, top_k)
             if any(self._expired(m) for m in hits):  # rare: prune() runs on every add
                 self._prune_user(user_id)
-                hits = self._query(user_id, vectors, tiers, top_k)
-        return best([m for m in hits if not self._expired(m)], top_k, min_score)
+                hits = self._query(user_id, vectors, where, top_k)
+        live = [m for m in hits if not self._expired(m) and visible(m, session_id)]
+        return best(live, top_k, min_score)
 
     def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
         fresh = [replace(i, text=i.text.strip()) for i in items if i.text.strip()]
@@ -186,11 +192,14 @@ class ChromaMemory:
         self._prune_over_cap(user_id)
         return stored
 
-    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> Memories:
-        """A user's live memories, oldest first."""
+    def list(
+        self, user_id: str, *, tiers: Sequence[Tier] = (), session_id: str | None = None
+    ) -> Memories:
+        """A user's live memories (those `session_id` may see, when given), oldest first."""
+        where = owner_where(user_id, tiers, session_id)
         with self._guard("list"):
-            got = self._get(user_id, where=owner_where(user_id, tiers), include=_RECORD)
-        found = [m for m in records(got) if not self._expired(m)]
+            got = self._get(user_id, where=where, include=_RECORD)
+        found = [m for m in records(got) if not self._expired(m) and visible(m, session_id)]
         return sorted(found, key=lambda m: (m.created_at, m.id))
 
     def export(self, user_id: str) -> builtins.list[dict[str, Any]]:
@@ -254,15 +263,19 @@ class ChromaMemory:
     def _nearest(
         self, user_id: str, items: Sequence[NewMemory], vectors: Sequence[Vector]
     ) -> builtins.list[Nearest]:
-        """Each item's most similar memory of the same user and tier: (id, score, text)."""
+        """Each item's most similar memory of the same user and `scope` (tier, and session
+        for the task tier): (id, score, text)."""
         nearest: builtins.list[Nearest] = [None] * len(items)
         coll = self._user_coll(user_id, create=False)
-        for tier in dict.fromkeys(i.tier for i in items) if coll is not None else ():
-            index = [n for n, i in enumerate(items) if i.tier == tier]
+        scopes = dict.fromkeys(scope(i.tier, i.session_id) for i in items)
+        for tier, session in scopes if coll is not None else ():
+            index = [
+                n for n, i in enumerate(items) if scope(i.tier, i.session_id) == (tier, session)
+            ]
             result = coll.query(
                 query_embeddings=[vectors[n] for n in index],
                 n_results=1,
-                where={"owner": owner_key(user_id, tier)},
+                where=owner_where(user_id, [tier], session),
                 include=["documents", "distances"],
             )
             for n, ids, docs, dists in zip(
@@ -292,16 +305,14 @@ class ChromaMemory:
 
     # --- Chroma plumbing ----------------------------------------------------------------
 
-    def _query(
-        self, user_id: str, vectors: Sequence[Vector], tiers: Sequence[Tier], top_k: int
-    ) -> Memories:
+    def _query(self, user_id: str, vectors: Sequence[Vector], where: Where, top_k: int) -> Memories:
         coll = self._user_coll(user_id, create=False)
         if coll is None:
             return []
         result = coll.query(
             query_embeddings=list(vectors),
             n_results=top_k,
-            where=owner_where(user_id, tiers),
+            where=where,
             include=["documents", "metadatas", "distances"],
         )
         return [m for m in hits(result) if m.user_id == user_id]

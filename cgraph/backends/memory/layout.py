@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from cgraph.backends.memory.policy import Memory, Write
+from cgraph.backends.memory.policy import SESSION_TIERS, Memory, Write
 from cgraph.errors import MemoryStoreError
 from cgraph.spec.model import TIERS, Tier
 
@@ -25,14 +25,30 @@ def owner_key(user_id: str, tier: str) -> str:
     return f"{tier}|{user_id}"
 
 
-def owner_where(user_id: str, tiers: Sequence[Tier] = ()) -> Where:
-    """Memories of `user_id` in `tiers` (all when empty).
+def owner_where(user_id: str, tiers: Sequence[Tier] = (), session_id: str | None = None) -> Where:
+    """Memories of `user_id` in `tiers` (all when empty); with `session_id`, a tier of
+    `SESSION_TIERS` only that session's (`policy.visible`).
 
     One `$in` on the combined `owner` key, not an `$and` of `user_id` and `tier`: Chroma
     1.5 keeps every collection's metadata in one table, and a clause matching many rows
-    (`tier`) made the filtered query 3-4x slower (bench/bench_recall.py).
+    (`tier`) made the filtered query 3-4x slower (bench/bench_recall.py). The session's
+    clause is joined to its tier's owner key, which matches the user's rows only.
     """
-    return {"owner": {"$in": [owner_key(user_id, t) for t in dict.fromkeys(tiers or TIERS)]}}
+    wanted = dict.fromkeys(tiers or TIERS)
+    if session_id is None:
+        return _owners(user_id, wanted)
+    shared = [t for t in wanted if t not in SESSION_TIERS]
+    clauses = [_owners(user_id, shared)] if shared else []
+    clauses += [
+        {"$and": [{"owner": owner_key(user_id, t)}, {"session_id": session_id}]}
+        for t in wanted
+        if t in SESSION_TIERS
+    ]
+    return clauses[0] if len(clauses) == 1 else {"$or": clauses}
+
+
+def _owners(user_id: str, tiers: Iterable[Tier]) -> Where:
+    return {"owner": {"$in": [owner_key(user_id, t) for t in tiers]}}
 
 
 def collection_name(prefix: str, user_id: str) -> str:

@@ -46,6 +46,24 @@ class Memory:
     score: float | None = None
 
 
+SESSION_TIERS: frozenset[Tier] = frozenset({"task"})
+"""Tiers whose memories belong to the session that stored them (the `task` tier is "this
+session's context"): a session recalls only its own. The other tiers are the user's,
+recalled by every session of that user, whatever its graph."""
+
+
+def visible(memory: Memory, session_id: str | None) -> bool:
+    """True when a session (`session_id`; None: no session, e.g. `cgraph memory`) may see
+    the memory: any of the user's, except another session's task context."""
+    return session_id is None or memory.tier not in SESSION_TIERS or memory.session_id == session_id
+
+
+def scope(tier: Tier, session_id: str) -> tuple[Tier, str]:
+    """Where a memory is compared for duplicates: its tier, and its session for a tier
+    that belongs to one (a fact told in two sessions is two sessions' context)."""
+    return tier, session_id if tier in SESSION_TIERS else ""
+
+
 @runtime_checkable
 class MemoryStore(Protocol):
     """Per-user memories, searched by meaning. One user's memories never reach another."""
@@ -58,16 +76,22 @@ class MemoryStore(Protocol):
         tiers: Sequence[Tier] = (),
         top_k: int = 5,
         min_score: float | None = None,
+        session_id: str | None = None,
     ) -> list[Memory]:
-        """Memories of `user_id` most similar to any query, best first; empty tiers = all."""
+        """Memories of `user_id` most similar to any query, best first; empty tiers = all.
+        With `session_id`, what that session may recall (`visible`): the task tier holds
+        only its own memories."""
         ...
 
     def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
         """Store new memories, skipping near-duplicates; returns what was stored."""
         ...
 
-    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
-        """A user's memories (only `tiers`, when given), oldest first."""
+    def list(
+        self, user_id: str, *, tiers: Sequence[Tier] = (), session_id: str | None = None
+    ) -> list[Memory]:
+        """A user's memories (only `tiers`, when given; with `session_id`, only those that
+        session may see), oldest first."""
         ...
 
     def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
@@ -90,13 +114,16 @@ class NullMemory:
         tiers: Sequence[Tier] = (),
         top_k: int = 5,
         min_score: float | None = None,
+        session_id: str | None = None,
     ) -> list[Memory]:
         return []
 
     def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
         return []
 
-    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
+    def list(
+        self, user_id: str, *, tiers: Sequence[Tier] = (), session_id: str | None = None
+    ) -> list[Memory]:
         return []
 
     def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
@@ -120,15 +147,20 @@ class ForwardingMemory:
         tiers: Sequence[Tier] = (),
         top_k: int = 5,
         min_score: float | None = None,
+        session_id: str | None = None,
     ) -> list[Memory]:
         store = self.target()
-        return store.recall(user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score)
+        return store.recall(
+            user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score, session_id=session_id
+        )
 
     def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
         return self.target().add(user_id, items)
 
-    def list(self, user_id: str, *, tiers: Sequence[Tier] = ()) -> list[Memory]:
-        return self.target().list(user_id, tiers=tiers)
+    def list(
+        self, user_id: str, *, tiers: Sequence[Tier] = (), session_id: str | None = None
+    ) -> list[Memory]:
+        return self.target().list(user_id, tiers=tiers, session_id=session_id)
 
     def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
         return self.target().delete(user_id, ids)
@@ -215,20 +247,23 @@ def plan_writes(
     threshold: float,
     new_id: Callable[[], str],
 ) -> list[Write]:
-    """Per new memory (with its vector and nearest stored memory of the same tier):
+    """Per new memory (with its vector and nearest stored memory in its `scope`):
 
     - the same text as the nearest one (ignoring case and spacing): nothing to write;
     - similar above `threshold` (reworded, or updated like "25 km" → "30 km"): it replaces
       the stored one, keeping its id;
-    - otherwise a new memory. Two similar items in one batch: the later one wins.
+    - otherwise a new memory. Two similar items in one batch (and `scope`): the later one
+      wins.
     """
     writes: dict[str, Write] = {}
     for item, vector, near in zip(items, vectors, nearest, strict=True):
+        here = scope(item.tier, item.session_id)
         twin = next(
             (
                 w
                 for w in writes.values()
-                if w.item.tier == item.tier and cosine(w.vector, vector) >= threshold
+                if scope(w.item.tier, w.item.session_id) == here
+                and cosine(w.vector, vector) >= threshold
             ),
             None,
         )

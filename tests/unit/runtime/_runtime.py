@@ -78,7 +78,7 @@ class FakeMemory:
             for i, t in enumerate(texts or [])
         ]
 
-    def recall(self, user_id, queries, *, tiers=(), top_k=5, min_score=None):  # type: ignore[no-untyped-def]
+    def recall(self, user_id, queries, *, tiers=(), top_k=5, min_score=None, session_id=None):  # type: ignore[no-untyped-def]
         if self.fail:
             from cgraph.errors import MemoryStoreError
 
@@ -107,7 +107,7 @@ class FakeMemory:
         self.added.extend(items)
         return stored
 
-    def list(self, user_id, *, tiers=()):  # type: ignore[no-untyped-def]
+    def list(self, user_id, *, tiers=(), session_id=None):  # type: ignore[no-untyped-def]
         return list(self.items)
 
     def delete(self, user_id, ids=None):  # type: ignore[no-untyped-def]

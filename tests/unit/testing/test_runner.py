@@ -130,3 +130,27 @@ def test_stored_memories_are_checked_in_a_real_store_reset_per_case(tmp_path: Pa
     (failed,) = Runner(Options()).run_paths([path])
     message = failed.runs[0].turns[0].mismatches[0].message
     assert message == "no memory stored with 'walks'"
+
+
+SEEDED_TASK = f"""\
+cgraph-test: 1
+graph: {GRAPHS / "assistant.yaml"}
+user: ann
+memories:
+  - {{text: Ann is moving the project notes into notes.md today., tier: task}}
+model:
+  scripted:
+    supervisor: {{exit: stay, reason: asking, reply: What next?}}
+cases:
+  - name: a task-tier memory of the file is this session's context
+    turns:
+      - user: where are my project notes going?
+        expect: {{recalled: [notes.md]}}
+"""
+
+
+def test_task_memories_of_a_test_file_are_the_tested_sessions_context(tmp_path: Path) -> None:
+    path = tmp_path / "seeded.test.yaml"
+    path.write_text(SEEDED_TASK)
+    (result,) = Runner(Options()).run_paths([path])
+    assert [r.passed for r in result.runs] == [True], result.runs
