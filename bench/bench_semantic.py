@@ -37,6 +37,7 @@ from bench.embedding_candidates import embedder as candidate_embedder
 from bench.nli_veto import NliVeto, PairClassifier
 from bench.semantic_cases import (
     DEV,
+    DEV2,
     GLOBALS,
     HELDOUT,
     HELDOUT2,
@@ -170,7 +171,7 @@ def main() -> None:
         help="the veto's contradiction probability (default 0.5, 0.8, 0.95); repeat",
     )
     args = parser.parse_args()
-    paths = args.labels or [LABELS, DEV, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3]
+    paths = args.labels or [LABELS, DEV, DEV2, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3]
     sets = [(path, load_cases(path, args.global_exits)) for path in paths]
     summary: dict[str, dict[str, float]] = {}
     for embedder in args.embedder or [""]:

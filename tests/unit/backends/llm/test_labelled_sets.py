@@ -9,6 +9,7 @@ import pytest
 
 from bench.semantic_cases import (
     DEV,
+    DEV2,
     GLOBALS,
     GRAPHS,
     HELDOUT,
@@ -22,7 +23,7 @@ from bench.semantic_cases import (
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.llm.types import LLMRequest
 
-SETS = [LABELS, DEV, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3]
+SETS = [LABELS, DEV, DEV2, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3]
 GLOBAL_TARGETS = {"emergency_line", "staff_handoff"}
 GLOBAL_TARGETS_3 = {"emergency_help", "human_handoff", "danger_line"}
 

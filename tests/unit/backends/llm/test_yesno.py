@@ -1,0 +1,101 @@
+"""Which exits mean "no", and whether a message opens with a yes or a no."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cgraph.backends.embed import shared_embedder
+from cgraph.backends.llm.denial import DenialWeights, denial_scores
+from cgraph.backends.llm.semantic import SemanticModel
+from cgraph.backends.llm.types import ExitOption, LLMRequest
+from cgraph.backends.llm.yesno import (
+    alternative_signs,
+    answer_scores,
+    leading_answer,
+    negative_head,
+)
+
+COME = ExitOption("now", "The guest agrees to an engineer coming now.", "now")
+LATER = ExitOption(
+    "later", "The guest does not want anyone to come in now or will be out.", "later"
+)
+
+
+def test_an_exit_means_no_by_the_head_of_its_description() -> None:
+    assert negative_head(LATER.description)
+    assert negative_head("The visitor declines the personal training sessions.")
+    assert not negative_head("The room is dirty or was not cleaned.")
+    assert not negative_head(COME.description)
+
+
+def test_a_verbless_alternative_inherits_the_negation_before_it() -> None:
+    assert alternative_signs("The guest has no allergies or dietary requirements.") == [
+        ("has no allergies", -1),
+        ("dietary requirements", -1),
+    ]
+    assert alternative_signs("The room is dirty or was not cleaned.") == [
+        ("is dirty", 1),
+        ("was not cleaned", -1),
+    ]
+    assert [s for _, s in alternative_signs(LATER.description)] == [-1, 1]
+
+
+@pytest.mark.parametrize(
+    ("message", "answer"),
+    [
+        ("yes, come now", 1),
+        ("sure, no problem, I'm in", 1),
+        ("I don't mind, send them up", 1),
+        ("no, I'm about to go out", -1),
+        ("not now, my kids are asleep", -1),
+        ("no thanks, I've been lifting for years", -1),
+        ("nothing like that", -1),
+        # A denied topic and then something else is no answer to the question.
+        ("nothing's wrong with him, he just needs his booster", 0),
+        ("no injuries, but I have high blood pressure", 0),
+        ("the heating doesn't work", 0),
+    ],
+)
+def test_a_message_opens_with_a_yes_or_a_no(message: str, answer: int) -> None:
+    assert leading_answer(message) == answer
+
+
+def test_the_answer_counts_only_where_the_state_offers_a_yes_and_a_no() -> None:
+    assert answer_scores("no, I'm out", (COME, LATER), 0.2) == {"now": 0.0, "later": 0.2}
+    assert answer_scores("yes please", (COME, LATER), 0.2) == {"now": 0.2, "later": 0.0}
+    other = ExitOption("other", "The guest wants an engineer tomorrow.", "other")
+    assert answer_scores("no, I'm out", (COME, other), 0.2) == {"now": 0.0, "other": 0.0}
+
+
+def _choose(message: str, *options: ExitOption) -> str:
+    request = LLMRequest(
+        kind="action",
+        messages=(),
+        schema={},
+        schema_name="x",
+        state="here",
+        objective="Ask whether an engineer may come now.",
+        options=options,
+        allow_stay=True,
+        stay_prototypes=("Ask whether an engineer may come into the room now.",),
+        authored_reply="May an engineer come now?",
+        user_messages=(message,),
+    )
+    model = SemanticModel(embedder=shared_embedder())
+    return str(json.loads(model.complete(request))["exit"])
+
+
+def test_a_yes_takes_the_exit_that_says_yes_whatever_words_it_shares() -> None:
+    # "come now" shares its words with "does not want anyone to come in now".
+    assert _choose("yes, come now", COME, LATER) == "now"
+    assert _choose("not now, my kids are asleep", COME, LATER) == "later"
+
+
+def test_denying_what_an_alternative_denies_too_does_not_count_against_it() -> None:
+    dirty = ExitOption("clean", "The room is dirty or was not cleaned.", "clean")
+    noisy = ExitOption("move", "The room is too noisy.", "move")
+    weights = DenialWeights()
+    said = denial_scores(shared_embedder(), "it's not dirty at all", (dirty, noisy), weights)
+    assert said["clean"] < 0  # it affirms "dirty": what the user denies
