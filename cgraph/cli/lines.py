@@ -131,9 +131,8 @@ class LineRun:
         line = (
             json.dumps(turn_json(turn, **marks), ensure_ascii=False) if self.jsonl else turn.reply
         )
-        if line:  # the turn that reaches END may have nothing left to say
-            self.out.write(line + "\n")
-            self.out.flush()
+        self.out.write(line + "\n")  # one line per turn, so replies line up with messages
+        self.out.flush()
 
     def command(self, command: commands.Command) -> None:
         answer = commands.answer(self.opened, command)

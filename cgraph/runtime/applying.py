@@ -64,7 +64,8 @@ class Applier:
         closing, failed = outcome.reply, Effects()
         if not closing:  # the ending state's words, read before the session leaves it
             (graph, state), at = current(self.snap, self.graphs), here(self.snap)
-            closing, failed = replies.closing(graph, state, self.snap.entered, at, self.templates)
+            spoke = bool(self.snap.said)
+            closing, failed = replies.closing(graph, state, spoke, at, self.templates)
         self._effects(failed)
         self._arrive(arrival, outcome)
         self.snap.completed = True
@@ -95,7 +96,7 @@ class Applier:
         (graph, state), there = current(self.snap, self.graphs), here(self.snap)
         authored = ""
         if stop.guard is not None:
-            words, failed = replies.said(state, there, self.templates)
+            words, failed = replies.said_by(state, there, self.templates)
             self._effects(failed)
             authored = words or ""
             self._emit("guard", guard=stop.guard, detail=stop.detail, at=at, stopped_in=there)

@@ -61,8 +61,8 @@ class Turn(Record):
     """The user's message; None on the opening turn of a graph that `speaks_first`."""
     reply: str
     """What the agent says to the user; "" means there is nothing to show. On the turn that
-    reaches END it is the model's parting words, else the ending state's `say:` if this turn
-    entered that state, else "" (its closing was already said when it was entered)."""
+    reaches END it is never "": the model's parting words, else the ending action state's
+    `say:`, else the lines of silent states passed this turn, else "Goodbye."."""
     path: tuple[str, ...]
     """States entered during this turn, in order (qualified inside sub-graphs)."""
     transitions: tuple[TransitionRecord, ...]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.runtime.replies import GOODBYE
 from cgraph.runtime.session import Session
 from tests.unit.runtime._runtime import action, go, graph, simple, stay, two_actions
 
@@ -45,7 +46,7 @@ def test_reaching_end_completes_the_session(tmp_path: Path) -> None:
         session.send("hello again")
 
 
-def test_the_turn_that_reaches_end_says_its_closing_once(tmp_path: Path) -> None:
+def test_the_turn_that_reaches_end_always_has_a_reply(tmp_path: Path) -> None:
     text = simple(
         body=action("a", {"b": "The user is done."})
         + action("b", {"END": "The user says bye."}, say="Goodbye, {{ user_id }}!")
@@ -54,11 +55,19 @@ def test_the_turn_that_reaches_end_says_its_closing_once(tmp_path: Path) -> None
     model = ScriptedModel({"a": [go("b")], "b": [go("END")]})
     turn = Session.start(graph(tmp_path, text), model=model, user_id="ann").send("done, bye")
     assert turn.completed and turn.reply == "Goodbye, ann!" and turn.state == "b"
-    # `b` already said its closing when it was entered: the last turn adds nothing.
-    model = ScriptedModel({"a": [go("b")], "b": [stay("Goodbye!"), go("END")]})
-    session = Session.start(graph(tmp_path, text), model=model)
-    assert session.send("done").reply == "Goodbye!"
+    # `b` said its closing when it was entered; the user's last message is answered anyway.
+    model = ScriptedModel({"a": [go("b")], "b": [stay("Take care."), go("END")]})
+    session = Session.start(graph(tmp_path, text), model=model, user_id="ann")
+    assert session.send("done").reply == "Take care."
     last = session.send("bye")
-    assert last.completed and last.reply == "" and session.transcript[-1]["content"] == "bye"
+    assert last.completed and last.reply == "Goodbye, ann!"
+    assert session.transcript[-1] == {"role": "assistant", "content": "Goodbye, ann!"}
     assert "when you take `END`" in model.requests_for("b")[-1].messages[0]["content"]
     assert "when you take `END`" not in model.requests_for("a")[0].messages[0]["content"]
+
+
+def test_an_ending_state_with_nothing_to_say_says_goodbye(tmp_path: Path) -> None:
+    model = ScriptedModel({"a": [stay("Hello!"), go("END")]})
+    session = Session.start(two_actions(tmp_path), model=model)
+    session.send("hi")
+    assert session.send("bye").reply == GOODBYE
