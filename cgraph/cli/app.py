@@ -19,6 +19,7 @@ from cgraph.cli import exit_now
 from cgraph.cli.memory import memory_app
 from cgraph.cli.render import render as render_command
 from cgraph.cli.test import test as test_command
+from cgraph.cli.usage import PLAIN, Command, choices
 from cgraph.lint.report import REPORTERS
 
 app = typer.Typer(
@@ -27,13 +28,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=PLAIN,
 )
-app.add_typer(memory_app, name="memory")
-app.command(name="test")(test_command)
-app.command(name="render")(render_command)
 
 
-@app.command()
 def schema() -> None:
     """Print the JSON Schema of the context-graph format."""
     from cgraph.spec.schema import dumps, published
@@ -55,7 +53,6 @@ Format = StrEnum("Format", [(name, name) for name in REPORTERS])  # type: ignore
 TEXT = Format("text")
 
 
-@app.command()
 def lint(
     paths: Annotated[
         list[Path],
@@ -65,7 +62,9 @@ def lint(
             metavar="PATH",
         ),
     ],
-    output: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = TEXT,
+    output: Annotated[
+        Format, typer.Option("--format", "-f", metavar=choices(Format), help="Output format.")
+    ] = TEXT,
     strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
     only_graphs: Annotated[
         bool,
@@ -86,9 +85,10 @@ def lint(
     raise typer.Exit(result.exit_code(strict))
 
 
-@app.command()
 def topology(
-    graph: Annotated[Path, typer.Argument(help="The graph file.", show_default=False)],
+    graph: Annotated[
+        Path, typer.Argument(help="The graph file.", show_default=False, metavar="GRAPH")
+    ],
     check: Annotated[
         bool,
         typer.Option("--check", help="Compare the authored `topology:` with the states instead."),
@@ -111,42 +111,59 @@ def topology(
     raise typer.Exit(1 if diagnostics else 0)
 
 
-@app.command()
 def run(
-    graph: Annotated[Path, typer.Argument(help="The graph file to run.")],
+    graph: Annotated[
+        Path, typer.Argument(help="The graph file to run.", show_default=False, metavar="GRAPH")
+    ],
     model: Annotated[
-        str | None, typer.Option(help="A litellm model, `semantic`, or `replay:FILE`.")
+        str | None,
+        typer.Option(metavar="NAME", help="A litellm model, `semantic`, or `replay:FILE`."),
     ] = None,
     api_base: Annotated[
-        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")
+        str | None, typer.Option(metavar="URL", help="Base URL of an OpenAI-compatible server.")
     ] = None,
     user: Annotated[
         str | None,
         typer.Option(
+            metavar="ID",
             help="User id; memories are kept per user. [default: local, or the session's user]",
             show_default=False,
         ),
     ] = None,
     session: Annotated[
         str | None,
-        typer.Option(help="Resume this session id (a new name starts a session with it)."),
+        typer.Option(
+            metavar="ID", help="Resume this session id (a new name starts a session with it)."
+        ),
     ] = None,
-    store: Annotated[Path, typer.Option(help="Folder for sessions and memories.")] = Path(
-        ".cgraph"
-    ),
-    jsonl: Annotated[bool, typer.Option(help="Print one JSON object per turn.")] = False,
-    record: Annotated[Path | None, typer.Option(help="Save every LLM exchange to FILE.")] = None,
+    store: Annotated[
+        Path, typer.Option(metavar="DIR", help="Folder for sessions and memories.")
+    ] = Path(".cgraph"),
+    jsonl: Annotated[bool, typer.Option("--jsonl", help="Print one JSON object per turn.")] = False,
+    record: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Save every LLM exchange to FILE.")
+    ] = None,
     structured: Annotated[
         StructuredMode | None,
-        typer.Option(help="How the answer's schema is sent (default: the graph's, else auto)."),
+        typer.Option(
+            metavar=choices(StructuredMode),
+            help="How the answer's schema is sent (default: the graph's, else auto).",
+        ),
     ] = None,
     timeout: Annotated[
         float | None,
-        typer.Option(min=0.1, help="Seconds a turn may wait for the model, retries included."),
+        typer.Option(
+            min=0.1,
+            metavar="SECONDS",
+            help="Seconds a turn may wait for the model, retries included.",
+        ),
     ] = None,
-    max_tokens: Annotated[int | None, typer.Option(min=16, help="Cap on each answer.")] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(min=16, metavar="N", help="Cap on each answer.")
+    ] = None,
     retries: Annotated[
-        int | None, typer.Option(min=0, max=10, help="Retries of a transient failure.")
+        int | None,
+        typer.Option(min=0, max=10, metavar="N", help="Retries of a transient failure."),
     ] = None,
 ) -> None:
     """Talk with a graph: an interactive session, or one message per line from stdin."""
@@ -167,6 +184,21 @@ def run(
         retries=retries,
     )
     exit_now(run_command(options, jsonl=jsonl))
+
+
+# Listed in `cgraph --help` in the order of the work: check, look, talk, test, then the
+# memories a run kept and the format's schema.
+COMMANDS = (
+    ("lint", lint, "Check graph files for errors and warnings."),
+    ("topology", topology, "Print the map of a graph's states (or check the authored one)."),
+    ("render", render_command, "Draw a graph as SVG, PNG, dot or Mermaid."),
+    ("run", run, "Talk with a graph, in the terminal or one message per stdin line."),
+    ("test", test_command, "Run conversation tests (*.test.yaml)."),
+)
+for _name, _command, _short in COMMANDS:
+    app.command(name=_name, cls=Command, short_help=_short)(_command)
+app.add_typer(memory_app, name="memory", short_help="List, export and delete kept memories.")
+app.command(name="schema", cls=Command)(schema)
 
 
 def main() -> None:

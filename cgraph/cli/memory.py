@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional, cast
 
 import typer
 
+from cgraph.cli.usage import PLAIN, choices
 from cgraph.spec.model import TIERS, Tier
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ memory_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=PLAIN,
 )
 
 
@@ -34,23 +36,26 @@ TierName = StrEnum("TierName", [(tier, tier) for tier in TIERS])  # type: ignore
 """The memory tiers of `cgraph.spec.model.TIERS`, as an option's choices."""
 
 
-User = Annotated[str, typer.Option(help="The user whose memories to show or change.")]
+User = Annotated[str, typer.Option(metavar="ID", help="The user whose memories to show or change.")]
 Store = Annotated[
-    Path, typer.Option(help="The folder given to `cgraph run --store` (memories in DIR/memory).")
+    Path,
+    typer.Option(
+        metavar="DIR", help="The folder given to `cgraph run --store` (memories in DIR/memory)."
+    ),
 ]
 Host = Annotated[
     Optional[str],  # noqa: UP045 - typer reads the annotation at run time
-    typer.Option(help="A Chroma server's host, when the graph's memory uses one."),
+    typer.Option(metavar="HOST", help="A Chroma server's host, when the graph's memory uses one."),
 ]
-Port = Annotated[int, typer.Option(help="The Chroma server's port.")]
+Port = Annotated[int, typer.Option(metavar="PORT", help="The Chroma server's port.")]
 Ids = Annotated[
     Optional[list[str]],  # noqa: UP045
-    typer.Option("--id", help="Delete only this memory (repeatable)."),
+    typer.Option("--id", metavar="ID", help="Delete only this memory (repeatable)."),
 ]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before deleting all.")]
 Output = Annotated[
     Optional[Path],  # noqa: UP045
-    typer.Option(help="Write to FILE instead of stdout."),
+    typer.Option(metavar="FILE", help="Write to FILE instead of stdout."),
 ]
 Session = Annotated[
     Optional[str],  # noqa: UP045
@@ -61,7 +66,9 @@ Session = Annotated[
 ]
 Tiers = Annotated[
     Optional[list[TierName]],  # noqa: UP045
-    typer.Option("--tier", help="Only this tier (repeatable); default: all tiers."),
+    typer.Option(
+        "--tier", metavar=choices(TierName), help="Only this tier (repeatable); default: all tiers."
+    ),
 ]
 
 
@@ -85,7 +92,7 @@ def _line(m: Memory) -> str:
     return f"{m.id}  {m.tier:<8}  {when}  {m.text}"
 
 
-@memory_app.command("list")
+@memory_app.command("list", short_help="Print a user's memories, oldest first.")
 def list_(
     user: User,
     store: Store = Path(".cgraph"),
@@ -109,7 +116,7 @@ def list_(
         typer.echo(f"no memories for user {user!r}", err=True)
 
 
-@memory_app.command()
+@memory_app.command(short_help="Write a user's memories as JSON.")
 def export(
     user: User,
     store: Store = Path(".cgraph"),
@@ -133,7 +140,7 @@ def export(
         typer.echo(f"exported {len(data)} memories to {output}", err=True)
 
 
-@memory_app.command()
+@memory_app.command(short_help="Delete some or all of a user's memories.")
 def delete(
     user: User,
     store: Store = Path(".cgraph"),

@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from cgraph.cli.usage import choices
+
 
 class PictureFormat(StrEnum):
     """Formats of `cgraph render` (`cgraph.testing.draw.FORMATS`)."""
@@ -21,17 +23,23 @@ class PictureFormat(StrEnum):
 
 
 def render(
-    graph: Annotated[Path, typer.Argument(help="The graph file.", show_default=False)],
+    graph: Annotated[
+        Path, typer.Argument(help="The graph file.", show_default=False, metavar="GRAPH")
+    ],
     output: Annotated[
-        PictureFormat, typer.Option("--format", "-f", help="Picture format.")
+        PictureFormat,
+        typer.Option("--format", "-f", metavar=choices(PictureFormat), help="Picture format."),
     ] = PictureFormat.svg,
     out: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout."),
     ] = None,
     session: Annotated[
-        str | None, typer.Option(help="Highlight what this stored conversation did.")
+        str | None, typer.Option(metavar="ID", help="Highlight what this stored conversation did.")
     ] = None,
-    store: Annotated[Path, typer.Option(help="Folder of the stored sessions.")] = Path(".cgraph"),
+    store: Annotated[
+        Path, typer.Option(metavar="DIR", help="Folder of the stored sessions.")
+    ] = Path(".cgraph"),
 ) -> None:
     """Draw a graph with Graphviz: states shaped and coloured by type, START and END."""
     from cgraph.errors import CgraphError, GraphError

@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from cgraph.cli.usage import choices
+
 
 class TestFormat(StrEnum):
     """Output formats of `cgraph test` (the names of `cgraph.testing.reporters.REPORTERS`)."""
@@ -33,12 +35,19 @@ def test(
     ] = None,
     pattern: Annotated[
         list[str] | None,
-        typer.Option("-k", help="Only cases whose name contains this (or globs); repeatable."),
+        typer.Option(
+            "-k",
+            metavar="PATTERN",
+            help="Only cases whose name contains this (or globs); repeatable.",
+        ),
     ] = None,
     exitfirst: Annotated[bool, typer.Option("-x", help="Stop at the first failure.")] = False,
-    model: Annotated[str | None, typer.Option(help="Override every file's model.")] = None,
+    model: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Override every file's model.")
+    ] = None,
     output: Annotated[
-        TestFormat, typer.Option("--format", "-f", help="Output format.")
+        TestFormat,
+        typer.Option("--format", "-f", metavar=choices(TestFormat), help="Output format."),
     ] = TestFormat.text,
     coverage: Annotated[
         bool,
@@ -49,14 +58,19 @@ def test(
     ] = False,
     fail_under: Annotated[
         float | None,
-        typer.Option(help="Fail when a graph's exit coverage is below this percent."),
+        typer.Option(
+            metavar="PERCENT", help="Fail when a graph's exit coverage is below this percent."
+        ),
     ] = None,
     html: Annotated[
-        Path | None, typer.Option(help="Write a self-contained HTML report to this file.")
+        Path | None,
+        typer.Option(metavar="FILE", help="Write a self-contained HTML report to this file."),
     ] = None,
     record: Annotated[
         Path | None,
-        typer.Option(help="Save each file's model exchanges to DIR/<name>.jsonl for replay."),
+        typer.Option(
+            metavar="DIR", help="Save each file's model exchanges to DIR/<name>.jsonl for replay."
+        ),
     ] = None,
 ) -> None:
     """Run conversation tests; exit 1 on a failure or low coverage, 2 on a file error."""
