@@ -21,7 +21,7 @@ closer than the best exit. The rule and its constants were calibrated on
                 ("maybe", "not sure", "one sec": `negation.is_hedge`)
 
 A global exit is taken when it scores at least 0.5, above staying, and 0.08 above the
-state's best own exit: a symptom the state asks about lies near the emergency too.
+state's best own exit, on the message or on one of its clauses (`global_exits`).
 
 An opening message (`LLMRequest.opening`) is judged like any other; any other message that
 entered the state this turn stays: it already answered the state before. A greeting before
@@ -38,9 +38,11 @@ The question penalty keeps a clarifying question ("What do you mean by doses?") 
 counting as an answer; an exit expects questions when its description says the user
 asks, or one of its examples is a question that is not a request ("Can I …?").
 
-Similarity is measured on the message's point (`negation.point`): a clause that only denies
-("nothing is broken, I wanted to ask about my lease") is set aside, since its topic words
-would pull towards the exit it denies; the denial term below still reads it.
+Similarity is measured on the message's point (`focus`): its first request ("I want to
+sign up and also book a class"), what follows a contrast with a denial ("not X, but Y"),
+and a clause that only denies ("nothing is broken, I wanted to ask about my lease") set
+aside, since its topic words would pull towards the exit it denies. The denial term and
+the polarity clash read the message from its contrast on.
 
 A *polarity clash* is a yes-answer against a no-example (1.0) or a plain statement against
 either (0.5): sentence embeddings barely see negation, so "No chest pain" sits close to
@@ -62,15 +64,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cgraph.backends.embed import Embedder, Vector, cosine, shared_embedder
 from cgraph.backends.llm.acts import ACTS, Act, as_user, negative_description
 from cgraph.backends.llm.denial import DenialWeights, denial_scores
 from cgraph.backends.llm.extractors import extract, refusals
+from cgraph.backends.llm.focus import contrast_focus, focus
+from cgraph.backends.llm.global_exits import beats, urgent_parts
 from cgraph.backends.llm.memories import extract_memories
-from cgraph.backends.llm.negation import is_hedge, point
+from cgraph.backends.llm.negation import is_hedge
 from cgraph.backends.llm.overlap import overlaps
 from cgraph.backends.llm.stand_ins import stand_ins
 from cgraph.backends.llm.types import STAY, ExitOption, LLMRequest
@@ -86,13 +90,6 @@ from cgraph.backends.llm.yesno import answer_scores
 
 # Conversational moves that never answer a state's question: greetings, clarifications,
 # hesitation. They give "stay" a prototype in every state, whatever its objective says.
-GLOBAL_FLOOR = 0.5
-"""A global exit (an emergency, "cancel") is taken offline only when this close, and
-before the state's own exits are weighed."""
-GLOBAL_LEAD = 0.08
-"""...and only when it beats the best of the state's own exits by this much: a symptom the
-state asks about ("a little pain in my chest") is near the emergency too, and belongs to
-the state's own exit unless the emergency is clearly closer."""
 CONVERSATIONAL = (
     "Hello.",
     "Hi, how are you?",
@@ -204,18 +201,20 @@ class SemanticModel:
         return values[best], scores[best]
 
     def _action_exit(self, request: LLMRequest) -> dict[str, Any]:
-        """Global exits are weighed first: one is taken when it clearly matches — above
-        `GLOBAL_FLOOR` and closer than staying and than any of the state's own exits."""
+        """Global exits are weighed first, on the message and on each of its clauses
+        (`global_exits`); the state's own exits answer otherwise."""
         anywhere = [o for o in request.options if o.anywhere]
-        own = self._exit_among(request, [o for o in request.options if not o.anywhere])
+        local = [o for o in request.options if not o.anywhere]
+        own = self._exit_among(request, local)
         if not anywhere or not request.user_messages:
             return own
-        taken = self._exit_among(request, anywhere)
-        score = taken["scores"].get(taken["exit"], 0.0)
-        local = [v for k, v in own["scores"].items() if k != STAY]
-        rivals = [max(local, default=0.0) + GLOBAL_LEAD, taken["scores"].get(STAY, 0.0)]
-        if taken["exit"] != STAY and score >= GLOBAL_FLOOR and score > max(rivals):
-            return {**taken, "reason": f"global exit: {taken['reason']}"}
+        said = request.user_messages[-1]
+        for part in urgent_parts(said):
+            asked = replace(request, user_messages=(*request.user_messages[:-1], part))
+            taken = self._exit_among(asked, anywhere)
+            mine = own if part == said else self._exit_among(asked, local)
+            if beats(taken, mine["scores"]):
+                return {**taken, "reason": f"global exit: {taken['reason']}"}
         return own
 
     def _exit_among(self, request: LLMRequest, options: Sequence[ExitOption]) -> dict[str, Any]:
@@ -270,12 +269,13 @@ class SemanticModel:
         examples = {o.id: o.examples or stand_ins(o.description) for o in options}
         for option_id, lent in self.act_examples(options).items():
             examples[option_id] = (*examples[option_id], *lent)
-        said = point(message)
+        said = focus(message)
         texts = [message, said, *(o.description for o in options)]
         texts += [e for o in options for e in examples[o.id]]
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
-        mine, sign = vectors[said], polarity(message)
-        denial = denial_scores(self.embedder, message, options, cal.denial)
+        asserted = contrast_focus(message)
+        mine, sign = vectors[said], polarity(asserted)
+        denial = denial_scores(self.embedder, asserted, options, cal.denial)
         answered = answer_scores(message, options, cal.bare_weight)
         shared = overlaps(message, {o.id: (o.description, *examples[o.id]) for o in options})
         scores: dict[str, float] = {}

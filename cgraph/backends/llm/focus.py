@@ -1,0 +1,60 @@
+"""Which part of a message carries its point: the clause after a contrast with a denial.
+
+"It's not dirty, it's just that the heating doesn't work", "I don't want to quit, I just
+need a break", "no injuries, but I do have high blood pressure": a user who denies one
+thing and then says "but", "just", "only" or "rather" has said what they came to say in
+what follows. The embeddings of the whole message weigh the denied topic as much as the
+asserted one (and the denied one often names an exit's own words), so the chooser matches
+the part after the contrast. The clauses that only deny ("nothing is broken, …") are set
+aside as before (`negation.point`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from cgraph.backends.llm.negation import is_negated, point
+
+_BOUNDARY = re.compile(r"([,.;:!?]|\bbut\b)", re.I)
+_CONTRAST = re.compile(
+    r"^\W*(?:(?:it['’]?s |it is |i |we |i['’]?m |i am )?(?:just|only|simply|more|rather|actually)|"
+    r"instead)\b",
+    re.I,
+)
+# "… and also …", "…, and I'd also like …": a second request joined to the first.
+_ALSO = re.compile(
+    r"\s*(?:,\s*|\s)(?:and\s+)?(?:(?:i|we|you|can|could|would|i['’]d|we['’]d|i['’]ll)\s+){0,2}"
+    r"also\b",
+    re.I,
+)
+FOCUS_WORDS = 3
+"""What follows the contrast must be this long to stand for the message."""
+
+
+def contrast_focus(text: str) -> str:
+    """The part of `text` from the first contrast that follows a denial ("not X, but Y" →
+    "Y"); `text` itself without one, or when too little follows it."""
+    pieces = _BOUNDARY.split(text)
+    for index in range(2, len(pieces), 2):
+        before, separator, rest = "".join(pieces[: index - 1]), pieces[index - 1], pieces[index:]
+        after = "".join(rest).strip()
+        contrasted = separator.lower() == "but" or _CONTRAST.match(after) is not None
+        if contrasted and is_negated(before) and len(after.split()) >= FOCUS_WORDS:
+            return after
+    return text
+
+
+def first_request(text: str) -> str:
+    """The first of two things asked in one message ("I want to sign up and also book a
+    class" → "I want to sign up"): a state's exits take one at a time, the first said
+    first. `text` itself when it asks one thing or too little comes before the second."""
+    match = _ALSO.search(text)
+    if match is None or len(text[: match.start()].split()) < FOCUS_WORDS:
+        return text
+    return text[: match.start()]
+
+
+def focus(text: str) -> str:
+    """What the chooser matches of `text`: its first request, its point after a contrast,
+    its denials set aside."""
+    return point(contrast_focus(first_request(text)))

@@ -1,0 +1,42 @@
+"""When the offline chooser takes a global exit (an emergency, "cancel", a hand-off).
+
+A global exit is weighed before the state's own exits, and taken only when it clearly
+matches: above `GLOBAL_FLOOR`, above staying, and `GLOBAL_LEAD` above the best of the
+state's own exits, since a symptom the state asks about ("a little pain in my chest") lies
+near the emergency too. A message that says two things ("I got charged twice and honestly
+I want to cancel") is weighed clause by clause as well: the urgent thing may be the second,
+and the state's own exit would answer only the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cgraph.backends.llm.negation import clauses
+from cgraph.backends.llm.types import STAY
+
+GLOBAL_FLOOR = 0.5
+"""A global exit is taken offline only when this close."""
+GLOBAL_LEAD = 0.08
+"""...and only when it beats the best of the state's own exits by this much."""
+CLAUSE_WORDS = 3
+"""A clause shorter than this ("yes", "thanks") is not weighed on its own."""
+
+
+def urgent_parts(message: str) -> list[str]:
+    """What a global exit is weighed on: the message, then each of its clauses when it has
+    more than one ("I got charged twice" and "honestly I want to cancel")."""
+    parts = [c for c in clauses(message) if len(c.split()) >= CLAUSE_WORDS]
+    return [message, *(parts if len(parts) > 1 else [])]
+
+
+def beats(taken: Mapping[str, object], own: Mapping[str, float]) -> bool:
+    """Whether the global exit `taken` (an answer with its scores) clears the floor, staying
+    and the best of the state's own exits (`own`: their scores, stay included) by the lead."""
+    scores = taken["scores"]
+    assert isinstance(scores, dict)
+    exit_id = str(taken["exit"])
+    score = float(scores.get(exit_id, 0.0))
+    local = [v for k, v in own.items() if k != STAY]
+    rivals = [max(local, default=0.0) + GLOBAL_LEAD, float(scores.get(STAY, 0.0))]
+    return exit_id != STAY and score >= GLOBAL_FLOOR and score > max(rivals)

@@ -1,0 +1,66 @@
+"""Which part of a message the chooser matches: after a contrast, the first of two requests."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cgraph.backends.embed import shared_embedder
+from cgraph.backends.llm.focus import contrast_focus, first_request, focus
+from cgraph.backends.llm.semantic import SemanticModel
+from cgraph.backends.llm.types import ExitOption, LLMRequest
+
+
+@pytest.mark.parametrize(
+    ("message", "point"),
+    [
+        ("it's not dirty, it's just that the heating doesn't work", "it's just that the heating"),
+        ("I don't want to quit, I just need a break", "I just need a break"),
+        ("no injuries, but I do have high blood pressure", "I do have high blood pressure"),
+        # No denial before it: "but" is no contrast with something denied.
+        ("food yes, but I haven't seen him drink", "food yes, but I haven't seen him drink"),
+        # Too little after it to stand for the message.
+        ("not that one, just no", "not that one, just no"),
+    ],
+)
+def test_the_point_after_a_contrast_with_a_denial(message: str, point: str) -> None:
+    assert contrast_focus(message).startswith(point)
+
+
+def test_the_first_of_two_requests_is_matched() -> None:
+    assert first_request("I want to sign up and also book a yoga class") == "I want to sign up"
+    assert first_request("the TV doesn't work and I'd also like some food") == (
+        "the TV doesn't work"
+    )
+    assert first_request("great, also the light is out") == "great, also the light is out"
+    assert focus("not spin, the HIIT one on Tuesday") == "the HIIT one on Tuesday"
+
+
+def _choose(message: str, *options: ExitOption) -> str:
+    request = LLMRequest(
+        kind="action",
+        messages=(),
+        schema={},
+        schema_name="x",
+        state="here",
+        objective="Find out whether the member has an injury or condition.",
+        options=options,
+        allow_stay=True,
+        stay_prototypes=("Ask whether they have injuries or medical conditions.",),
+        authored_reply="Any injuries or conditions?",
+        user_messages=(message,),
+    )
+    model = SemanticModel(embedder=shared_embedder())
+    return str(json.loads(model.complete(request))["exit"])
+
+
+def test_what_follows_but_decides_not_what_was_denied() -> None:
+    has = ExitOption(
+        "note", "The member has an injury or medical condition.", "note", ("I have asthma.",)
+    )
+    hasnt = ExitOption(
+        "fit", "The member has no injury or medical condition.", "fit", ("Nothing like that.",)
+    )
+    assert _choose("no injuries, but I do have high blood pressure", has, hasnt) == "note"
+    assert _choose("no injuries, I'm fit", has, hasnt) == "fit"

@@ -1,0 +1,54 @@
+"""When the offline chooser takes a global exit: clearly, on the message or one clause."""
+
+from __future__ import annotations
+
+import json
+
+from cgraph.backends.embed import shared_embedder
+from cgraph.backends.llm.global_exits import beats, urgent_parts
+from cgraph.backends.llm.semantic import SemanticModel
+from cgraph.backends.llm.types import ExitOption, LLMRequest
+
+
+def test_a_message_of_several_clauses_is_weighed_whole_then_clause_by_clause() -> None:
+    said = "I got charged twice and honestly I want to cancel"
+    assert urgent_parts(said) == [said, "I got charged twice", "honestly I want to cancel"]
+    assert urgent_parts("cancel it, thanks") == ["cancel it, thanks"]
+
+
+def test_a_global_exit_must_clear_the_floor_staying_and_the_states_own_exits() -> None:
+    taken = {"exit": "cancel", "scores": {"cancel": 0.6, "stay": 0.2}}
+    assert beats(taken, {"refund": 0.5, "stay": 0.2})
+    assert not beats(taken, {"refund": 0.55, "stay": 0.2})  # within the lead
+    assert not beats({"exit": "cancel", "scores": {"cancel": 0.45}}, {"refund": 0.1})
+
+
+def test_the_urgent_second_thing_in_a_message_takes_the_global_exit() -> None:
+    cancel = ExitOption(
+        "cancel",
+        "The member wants to cancel their membership.",
+        "cancel",
+        ("I want to cancel my membership.", "I'd like to quit the gym."),
+        anywhere=True,
+    )
+    twice = ExitOption(
+        "refund", "The member was charged twice.", "refund", ("I was charged twice.",)
+    )
+    failed = ExitOption(
+        "card", "The member's card was declined.", "card", ("My card was declined.",)
+    )
+    request = LLMRequest(
+        kind="action",
+        messages=(),
+        schema={},
+        schema_name="x",
+        state="billing",
+        objective="Find out what went wrong with the payment.",
+        options=(cancel, twice, failed),
+        allow_stay=True,
+        stay_prototypes=("Ask what happened with the payment.",),
+        authored_reply="What happened?",
+        user_messages=("I got charged twice and honestly I want to cancel",),
+    )
+    model = SemanticModel(embedder=shared_embedder())
+    assert json.loads(model.complete(request))["exit"] == "cancel"
