@@ -8,7 +8,7 @@ message) and per-decision latency (p50/p95, model loaded, each message embedded 
 the check-in set the rule was calibrated on, the development set its negation and hedge
 rules were tuned on (bench/data/dev_labels.yaml), the example graphs' global exits
 (bench/data/global_exit_labels.yaml: taken where they should be, not near them; never
-tuned on), and the three held-out sets, never tuned on (tests/fixtures/heldout*/; their
+tuned on), and the four held-out sets, never tuned on (tests/fixtures/heldout*/; their
 misses are not printed). `--global-exits` asks every set as a session does, with the
 graph's global exits offered in action states (by default the sets on the repository's
 graphs are asked without them, as they were calibrated).
@@ -42,6 +42,7 @@ from bench.semantic_cases import (
     HELDOUT,
     HELDOUT2,
     HELDOUT3,
+    HELDOUT4,
     LABELS,
     Case,
     load_cases,
@@ -112,7 +113,7 @@ def _name(path: Path) -> str:
 
 def _shown(path: Path) -> bool:
     """Whether a set's misses are printed: never a held-out set's."""
-    return path.resolve() not in {p.resolve() for p in (HELDOUT, HELDOUT2, HELDOUT3)}
+    return path.resolve() not in {p.resolve() for p in (HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4)}
 
 
 def print_summary(summary: dict[str, dict[str, float]]) -> None:
@@ -171,7 +172,7 @@ def main() -> None:
         help="the veto's contradiction probability (default 0.5, 0.8, 0.95); repeat",
     )
     args = parser.parse_args()
-    paths = args.labels or [LABELS, DEV, DEV2, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3]
+    paths = args.labels or [LABELS, DEV, DEV2, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4]
     sets = [(path, load_cases(path, args.global_exits)) for path in paths]
     summary: dict[str, dict[str, float]] = {}
     for embedder in args.embedder or [""]:

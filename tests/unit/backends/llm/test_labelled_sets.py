@@ -3,6 +3,7 @@ exit it expects. Requests only; no model answers, so no held-out figure is looke
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,17 +16,20 @@ from bench.semantic_cases import (
     HELDOUT,
     HELDOUT2,
     HELDOUT3,
+    HELDOUT4,
     LABELS,
     Case,
+    graph_of,
     load_cases,
     request_for,
 )
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.llm.types import LLMRequest
 
-SETS = [LABELS, DEV, DEV2, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3]
+SETS = [LABELS, DEV, DEV2, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4]
 GLOBAL_TARGETS = {"emergency_line", "staff_handoff"}
 GLOBAL_TARGETS_3 = {"emergency_help", "human_handoff", "danger_line"}
+GLOBAL_TARGETS_4 = {"scam_warning", "hazard_waste", "emergency_care"}
 
 
 def _request(case: Case) -> LLMRequest:
@@ -87,6 +91,58 @@ def test_the_third_held_out_set_has_the_kinds_it_promises() -> None:
 def test_the_third_held_out_set_offers_its_global_exits_first() -> None:
     taking = [c for c in load_cases(HELDOUT3) if c.expect in GLOBAL_TARGETS_3]
     assert len(taking) == 15 and {c.expect for c in taking} == GLOBAL_TARGETS_3
+    assert all(_request(c).options[0].anywhere for c in taking)
+
+
+def test_the_fourth_held_out_set_has_the_kinds_it_promises() -> None:
+    cases = load_cases(HELDOUT4)
+    kinds = [c.label for c in cases]
+    minimum = {"opening": 30, "negated": 70, "hedge": 25, "offtopic": 15, "question": 15}
+    assert len(cases) >= 240 and {c.graph for c in cases} == {
+        "parcel_missed_delivery.yaml",
+        "bin_collection.yaml",
+        "dental_triage.yaml",
+    }
+    assert all(kinds.count(kind) >= n for kind, n in minimum.items()) and kinds.count("multi") >= 12
+    assert all(c.expect == "stay" for c in cases if c.label in ("hedge", "offtopic", "question"))
+
+
+def test_the_fourth_held_out_set_sits_where_its_kinds_say() -> None:
+    # Openings open the conversation at the start state; decisions sit at decision states.
+    cases = load_cases(HELDOUT4)
+    opening = [c for c in cases if c.opening]
+    assert all(not c.before and graph_of(c).start == c.state for c in opening)
+    assert all(c.before for c in cases if not c.opening)
+    decided = {
+        c.label == "decision" for c in cases if graph_of(c).states[c.state].type == "decision"
+    }
+    assert decided == {True} and len({c.message.lower() for c in cases}) == len(cases)
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+def test_the_fourth_held_out_set_copies_no_example() -> None:
+    # A message sharing more than half its words with an example of its graph is a copy;
+    # bare one-word answers ("no", "nope") are what people type, not copies.
+    copies = []
+    for case in load_cases(HELDOUT4):
+        graph = graph_of(case)
+        exits = [*graph.global_exits]
+        exits += [
+            e for s in graph.states.values() for e in getattr(s, "exit_conditions", None) or ()
+        ]
+        words = _words(case.message)
+        shared = max(len(words & _words(x)) for e in exits for x in (*e.examples, ""))
+        if len(words) > 1 and shared > len(words) / 2:
+            copies.append(case.message)
+    assert copies == []
+
+
+def test_the_fourth_held_out_set_offers_its_global_exits_first() -> None:
+    taking = [c for c in load_cases(HELDOUT4) if c.expect in GLOBAL_TARGETS_4]
+    assert len(taking) == 14 and {c.expect for c in taking} == GLOBAL_TARGETS_4
     assert all(_request(c).options[0].anywhere for c in taking)
 
 
