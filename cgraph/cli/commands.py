@@ -101,12 +101,33 @@ def topology(opened: Opened, _: str) -> dict[str, Any]:
 
 
 def why(opened: Opened, _: str) -> dict[str, Any]:
-    last = opened.session.last_turn
+    session = opened.session
+    last = session.last_turn
+    decisions = [
+        {**d.model_dump(mode="json"), "type": getattr(session.state_spec(d.state), "type", None)}
+        for d in session.last_decisions
+    ]
     return {
-        "decisions": [d.model_dump(mode="json") for d in opened.session.last_decisions],
+        "decisions": decisions,
         "tool_calls": [dict(call) for call in last.tool_calls] if last else [],
         "metadata": list(last.metadata) if last is not None else [],
     }
+
+
+def step(decision: dict[str, Any]) -> str:
+    """A `/why` step named by its state and the state's type: `check_pain (action)`. The
+    request kind is added only when the model was asked something the type does not say:
+    `emergency (annotation, asked as a decision)`; `START (start)` is outside any state."""
+    kind, type_ = decision["kind"], decision.get("type")
+    if not type_:
+        return f"{decision['state']} ({kind})"
+    if kind in ("", type_) or not decision.get("prompt_hash"):
+        return f"{decision['state']} ({type_})"
+    return f"{decision['state']} ({type_}, asked as a {kind})"
+
+
+def messages(count: int) -> str:
+    return f"{count} message" + ("" if count == 1 else "s")
 
 
 def history(opened: Opened, _: str) -> dict[str, Any]:

@@ -201,8 +201,7 @@ def _sessions(data: dict[str, Any]) -> list[str]:
 
 def _why(data: dict[str, Any]) -> list[str]:
     return [
-        f"{d['state']} ({d['kind']}) → {d['chosen']}: {d['reason']}{_held(d)}"
-        for d in data["decisions"]
+        f"{commands.step(d)} → {d['chosen']}: {d['reason']}{_held(d)}" for d in data["decisions"]
     ] + _calls(data) or ["no decision yet"]
 
 
@@ -215,7 +214,7 @@ def _held(decision: dict[str, Any]) -> str:
     if not decision["prompt_hash"]:
         return ""
     summary = " and a summary" if decision["summary"] else ""
-    return f" (the prompt held {decision['window']} messages{summary})"
+    return f" (the prompt held {commands.messages(decision['window'])}{summary})"
 
 
 def _topology(data: dict[str, Any]) -> list[str]:

@@ -225,7 +225,8 @@ class Repl:
         for call in data["tool_calls"]:
             self.dim(f"  tool {commands.describe_call(call)}")
         for d in data["decisions"]:
-            table = Table(title=f"{d['state']} ({d['kind']}) → {d['chosen']}", title_justify="left")
+            title = f"{commands.step(d)} → {d['chosen']}"
+            table = Table(title=escape(title), title_justify="left")
             table.add_column("candidate")
             table.add_column("score", justify="right")
             for candidate in d["candidates"]:
@@ -235,7 +236,7 @@ class Repl:
             extra = f" · prompt {d['prompt_hash']}" if d["prompt_hash"] else ""
             if d["prompt_hash"]:
                 held = " and a summary" if d["summary"] else ""
-                extra += f" · held {d['window']} messages{held}"
+                extra += f" · held {commands.messages(d['window'])}{held}"
             self.dim(f"  reason: {d['reason']} · model {d['model'] or '-'}{extra}")
         if data.get("metadata"):
             self.dim(f"reply metadata: {', '.join(data['metadata'])}")

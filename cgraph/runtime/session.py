@@ -25,7 +25,7 @@ from typing import Any
 
 from cgraph.backends.llm.types import ChatModel, begin_turn
 from cgraph.backends.memory.policy import Memory, MemoryStore, NullMemory
-from cgraph.errors import ConfigError, SessionCompleted, SessionError
+from cgraph.errors import CgraphError, ConfigError, SessionCompleted, SessionError
 from cgraph.runtime import log_view as log
 from cgraph.runtime.dependencies import Dependencies
 from cgraph.runtime.engine import Engine
@@ -35,6 +35,7 @@ from cgraph.runtime.starting import chat_model, create, graph_of, initial_snapsh
 from cgraph.runtime.store import SessionInfo, open_store
 from cgraph.runtime.streaming import Chunk, Delta, StreamingModel, can_stream, run_streamed
 from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.names import split
 
 
 class Session:
@@ -285,6 +286,16 @@ class Session:
     def current_state(self) -> AnyState | None:
         """The current state's spec (None before a conditional start is chosen)."""
         return self._engine.current_state()
+
+    def state_spec(self, name: str) -> AnyState | None:
+        """The spec of a state this session has been in, by its qualified id (a decision's
+        `state`); None for `START`, `END` or a graph it never entered."""
+        graph_key, state_id = split(name)
+        try:
+            graph = self._engine.graphs.get(graph_key)
+        except CgraphError:
+            return None
+        return graph.states.get(state_id)
 
     @property
     def completed(self) -> bool:

@@ -151,3 +151,30 @@ def test_history_shows_the_summary_and_why_how_much_the_prompt_held(tmp_path: Pa
     assert code == 0
     assert f"summary: - The user said: {NAME}" in err
     assert "(the prompt held " in err and " messages and a summary)" in err
+
+
+def test_why_names_each_step_by_its_states_type(tmp_path: Path) -> None:
+    from tests.unit.runtime._runtime import action, simple, write
+
+    note = (
+        "  n:\n    type: annotation\n    objective: Note it.\n    annotations: [noted]\n"
+        "    exit_conditions:\n      - {description: The user is done., next_state: END}\n"
+        "      - {description: The user goes on., next_state: b}\n"
+    )
+    body = action("a", {"n": "The user says something."}) + note + action("b", {"END": "Bye."})
+    script = {
+        "a": [{"exit": "n", "reason": "said", "reply": ""}],
+        "n": [{"exit": "b", "reason": "goes on"}],
+        "b": [{"exit": "stay", "reason": "r", "reply": "Go on."}],
+    }
+    here = opened(tmp_path / "s", script, write(tmp_path, simple(body=body)))
+    code, _, err = run(here, "Hello\n/why\n", jsonl=False)
+    assert code == 0
+    steps = [line.split(" → ")[0] for line in err.splitlines() if " → " in line]
+    assert steps == [
+        "START (start)",
+        "a (action)",
+        "n (annotation, asked as a decision)",
+        "b (action)",
+    ]
+    assert "(the prompt held 1 message)" in err
