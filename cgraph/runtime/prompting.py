@@ -213,7 +213,15 @@ class Prompter:
             options=options,
             allow_stay=allow_stay,
             user_messages=self.recent_user_messages(),
-            stay_prototypes=tuple(t for t in (texts["objective"], *texts["actions"]) if t),
+            stay_prototypes=tuple(
+                t
+                for t in (
+                    texts["objective"],
+                    *texts["actions"],
+                    *texts["intra_state_navigation_guidelines"],
+                )
+                if t
+            ),
             authored_reply=static.authored if static else _authored(kind, state_id, state, context),
             entered_this_turn=view.entered,
             opening=opening,

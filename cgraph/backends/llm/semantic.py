@@ -14,7 +14,7 @@ closer than the best exit. The rule and its constants were calibrated on
                   message's words the exit's texts use too (`overlap`; not for a
                   clarifying question)
     stay score  = max(sim to conversational moves, and for a question only, sim to the
-                  state's objective/actions: a statement on the state's topic answers it)
+                  state's objective, actions and guidelines: a statement on its topic answers it)
     best        = the exit with the highest score, minus 0.3 when the message is a question
                   that neither the exit expects nor is a request ("Can you…?", "…please?")
     stay  when  best < 0.15  or  best < stay score − 0.2  or  the message hedges

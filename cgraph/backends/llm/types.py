@@ -53,7 +53,7 @@ class LLMRequest:
     user_messages: tuple[str, ...] = ()
     """Recent user messages, newest last."""
     stay_prototypes: tuple[str, ...] = ()
-    """Texts that describe staying: the state's objective and actions."""
+    """Texts that describe staying: the state's objective, actions and intra-state guidelines."""
     authored_reply: str = ""
     """The state's authored text (`say:` rendered, or its actions) for models that cannot write."""
     entered_this_turn: bool = False

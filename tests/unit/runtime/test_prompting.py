@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from cgraph.runtime.context import View
@@ -110,3 +111,18 @@ def test_a_state_s_fixed_texts_are_its_own_in_every_kind_of_request(tmp_path: Pa
         said = "Welcome to b." if state_id == "b" else "Do the work of a."
         assert asked.authored_reply == said
         assert extract.objective == "" and extract.authored_reply == ""
+
+
+def test_staying_is_described_by_the_states_objective_actions_and_guidelines(
+    tmp_path: Path,
+) -> None:
+    # The offline chooser weighs a question against these: "Questions about the parking
+    # price stay here." keeps "how much is parking?" in the state.
+    spec = two_actions(tmp_path)
+    guidelines = ("Questions about the parking price stay here.",)
+    state = replace(spec.states["a"], intra_state_navigation_guidelines=guidelines)
+    request = Prompter(spec, [{"role": "user", "content": "hello"}]).build(
+        view(), "action", graph=spec, state_id="a", state=state, options=exit_options(state)
+    )
+    assert request.stay_prototypes[0] == state.objective
+    assert request.stay_prototypes[-1] == guidelines[0]
