@@ -2,7 +2,11 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# The install is keyed by pyproject.toml's content, not its time: a fresh clone installs
+# once, and a checkout or an editor that touches the file without changing it installs
+# nothing (`cksum` is POSIX: a CRC and a size).
+DEPS   := $(shell cksum < pyproject.toml)
+STAMP  := $(VENV)/.installed-$(word 1,$(DEPS))-$(word 2,$(DEPS))
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
@@ -13,10 +17,11 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 install: $(STAMP)
 
 # One pip command so the resolver sees torch==2.13.0 next to everything that needs torch.
-$(STAMP): pyproject.toml
+$(STAMP):
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[dev]"
+	rm -f $(VENV)/.installed*
 	touch $(STAMP)
 
 demo: $(STAMP)
