@@ -72,6 +72,14 @@ QUERIES = [
 ]
 
 
+SESSIONS = 20
+"""Sessions per user the memories were told in (a session recalls its own task memories)."""
+
+
+def session(n: int) -> str:
+    return f"s{n % SESSIONS}"
+
+
 def fact(rng: random.Random, user: str) -> str:
     template = rng.choice(FACTS)
     words = {key: rng.choice(values) for key, values in FILL.items()}
@@ -106,7 +114,7 @@ def fill(mem: ChromaMemory, embedder: LocalEmbedder, total: int, users: int) -> 
                 embeddings=[vectors[n] for n in mine],
                 documents=[texts[n] for n in mine],
                 metadatas=[
-                    _metadata(Memory(f"m{n}", texts[n], rows[n][1], user, "b", "s", 0, now))
+                    _metadata(Memory(f"m{n}", texts[n], rows[n][1], user, session(n), "s", 0, now))
                     for n in mine
                 ],
             )
@@ -120,7 +128,7 @@ def recall_latency(
 ) -> dict[str, list[float]]:
     """Per recall: embedding a never-seen message, then the filtered Chroma query."""
     rng = random.Random(11)
-    out: dict[str, list[float]] = {"embed": [], "query": [], "total": []}
+    out: dict[str, list[float]] = {k: [] for k in ("embed", "query", "total", "all", "scoped")}
     for n in range(queries):
         user = f"user{rng.randrange(users):02d}"
         message = f"{rng.choice(QUERIES)} (turn {n})"  # unique: the cache cannot help
@@ -128,10 +136,27 @@ def recall_latency(
         _, embed_ms = timed(lambda m=message: embedder.embed([m]))  # type: ignore[misc]
         got, query_ms = timed(lambda m=message, u=user, t=tiers: mem.recall(u, [m], tiers=t))  # type: ignore[misc]
         assert got and all(g.user_id == user for g in got)
+        both = all_tiers(mem, user, message, session(rng.randrange(SESSIONS)), first=n % 2)
+        out["all"].append(both[0])
+        out["scoped"].append(both[1])
         out["embed"].append(embed_ms)
         out["query"].append(query_ms)
         out["total"].append(embed_ms + query_ms)
     return out
+
+
+def all_tiers(mem: ChromaMemory, user: str, message: str, mine: str, first: int) -> list[float]:
+    """One recall in every tier, as no session and as session `mine` (task memories only
+    its own: an `$or` filter), in turns first so that neither gains from a warm cache."""
+    calls = [
+        lambda: mem.recall(user, [message]),
+        lambda: mem.recall(user, [message], session_id=mine),
+    ]
+    times = [0.0, 0.0]
+    for index in (first, 1 - first):
+        got, times[index] = timed(calls[index])
+        assert got and all(g.tier != "task" or index == 0 or g.session_id == mine for g in got)
+    return times
 
 
 def turn_store_latency(mem: ChromaMemory, rounds: int, users: int) -> list[float]:
@@ -216,6 +241,11 @@ def report(
     print(f"  {'one recall, ms':<42} {'p50':>8} {'p95':>8}")
     row("embedding the message", pct(lat["embed"], 0.5), pct(lat["embed"], 0.95))
     row("filtered Chroma query", pct(lat["query"], 0.5), pct(lat["query"], 0.95))
+    row(
+        "  the same, as a session (task: its own)",
+        pct(lat["scoped"], 0.5),
+        pct(lat["scoped"], 0.95),
+    )
     row("embedding + query", pct(lat["total"], 0.5), pct(lat["total"], 0.95))
     row("storing one turn (3 memories, dedup), ms", pct(turns, 0.5), pct(turns, 0.95))
     row("peak RSS, MB", rss_mb, fmt="8.0f")

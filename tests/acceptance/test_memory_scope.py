@@ -1,0 +1,108 @@
+"""Memory tiers through the real CLI: `cgraph run` sessions of one user on two graphs
+(offline semantic mode: real embeddings, real Chroma on disk), then `cgraph memory`.
+
+The task tier is the session's context: another session, of the same graph or another,
+never recalls it; the same session resumed does. Personal memories are the user's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import ROOT
+
+GRAPH = """\
+cgraph: 1
+name: {name}
+start: chat
+memory: {{store: every_turn, min_score: -1, top_k: 10}}
+states:
+  chat:
+    type: action
+    objective: Listen to the user.
+    actions: [Listen to the user.]
+    intra_state_navigation_guidelines: [Stay until the user says goodbye.]
+    action_guidelines: [Be brief.]
+    boundary_constraints: [Never invent facts.]
+    say: Tell me more.
+    included_contexts: [personal, project, task]
+    exit_conditions:
+      - description: The user says goodbye.
+        next_state: END
+        examples: [bye, goodbye]
+"""
+DIZZY = "Today I felt dizzy when I stood up"
+ALLERGY = "I am allergic to penicillin"
+KNEE = "My left knee hurts a lot today"
+ENV = {
+    **os.environ,
+    "PYTHONPATH": str(ROOT),
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "ANONYMIZED_TELEMETRY": "False",
+}
+
+
+def cgraph(*args: str, stdin: str = "") -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "cgraph", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=ENV,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def run(graph: Path, store: Path, session: str, *lines: str) -> list[dict[str, Any]]:
+    out = cgraph(
+        "run",
+        str(graph),
+        "--jsonl",
+        "--user",
+        "ann",
+        "--store",
+        str(store),
+        "--session",
+        session,
+        stdin="".join(f"{line}\n" for line in lines),
+    )
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def recalled(turn: dict[str, Any]) -> set[str]:
+    return {m["text"] for m in turn["recalled"]}
+
+
+def listed(store: Path, *args: str) -> set[str]:
+    out = cgraph("memory", "list", "--user", "ann", "--store", str(store), *args)
+    return {line.split(maxsplit=4)[4] for line in out.splitlines()}  # id tier day time text
+
+
+def test_task_memories_stay_in_their_session_across_runs_and_graphs(tmp_path: Path) -> None:
+    checkin, companion = tmp_path / "checkin.yaml", tmp_path / "companion.yaml"
+    checkin.write_text(GRAPH.format(name="checkin"))
+    companion.write_text(GRAPH.format(name="companion"))
+    store = tmp_path / "store"
+
+    first = run(checkin, store, "s1", DIZZY, ALLERGY)
+    assert recalled(first[1]) == {DIZZY}  # its own context, a turn later
+    for graph, session in ((checkin, "s2"), (companion, "s3")):
+        other = run(graph, store, session, "Am I still dizzy?", f"{KNEE} in {session}")
+        assert recalled(other[0]) == {ALLERGY}, session  # the user's, not s1's task context
+    [resumed] = run(checkin, store, "s1", "Why do I feel dizzy?")
+    assert recalled(resumed) == {DIZZY, ALLERGY}  # a resumed session is the same session
+
+    knees = {f"{KNEE} in s2", f"{KNEE} in s3"}
+    assert listed(store) == {DIZZY, ALLERGY} | knees  # `cgraph memory` sees everything
+    assert listed(store, "--session", "s3") == {ALLERGY, f"{KNEE} in s3"}
+    assert listed(store, "--session", "s1") == {DIZZY, ALLERGY}
+    assert listed(store, "--session", "s1", "--tier", "task") == {DIZZY}
