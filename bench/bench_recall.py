@@ -241,10 +241,9 @@ def report(
     print(f"  {'one recall, ms':<42} {'p50':>8} {'p95':>8}")
     row("embedding the message", pct(lat["embed"], 0.5), pct(lat["embed"], 0.95))
     row("filtered Chroma query", pct(lat["query"], 0.5), pct(lat["query"], 0.95))
+    row("all tiers, no session", pct(lat["all"], 0.5), pct(lat["all"], 0.95))
     row(
-        "  the same, as a session (task: its own)",
-        pct(lat["scoped"], 0.5),
-        pct(lat["scoped"], 0.95),
+        "all tiers, as a session (task: its own)", pct(lat["scoped"], 0.5), pct(lat["scoped"], 0.95)
     )
     row("embedding + query", pct(lat["total"], 0.5), pct(lat["total"], 0.95))
     row("storing one turn (3 memories, dedup), ms", pct(turns, 0.5), pct(turns, 0.95))
