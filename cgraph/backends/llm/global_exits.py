@@ -3,7 +3,9 @@
 A global exit is weighed before the state's own exits, and taken only when it clearly
 matches: above `GLOBAL_FLOOR`, above staying, and `GLOBAL_LEAD` above the best of the
 state's own exits, since a symptom the state asks about ("a little pain in my chest") lies
-near the emergency too. A message that says two things ("I got charged twice and honestly
+near the emergency too; and above the message's similarity to the state's own texts, since
+"a table for 4" answers a state that asks for the party size, whatever words it shares with
+"I don't want a table anymore". A message that says two things ("I got charged twice and honestly
 I want to cancel") is weighed clause by clause as well: the urgent thing may be the second,
 and the state's own exit would answer only the first.
 """
@@ -30,13 +32,14 @@ def urgent_parts(message: str) -> list[str]:
     return [message, *(parts if len(parts) > 1 else [])]
 
 
-def beats(taken: Mapping[str, object], own: Mapping[str, float]) -> bool:
-    """Whether the global exit `taken` (an answer with its scores) clears the floor, staying
-    and the best of the state's own exits (`own`: their scores, stay included) by the lead."""
+def beats(taken: Mapping[str, object], own: Mapping[str, float], topic: float = 0.0) -> bool:
+    """Whether the global exit `taken` (an answer with its scores) clears the floor, staying,
+    the state's own `topic` and the best of the state's own exits (`own`: their scores, stay
+    included) by the lead."""
     scores = taken["scores"]
     assert isinstance(scores, dict)
     exit_id = str(taken["exit"])
     score = float(scores.get(exit_id, 0.0))
     local = [v for k, v in own.items() if k != STAY]
-    rivals = [max(local, default=0.0) + GLOBAL_LEAD, float(scores.get(STAY, 0.0))]
+    rivals = [max(local, default=0.0) + GLOBAL_LEAD, float(scores.get(STAY, 0.0)), topic]
     return exit_id != STAY and score >= GLOBAL_FLOOR and score > max(rivals)

@@ -213,7 +213,7 @@ class SemanticModel:
             asked = replace(request, user_messages=(*request.user_messages[:-1], part))
             taken = self._exit_among(asked, anywhere)
             mine = own if part == said else self._exit_among(asked, local)
-            if beats(taken, mine["scores"]):
+            if beats(taken, mine["scores"], self.topic_score(part, request.stay_prototypes)):
                 return {**taken, "reason": f"global exit: {taken['reason']}"}
         return own
 
@@ -308,6 +308,11 @@ class SemanticModel:
                 if cosine(vector, act_vector) >= act.floor:
                     lent[option.id] = (*lent.get(option.id, ()), *act.utterances)
         return lent
+
+    def topic_score(self, message: str, prototypes: Sequence[str]) -> float:
+        """Similarity of `message` to the state's own texts: how much it answers the state."""
+        vectors = self.embedder.embed([message, *prototypes])
+        return max((cosine(vectors[0], v) for v in vectors[1:]), default=0.0)
 
     def stay_score(self, message: str, prototypes: Sequence[str]) -> float:
         """Similarity of `message` to staying: the state's own texts or a conversational move."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from bench.semantic_cases import Case, request_for
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.global_exits import beats, urgent_parts
 from cgraph.backends.llm.semantic import SemanticModel
@@ -52,3 +53,24 @@ def test_the_urgent_second_thing_in_a_message_takes_the_global_exit() -> None:
     )
     model = SemanticModel(embedder=shared_embedder())
     assert json.loads(model.complete(request))["exit"] == "cancel"
+
+
+def test_a_message_on_the_states_own_topic_does_not_take_a_global_exit() -> None:
+    # The restaurant's party-size state has no described exits of its own; "a table for 4"
+    # shares "table" with "I don't want a table anymore" but answers the state's question.
+    model = SemanticModel(embedder=shared_embedder())
+
+    def exit_for(message: str) -> str:
+        case = Case(
+            graph="restaurant_reservation.yaml",
+            state="ask_party_size",
+            message=message,
+            expect="?",
+            label="opening",
+            global_exits=True,
+        )
+        return str(json.loads(model.complete(request_for(case, model)))["exit"])
+
+    assert exit_for("Hi, a table for 4") == "stay"
+    assert exit_for("Hi, I want to cancel my booking") == "cancelled"
+    assert not beats({"exit": "cancel", "scores": {"cancel": 0.55}}, {}, topic=0.6)
