@@ -216,8 +216,18 @@ def _dates(
         if not re.search(r"[A-Za-z]|\d[-/.]\d", said):
             continue  # a bare number is a count, not a date
         start = text.find(said)
+        count = _COUNT_BEFORE_DAY.match(said)
+        if count:  # "for 4 tomorrow", "4 on Friday": the 4 is a count, the day is the rest
+            start, said = start + count.end(), said[count.end() :]
+            when = (search_dates(said, languages=["en"], settings=settings) or [(said, when)])[0][1]
         found.append((start, start + len(said), when.date().isoformat()))
     return found
+
+
+_COUNT_BEFORE_DAY = re.compile(
+    r"\d+\s+(?=(on|this|next|to|tomorrow|today|tonight|mon|tue|wed|thu|fri|sat|sun)\w*\b)",
+    re.IGNORECASE,
+)
 
 
 def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:

@@ -8,7 +8,7 @@ front or corrected, `when` branches, global exits, `on_limit`, `say:` on silent 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -46,13 +46,23 @@ def test_restaurant_offline_fills_two_steps_up_front_and_books() -> None:
     assert opening.reply.startswith("Welcome to La Maison!")
     first, booked = talk(session, ["Table for 4 at 7 pm", "Yes, please book it."])
     assert first.path == ("ask_party_size", "ask_time", "check_availability", "confirm")
-    assert first.reply == "That's a table for 4 at 19:00 today. Shall I book it?"
+    assert first.reply == "That's a table for 4 today at 19:00. Shall I book it?"
     assert session.variables["party_size"] == 4 and session.variables["time"] == "19:00"
     assert first.llm_calls == 2  # the first state and the reply of `confirm`: no others
     assert (
         booked.completed
-        and booked.reply == "You're booked — confirmation LM-1900-04. See you at 19:00!"
+        and booked.reply == "You're booked — confirmation LM-1900-04. See you today at 19:00!"
     )
+
+
+def test_restaurant_offline_books_the_day_the_guest_names() -> None:
+    session = Session.start(RESTAURANT, model="semantic")
+    tomorrow = date.today() + timedelta(days=1)
+    first, booked = talk(session, ["A table for 4 tomorrow at 7 pm", "Yes, please book it."])
+    assert session.variables["date"] == tomorrow.isoformat()
+    assert first.reply == f"That's a table for 4 on {tomorrow} at 19:00. Shall I book it?"
+    code = f"LM-{tomorrow:%m%d}-1900-04"
+    assert booked.reply == f"You're booked — confirmation {code}. See you on {tomorrow} at 19:00!"
 
 
 def test_restaurant_offline_offers_other_times_and_takes_a_correction() -> None:
@@ -61,7 +71,7 @@ def test_restaurant_offline_offers_other_times_and_takes_a_correction() -> None:
     assert turns[1].state == "no_availability"
     assert turns[1].reply.startswith("I'm sorry, 20:00 is fully booked. I can offer 19:30 or 21:00")
     assert turns[2].state == "confirm" and session.variables["time"] == "21:00"
-    assert turns[3].reply == "That's a table for 3 at 21:00 today. Shall I book it?"
+    assert turns[3].reply == "That's a table for 3 today at 21:00. Shall I book it?"
     corrections = [e["corrected"] for e in events(session, "slots") if e["corrected"]]
     assert {"time": "20:00"} in corrections and {"party_size": 2} in corrections
 
@@ -261,3 +271,22 @@ def test_a_count_said_with_a_day_is_a_count_when_no_date_is_asked_for() -> None:
     schemas = {"party_size": answer_schema(Slot(type="integer", minimum=1))}
     for message in ("a table for 4 tomorrow", "table for 4 on Friday"):
         assert extract(schemas, ("party_size",), message) == {"party_size": 4}, message
+
+
+def test_a_count_said_with_a_day_stays_a_count_when_a_date_is_asked_for_too() -> None:
+    from cgraph.backends.llm.extractors import extract
+    from cgraph.spec.model import Slot
+    from cgraph.spec.slots import answer_schema
+
+    schemas = {
+        "party_size": answer_schema(Slot(type="integer", minimum=1)),
+        "day": answer_schema(Slot(format="date")),
+    }
+    now = datetime(2026, 11, 23, 12, 0)  # a Monday
+    said = {
+        "a table for 4 tomorrow": {"party_size": 4, "day": "2026-11-24"},
+        "table for 4 on Friday": {"party_size": 4, "day": "2026-11-27"},
+        "for 4 on 4 December": {"party_size": 4, "day": "2026-12-04"},
+    }
+    for message, expected in said.items():
+        assert extract(schemas, ("party_size",), message, now=now) == expected, message
