@@ -18,7 +18,8 @@ closer than the best exit. The rule and its constants were calibrated on
     best        = the exit with the highest score, minus 0.3 when the message is a question
                   that neither the exit expects nor is a request ("Can you…?", "…please?")
     stay  when  best < 0.15  or  best < stay score − 0.2  or  the message hedges
-                ("maybe", "not sure", "one sec": `negation.is_hedge`)
+                ("maybe", "not sure", "one sec": `negation.is_hedge`)  or  best < 0.2
+                and within 0.02 of the next exit (a guess: "clear" at "any chest pain?")
 
 A global exit is taken when it scores at least 0.5, above staying, and 0.08 above the
 state's best own exit, on the message or on one of its clauses (`global_exits`).
@@ -70,6 +71,7 @@ from typing import Any
 from cgraph.backends.embed import Embedder, Vector, cosine, shared_embedder
 from cgraph.backends.llm.acts import ACTS, Act, as_user, negative_description
 from cgraph.backends.llm.denial import DenialWeights, denial_scores
+from cgraph.backends.llm.evidence import decision_evidence
 from cgraph.backends.llm.extractors import extract, refusals
 from cgraph.backends.llm.focus import contrast_focus, focus
 from cgraph.backends.llm.global_exits import beats, urgent_parts
@@ -128,6 +130,10 @@ class Calibration:
     """How much an exit loses for affirming the denied phrase more than the other exits."""
     overlap_weight: float = 0.2
     """What sharing all of the message's content words with an exit adds (`overlap`)."""
+    unsure_below: float = 0.2
+    unsure_margin: float = 0.02
+    """A weak best exit (below `unsure_below`) this close to the next one is a guess: the
+    state asks again ("clear" at "any chest pain?": 0.17 against 0.15)."""
 
     @property
     def denial(self) -> DenialWeights:
@@ -258,7 +264,11 @@ class SemanticModel:
         cal = self.calibration
         best = max(scores, key=lambda k: scores[k])
         effective = scores[best] - (0.0 if best in answers else cal.question_penalty)
-        if allow_stay and (effective < cal.floor or effective < stay_score - cal.stay_lead):
+        runner_up = max((v for k, v in scores.items() if k != best), default=-1.0)
+        unsure = effective < cal.unsure_below and scores[best] - runner_up < cal.unsure_margin
+        if allow_stay and (
+            effective < cal.floor or effective < stay_score - cal.stay_lead or unsure
+        ):
             return STAY
         return best
 
@@ -378,22 +388,6 @@ def _refused(answer: dict[str, Any], request: LLMRequest, said: dict[str, str]) 
 
 def _global(exit_id: str, request: LLMRequest) -> bool:
     return any(o.anywhere for o in request.options if o.id == exit_id)
-
-
-def decision_evidence(request: LLMRequest) -> list[tuple[str, list[str]]]:
-    """What a silent state can weigh, strongest first: the session's findings (annotation
-    tags), then the recent user messages."""
-    findings = [tag.replace("_", " ") for tag in request.annotations]
-    messages = list(request.user_messages)
-    if request.kind == "start":
-        known = request.has_memories or request.memory_count
-        messages.append("returning user" if known else "new user")
-    groups = [("the session's findings", findings), ("the user's messages", messages)]
-    return [
-        (label, list(dict.fromkeys(i for i in items if i.strip())))
-        for label, items in groups
-        if any(i.strip() for i in items)
-    ]
 
 
 def _rounded(scores: dict[str, float]) -> dict[str, float]:
