@@ -20,6 +20,21 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
+def not_a_graph_file(path: Path) -> str | None:
+    """Why `path` cannot be the one graph a command takes, or None when it can be."""
+    if path.is_file():
+        return None
+    return "is a folder; name one graph file" if path.is_dir() else "no such file"
+
+
+def cannot_write(option: str, path: Path, err: OSError) -> str:
+    """Why an output cannot be written, worded as `--store`'s own problems are."""
+    reason = err.strerror or str(err)
+    if err.filename is not None and Path(err.filename) != path:  # a folder on the way
+        reason = f"{err.filename}: {reason}"
+    return f"{option} {path}: cannot write it ({reason})"
+
+
 def started() -> None:
     """The start-up is over (`cgraph run`'s first reply is out): the cyclic collector is
     turned back on, and what the start-up made is left out of its scans (frozen: imports,

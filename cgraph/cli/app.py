@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from cgraph.cli import exit_now
+from cgraph.cli import exit_now, not_a_graph_file
 from cgraph.cli.memory import memory_app
 from cgraph.cli.render import render as render_command
 from cgraph.cli.test import test as test_command
@@ -100,8 +100,8 @@ def topology(
     """Print the abstract topology derived from a graph's states (or draw it)."""
     from cgraph.lint.walk import topology_of
 
-    if not graph.is_file():
-        problem = "is a folder; name one graph file" if graph.is_dir() else "no such file"
+    problem = not_a_graph_file(graph)
+    if problem:
         sys.stderr.write(f"error: {graph}: {problem}\n")
         raise typer.Exit(2)
     text, diagnostics = topology_of(graph, check=check, mermaid=mermaid)

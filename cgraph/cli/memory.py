@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional, cast
 
 import typer
 
+from cgraph.cli import cannot_write
 from cgraph.cli.usage import PLAIN, choices
 from cgraph.spec.model import TIERS, Tier
 
@@ -136,7 +137,11 @@ def export(
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as err:
+            typer.echo(f"error: {cannot_write('--output', output, err)}", err=True)
+            raise typer.Exit(1) from err
         typer.echo(f"exported {len(data)} memories to {output}", err=True)
 
 

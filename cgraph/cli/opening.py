@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from cgraph.cli import started
+from cgraph.cli import cannot_write, not_a_graph_file, started
 from cgraph.errors import ConfigError, GraphError
 from cgraph.spec.model import TIERS, Graph, Tier
 
@@ -75,8 +75,9 @@ def load_checked(
     from cgraph.diagnostics import Severity
     from cgraph.spec.load import load_graph
 
-    if not path.is_file():
-        raise GraphError(f"error: {path}: no such file")
+    problem = not_a_graph_file(path)
+    if problem:
+        raise GraphError(f"error: {path}: {problem}")
     try:
         graph: Graph | None = load_graph(path)
     except GraphError:  # the lint below says where and why
@@ -122,7 +123,10 @@ def build_model(graph: Graph, name: str, options: RunOptions) -> ChatModel:
     if options.record is not None:
         from cgraph.backends.llm.replay import RecordingModel
 
-        chat = RecordingModel(chat, options.record)
+        try:
+            chat = RecordingModel(chat, options.record)
+        except OSError as err:
+            raise ConfigError(cannot_write("--record", options.record, err)) from err
     return chat
 
 

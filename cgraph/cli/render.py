@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from cgraph.cli import cannot_write, not_a_graph_file
 from cgraph.cli.usage import choices
 
 
@@ -46,6 +47,10 @@ def render(
     from cgraph.spec.load import load_graph
     from cgraph.testing.draw import picture, session_highlight
 
+    problem = not_a_graph_file(graph)
+    if problem:
+        sys.stderr.write(f"error: {graph}: {problem}\n")
+        raise typer.Exit(2)
     if session and not store.is_dir():
         sys.stderr.write(f"error: {store}: no such store folder\n")
         raise typer.Exit(2)
@@ -60,6 +65,10 @@ def render(
         sys.stderr.write(f"error: {err.message}\n")
         raise typer.Exit(2) from err
     if out is not None:
-        out.write_bytes(data)
+        try:
+            out.write_bytes(data)
+        except OSError as err:
+            sys.stderr.write(f"error: {cannot_write('--output', out, err)}\n")
+            raise typer.Exit(2) from err
     else:
         sys.stdout.buffer.write(data)

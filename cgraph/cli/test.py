@@ -87,7 +87,11 @@ def test(
         html=html,
         record=record,
     )
-    code = run_tests(request, sys.stdout, sys.stderr)
+    try:
+        code = run_tests(request, sys.stdout, sys.stderr)
+    except OSError as err:  # --html or --record
+        sys.stderr.write(f"error: cannot write {err.filename}: {err.strerror or err}\n")
+        raise typer.Exit(2) from err
     sys.stderr.write(say_hints(request.paths, model))
     raise typer.Exit(code)
 
