@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import CgraphError
-from cgraph.spec.model import exits_of
+from cgraph.spec.model import AnyState, ExitCondition, exits_of
 from cgraph.spec.names import END, bare
 
 if TYPE_CHECKING:
@@ -89,8 +89,16 @@ def state(opened: Opened, _: str) -> dict[str, Any]:
     spec = session.current_state()
     if spec is None:
         return {"state": session.state, "type": None, "objective": None, "exits": []}
-    exits = [{"to": c.next_state, "description": c.label} for c in exits_of(spec)]
+    found = exits_of(spec)
+    exits = [{"to": c.next_state, "description": c.label or _bare(spec, found)} for c in found]
     return {"state": session.state, "type": spec.type, "objective": spec.objective, "exits": exits}
+
+
+def _bare(state: AnyState, exits: tuple[ExitCondition, ...]) -> str:
+    """When an exit with neither words nor `when` is taken."""
+    if getattr(state, "collect", ()):
+        return "once its slots are filled" + (", if no exit above holds" if len(exits) > 1 else "")
+    return "otherwise" if len(exits) > 1 else "always"
 
 
 def topology(opened: Opened, _: str) -> dict[str, Any]:

@@ -225,8 +225,9 @@ class Repl:
         for call in data["tool_calls"]:
             self.dim(f"  tool {commands.describe_call(call)}")
         for d in data["decisions"]:
-            title = f"{commands.step(d)} → {d['chosen']}"
-            table = Table(title=escape(title), title_justify="left")
+            # A line of its own: as the table's title it would wrap to the table's width.
+            self.console.print(f"[bold]{escape(commands.step(d))} → {escape(d['chosen'])}[/]")
+            table = Table()
             table.add_column("candidate")
             table.add_column("score", justify="right")
             for candidate in d["candidates"]:

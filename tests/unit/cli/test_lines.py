@@ -178,3 +178,12 @@ def test_why_names_each_step_by_its_states_type(tmp_path: Path) -> None:
         "b (action)",
     ]
     assert "(the prompt held 1 message)" in err
+
+
+def test_state_says_when_an_exit_without_words_is_taken(tmp_path: Path) -> None:
+    here = opened(tmp_path, graph_file=GRAPHS / "restaurant_reservation.yaml")
+    exits = commands.answer(here, commands.Command("state")).data["exits"]
+    assert [(e["to"], e["description"]) for e in exits] == [
+        ("large_party", "when party_size > 12"),
+        ("ask_time", "once its slots are filled, if no exit above holds"),
+    ]

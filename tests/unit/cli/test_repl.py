@@ -10,6 +10,7 @@ from typing import Any, cast
 from rich.console import Console
 
 from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.cli import commands
 from cgraph.cli.opening import Opened, load_checked, offline_hints
 from cgraph.cli.repl import SPINNER_AFTER, Repl, late_status, stage_direction
 from cgraph.runtime.session import Session
@@ -107,3 +108,19 @@ def test_a_spinner_shows_only_for_a_step_that_takes_a_while() -> None:
         time.sleep(SPINNER_AFTER + 0.5)
     assert quick.getvalue() == ""
     assert "thinking…" in slow.getvalue()
+
+
+def test_why_puts_each_step_on_one_line_above_its_table(tmp_path: Path) -> None:
+    graph = load_graph(written(tmp_path))
+    reply = {"exit": "stay", "reason": "r", "reply": "Hello there!"}
+    session = Session.start(graph, model=ScriptedModel({"*": reply}), store=tmp_path)
+    out = io.StringIO()
+    memory = cast(Any, ReadyMemory())
+    opened = Opened(
+        graph=graph, session=session, model_name="gpt-4o", memory=memory, store=tmp_path, user="a"
+    )
+    repl = Repl(opened, Console(file=out, width=60))
+    repl.send("hi")
+    repl.command(commands.Command("why"))
+    lines = out.getvalue().splitlines()
+    assert "identify_issue (action) → stay" in lines  # not wrapped to the table's width
