@@ -8,7 +8,7 @@ closer than the best exit. The rule and its constants were calibrated on
 `tests/fixtures/semantic_labels.yaml` (see `bench/bench_semantic.py`):
 
     exit score  = 0.7 · max over examples (sim − 0.1 · polarity clash) + 0.3 · sim(description)
-                  + denial (below) + 0.2 when the message opens with the answer the exit
+                  + denial (below) + 0.3 when the message opens with the answer the exit
                   means, at a state with a yes-exit and a no-exit ("no, I'm out" for "does
                   not want anyone to come in now": `yesno`) + 0.2 · the share of the
                   message's words the exit's texts use too (`overlap`; not for a
@@ -124,7 +124,7 @@ class Calibration:
     """Below this similarity a denied phrase is about something else."""
     acts: bool = True
     """Lend the shared dialogue acts' utterances to the exits that mean them (`acts`)."""
-    bare_weight: float = 0.2
+    bare_weight: float = 0.3
     """What opening with a yes or a no adds to the exit that means it (`yesno`)."""
     contrast_weight: float = 1.0
     """How much an exit loses for affirming the denied phrase more than the other exits."""

@@ -43,6 +43,7 @@ _LEADING_NO = re.compile(
     re.I,
 )
 
+_CORRECTION = re.compile(r"\b(?:actually|wait|i mean),? (yes|yeah|no)\b", re.I)
 _BARE = re.compile(r"\W*(?:thanks|thank you|sorry|no|not really)?\W*", re.I)
 
 
@@ -71,6 +72,9 @@ def alternative_signs(description: str) -> list[tuple[str, int]]:
 def leading_answer(message: str) -> int:
     """+1 when the message opens with a yes ("sure, send them up", "no problem, I'm in"),
     -1 when it opens with a no ("no, I'm about to go out", "not now"), else 0."""
+    corrected = _CORRECTION.search(message)  # "no, well actually yes, once": the last word
+    if corrected:
+        return 1 if corrected.group(1).lower().startswith("y") else -1
     parts = clauses(message)
     if _LEADING_YES.match(message) or (parts and assents(parts[0])):
         return 1

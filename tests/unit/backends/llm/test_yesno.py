@@ -52,6 +52,8 @@ def test_a_verbless_alternative_inherits_the_negation_before_it() -> None:
         ("not now, my kids are asleep", -1),
         ("no thanks, I've been lifting for years", -1),
         ("nothing like that", -1),
+        # A correction: the last answer given is the answer.
+        ("no, well actually yes, I used it once on Tuesday", 1),
         # A denied topic and then something else is no answer to the question.
         ("nothing's wrong with him, he just needs his booster", 0),
         ("no injuries, but I have high blood pressure", 0),
@@ -91,6 +93,10 @@ def test_a_yes_takes_the_exit_that_says_yes_whatever_words_it_shares() -> None:
     # "come now" shares its words with "does not want anyone to come in now".
     assert _choose("yes, come now", COME, LATER) == "now"
     assert _choose("not now, my kids are asleep", COME, LATER) == "later"
+    car = ExitOption("car", "The guest is coming by car and needs a parking space.", "car")
+    none = ExitOption("none", "The guest does not need parking.", "none")
+    # "coming by train" lies next to "coming by car"; the "no" before it decides.
+    assert _choose("no, we're coming by train", car, none) == "none"
 
 
 def test_denying_what_an_alternative_denies_too_does_not_count_against_it() -> None:
