@@ -117,8 +117,10 @@ def closest(word: str, options: list[str] | tuple[str, ...]) -> str | None:
     """The option `word` is most likely a misspelling of, if any is close."""
     import difflib  # only on the error path; keeps `cgraph lint` on a clean file lean
 
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return close[0] if close else None
+    # Case aside, so that `end` or `ned` finds `END` and `Check_Meds` finds `check_meds`.
+    folded = {option.lower(): option for option in reversed(options)}
+    close = difflib.get_close_matches(word.lower(), list(folded), n=1, cutoff=0.6)
+    return folded[close[0]] if close else None
 
 
 def did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:

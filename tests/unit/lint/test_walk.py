@@ -95,6 +95,14 @@ def test_did_you_mean_hints() -> None:
     assert "allowed keys are" in hints[0]
 
 
+def test_did_you_mean_looks_past_case() -> None:
+    from cgraph.spec.load import closest
+
+    assert closest("end", ["ask", "END"]) == "END"
+    assert closest("Check_Meds", ["check_meds", "check_pain"]) == "check_meds"
+    assert closest("welcom", ["welcome"]) == "welcome" and closest("zzz", ["welcome"]) is None
+
+
 def _graph(tmp_path: Path, states: str, extra: str = "", name: str = "g.yaml") -> Path:
     path = tmp_path / name
     path.write_text(f"cgraph: 1\nname: g\nstart: ask\n{extra}states:\n{states}")
