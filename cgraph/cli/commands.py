@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import CgraphError
+from cgraph.runtime.records import step_name
 from cgraph.spec.model import AnyState, ExitCondition, exits_of
 from cgraph.spec.names import END, bare
 
@@ -111,27 +112,15 @@ def topology(opened: Opened, _: str) -> dict[str, Any]:
 def why(opened: Opened, _: str) -> dict[str, Any]:
     session = opened.session
     last = session.last_turn
-    decisions = [
-        {**d.model_dump(mode="json"), "type": getattr(session.state_spec(d.state), "type", None)}
-        for d in session.last_decisions
-    ]
+    decisions = []
+    for d in session.last_decisions:
+        type_ = getattr(session.state_spec(d.state), "type", None)
+        decisions.append({**d.model_dump(mode="json"), "type": type_, "step": step_name(d, type_)})
     return {
         "decisions": decisions,
         "tool_calls": [dict(call) for call in last.tool_calls] if last else [],
         "metadata": list(last.metadata) if last is not None else [],
     }
-
-
-def step(decision: dict[str, Any]) -> str:
-    """A `/why` step named by its state and the state's type: `check_pain (action)`. The
-    request kind is added only when the model was asked something the type does not say:
-    `emergency (annotation, asked as a decision)`; `START (start)` is outside any state."""
-    kind, type_ = decision["kind"], decision.get("type")
-    if not type_:
-        return f"{decision['state']} ({kind})"
-    if kind in ("", type_) or not decision.get("prompt_hash"):
-        return f"{decision['state']} ({type_})"
-    return f"{decision['state']} ({type_}, asked as a {kind})"
 
 
 def messages(count: int) -> str:

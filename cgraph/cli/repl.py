@@ -226,7 +226,7 @@ class Repl:
             self.dim(f"  tool {commands.describe_call(call)}")
         for d in data["decisions"]:
             # A line of its own: as the table's title it would wrap to the table's width.
-            self.console.print(f"[bold]{escape(commands.step(d))} → {escape(d['chosen'])}[/]")
+            self.console.print(f"[bold]{escape(d['step'])} → {escape(d['chosen'])}[/]")
             table = Table()
             table.add_column("candidate")
             table.add_column("score", justify="right")

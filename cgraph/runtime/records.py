@@ -43,6 +43,18 @@ class Decision(Record):
     """The prompt held a summary of earlier messages ahead of them."""
 
 
+def step_name(decision: Decision, state_type: str | None) -> str:
+    """A decision's step in words: its state and the state's type, `check_pain (action)`.
+    The request kind is added only where the model was asked something the type does not
+    say, `emergency (annotation, asked as a decision)`; `START (start)` is no state."""
+    kind = decision.kind
+    if not state_type:
+        return f"{decision.state} ({kind})"
+    if kind in ("", state_type) or not decision.prompt_hash:
+        return f"{decision.state} ({state_type})"
+    return f"{decision.state} ({state_type}, asked as a {kind})"
+
+
 class RecalledMemory(Record):
     """A memory recalled during a turn, with its similarity score."""
 

@@ -29,16 +29,22 @@ class Observed:
     decisions: tuple[Decision, ...]
     transitions: tuple[TransitionRecord, ...] = ()
     """The turn's transitions as recorded (coverage tells global exits apart by them)."""
+    steps: tuple[str, ...] = ()
+    """Each decision's step in words (`cgraph.runtime.records.step_name`)."""
 
     def exit_names(self) -> list[str]:
         return [f"{state} -> {exit_id}" for state, exit_id in self.exits]
 
 
 def observe(
-    turn: Turn, variables: dict[str, Any], annotations: list[str], stored: tuple[str, ...] = ()
+    turn: Turn,
+    variables: dict[str, Any],
+    annotations: list[str],
+    stored: tuple[str, ...] = (),
+    steps: tuple[str, ...] = (),
 ) -> Observed:
-    """The turn from `Session.send` with the session's variables, tags and the memories
-    stored after it."""
+    """The turn from `Session.send` with the session's variables, tags, the memories
+    stored after it and its decisions' steps in words."""
     return Observed(
         user=turn.user or "",
         reply=turn.reply,
@@ -54,15 +60,17 @@ def observe(
         guard=turn.guard,
         decisions=turn.decisions,
         transitions=tuple(turn.transitions),
+        steps=steps,
     )
 
 
 def why(observed: Observed) -> list[str]:
     """The turn's `/why`: each decision's choice, candidates with scores, and reason."""
     lines = []
-    for d in observed.decisions:
+    for index, d in enumerate(observed.decisions):
         scored = ", ".join(_candidate(c, d.scores.get(c)) for c in d.candidates)
-        lines.append(f"{d.state} ({d.kind}) chose {d.chosen}: {scored}")
+        step = observed.steps[index] if index < len(observed.steps) else f"{d.state} ({d.kind})"
+        lines.append(f"{step} chose {d.chosen}: {scored}")
         if d.reason:
             lines.append(f"  reason: {d.reason}")
     return lines

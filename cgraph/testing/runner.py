@@ -17,6 +17,7 @@ from cgraph.backends.llm.types import ChatModel
 from cgraph.backends.memory.policy import MemoryStore, NewMemory, NullMemory
 from cgraph.diagnostics import Diagnostic, Severity, has_errors
 from cgraph.errors import CgraphError, GraphError
+from cgraph.runtime.records import step_name
 from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
@@ -159,7 +160,8 @@ def run_one(
         session = _session(tests, graph, model, memory, run)
         for number, step in enumerate(run.steps, start=1):
             turn = session.send(step.user)
-            seen = observe(turn, session.variables, session.annotations, _stored(session))
+            steps = tuple(step_name(d, _type(session, d.state)) for d in turn.decisions)
+            seen = observe(turn, session.variables, session.annotations, _stored(session), steps)
             turns.append(TurnResult(number, seen, tuple(check(step.expect, seen))))
             if turns[-1].mismatches:
                 break
@@ -189,6 +191,10 @@ def _session(
         state=state,
         variables=variables,
     )
+
+
+def _type(session: Session, state: str) -> str | None:
+    return getattr(session.state_spec(state), "type", None)
 
 
 def _stored(session: Session) -> tuple[str, ...]:

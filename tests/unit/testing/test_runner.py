@@ -154,3 +154,11 @@ def test_task_memories_of_a_test_file_are_the_tested_sessions_context(tmp_path: 
     path.write_text(SEEDED_TASK)
     (result,) = Runner(Options()).run_paths([path])
     assert [r.passed for r in result.runs] == [True], result.runs
+
+
+def test_a_failed_turn_names_each_decision_by_its_states_type(tmp_path: Path) -> None:
+    write(tmp_path)
+    (result,) = Runner(Options()).run_paths([tmp_path])
+    last = result.runs[-1].turns[1]
+    assert last.observed.steps == ("failed (action)",)
+    assert last.why[0].startswith("failed (action) chose stay")
