@@ -55,6 +55,10 @@ class Session:
         """The turn an interrupted process left unfinished, completed by `resume`."""
         self.opening: Turn | None = None
         """The first turn of a graph that `speaks_first`, taken by `start` (user None)."""
+        self._maybe_stored = False
+        """The latest turn's memories are not logged, but the store may hold them: an
+        earlier process finished the turn (and may have died storing them), or their
+        extraction failed here after storing."""
         self._engine = Engine(deps, snapshot, events)
 
     @classmethod
@@ -140,10 +144,11 @@ class Session:
         )
         snapshot = Snapshot.from_dict(stored.snapshot)
         session = cls(info=info, deps=deps, snapshot=snapshot, events=stored.events)
+        session._maybe_stored = session._engine.extraction_pending()
         if finish and session.interrupted is not None:
             session.recovered = session.finish_turn()
         elif finish:
-            session._extract(recovering=True)
+            session.extract_memories()
         return session
 
     @staticmethod
@@ -227,13 +232,15 @@ class Session:
     def extract_memories(self) -> Turn | None:
         """Extract the latest turn's memories if they are due and not extracted yet (see
         the graph's `memory.store`); returns that turn, now with its `memory_calls`."""
-        return self._extract(recovering=False)
-
-    def _extract(self, *, recovering: bool) -> Turn | None:
         if not self._engine.extraction_pending():
             return None
-        with self._turn():
-            self._engine.extract_memories(recovering=recovering)
+        try:
+            with self._turn():
+                self._engine.extract_memories(recovering=self._maybe_stored)
+        except BaseException:
+            self._maybe_stored = True
+            raise
+        self._maybe_stored = False
         return self._built_turn(self.turn_number)
 
     def cancel_turn(self) -> None:

@@ -76,15 +76,20 @@ class DiesAfterStoring:
     """The store a process used when it was killed: the memories reached the store, and
     the process died before the session logged that they had."""
 
-    def __init__(self, inner: MemoryStore) -> None:
-        self.inner = inner
+    def __init__(
+        self, inner: MemoryStore, death: type[BaseException] | None = None, times: int = -1
+    ) -> None:
+        self.inner, self.death, self.times = inner, death or Killed, times
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     def add(self, user_id: str, items: Any) -> list[Memory]:
-        self.inner.add(user_id, items)
-        raise Killed
+        stored = self.inner.add(user_id, items)
+        if self.times == 0:
+            return stored
+        self.times -= 1
+        raise self.death
 
 
 class Killed(BaseException):
@@ -111,6 +116,40 @@ def test_memories_stored_before_a_crash_are_logged_on_resume_not_extracted_again
     assert {m["id"] for m in event.data["memories"]} == {m.id for m in stored}
     assert event.data["calls"] == 0 and event.data["recovered"] is True
     assert resumed.undo() is not None and memory.list("ann") == []  # the log knows their ids
+
+
+def test_a_session_resumed_without_finishing_still_logs_what_the_store_took(
+    tmp_path: Path, embedder: Any
+) -> None:
+    memory = ChromaMemory(memory_folder(tmp_path), embedder=embedder)
+    spec = graph(tmp_path, SCOPED.format(name="checkin"))
+    dying = Session.start(
+        spec, model=model(TOLD), memory=DiesAfterStoring(memory), user_id="ann", store=tmp_path
+    )
+    with pytest.raises(Killed):
+        dying.send("I felt dizzy today")
+    asked = model(TOLD, TOLD)
+    resumed = Session.resume(dying.id, store=tmp_path, model=asked, memory=memory, finish=False)
+    assert resumed.extract_memories() is not None
+    resumed.send("And my knee hurts")  # a turn of this process: extracted as usual
+    assert [r.kind for r in asked.requests] == ["action", "extract"]
+    assert len([m for m in memory.list("ann") if m.turn == 1]) == 2
+
+
+def test_an_extraction_interrupted_after_storing_is_not_asked_again(
+    tmp_path: Path, embedder: Any
+) -> None:
+    memory = ChromaMemory(memory_folder(tmp_path), embedder=embedder)
+    spec = graph(tmp_path, SCOPED.format(name="checkin"))
+    asked = model(TOLD, TOLD)
+    once = DiesAfterStoring(memory, KeyboardInterrupt, times=1)  # Ctrl-C, just after storing
+    session = Session.start(spec, model=asked, memory=once, user_id="ann", store=tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        session.send("I felt dizzy today")
+    assert session.turn_number == 1  # the turn itself was done: only extraction was cut short
+    assert session.extract_memories() is not None
+    assert [r.kind for r in asked.requests] == ["action", "extract"]
+    assert len(memory.list("ann")) == 2
 
 
 def test_a_crash_before_the_store_took_anything_asks_again_once(
