@@ -44,6 +44,7 @@ def test_a_session_recalls_only_its_own_task_memories_and_all_the_users_others()
     assert seen(mem.list("ann", session_id="s2")) == everything - {(DIZZY, "task", "s1")}
     assert seen(mem.list("ann", tiers=["task"], session_id="s1")) == {(DIZZY, "task", "s1")}
     assert seen(mem.list("ann")) == everything
+    assert mem.count("ann") == 3  # a returning user, whichever session asks
 
 
 def test_the_same_task_context_in_two_sessions_is_kept_for_each() -> None:
