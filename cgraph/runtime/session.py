@@ -35,7 +35,7 @@ from cgraph.runtime.starting import chat_model, create, graph_of, initial_snapsh
 from cgraph.runtime.store import SessionInfo, open_store
 from cgraph.runtime.streaming import Chunk, Delta, StreamingModel, can_stream, run_streamed
 from cgraph.spec.model import AnyState, Graph
-from cgraph.spec.names import split
+from cgraph.spec.names import END, START, split
 
 
 class Session:
@@ -138,11 +138,14 @@ class Session:
                 "pass `graph=` to resume it"
             )
         spec = graph_of(graph if graph is not None else info.graph)
+        snapshot = Snapshot.from_dict(stored.snapshot)
+        problem = _not_resumable(spec, info, snapshot)
+        if problem:
+            raise SessionError(f"session `{session_id}` {problem}")
         chat = chat_model(spec, model or info.model or None, api_base)
         deps = Dependencies(
             spec, chat, memory or NullMemory(), backend, clock or time.time, info.id, info.user_id
         )
-        snapshot = Snapshot.from_dict(stored.snapshot)
         session = cls(info=info, deps=deps, snapshot=snapshot, events=stored.events)
         session._maybe_stored = session._engine.extraction_pending()
         if finish and session.interrupted is not None:
@@ -396,3 +399,14 @@ class Session:
     def __repr__(self) -> str:
         info = replace(self.info, turn=self.turn_number, state=self.state)
         return f"Session(id={info.id!r}, user={info.user_id!r}, state={info.state!r})"
+
+
+def _not_resumable(graph: Graph, info: SessionInfo, snapshot: Snapshot) -> str | None:
+    """Why `graph` cannot carry on the stored session, if it cannot: another graph, or an
+    edit that removed a state the session stands in (its root frames)."""
+    if info.graph_name and graph.name != info.graph_name:
+        return f"runs graph `{info.graph_name}`, not `{graph.name}`; start a new session"
+    for frame in snapshot.stack:
+        if not frame.graph and frame.state not in (*graph.states, START, END):
+            return f"is in state `{frame.state}`, which graph `{graph.name}` no longer has"
+    return None

@@ -113,6 +113,18 @@ def test_resume_continues_with_the_same_state_transcript_and_audit(tmp_path: Pat
     assert again.send("No.").state == "check_chest_pain"
 
 
+def test_resume_refuses_another_graph_or_one_without_the_current_state(tmp_path: Path) -> None:
+    session = Session.start(MEDICAL, model=ScriptedModel(medical_script(True)), store=tmp_path)
+    session.send(USER[0])
+    session.close()
+    other = GRAPHS / "restaurant_reservation.yaml"
+    with pytest.raises(SessionError, match="runs graph `medical_checkin`, not `restaurant_"):
+        Session.resume(session.id, store=tmp_path, graph=other, model=ScriptedModel({}))
+    edited = simple(name="medical_checkin", start="a", body=action("a", {"END": "Done."}))
+    with pytest.raises(SessionError, match=f"is in state `{session.state}`, which graph"):
+        Session.resume(session.id, store=tmp_path, graph=graph(tmp_path, edited), model="x")
+
+
 def test_undo_takes_back_the_last_turn(tmp_path: Path) -> None:
     memory = FakeMemory()
     script = medical_script(True) | {"extract": {"memories": [{"tier": "personal", "text": "m"}]}}
