@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from cgraph.errors import ConfigError
+from cgraph.errors import ConfigError, SessionError
 from cgraph.runtime.exits import exit_options
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START
@@ -168,15 +168,20 @@ def render(dot: str, fmt: str) -> bytes:
 
 def session_highlight(store: object, session_id: str, graph: Graph | None = None) -> Highlight:
     """What one stored conversation did: its exits taken and states entered (root graph;
-    with `graph`, a global exit taken is marked on its edge from `ANY`)."""
+    with `graph`, a global exit taken is marked on its edge from `ANY`, and a session of
+    another graph is a `SessionError`)."""
     from cgraph.runtime.log_view import audit, effective
     from cgraph.runtime.store import open_store
 
     backend = open_store(store)
     try:
-        records = audit(effective(backend.load(session_id).events))
+        stored = backend.load(session_id)
     finally:
         backend.close()
+    ran = stored.info.graph_name
+    if graph is not None and ran and ran != graph.name:
+        raise SessionError(f"session `{session_id}` ran graph `{ran}`, not `{graph.name}`")
+    records = audit(effective(stored.events))
     if graph is None:
         taken = frozenset((r.from_state, r.exit_id) for r in records)
     else:

@@ -99,6 +99,10 @@ def test_render_highlights_what_a_stored_conversation_did(tmp_path: Path) -> Non
     assert "penwidth=2.4" in taken and "style=dashed" in other
     missing = cgraph("render", str(MEDICAL), "--session", "x", "--store", str(tmp_path / "no"))
     assert missing.returncode == 2 and "no such store folder" in missing.stderr
+    other = GRAPHS / "restaurant_reservation.yaml"
+    wrong = cgraph("render", str(other), "--session", session.id, "--store", str(tmp_path))
+    assert wrong.returncode == 2 and wrong.stdout == ""
+    assert "ran graph `medical_checkin`, not `restaurant_reservation`" in wrong.stderr
 
 
 def test_render_of_a_broken_graph_is_a_located_error(tmp_path: Path) -> None:
