@@ -116,7 +116,8 @@ def _misaligned(m: _Marks) -> tuple[tuple[int, int], str, str]:
         return (
             m.at,
             f"this line is not a `-` item of the list that starts at {_where(m.opened)}",
-            "start it with `- `, or move it back to the indentation of the list's key",
+            "indent it like the keys of the item above it, start it with `- ` as a new item,"
+            " or move it back to the indentation of the list's key",
         )
     keys = f" of the mapping whose keys start at {_where(m.opened)}" if m.opened else ""
     return (
