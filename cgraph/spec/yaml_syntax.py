@@ -102,6 +102,12 @@ def _unclosed_flow(m: _Marks) -> tuple[tuple[int, int], str, str]:
 
 
 def _missing_item(m: _Marks) -> tuple[tuple[int, int], str, str]:
+    if "stream end" in m.found or not m.found:
+        return (
+            m.at,
+            "the file ends inside a `[…]` or `{…}`",
+            "close each `[` with `]`, `{` with `}`",
+        )
     return m.at, f"a value is missing before `{m.found}`", "remove the extra `,` or write the item"
 
 

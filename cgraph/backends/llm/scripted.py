@@ -32,6 +32,7 @@ import yaml
 from cgraph.backends.llm.types import LLMRequest
 from cgraph.errors import CgraphError, LLMError
 from cgraph.spec.names import bare
+from cgraph.spec.yaml_syntax import explain
 
 ANY = "*"
 
@@ -141,8 +142,17 @@ def load_script(path: str | Path) -> dict[str, Any]:
     """A script file: YAML or JSON mapping of keys to answers."""
     file = Path(path)
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = getattr(err, "strerror", None) or err
+        raise CgraphError(f"cannot read model script {file}: {reason}") from err
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as err:
+        found = explain(err, text)
+        where = f"{file}:{found.line}:{found.column}"
+        raise CgraphError(f"model script {where}: {found.message} ({found.hint})") from err
+    except yaml.YAMLError as err:
         raise CgraphError(f"cannot read model script {file}: {err}") from err
     if not isinstance(data, dict):
         raise CgraphError(f"model script {file} must be a mapping of state ids to answers")

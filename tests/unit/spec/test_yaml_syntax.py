@@ -29,6 +29,7 @@ BROKEN = [
     ("a list after a key", "a: - b\n", 1, 4, "`- ` list item", "next line"),
     ("a key without a colon", "a: 1\nb\nc: 2\n", 2, 1, "neither `key: value`", "`: `"),
     ("an empty item", "a: [1,,2]\n", 1, 7, "missing before `,`", "extra `,`"),
+    ("a list open at the end", "a: [\n", 2, 1, "file ends inside", "`]`"),
     ("a stray indent at the top", "  a: 1\nb: 2\n", 2, 1, "top-level", "column 1"),
     ("a bad escape", 'a: "C:\\path"\n', 1, 7, "`\\p`", "single quotes"),
     ("a backtick", "a: `x`\n", 1, 4, "`` ` ``", "quotes"),
