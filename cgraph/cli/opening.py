@@ -323,7 +323,8 @@ def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
     """Every text the offline chooser compares messages with in the states `names` (all
     by default): exits as written and as the chooser reads them (about "the user",
     without their negators, first-person stand-ins for an exit without examples, the
-    shared dialogue acts) with the global exits, objectives, actions. Only a warm-up,
+    shared dialogue acts) with the global exits, objectives, actions, intra-state
+    guidelines (what a question is weighed against to stay). Only a warm-up,
     like the above."""
     from cgraph.backends.llm.acts import ACTS, as_user
     from cgraph.backends.llm.negation import affirmed
@@ -333,6 +334,7 @@ def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
     for name in graph.states if names is None else names:
         state = graph.states.get(name)
         texts += [getattr(state, "objective", None) or "", *(getattr(state, "actions", None) or ())]
+        texts += getattr(state, "intra_state_navigation_guidelines", None) or ()
         for exit_ in [*graph.global_exits, *(getattr(state, "exit_conditions", None) or ())]:
             if exit_.description:
                 described = exit_.description

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from cgraph.backends.embed import Embedder, Vector, cosine
 from cgraph.backends.llm.negation import affirmed, denied_phrases
 from cgraph.backends.llm.types import ExitOption
-from cgraph.backends.llm.yesno import alternative_signs
+from cgraph.backends.llm.yesno import sign_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,19 +52,15 @@ def _closest(
     embedder: Embedder, phrases: Sequence[str], options: Sequence[ExitOption]
 ) -> dict[str, tuple[float, float]]:
     """Per exit, the similarity of its description (negators taken out) to the nearest
-    denied phrase, and the sign of the description's alternative nearest to that phrase:
-    -1 when it is itself negated ("was not cleaned" for "nobody has cleaned it"), +1 when it
-    affirms ("is dirty" for "it's not dirty")."""
-    signed = {
-        o.id: [(affirmed(t), s) for t, s in alternative_signs(o.description)] for o in options
-    }
+    denied phrase, and the sign of that phrase's alternative in the description
+    (`yesno.sign_for`): -1 when it is itself negated ("was not cleaned" for "nobody has
+    cleaned it"), +1 when it affirms ("is dirty" for "it's not dirty")."""
     plain = {o.id: affirmed(o.description) for o in options}
-    texts = [*plain.values(), *(t for group in signed.values() for t, _ in group)]
-    keys = list(dict.fromkeys([*phrases, *texts]))
+    keys = list(dict.fromkeys([*phrases, *plain.values()]))
     vectors: dict[str, Vector] = dict(zip(keys, embedder.embed(keys), strict=True))
     closest = {}
     for option in options:
         best, phrase = max((cosine(vectors[p], vectors[plain[option.id]]), p) for p in phrases)
-        near = max(signed[option.id], key=lambda ts: cosine(vectors[phrase], vectors[ts[0]]))
-        closest[option.id] = (best, float(near[1])) if best > 0 else (0.0, 0.0)
+        sign = float(sign_for(phrase, option.description))
+        closest[option.id] = (best, sign) if best > 0 else (0.0, 0.0)
     return closest

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-from cgraph.backends.llm.negation import is_negated, point
+from cgraph.backends.llm.global_exits import urgent_parts
+from cgraph.backends.llm.negation import denied_phrases, is_negated, point
 
 _BOUNDARY = re.compile(r"([,.;:!?]|\bbut\b)", re.I)
 _CONTRAST = re.compile(
@@ -58,3 +59,12 @@ def focus(text: str) -> str:
     """What the chooser matches of `text`: its first request, its point after a contrast,
     its denials set aside."""
     return point(contrast_focus(first_request(text)))
+
+
+def derived_texts(message: str, *, clauses: bool) -> list[str]:
+    """The texts the chooser embeds for `message`: it, its point and the phrases it denies,
+    and the same for each of its clauses when they are weighed for global exits (`clauses`).
+    Embedded in one batch up front, they cost one model run instead of one each."""
+    parts = urgent_parts(message) if clauses else [message]
+    texts = [t for p in parts for t in (p, focus(p), *denied_phrases(contrast_focus(p)))]
+    return list(dict.fromkeys(texts))

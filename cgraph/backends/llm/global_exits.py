@@ -21,6 +21,9 @@ GLOBAL_FLOOR = 0.5
 """A global exit is taken offline only when this close."""
 GLOBAL_LEAD = 0.08
 """...and only when it beats the best of the state's own exits by this much."""
+CLAUSE_GATE = 0.35
+"""A message whose global exit scores below this is not weighed clause by clause: a clause
+of it scores little more (and embedding its clauses costs a model run)."""
 CLAUSE_WORDS = 3
 """A clause shorter than this ("yes", "thanks") is not weighed on its own."""
 
@@ -30,6 +33,14 @@ def urgent_parts(message: str) -> list[str]:
     more than one ("I got charged twice" and "honestly I want to cancel")."""
     parts = [c for c in clauses(message) if len(c.split()) >= CLAUSE_WORDS]
     return [message, *(parts if len(parts) > 1 else [])]
+
+
+def near(taken: Mapping[str, object], floor: float = GLOBAL_FLOOR) -> bool:
+    """Whether the global exit `taken` (an answer with its scores) clears `floor`: only
+    then is it weighed against the state's own exits."""
+    scores = taken["scores"]
+    assert isinstance(scores, dict)
+    return taken["exit"] != STAY and float(scores.get(str(taken["exit"]), 0.0)) >= floor
 
 
 def beats(taken: Mapping[str, object], own: Mapping[str, float], topic: float = 0.0) -> bool:

@@ -73,8 +73,8 @@ from cgraph.backends.llm.acts import ACTS, Act, as_user, negative_description
 from cgraph.backends.llm.denial import DenialWeights, denial_scores
 from cgraph.backends.llm.evidence import decision_evidence
 from cgraph.backends.llm.extractors import extract, refusals
-from cgraph.backends.llm.focus import contrast_focus, focus
-from cgraph.backends.llm.global_exits import beats, urgent_parts
+from cgraph.backends.llm.focus import contrast_focus, derived_texts, focus
+from cgraph.backends.llm.global_exits import CLAUSE_GATE, beats, near, urgent_parts
 from cgraph.backends.llm.memories import extract_memories
 from cgraph.backends.llm.negation import is_hedge
 from cgraph.backends.llm.overlap import overlaps
@@ -207,17 +207,22 @@ class SemanticModel:
         return values[best], scores[best]
 
     def _action_exit(self, request: LLMRequest) -> dict[str, Any]:
-        """Global exits are weighed first, on the message and on each of its clauses
-        (`global_exits`); the state's own exits answer otherwise."""
+        """Global exits first, on the message and its clauses (`global_exits`); else own."""
         anywhere = [o for o in request.options if o.anywhere]
         local = [o for o in request.options if not o.anywhere]
+        said = request.user_messages[-1] if request.user_messages else ""
+        if said:  # one model run for all the texts read from the message, not one each
+            self.embedder.embed(derived_texts(without_greeting(said), clauses=False))
         own = self._exit_among(request, local)
-        if not anywhere or not request.user_messages:
-            return own
-        said = request.user_messages[-1]
-        for part in urgent_parts(said):
+        for part in urgent_parts(said) if anywhere and said else ():
             asked = replace(request, user_messages=(*request.user_messages[:-1], part))
             taken = self._exit_among(asked, anywhere)
+            if part == said and not near(taken, CLAUSE_GATE):
+                break  # far from every global exit: its clauses will not be near one either
+            if part == said:
+                self.embedder.embed(derived_texts(said, clauses=True))
+            if not near(taken):  # the state's own exits need not be weighed on this part
+                continue
             mine = own if part == said else self._exit_among(asked, local)
             if beats(taken, mine["scores"], self.topic_score(part, request.stay_prototypes)):
                 return {**taken, "reason": f"global exit: {taken['reason']}"}

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 
 from cgraph.backends.llm.negation import assents, clauses, is_negated
+from cgraph.backends.llm.overlap import stems
 from cgraph.backends.llm.stand_ins import alternatives
 from cgraph.backends.llm.types import ExitOption
 
@@ -67,6 +68,19 @@ def alternative_signs(description: str) -> list[tuple[str, int]]:
             sign = 1
         signed.append((part, sign))
     return signed or [(description, -1 if negative_head(description) else 1)]
+
+
+def sign_for(phrase: str, description: str) -> int:
+    """The sign of the alternative of `description` that shares the most words with
+    `phrase` (the head's sign when none shares any): "not dirty" is about "is dirty" (+1),
+    "nobody has cleaned it" about "was not cleaned" (-1). Words, not embeddings: cheap,
+    and a denied phrase names the alternative it denies."""
+    said = stems(phrase)
+    signed = alternative_signs(description)
+    shared = [len(said & stems(text)) for text, _ in signed]
+    if max(shared, default=0) == 0:
+        return -1 if negative_head(description) else 1
+    return signed[shared.index(max(shared))][1]
 
 
 def leading_answer(message: str) -> int:

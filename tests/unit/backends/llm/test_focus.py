@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cgraph.backends.embed import shared_embedder
-from cgraph.backends.llm.focus import contrast_focus, first_request, focus
+from cgraph.backends.llm.focus import contrast_focus, derived_texts, first_request, focus
 from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.backends.llm.types import ExitOption, LLMRequest
 
@@ -64,3 +64,11 @@ def test_what_follows_but_decides_not_what_was_denied() -> None:
     )
     assert _choose("no injuries, but I do have high blood pressure", has, hasnt) == "note"
     assert _choose("no injuries, I'm fit", has, hasnt) == "fit"
+
+
+def test_the_texts_read_from_a_message_are_embedded_together() -> None:
+    said = "no injuries, but I do have high blood pressure and I want to cancel"
+    alone = derived_texts(said, clauses=False)
+    assert alone[:2] == [said, "I do have high blood pressure and I want to cancel"]
+    assert "want to cancel" not in alone  # nothing denied after the contrast
+    assert "I want to cancel" in derived_texts(said, clauses=True)

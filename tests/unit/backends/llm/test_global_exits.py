@@ -6,7 +6,7 @@ import json
 
 from bench.semantic_cases import Case, request_for
 from cgraph.backends.embed import shared_embedder
-from cgraph.backends.llm.global_exits import beats, urgent_parts
+from cgraph.backends.llm.global_exits import CLAUSE_GATE, beats, near, urgent_parts
 from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.backends.llm.types import ExitOption, LLMRequest
 
@@ -74,3 +74,9 @@ def test_a_message_on_the_states_own_topic_does_not_take_a_global_exit() -> None
     assert exit_for("Hi, a table for 4") == "stay"
     assert exit_for("Hi, I want to cancel my booking") == "cancelled"
     assert not beats({"exit": "cancel", "scores": {"cancel": 0.55}}, {}, topic=0.6)
+
+
+def test_only_a_message_near_a_global_exit_is_weighed_clause_by_clause() -> None:
+    assert near({"exit": "cancel", "scores": {"cancel": 0.4}}, CLAUSE_GATE)
+    assert not near({"exit": "cancel", "scores": {"cancel": 0.3}}, CLAUSE_GATE)
+    assert not near({"exit": "stay", "scores": {"stay": 0.9}}, CLAUSE_GATE)

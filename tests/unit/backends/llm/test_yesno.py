@@ -15,6 +15,7 @@ from cgraph.backends.llm.yesno import (
     answer_scores,
     leading_answer,
     negative_head,
+    sign_for,
 )
 
 COME = ExitOption("now", "The guest agrees to an engineer coming now.", "now")
@@ -105,3 +106,11 @@ def test_denying_what_an_alternative_denies_too_does_not_count_against_it() -> N
     weights = DenialWeights()
     said = denial_scores(shared_embedder(), "it's not dirty at all", (dirty, noisy), weights)
     assert said["clean"] < 0  # it affirms "dirty": what the user denies
+
+
+def test_a_denied_phrase_takes_the_sign_of_the_alternative_it_names() -> None:
+    dirty = "The room is dirty or was not cleaned."
+    assert sign_for("dirty at all", dirty) == 1
+    assert sign_for("has cleaned it", dirty) == -1
+    assert sign_for("noisy", dirty) == 1  # no shared word: the head's sign
+    assert sign_for("noisy", LATER.description) == -1
