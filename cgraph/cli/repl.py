@@ -33,6 +33,10 @@ HISTORY_FILE = "history"
 Data = dict[str, Any]
 
 
+ENDED = "the conversation reached END — /reset to start again"
+"""Said once a session is complete: after its last reply, on resuming it, on a message."""
+
+
 class Repl:
     """The read-eval-print loop of an interactive `cgraph run`."""
 
@@ -110,12 +114,12 @@ class Repl:
             if last is not None and last.reply:
                 self.console.print(f"[bold cyan]{escape(self.agent)}:[/] {escape(last.reply)}")
         if session.completed:
-            self.dim("this session has reached END — /reset to start again")
+            self.dim(f"  {ENDED}")
 
     def send(self, message: str) -> None:
         session = self.opened.session
         if session.completed:
-            self.console.print("[yellow]the conversation has ended — /reset for a new one[/]")
+            self.console.print(f"[yellow]{ENDED}[/]")
             return
         printer = ReplyPrinter(self.console, self.agent)
         try:
@@ -174,7 +178,7 @@ class Repl:
         if turn.guard:
             lines.append(f"[yellow]  stopped by the {turn.guard} guard[/]")
         if turn.completed:
-            lines.append(dimmed("  the conversation reached END — /reset to start again"))
+            lines.append(dimmed(f"  {ENDED}"))
         self.console.print("\n".join(lines))
 
     def _is_stage_direction(self, turn: Turn) -> bool:

@@ -68,5 +68,8 @@ def test_the_terminal_shows_the_goodbye_before_the_end(tmp_path: Path) -> None:
     child.expect_exact("the conversation reached END")
     shown = ANSI.sub("", child.before).split("Bye.", 1)[1]  # what answered the last message
     assert f"Ava: {GOODBYE}" in shown.replace("\r\n", " ")
+    child.expect_exact("you › ")
+    child.sendline("Are you still there?")  # said the same way each time
+    child.expect_exact("the conversation reached END — /reset to start again", timeout=60)
     child.sendline("/quit")
     child.expect(pexpect.EOF)
