@@ -128,7 +128,9 @@ def messages(count: int) -> str:
 
 
 def history(opened: Opened, _: str) -> dict[str, Any]:
-    return {"summary": opened.session.summary, "transcript": opened.session.transcript}
+    session = opened.session
+    agent = opened.graph.agent.name
+    return {"summary": session.summary, "transcript": session.transcript, "agent": agent}
 
 
 def memory(opened: Opened, query: str) -> dict[str, Any]:

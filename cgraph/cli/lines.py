@@ -172,7 +172,8 @@ def _state(data: dict[str, Any]) -> list[str]:
 
 def _history(data: dict[str, Any]) -> list[str]:
     said = [
-        f"{'you' if m['role'] == 'user' else 'agent'}: {m['content']}" for m in data["transcript"]
+        f"{'you' if m['role'] == 'user' else data['agent']}: {m['content']}"
+        for m in data["transcript"]
     ]
     summary = [f"summary: {line}" for line in data["summary"].splitlines()]
     return summary + said or ["no messages yet"]

@@ -252,7 +252,7 @@ class Repl:
             for line in data["summary"].splitlines():
                 self.dim(f"  {line}")
         for message in data["transcript"]:
-            who = "you" if message["role"] == "user" else self.agent
+            who = "you" if message["role"] == "user" else data["agent"]
             self.console.print(f"[bold]{escape(who)}:[/] {escape(message['content'])}")
 
     def draw_memory(self, data: Data) -> None:

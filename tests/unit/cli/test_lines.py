@@ -71,7 +71,7 @@ def test_piped_commands_never_reach_the_graph(tmp_path: Path) -> None:
     assert code == 0
     assert out.splitlines() == ["Hello"]  # only the one message made a turn
     assert "welcome_patient (action)" in err and "  objective: " in err
-    assert "you: Hi" in err and "agent: Hello" in err
+    assert "you: Hi" in err and "Ava: Hello" in err  # the agent by its name, as in a terminal
     assert "error: unknown command /nonsense — /help lists them" in err
     assert "took back turn 1 (Hi); now in START" in err
     assert here.session.turn_number == 0
