@@ -104,6 +104,7 @@ def test_under_jsonl_a_command_answers_with_a_json_object(tmp_path: Path) -> Non
             {"role": "user", "content": "Hi"},
             {"role": "assistant", "content": "Hello"},
         ],
+        "agent": "Ava",
     }
     assert back["taken"] == {"turn": 1, "user": "Hi"} and nothing["taken"] is None
 
