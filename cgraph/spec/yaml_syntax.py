@@ -38,6 +38,8 @@ class _Marks:
     """Where the construct being read began."""
     found: str
     """The character or token named in the problem (`'-'` → `-`), else ""."""
+    opening: str = ""
+    """The line the construct began on, without its indentation."""
 
 
 def explain(err: yaml.MarkedYAMLError, text: str) -> SyntaxProblem:
@@ -60,7 +62,10 @@ def _marks(err: yaml.MarkedYAMLError, text: str) -> _Marks:
     named = _NAMED.search(problem)
     # libyaml (the C reader) names no token: the character where it stopped is the one.
     found = named[1] if named else _character(text, err.problem_mark, problem)
-    return _Marks(problem, err.context or "", at, point(err.context_mark), found)
+    opened = point(err.context_mark)
+    lines = text.splitlines()
+    opening = lines[opened[0] - 1].strip() if opened and opened[0] <= len(lines) else ""
+    return _Marks(problem, err.context or "", at, opened, found, opening)
 
 
 _NAMED = re.compile(r"found (?:character |unknown escape character |undefined alias )?'(.*)'")
@@ -142,6 +147,9 @@ def _outside(m: _Marks) -> tuple[tuple[int, int], str, str]:
 
 
 def _no_colon(m: _Marks) -> tuple[tuple[int, int], str, str]:
+    if re.match(r"-[^\s-]", m.opening):  # `-item`: a list item needs a space after its dash
+        item = m.opening[1:]
+        return m.opened or m.at, f"`-{item}` is not a list item", f"write `- {item}`"
     return (
         m.opened or m.at,
         "this line is neither `key: value` nor part of the value above it",

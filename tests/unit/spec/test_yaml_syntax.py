@@ -28,6 +28,7 @@ BROKEN = [
     ("a second colon", "name: x: y\n", 1, 8, "`:`", '"x: y"'),
     ("a list after a key", "a: - b\n", 1, 4, "`- ` list item", "next line"),
     ("a key without a colon", "a: 1\nb\nc: 2\n", 2, 1, "neither `key: value`", "`: `"),
+    ("a dash without a space", "a:\n  - x\n  -y\n", 3, 3, "`-y` is not a list item", "`- y`"),
     ("an empty item", "a: [1,,2]\n", 1, 7, "missing before `,`", "extra `,`"),
     ("a list open at the end", "a: [\n", 2, 1, "file ends inside", "`]`"),
     ("a stray indent at the top", "  a: 1\nb: 2\n", 2, 1, "top-level", "column 1"),
