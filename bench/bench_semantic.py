@@ -6,7 +6,9 @@
 Prints accuracy (overall, exit vs stay, just-entered, per graph, per labelled kind of
 message) and per-decision latency (p50/p95, model loaded, each message embedded once) on
 the check-in set the rule was calibrated on, the development set its negation and hedge
-rules were tuned on (bench/data/dev_labels.yaml), the example graphs' global exits
+rules were tuned on (bench/data/dev_labels.yaml), the second one over two more graphs
+(bench/data/dev2_labels.yaml, labelled before the chooser ran on them), the example
+graphs' global exits
 (bench/data/global_exit_labels.yaml: taken where they should be, not near them; never
 tuned on), and the four held-out sets, never tuned on (tests/fixtures/heldout*/; their
 misses are not printed). `--global-exits` asks every set as a session does, with the
