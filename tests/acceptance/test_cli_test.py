@@ -35,15 +35,20 @@ def test_every_example_graph_passes_its_tests_with_every_exit_and_route_taken() 
 
 
 def broken_copy(tmp_path: Path) -> Path:
-    """The check-in and its tests, with one exit retargeted and one exit's examples gone."""
+    """The check-in and its tests, with one exit retargeted and one exit's examples pasted
+    onto its neighbour (a "yes" still finds the exit that means yes without them)."""
     shutil.copytree(GRAPHS / "tests", tmp_path / "tests")
     text = (GRAPHS / "medical_checkin.yaml").read_text()
     retargeted = "        next_state: flag_chest_pain\n"
     assert retargeted in text
     text = text.replace(retargeted, "        next_state: check_shortness_of_breath\n")
-    unexampled = re.compile(r"(next_state: record_nitro_use\n)\s+examples: \[.*?\]\n")
-    text, removed = unexampled.subn(r"\1", text)
-    assert removed == 1
+    unexampled = re.compile(r"(next_state: record_nitro_use\n)(\s+examples: \[.*?\]\n)")
+    moved = unexampled.search(text)
+    assert moved is not None
+    text = unexampled.sub(r"\1", text)
+    neighbour = re.compile(r"(next_state: check_chest_pain\n)\s+examples: \[.*?\]\n")
+    text, pasted = neighbour.subn(lambda m: m.group(1) + moved.group(2), text, count=1)
+    assert pasted == 1
     (tmp_path / "medical_checkin.yaml").write_text(text)
     return tmp_path / "tests" / "medical_checkin.test.yaml"
 
