@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.focus import contrast_focus, derived_texts, first_request, focus
-from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.backends.llm.types import ExitOption, LLMRequest
+from cgraph.backends.llm.types import ExitOption
+from tests.unit.backends.llm._chooser import chosen
 
 
 @pytest.mark.parametrize(
@@ -38,21 +35,7 @@ def test_the_first_of_two_requests_is_matched() -> None:
 
 
 def _choose(message: str, *options: ExitOption) -> str:
-    request = LLMRequest(
-        kind="action",
-        messages=(),
-        schema={},
-        schema_name="x",
-        state="here",
-        objective="Find out whether the member has an injury or condition.",
-        options=options,
-        allow_stay=True,
-        stay_prototypes=("Ask whether they have injuries or medical conditions.",),
-        authored_reply="Any injuries or conditions?",
-        user_messages=(message,),
-    )
-    model = SemanticModel(embedder=shared_embedder())
-    return str(json.loads(model.complete(request))["exit"])
+    return chosen(message, *options, asked="Ask whether they have injuries or medical conditions.")
 
 
 def test_what_follows_but_decides_not_what_was_denied() -> None:

@@ -8,7 +8,8 @@ from bench.semantic_cases import Case, request_for
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.global_exits import CLAUSE_GATE, beats, near, urgent_parts
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.backends.llm.types import ExitOption, LLMRequest
+from cgraph.backends.llm.types import ExitOption
+from tests.unit.backends.llm._chooser import chosen
 
 
 def test_a_message_of_several_clauses_is_weighed_whole_then_clause_by_clause() -> None:
@@ -38,21 +39,9 @@ def test_the_urgent_second_thing_in_a_message_takes_the_global_exit() -> None:
     failed = ExitOption(
         "card", "The member's card was declined.", "card", ("My card was declined.",)
     )
-    request = LLMRequest(
-        kind="action",
-        messages=(),
-        schema={},
-        schema_name="x",
-        state="billing",
-        objective="Find out what went wrong with the payment.",
-        options=(cancel, twice, failed),
-        allow_stay=True,
-        stay_prototypes=("Ask what happened with the payment.",),
-        authored_reply="What happened?",
-        user_messages=("I got charged twice and honestly I want to cancel",),
-    )
-    model = SemanticModel(embedder=shared_embedder())
-    assert json.loads(model.complete(request))["exit"] == "cancel"
+    said = "I got charged twice and honestly I want to cancel"
+    asked = "Ask what happened with the payment."
+    assert chosen(said, cancel, twice, failed, asked=asked) == "cancel"
 
 
 def test_a_message_on_the_states_own_topic_does_not_take_a_global_exit() -> None:

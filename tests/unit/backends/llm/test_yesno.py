@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.denial import DenialWeights, denial_scores
-from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.backends.llm.types import ExitOption, LLMRequest
+from cgraph.backends.llm.types import ExitOption
 from cgraph.backends.llm.yesno import (
     alternative_signs,
     answer_scores,
@@ -17,6 +14,7 @@ from cgraph.backends.llm.yesno import (
     negative_head,
     sign_for,
 )
+from tests.unit.backends.llm._chooser import chosen
 
 COME = ExitOption("now", "The guest agrees to an engineer coming now.", "now")
 LATER = ExitOption(
@@ -73,21 +71,7 @@ def test_the_answer_counts_only_where_the_state_offers_a_yes_and_a_no() -> None:
 
 
 def _choose(message: str, *options: ExitOption) -> str:
-    request = LLMRequest(
-        kind="action",
-        messages=(),
-        schema={},
-        schema_name="x",
-        state="here",
-        objective="Ask whether an engineer may come now.",
-        options=options,
-        allow_stay=True,
-        stay_prototypes=("Ask whether an engineer may come into the room now.",),
-        authored_reply="May an engineer come now?",
-        user_messages=(message,),
-    )
-    model = SemanticModel(embedder=shared_embedder())
-    return str(json.loads(model.complete(request))["exit"])
+    return chosen(message, *options, asked="Ask whether an engineer may come into the room now.")
 
 
 def test_a_yes_takes_the_exit_that_says_yes_whatever_words_it_shares() -> None:
