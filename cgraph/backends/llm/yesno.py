@@ -40,7 +40,7 @@ _LEADING_YES = re.compile(
 )
 _LEADING_NO = re.compile(
     r"^\W*(?:no|nope|nah|nothing|none|never|no thanks|"
-    r"not (?:now|really|today|yet|needed|at all))\b",
+    r"not (?:now|really|today|yet|needed|at all|that i know(?: of)?|as far as i know))\b",
     re.I,
 )
 

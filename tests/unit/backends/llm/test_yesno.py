@@ -51,6 +51,7 @@ def test_a_verbless_alternative_inherits_the_negation_before_it() -> None:
         ("not now, my kids are asleep", -1),
         ("no thanks, I've been lifting for years", -1),
         ("nothing like that", -1),
+        ("not that I know of", -1),
         # A correction: the last answer given is the answer.
         ("no, well actually yes, I used it once on Tuesday", 1),
         # A denied topic and then something else is no answer to the question.
