@@ -28,6 +28,8 @@ DEV = ROOT / "bench" / "data" / "dev_labels.yaml"
 """Negation, hedges and openings on the repository's graphs: tuned on, like LABELS."""
 DEV2 = ROOT / "bench" / "data" / "dev2_labels.yaml"
 """Two more graphs' messages, labelled before the chooser was run on them; tuned on since."""
+DEV3 = ROOT / "bench" / "data" / "dev3_labels.yaml"
+"""Three more graphs' messages, labelled before the chooser was run on them."""
 GLOBALS = ROOT / "bench" / "data" / "global_exit_labels.yaml"
 """The example graphs' global exits: taken where they should be, and not near them; asked
 with global exits (as a session asks), never tuned on."""

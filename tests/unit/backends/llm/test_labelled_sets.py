@@ -11,6 +11,7 @@ import pytest
 from bench.semantic_cases import (
     DEV,
     DEV2,
+    DEV3,
     GLOBALS,
     GRAPHS,
     HELDOUT,
@@ -26,10 +27,11 @@ from bench.semantic_cases import (
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.llm.types import LLMRequest
 
-SETS = [LABELS, DEV, DEV2, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4]
+SETS = [LABELS, DEV, DEV2, DEV3, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4]
 GLOBAL_TARGETS = {"emergency_line", "staff_handoff"}
 GLOBAL_TARGETS_3 = {"emergency_help", "human_handoff", "danger_line"}
 GLOBAL_TARGETS_4 = {"scam_warning", "hazard_waste", "emergency_care"}
+GLOBAL_TARGETS_DEV3 = {"roadside_help", "librarian_handoff", "cancel_move"}
 
 
 def _request(case: Case) -> LLMRequest:
@@ -123,11 +125,12 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9']+", text.lower()))
 
 
-def test_the_fourth_held_out_set_copies_no_example() -> None:
+@pytest.mark.parametrize("path", [HELDOUT4, DEV3], ids=["heldout4", "dev3"])
+def test_a_set_written_blind_copies_no_example(path: Path) -> None:
     # A message sharing more than half its words with an example of its graph is a copy;
     # bare one-word answers ("no", "nope") are what people type, not copies.
     copies = []
-    for case in load_cases(HELDOUT4):
+    for case in load_cases(path):
         graph = graph_of(case)
         exits = [*graph.global_exits]
         exits += [
@@ -143,6 +146,40 @@ def test_the_fourth_held_out_set_copies_no_example() -> None:
 def test_the_fourth_held_out_set_offers_its_global_exits_first() -> None:
     taking = [c for c in load_cases(HELDOUT4) if c.expect in GLOBAL_TARGETS_4]
     assert len(taking) == 14 and {c.expect for c in taking} == GLOBAL_TARGETS_4
+    assert all(_request(c).options[0].anywhere for c in taking)
+
+
+def test_the_third_dev_set_has_the_kinds_it_promises() -> None:
+    cases = load_cases(DEV3)
+    kinds = [c.label for c in cases]
+    minimum = {"negated": 100, "opening": 30, "question": 30, "hedge": 15, "condition": 10}
+    minimum |= {"offtopic": 5, "multi": 8, "global": 8, "near": 8, "paraphrase": 30}
+    assert len(cases) >= 220 and {c.graph for c in cases} == {
+        "car_rental.yaml",
+        "library_loans.yaml",
+        "moving_company.yaml",
+    }
+    assert all(kinds.count(kind) >= n for kind, n in minimum.items())
+    assert all(c.expect == "stay" for c in cases if c.label in ("hedge", "offtopic"))
+    assert all(not c.before and graph_of(c).start == c.state for c in cases if c.opening)
+    assert len({c.message.lower() for c in cases}) == len(cases)
+
+
+def test_the_third_dev_sets_graphs_have_examples_on_all_half_and_none_of_their_exits() -> None:
+    shares = {}
+    for case in load_cases(DEV3):
+        graph = graph_of(case)
+        exits = [
+            e for s in graph.states.values() for e in getattr(s, "exit_conditions", None) or ()
+        ]
+        shares[case.graph] = sum(bool(e.examples) for e in exits) / len(exits)
+    assert shares["car_rental.yaml"] == 1 and shares["moving_company.yaml"] == 0
+    assert 0.4 <= shares["library_loans.yaml"] <= 0.6
+
+
+def test_the_third_dev_set_offers_its_global_exits_first() -> None:
+    taking = [c for c in load_cases(DEV3) if c.expect in GLOBAL_TARGETS_DEV3]
+    assert len(taking) >= 12 and {c.expect for c in taking} == GLOBAL_TARGETS_DEV3
     assert all(_request(c).options[0].anywhere for c in taking)
 
 
