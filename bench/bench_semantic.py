@@ -7,7 +7,8 @@ Prints accuracy (overall, exit vs stay, just-entered, per graph, per labelled ki
 message) and per-decision latency (p50/p95, model loaded, each message embedded once) on
 the check-in set the rule was calibrated on, the development set its negation and hedge
 rules were tuned on (bench/data/dev_labels.yaml), the second one over two more graphs
-(bench/data/dev2_labels.yaml, labelled before the chooser ran on them), the example
+(bench/data/dev2_labels.yaml, labelled before the chooser ran on them) and the third over
+three more (bench/data/dev3_labels.yaml, likewise), the example
 graphs' global exits
 (bench/data/global_exit_labels.yaml: taken where they should be, not near them; never
 tuned on), and the four held-out sets, never tuned on (tests/fixtures/heldout*/; their
@@ -40,6 +41,7 @@ from bench.nli_veto import NliVeto, PairClassifier
 from bench.semantic_cases import (
     DEV,
     DEV2,
+    DEV3,
     GLOBALS,
     HELDOUT,
     HELDOUT2,
@@ -174,7 +176,7 @@ def main() -> None:
         help="the veto's contradiction probability (default 0.5, 0.8, 0.95); repeat",
     )
     args = parser.parse_args()
-    paths = args.labels or [LABELS, DEV, DEV2, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4]
+    paths = args.labels or [LABELS, DEV, DEV2, DEV3, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4]
     sets = [(path, load_cases(path, args.global_exits)) for path in paths]
     summary: dict[str, dict[str, float]] = {}
     for embedder in args.embedder or [""]:
