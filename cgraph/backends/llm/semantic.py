@@ -4,7 +4,7 @@ No language model is involved. For an action state the newest user message is co
 (cosine similarity of all-MiniLM-L6-v2 embeddings) with each exit's `examples:` and its
 `description`; the state *stays* when a "stay" prototype (a conversational move such as
 actions, or one of a few conversational moves such as "What do you mean?") is clearly
-closer than the best exit. The rule and its constants were calibrated on
+closer than the best exit. The rule and its constants (`calibration`) were calibrated on
 `tests/fixtures/semantic_labels.yaml` (see `bench/bench_semantic.py`):
 
     exit score  = 0.7 · max over examples (sim − 0.1 · polarity clash) + 0.3 · sim(description)
@@ -20,6 +20,9 @@ closer than the best exit. The rule and its constants were calibrated on
     stay  when  best < 0.15  or  best < stay score − 0.2  or  the message hedges
                 ("maybe", "not sure", "one sec": `negation.is_hedge`)  or  best < 0.2
                 and within 0.02 of the next exit (a guess: "clear" at "any chest pain?")
+    an exit that ends the conversation is taken below 0.3 only on a message that closes
+                ("cheers", "no, that's it"; `endings`); else the other exits are weighed
+    (`choice`: the rule, with a reason that states the score it was made on and the bar)
 
 A global exit is taken when it scores at least 0.5, above staying, and 0.08 above the
 state's best own exit, on the message or on one of its clauses (`global_exits`).
@@ -65,12 +68,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from cgraph.backends.embed import Embedder, Vector, cosine, shared_embedder
 from cgraph.backends.llm.acts import ACTS, Act, as_user, negative_description
-from cgraph.backends.llm.denial import DenialWeights, denial_scores
+from cgraph.backends.llm.calibration import Calibration
+from cgraph.backends.llm.choice import Choice, choose
+from cgraph.backends.llm.denial import denial_scores
+from cgraph.backends.llm.endings import guarded
 from cgraph.backends.llm.evidence import decision_evidence
 from cgraph.backends.llm.extractors import extract, refusals
 from cgraph.backends.llm.focus import contrast_focus, derived_texts, focus
@@ -105,40 +111,6 @@ CONVERSATIONAL = (
     "Tell me more first.",
     "Thanks for asking.",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Calibration:
-    """The constants of the exit rule, measured on the labelled set."""
-
-    description_weight: float = 0.3
-    polarity_penalty: float = 0.1
-    question_penalty: float = 0.3
-    floor: float = 0.15
-    stay_lead: float = 0.2
-    decisive_lead: float = 0.05
-    """A silent state's evidence must favour one exit by this much to count."""
-    denial_weight: float = 0.5
-    """How much an exit gains (or loses) when it denies (or affirms) what the user denies."""
-    denial_floor: float = 0.2
-    """Below this similarity a denied phrase is about something else."""
-    acts: bool = True
-    """Lend the shared dialogue acts' utterances to the exits that mean them (`acts`)."""
-    bare_weight: float = 0.3
-    """What opening with a yes or a no adds to the exit that means it (`yesno`)."""
-    contrast_weight: float = 1.0
-    """How much an exit loses for affirming the denied phrase more than the other exits."""
-    overlap_weight: float = 0.2
-    """What sharing all of the message's content words with an exit adds (`overlap`)."""
-    unsure_below: float = 0.2
-    unsure_margin: float = 0.02
-    """A weak best exit (below `unsure_below`) this close to the next one is a guess: the
-    state asks again ("clear" at "any chest pain?": 0.17 against 0.15)."""
-
-    @property
-    def denial(self) -> DenialWeights:
-        """The constants of the denial term, as `denial.denial_scores` takes them."""
-        return DenialWeights(self.denial_weight, self.denial_floor, self.contrast_weight)
 
 
 class SemanticModel:
@@ -237,45 +209,25 @@ class SemanticModel:
         message = without_greeting(request.user_messages[-1])
         scores = self.exit_scores(message, options)
         stay_score = self.stay_score(message, request.stay_prototypes)
-        best = max(scores, key=lambda k: scores[k])
         answers = {o.id for o in options if counts_as_answer(message, o)}
-        chosen = self.choose(scores, stay_score, answers=answers, allow_stay=request.allow_stay)
+        choice = choose(
+            scores,
+            stay_score,
+            self.calibration,
+            answers=answers,
+            guarded=guarded(message, options),
+            allow_stay=request.allow_stay,
+        )
         if request.allow_stay and is_hedge(message):
-            chosen = STAY  # an unsure answer is asked again, not taken as an answer
+            # An unsure answer is asked again, not taken as an answer.
+            choice = Choice(STAY, "the message hedges: asked again")
         if request.allow_stay and is_greeting(request.user_messages[-1]):
-            chosen = STAY  # a greeting alone answers nothing; the state asks its question
+            # A greeting alone answers nothing; the state asks its question.
+            choice = Choice(STAY, "only a greeting: asked again")
         shown = {**_rounded(scores), STAY: round(stay_score, 3)}
-        if chosen == STAY:
-            reason = (
-                f"no exit is close enough (best {best} {scores[best]:.2f}, stay {stay_score:.2f})"
-            )
-            return {**stay, "reason": reason, "scores": shown}
-        reason = f"closest to {chosen} ({scores[chosen]:.2f}; stay {stay_score:.2f})"
-        return {"exit": chosen, "reason": reason, "reply": "", "scores": shown}
-
-    def choose(
-        self,
-        scores: dict[str, float],
-        stay_score: float,
-        *,
-        answers: set[str] | frozenset[str],
-        allow_stay: bool,
-    ) -> str:
-        """The calibrated rule: the best exit, unless "stay" is clearly closer.
-
-        `answers` are the exits the message may take at full score; the others pay the
-        question penalty.
-        """
-        cal = self.calibration
-        best = max(scores, key=lambda k: scores[k])
-        effective = scores[best] - (0.0 if best in answers else cal.question_penalty)
-        runner_up = max((v for k, v in scores.items() if k != best), default=-1.0)
-        unsure = effective < cal.unsure_below and scores[best] - runner_up < cal.unsure_margin
-        if allow_stay and (
-            effective < cal.floor or effective < stay_score - cal.stay_lead or unsure
-        ):
-            return STAY
-        return best
+        if choice.exit == STAY:
+            return {**stay, "reason": choice.reason, "scores": shown}
+        return {"exit": choice.exit, "reason": choice.reason, "reply": "", "scores": shown}
 
     def exit_scores(self, message: str, options: Sequence[ExitOption]) -> dict[str, float]:
         """Similarity of `message` to each exit: its description, blended with its closest

@@ -1,0 +1,45 @@
+"""A weak guess never ends the conversation: through the real `cgraph run --jsonl`.
+
+"I took all my pills, no side effects" at the check-in's "Are you ready to begin?" lies a
+little nearer "asks to end the session" than anything else; the check-in asks again and
+goes on when the patient says they are ready, and `/why` gives the reason in numbers that
+agree with the choice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import GRAPHS
+
+CGRAPH = Path(sys.executable).parent / "cgraph"
+CHECKIN = GRAPHS / "medical_checkin.yaml"
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+MESSAGES = ["I took all my pills, no side effects", "/why", "Yes, I'm ready.", "/why"]
+
+
+def test_a_weak_ending_asks_again_and_the_reason_agrees(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(CGRAPH), "run", str(CHECKIN), "--jsonl", "--store", str(tmp_path)],
+        input="\n".join(MESSAGES) + "\n",
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    first, why, ready, why_ready = (json.loads(line) for line in done.stdout.splitlines())
+    assert first["state"] == "welcome_patient" and first["path"] == ["welcome_patient"]
+    assert not first["completed"] and "Are you ready to begin?" in first["reply"]
+    decided = [d for d in why["decisions"] if d["state"] == "welcome_patient"][-1]
+    assert decided["chosen"] == "stay"
+    assert "end_session" in decided["reason"] and "too weak to end" in decided["reason"]
+    assert ready["state"] == "medication_adherence_check"
+    moved = [d for d in why_ready["decisions"] if d["state"] == "welcome_patient"][-1]
+    score = moved["scores"]["medication_adherence_check"]
+    assert moved["reason"].startswith(f"closest to medication_adherence_check ({score:.2f} ≥ ")

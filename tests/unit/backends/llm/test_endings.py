@@ -1,0 +1,59 @@
+"""Which exits end the conversation, and which messages sound like a close."""
+
+from __future__ import annotations
+
+import pytest
+
+from cgraph.backends.llm.endings import closes, ends_conversation, guarded
+from cgraph.backends.llm.types import ExitOption
+
+GO_ON = ExitOption("next", "The patient is ready to proceed with the check-in.", "next")
+QUIT = ExitOption("quit", "The patient explicitly asks to end the session now.", "end_session")
+BYE = ExitOption("END", "The tenant has nothing more to report.", "END")
+
+
+@pytest.mark.parametrize(
+    ("description", "target", "ends"),
+    [
+        ("The patient explicitly asks to end the session now.", "end_session", True),
+        ("The user says goodbye right away.", "farewell", True),
+        ("The user wants to stop for now.", "wrap_up", True),
+        ("The tenant has nothing more to report.", "END", True),
+        # Stopping or leaving something is not leaving the conversation.
+        ("The user wants to stop or cancel the transfer.", "cancel", False),
+        ("The guest leaves before noon.", "free_late", False),
+        ("The patient is ready to proceed with the check-in.", "next", False),
+    ],
+)
+def test_an_exit_ends_the_conversation_by_its_target_or_its_description(
+    description: str, target: str, ends: bool
+) -> None:
+    assert ends_conversation(ExitOption("x", description, target)) is ends
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["cheers Maya", "nope, all good", "okay, fair enough", "no, that's it", "I'll be off, bye"],
+)
+def test_acknowledgements_thanks_and_farewells_close(message: str) -> None:
+    assert closes(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "I took all my pills, no side effects",
+        "did you watch the match last night?",
+        "great, also the bathroom light is out",
+        "ok but what about my refund?",
+        "I didn't sleep well again last night",
+    ],
+)
+def test_a_message_that_says_or_asks_something_else_does_not_close(message: str) -> None:
+    assert not closes(message)
+
+
+def test_ending_exits_are_guarded_unless_the_message_closes_or_every_exit_ends() -> None:
+    assert guarded("I took all my pills, no side effects", (GO_ON, QUIT)) == {"quit"}
+    assert guarded("no thanks, bye", (GO_ON, QUIT)) == frozenset()
+    assert guarded("the fire alarm stopped, it was just toast", (BYE,)) == frozenset()
