@@ -13,10 +13,11 @@ chooser scores the same on the labelled sets with it (bench/bench_semantic.py
 
 The packaged file stores int8 weights that ONNX Runtime turns into float32 each time it
 opens the model (constant folding): 0.4 s of CPU and a 260 MB peak. So the model is
-prepared once per machine (`prepared_model`): ONNX Runtime saves its optimised graph with
-the float32 weights in a file of their own, which later runs map instead of reading and
-folding: 0.1 s and about 110 MB, with the same vectors. The prepared files live in the
-user's cache folder (`cache_folder`); when it cannot be written the packaged file is used.
+prepared once per machine (`prepared_model`, `cgraph.backends.onnx_prepare`): its weights
+dequantised into float32 in a file of their own and the graph optimised by ONNX Runtime,
+which later runs map instead of reading and folding: 0.1 s and about 110 MB, with the
+same vectors. The prepared files live in the user's cache folder (`cache_folder`); when
+it cannot be written the packaged file is used.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -106,33 +108,38 @@ def prepared_model(model: Path) -> Path:
         return target
     try:
         target.parent.parent.mkdir(parents=True, exist_ok=True)
+        sweep(target.parent.parent)
         building = Path(tempfile.mkdtemp(prefix=".preparing-", dir=target.parent.parent))
     except OSError:
         return model
+    from cgraph.backends.onnx_prepare import prepare
+
     try:
-        _optimise(model, building / target.name)
+        prepare(model, building / target.name)
         building.rename(target.parent)  # whole or not at all; a racing run may be first
-    except (OSError, RuntimeError):  # onnxruntime's errors are RuntimeErrors
+    except (OSError, RuntimeError, ValueError):  # onnxruntime's errors are RuntimeErrors
         pass
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return target if target.is_file() else model
 
 
-def _optimise(model: Path, target: Path) -> None:
-    """Let ONNX Runtime fold the int8 weights into float32 and save the result, weights
-    apart. The extended level only: its rewrites hold on any CPU, not just this one."""
-    import onnxruntime
+STALE = 600.0
+"""Seconds after which a `.preparing-` folder is a killed run's: preparing takes about one."""
 
-    options = _options()
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-    options.optimized_model_filepath = str(target)
-    weights = ("session.optimized_model_external_initializers_file_name", f"{target.name}.data")
-    options.add_session_config_entry(*weights)
-    options.add_session_config_entry(
-        "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
-    )
-    onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+
+def sweep(folder: Path) -> None:
+    """Remove the `.preparing-` folders of runs killed while preparing the model, once
+    too old to be a racing run's. (No run trusts them: only a whole folder is renamed
+    into place.)"""
+    now = time.time()
+    for left in folder.glob(".preparing-*"):
+        try:
+            stale = now - left.stat().st_mtime > STALE
+        except OSError:  # a racing run removed or renamed it
+            continue
+        if stale:
+            shutil.rmtree(left, ignore_errors=True)
 
 
 def _options() -> Any:

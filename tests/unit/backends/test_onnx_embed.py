@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from cgraph.backends.onnx_embed import (
+    STALE,
     OnnxEncoder,
     needs_preparing,
     onnx_model_path,
     prepared_model,
     prepared_path,
+    sweep,
     tokenizer_path,
 )
+from cgraph.backends.onnx_prepare import fold_int8, optimise
 
 TEXTS = ["No side effects, I feel fine.", "My card was stolen on the tram.", "hello"]
+LONGER = [*TEXTS, "Can I change my flight to tomorrow morning, please? " * 12, "ok", "¿Qué tal?"]
 
 
 @pytest.fixture
@@ -61,3 +66,39 @@ def test_the_cache_is_named_by_the_runtime_and_the_file(cache: Path) -> None:
     path = prepared_path(onnx_model_path())
     assert path.parent.parent == cache
     assert str(os.path.getsize(onnx_model_path())) in path.parent.name
+
+
+@pytest.mark.slow
+def test_the_prepared_model_is_the_one_onnx_runtime_folds_itself_bit_for_bit(
+    cache: Path, tmp_path: Path
+) -> None:
+    packaged = onnx_model_path()
+    (tmp_path / "folded").mkdir()
+    assert fold_int8(packaged, tmp_path / "folded" / "model.onnx") == 38  # every weight
+    by_runtime = tmp_path / "runtime" / "model.onnx"
+    by_runtime.parent.mkdir()
+    optimise(packaged, by_runtime)  # ONNX Runtime's own constant folding
+    theirs = OnnxEncoder(by_runtime, tokenizer_path(), prepared=True).encode(LONGER)
+    ours = OnnxEncoder(prepared_model(packaged), tokenizer_path(), prepared=True).encode(LONGER)
+    assert ours.tobytes() == theirs.tobytes()
+
+
+def test_a_file_that_is_no_model_is_left_as_it_is(cache: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "pkg" / "model.onnx"
+    broken.parent.mkdir()
+    broken.write_bytes(b"\xff\xff not protobuf")
+    with pytest.raises(ValueError, match="not an ONNX model"):
+        fold_int8(broken, tmp_path / "out.onnx")
+    assert prepared_model(broken) == broken
+    assert list(cache.iterdir()) == []  # no half-prepared folder left
+
+
+def test_only_old_leftovers_of_a_preparation_are_swept(cache: Path) -> None:
+    old, young = cache / ".preparing-old", cache / ".preparing-young"
+    for folder in (old, young):
+        (folder / "folded").mkdir(parents=True)
+        (folder / "folded" / "model.onnx.data").write_bytes(b"\0" * 100)
+    past = time.time() - STALE - 60
+    os.utime(old, (past, past))
+    sweep(cache)
+    assert [p.name for p in cache.iterdir()] == [young.name]  # a racing run's is kept

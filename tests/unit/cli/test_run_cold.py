@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 
 from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.backends.llm.types import ExitOption
+from cgraph.backends.onnx_embed import STALE, onnx_model_path, prepared_path
 from cgraph.cli.opening import PREPARING, first_turn_texts, later_texts
 from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
@@ -118,3 +121,47 @@ def test_a_first_turn_embeds_nothing_of_the_graph_the_warm_up_left_out(
     session.send(message)
     unwarmed = set(recording.seen) - set(first_turn_texts(graph))
     assert unwarmed and all(text in message for text in unwarmed)  # the message, or part
+
+
+def killed_while_preparing(cache: Path, store: Path) -> Path | None:
+    """The folder a `cgraph run` killed -9 while preparing the model left behind (None when
+    the preparation was over before the kill could land)."""
+    env = {**os.environ, "CGRAPH_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+    command = [str(CGRAPH), "run", str(CHECKIN), "--jsonl", "--store", str(store)]
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and child.poll() is None:
+            halfway = [p for p in cache.glob(".preparing-*/*/*.data") if p.stat().st_size]
+            if halfway or any(p.name.endswith(".data") for p in cache.glob("*/*")):
+                break
+            time.sleep(0.002)
+        child.send_signal(signal.SIGKILL)
+    finally:
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    left = list(cache.glob(".preparing-*"))
+    prepared = [p for p in cache.glob("*/*.data") if not p.parent.name.startswith(".")]
+    return left[0] if left and not prepared else None
+
+
+@pytest.mark.slow
+def test_a_run_killed_while_preparing_the_model_leaves_nothing_a_later_run_trusts(
+    tmp_path: Path,
+) -> None:
+    for attempt in range(5):  # the kill must land inside the preparation (about 0.3 s)
+        cache = tmp_path / f"cache{attempt}"
+        left = killed_while_preparing(cache, tmp_path / f"killed{attempt}")
+        if left is not None:
+            break
+    else:
+        pytest.fail("the preparation always ended before the kill")
+    past = time.time() - STALE - 60  # as if the kill was long ago
+    os.utime(left, (past, past))
+    again = run(tmp_path / "store", cache)
+    assert again.returncode == 0, again.stderr
+    assert PREPARING in again.stderr  # the killed run's files were not taken for a model
+    assert not left.exists()
+    prepared = prepared_path(onnx_model_path())
+    assert (cache / prepared.parent.name / prepared.name).is_file()
+    reply = json.loads(run(tmp_path / "other", cache).stdout)["reply"]
+    assert json.loads(again.stdout)["reply"] == reply
