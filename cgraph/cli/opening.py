@@ -237,12 +237,17 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
     if name == SEMANTIC and warm_up(graph):
         notes.append(PREPARING)
     # Imported after the model started loading in the background: the two overlap.
-    from cgraph.backends.memory.background import BackgroundMemory
+    from cgraph.backends.memory.background import BackgroundMemory, Reading
     from cgraph.runtime.session import Session
 
     user = stored.user_id if stored is not None else options.user or DEFAULT_USER
+    reading = Reading(
+        tiers=frozenset(recalls(graph)),
+        session_id=stored.id if stored is not None else options.session,
+        counts=counts_memories(graph),
+    )
     memory = BackgroundMemory(
-        graph.memory, store, graph.embedding_source(), user_id=user, recalls=recalls(graph)
+        graph.memory, store, graph.embedding_source(), user_id=user, reading=reading
     )
     if stored is not None:
         session = Session.resume(
@@ -351,6 +356,13 @@ def recalls(graph: Graph) -> set[Tier]:
             found.update(getattr(state, "tiers", ()) or TIERS)
         found.update(getattr(state, "included_contexts", ()))
     return found
+
+
+def counts_memories(graph: Graph) -> bool:
+    """True when the graph's start asks whether the user has memories (`has_memories`,
+    `memory_count`): conditional entries that lead to more than one state."""
+    entries = () if isinstance(graph.start, str) else graph.start
+    return len({e.state for e in entries}) > 1
 
 
 def onnx_needs_preparing() -> bool:

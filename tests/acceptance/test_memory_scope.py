@@ -13,7 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
+from cgraph.backends.memory.chroma import open_memory
+from cgraph.backends.memory.policy import NewMemory
+from cgraph.spec.model import MemoryConfig
 from tests.conftest import ROOT
 
 GRAPH = """\
@@ -106,3 +110,40 @@ def test_task_memories_stay_in_their_session_across_runs_and_graphs(tmp_path: Pa
     assert listed(store, "--session", "s3") == {ALLERGY, f"{KNEE} in s3"}
     assert listed(store, "--session", "s1") == {DIZZY, ALLERGY}
     assert listed(store, "--session", "s1", "--tier", "task") == {DIZZY}
+
+
+def imports_chromadb(graph: Path, store: Path, session: str) -> tuple[bool, dict[str, Any]]:
+    """Whether one `cgraph run --jsonl` turn imported chromadb (`-X importtime`), and the turn."""
+    options = ["--jsonl", "--user", "ann", "--store", str(store), "--session", session]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cgraph", "run", str(graph), *options],
+        input="How am I doing?\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=ENV,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    imported = {
+        line.rsplit("|", 1)[-1].strip().split(".")[0]
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    return "chromadb" in imported, json.loads(done.stdout)
+
+
+def test_a_run_opens_chroma_only_for_memories_its_session_may_read(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    seeded = open_memory(MemoryConfig(), store)
+    seeded.add("ann", [NewMemory(DIZZY, "task", "s1"), NewMemory(ALLERGY, "personal", "s1")])
+    task_only, projects = tmp_path / "task.yaml", tmp_path / "project.yaml"
+    for path, tiers in ((task_only, "[task]"), (projects, "[project]")):
+        graph = GRAPH.format(name=path.stem).replace("every_turn", "'off'")
+        path.write_text(graph.replace("[personal, project, task]", tiers))
+    # Another session's task context and a tier the graph does not recall: no Chroma.
+    assert imports_chromadb(task_only, store, "s2") == (False, ANY)
+    assert imports_chromadb(projects, store, "s3") == (False, ANY)
+    # The session's own task context: Chroma opens, and the turn recalls it.
+    opened, turn = imports_chromadb(task_only, store, "s1")
+    assert opened and recalled(turn) == {DIZZY}

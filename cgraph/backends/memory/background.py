@@ -2,9 +2,10 @@
 
 Importing chromadb costs a second and a half of CPU and 50 MB, so a run opens it only to
 read memories that may exist: at launch (in a thread, while the first prompt is shown)
-when the user may have some, else at the first read that may find some. A user with
-nothing stored (no collection in the Chroma file, nothing in the outbox) is answered
-"none" without Chroma, and memories stored before Chroma is open wait in the outbox
+when the user may have some the run can read (`Reading`), else at the first read that may
+find some. A read that surely finds nothing (no collection in the Chroma file or no
+matching memory in it, nothing matching in the outbox) is answered "none" without
+Chroma, and memories stored before Chroma is open wait in the outbox
 (`cgraph.backends.memory.pending`), which Chroma drains when it opens, in this run or a
 later one; so do those stored after (a write into Chroma costs a turn 100 ms), taken in
 before the next read. A store that fails to open becomes no memory, with a note saying
@@ -17,19 +18,44 @@ import builtins
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from cgraph.backends.memory.layout import DEFAULT_COLLECTION, collection_name, may_hold
 from cgraph.backends.memory.pending import Outbox
 from cgraph.backends.memory.policy import (
+    SESSION_TIERS,
     ForwardingMemory,
     Memory,
     MemoryStore,
     NewMemory,
     NullMemory,
 )
-from cgraph.spec.model import MemoryConfig, Tier
+from cgraph.spec.model import TIERS, MemoryConfig, Tier
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reading:
+    """What a run can read of its user's memories, known at launch: whether Chroma is
+    worth opening then."""
+
+    tiers: frozenset[Tier] = frozenset()
+    """The tiers the graph recalls."""
+    session_id: str | None = None
+    """The run's session, which recalls its own task memories; None for a new session,
+    which has none yet."""
+    counts: bool = False
+    """The graph counts every memory of the user (a conditional start's `has_memories`)."""
+
+    def launch_tiers(self) -> tuple[Tier, ...] | None:
+        """The tiers whose memories this session may read (all: empty); None: none."""
+        if self.counts:
+            return ()
+        kept = [t for t in TIERS if t in self.tiers]
+        if self.session_id is None:
+            kept = [t for t in kept if t not in SESSION_TIERS]
+        return tuple(kept) or None
 
 
 class BackgroundMemory(ForwardingMemory):
@@ -42,14 +68,15 @@ class BackgroundMemory(ForwardingMemory):
         embedding_model: str = "",
         *,
         user_id: str | None = None,
-        recalls: Iterable[Tier] = (),
+        reading: Reading | None = None,
     ) -> None:
         """`user_id`: the run's user, whose memories (if any) start loading now; None
-        opens the store now whoever the user is. `recalls`: the tiers the graph reads, so
-        once a memory of one waits in the outbox Chroma starts opening in the background
-        (while the user types), not in the turn that reads it."""
+        opens the store now whoever the user is. `reading`: what the run reads, so Chroma
+        opens at launch only for a memory it can read (None: for any of the user's), and
+        once a memory of a tier it recalls waits in the outbox Chroma starts opening in
+        the background (while the user types), not in the turn that reads it."""
         self._args = (config, folder, embedding_model)
-        self._recalls = frozenset(recalls)
+        self._recalls = reading.tiers if reading else frozenset()
         self._store: MemoryStore = NullMemory()
         self.note = ""
         """Why memory is off, when it failed to open ("" while it works)."""
@@ -58,8 +85,15 @@ class BackgroundMemory(ForwardingMemory):
         self._opening: threading.Thread | None = None
         self._chroma_folder = Path(folder) / "memory"
         self._outbox = None if config.host else Outbox(self._chroma_folder)
-        if user_id is None or not self._surely_empty(user_id):
+        if user_id is None or self._readable_at_launch(user_id, reading):
             self.open_soon()
+
+    def _readable_at_launch(self, user_id: str, reading: Reading | None) -> bool:
+        tiers = () if reading is None else reading.launch_tiers()
+        if tiers is None:
+            return False
+        session = None if reading is None or reading.counts else reading.session_id
+        return not self._surely_empty(user_id, tiers, session)
 
     def open_soon(self) -> None:
         """Start opening the store in the background (once)."""
@@ -103,14 +137,18 @@ class BackgroundMemory(ForwardingMemory):
             drain()
         return self._store
 
-    def _surely_empty(self, user_id: str, tiers: Sequence[Tier] = ()) -> bool:
-        """True when `user_id` has nothing stored (in `tiers`, when given), known without
-        opening Chroma: nothing waiting in the outbox and no collection in Chroma's file."""
+    def _surely_empty(
+        self, user_id: str, tiers: Sequence[Tier] = (), session_id: str | None = None
+    ) -> bool:
+        """True when `user_id` has nothing stored (in `tiers`, when given; with
+        `session_id`, that this session may see), known without opening Chroma: nothing
+        waiting in the outbox, nothing in Chroma's file."""
         if self._outbox is None or self.opened:
             return False
         name = collection_name(DEFAULT_COLLECTION, user_id)
-        waiting = self._outbox.holds(user_id, tiers)
-        return not waiting and not may_hold(self._chroma_folder, name)
+        if self._outbox.holds(user_id, tiers, session_id):
+            return False
+        return not may_hold(self._chroma_folder, name, user_id, tiers, session_id)
 
     # --- reads: none for a user with nothing stored, else from Chroma --------------------
 
@@ -124,7 +162,7 @@ class BackgroundMemory(ForwardingMemory):
         min_score: float | None = None,
         session_id: str | None = None,
     ) -> list[Memory]:
-        if self._surely_empty(user_id, tiers):
+        if self._surely_empty(user_id, tiers, session_id):
             return []
         return super().recall(
             user_id, queries, tiers=tiers, top_k=top_k, min_score=min_score, session_id=session_id
@@ -133,7 +171,7 @@ class BackgroundMemory(ForwardingMemory):
     def list(
         self, user_id: str, *, tiers: Sequence[Tier] = (), session_id: str | None = None
     ) -> list[Memory]:
-        if self._surely_empty(user_id, tiers):
+        if self._surely_empty(user_id, tiers, session_id):
             return []
         return super().list(user_id, tiers=tiers, session_id=session_id)
 

@@ -59,9 +59,17 @@ def collection_name(prefix: str, user_id: str) -> str:
 CHROMA_FILE = "chroma.sqlite3"
 
 
-def may_hold(folder: Path, name: str) -> bool:
+def may_hold(
+    folder: Path,
+    name: str,
+    user_id: str | None = None,
+    tiers: Sequence[Tier] = (),
+    session_id: str | None = None,
+) -> bool:
     """False only when the embedded Chroma store in `folder` surely has no collection
-    `name`: no store file, or none by that name in it. A look at Chroma's own SQLite file
+    `name`: no store file, or none by that name in it. With `user_id`, False also when the
+    collection surely holds none of that user's memories in `tiers` (all when empty) that
+    session `session_id` may see (`policy.visible`). A look at Chroma's own SQLite file
     (read-only, stdlib) costs a millisecond where importing chromadb costs a second; any
     surprise in that file answers True, and the caller opens Chroma to be sure."""
     path = Path(folder) / CHROMA_FILE
@@ -70,12 +78,55 @@ def may_hold(folder: Path, name: str) -> bool:
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
         try:
-            found = db.execute("SELECT 1 FROM collections WHERE name = ?", (name,)).fetchone()
+            found = db.execute("SELECT id FROM collections WHERE name = ?", (name,)).fetchone()
+            if found is None or user_id is None:
+                return found is not None
+            return _holds_visible(db, found[0], _owner_clauses(user_id, tiers, session_id))
         finally:
             db.close()
     except sqlite3.Error:
         return True
-    return found is not None
+
+
+def _owner_clauses(
+    user_id: str, tiers: Sequence[Tier], session_id: str | None
+) -> list[tuple[str, str | None]]:
+    """`owner_where` as (owner key, session id or None) pairs, for Chroma's file itself."""
+    return [
+        (owner_key(user_id, t), session_id if t in SESSION_TIERS else None)
+        for t in dict.fromkeys(tiers or TIERS)
+    ]
+
+
+_VISIBLE = """SELECT 1 FROM embeddings e
+    JOIN embedding_metadata o ON o.id = e.id AND o.key = 'owner' AND o.string_value = ?
+    WHERE e.segment_id = ? AND (? IS NULL OR EXISTS (SELECT 1 FROM embedding_metadata s
+        WHERE s.id = e.id AND s.key = 'session_id' AND s.string_value = ?))
+    LIMIT 1"""
+
+
+def _holds_visible(
+    db: sqlite3.Connection, collection: str, clauses: list[tuple[str, str | None]]
+) -> bool:
+    """True unless the collection's metadata, caught up with every write to it, has no row
+    matching one of `clauses`. Chroma writes to its log first (`embeddings_queue`) and then
+    applies a write to the metadata; a write not applied yet may be a match."""
+    segment = db.execute(
+        "SELECT id FROM segments WHERE collection = ? AND scope = 'METADATA'", (collection,)
+    ).fetchone()
+    if segment is None:
+        return True
+    applied = db.execute("SELECT seq_id FROM max_seq_id WHERE segment_id = ?", segment)
+    logged = db.execute(
+        "SELECT MAX(seq_id) FROM embeddings_queue WHERE topic LIKE ?", (f"%/{collection}",)
+    )
+    done, last = (applied.fetchone() or (None,))[0], logged.fetchone()[0]
+    if last is not None and not (isinstance(done, int) and done >= last):
+        return True
+    return any(
+        db.execute(_VISIBLE, (owner, segment[0], session, session)).fetchone()
+        for owner, session in clauses
+    )
 
 
 def to_memory(

@@ -21,8 +21,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from cgraph.backends.memory.policy import Memory, NewMemory
+from cgraph.backends.memory.policy import SESSION_TIERS, Memory, NewMemory
 from cgraph.errors import MemoryStoreError
+from cgraph.spec.model import Tier
 
 OUTBOX_FILE = "pending.sqlite3"
 _SCHEMA = """CREATE TABLE IF NOT EXISTS pending (
@@ -73,15 +74,22 @@ class Outbox:
         with self._db() as db:
             db.executemany(f"INSERT INTO pending ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)", rows)
 
-    def holds(self, user_id: str, tiers: Sequence[str] = ()) -> bool:
-        """True when `user_id` has memories waiting (in `tiers`, when given); no file:
-        none, and none is made."""
+    def holds(
+        self, user_id: str, tiers: Sequence[Tier] = (), session_id: str | None = None
+    ) -> bool:
+        """True when `user_id` has memories waiting (in `tiers`, when given; with
+        `session_id`, those that session may see, `policy.visible`); no file: none, and
+        none is made."""
         if not self.path.is_file():
             return False
         query, args = "SELECT 1 FROM pending WHERE user_id = ?", [user_id]
         if tiers:
             query += f" AND tier IN ({','.join('?' * len(tiers))})"
             args += list(tiers)
+        if session_id is not None:
+            marks = ",".join("?" * len(SESSION_TIERS))
+            query += f" AND (tier NOT IN ({marks}) OR session_id = ?)"
+            args += [*sorted(SESSION_TIERS), session_id]
         with self._db() as db:
             return db.execute(f"{query} LIMIT 1", args).fetchone() is not None
 

@@ -17,7 +17,7 @@ import pytest
 from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.backends.llm.types import ExitOption
 from cgraph.backends.onnx_embed import STALE, onnx_model_path, prepared_path
-from cgraph.cli.opening import PREPARING, first_turn_texts, later_texts
+from cgraph.cli.opening import PREPARING, counts_memories, first_turn_texts, later_texts
 from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
 from tests.conftest import GRAPHS
@@ -165,3 +165,8 @@ def test_a_run_killed_while_preparing_the_model_leaves_nothing_a_later_run_trust
     assert (cache / prepared.parent.name / prepared.name).is_file()
     reply = json.loads(run(tmp_path / "other", cache).stdout)["reply"]
     assert json.loads(again.stdout)["reply"] == reply
+
+
+def test_only_a_start_that_chooses_among_states_counts_the_users_memories() -> None:
+    assert not counts_memories(load_graph(CHECKIN))
+    assert counts_memories(load_graph(GRAPHS / "companion.yaml"))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cgraph.backends.memory.background import BackgroundMemory
+from cgraph.backends.memory.background import BackgroundMemory, Reading
 from cgraph.backends.memory.chroma import memory_folder, open_memory
 from cgraph.backends.memory.pending import Outbox
 from cgraph.backends.memory.policy import NewMemory
@@ -93,7 +93,8 @@ def test_the_memory_commands_see_waiting_memories(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_graph_that_recalls_opens_chroma_once_a_memory_waits(tmp_path: Path) -> None:
-    memory = BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann", recalls=["personal"])
+    reading = Reading(tiers=frozenset({"personal"}))
+    memory = BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann", reading=reading)
     assert not memory.opened
     memory.recall("ann", ["penicillin"])  # nothing stored yet: still no Chroma
     memory.add("ann", [NewMemory("we talked about the weather", "task")])
@@ -114,3 +115,19 @@ def test_with_chroma_open_a_memory_waits_until_the_next_read(tmp_path: Path) -> 
     assert Outbox(memory_folder(tmp_path)).holds("ann")  # no Chroma write in the turn
     assert [m.text for m in memory.list("ann")] == [ALLERGY.text, dog.text]
     assert not Outbox(memory_folder(tmp_path)).holds("ann")
+
+
+@pytest.mark.slow
+def test_at_launch_chroma_opens_for_a_memory_the_run_may_read_or_count(tmp_path: Path) -> None:
+    BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann").add(
+        "ann", [NewMemory("we talked about the weather", "task", "s1")]
+    )
+    tasks = frozenset({"task"})
+    other = BackgroundMemory(
+        MemoryConfig(), tmp_path, user_id="ann", reading=Reading(tiers=tasks, session_id="s2")
+    )
+    assert not other.opened  # another session's context
+    counting = Reading(tiers=tasks, session_id="s2", counts=True)
+    assert BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann", reading=counting).opened
+    own = Reading(tiers=tasks, session_id="s1")
+    assert BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann", reading=own).opened

@@ -9,12 +9,19 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from cgraph.backends.memory.background import BackgroundMemory
+import pytest
+
+from cgraph.backends.memory.background import BackgroundMemory, Reading
 from cgraph.backends.memory.chroma import ChromaMemory, memory_folder
-from cgraph.backends.memory.layout import DEFAULT_COLLECTION, collection_name, owner_where
+from cgraph.backends.memory.layout import (
+    DEFAULT_COLLECTION,
+    collection_name,
+    may_hold,
+    owner_where,
+)
 from cgraph.backends.memory.pending import Outbox
 from cgraph.backends.memory.policy import Memory, NewMemory
-from cgraph.spec.model import MemoryConfig
+from cgraph.spec.model import MemoryConfig, Tier
 from tests.unit.backends.memory.test_chroma import HashEmbedder, store
 
 DIZZY = "Today Ann felt dizzy when she stood up"
@@ -146,3 +153,57 @@ def test_memories_waiting_in_the_outbox_keep_their_session(tmp_path: Path) -> No
     assert [m.text for m in in_s1] == [DIZZY]
     with sqlite3.connect(memory_folder(tmp_path) / "pending.sqlite3") as db:
         assert db.execute("SELECT count(*) FROM pending").fetchone() == (0,)  # drained
+
+
+def test_chromas_file_tells_which_memories_a_session_may_see_without_chromadb(
+    tmp_path: Path,
+) -> None:
+    mem = ChromaMemory(memory_folder(tmp_path), embedder=HashEmbedder())
+    told(mem, "s1", (DIZZY, "task"), (ALLERGY, "personal"))
+    told(mem, "s2", (MARATHON, "project"))
+    folder, name = memory_folder(tmp_path), collection_name(DEFAULT_COLLECTION, "ann")
+
+    def may_see(tiers: list[Tier], session: str | None) -> bool:
+        return may_hold(folder, name, "ann", tiers, session)
+
+    assert may_see(["task"], "s1") and not may_see(["task"], "s2")
+    assert may_see(["task"], None)  # no session: every task memory counts
+    assert may_see(["personal"], "s2") and may_see([], "s3")
+    assert may_see(["project"], "s3")  # the user's, seen by every session
+    marathon = [m.id for m in mem.list("ann", tiers=["project"])]
+    mem.delete("ann", marathon)
+    assert not may_see(["project"], "s1")
+    assert not may_hold(folder, collection_name(DEFAULT_COLLECTION, "bob"), "bob")
+    with sqlite3.connect(folder / "chroma.sqlite3") as db:  # a write logged, not applied
+        (collection,) = db.execute("SELECT id FROM collections WHERE name = ?", (name,)).fetchone()
+        db.execute(
+            "INSERT INTO embeddings_queue (seq_id, operation, topic, id) VALUES (?, 0, ?, 'x')",
+            (10**9, f"persistent://default/default/{collection}"),
+        )
+    assert may_see(["project"], "s1")  # it may be a match: Chroma is asked
+
+
+def test_the_outbox_tells_which_waiting_memories_a_session_may_see(tmp_path: Path) -> None:
+    memory = BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann")
+    memory.add("ann", [NewMemory(DIZZY, "task", "s1"), NewMemory(MARATHON, "project", "s1")])
+    outbox = Outbox(memory_folder(tmp_path))
+    assert outbox.holds("ann", ["task"], "s1") and not outbox.holds("ann", ["task"], "s2")
+    assert outbox.holds("ann", [], "s2")  # the project memory
+    assert not outbox.holds("ann", ["task", "personal"], "s2")
+    assert not memory.opened
+    assert memory.recall("ann", [DIZZY], tiers=["task"], session_id="s2") == []
+    assert not memory.opened  # another session's context: nothing to open Chroma for
+
+
+@pytest.mark.parametrize(
+    ("reading", "tiers"),
+    [
+        (Reading(), None),  # a graph that recalls nothing reads nothing
+        (Reading(tiers=frozenset({"task"})), None),  # a new session has no context yet
+        (Reading(tiers=frozenset({"task", "personal"})), ("personal",)),
+        (Reading(tiers=frozenset({"task"}), session_id="s1"), ("task",)),
+        (Reading(counts=True), ()),  # a conditional start counts them all
+    ],
+)
+def test_what_a_run_may_read_at_launch(reading: Reading, tiers: tuple[Tier, ...] | None) -> None:
+    assert reading.launch_tiers() == tiers
