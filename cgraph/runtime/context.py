@@ -1,10 +1,10 @@
 """What a step handler may see and use: a narrow, read-only `StepContext`.
 
 A handler gets the graphs, a frozen `View` of the session, a request builder, the model,
-the memory gateway and a way to record a tool call's intent — never the engine. Between
-two parts of one step (recall, then route) a handler sees its own effects through
-`StepContext.seeing`, which returns a new context; nothing is written until the engine
-applies the outcome.
+the memory gateway, a way to record a tool call's intent and the session's tool runner —
+never the engine. Between two parts of one step (recall, then route) a handler sees its
+own effects through `StepContext.seeing`, which returns a new context; nothing is written
+until the engine applies the outcome.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, Protocol
 from cgraph.backends.llm.types import ChatModel, ExitOption, LLMRequest, RequestKind
 from cgraph.runtime.outcomes import Emit
 from cgraph.runtime.snapshot import Snapshot
-from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.model import AnyState, Graph, Tool
 from cgraph.spec.names import qualify
 
 
@@ -158,6 +158,14 @@ class Recalled:
     events: tuple[Emit, ...]
 
 
+class ToolCaller(Protocol):
+    """Runs a declared tool (`cgraph.runtime.toolrunner.ToolRunner`)."""
+
+    def call(
+        self, tool: Tool, folder: Path | None, arguments: Mapping[str, Any], key: str
+    ) -> Any: ...
+
+
 class MemoryGate(Protocol):
     """The step's side of memory (`cgraph.runtime.memory.MemoryGateway`): never raises."""
 
@@ -179,6 +187,7 @@ class StepContext:
     memory: MemoryGate
     record_intent: Callable[[Emit], None]
     """Log and commit at once, before an irreversible call (a tool) runs."""
+    tools: ToolCaller
 
     @property
     def root(self) -> Graph:
@@ -188,5 +197,11 @@ class StepContext:
         """The same context with the view changed (a step's own effects, in its later part)."""
         view = self.view._replace(**changes)
         return StepContext(
-            view, self.graphs, self.requests, self.model, self.memory, self.record_intent
+            view,
+            self.graphs,
+            self.requests,
+            self.model,
+            self.memory,
+            self.record_intent,
+            self.tools,
         )

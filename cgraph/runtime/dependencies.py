@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cgraph.backends.llm.types import ChatModel
 from cgraph.backends.memory.policy import MemoryStore
 from cgraph.runtime.store import SessionStore
+from cgraph.runtime.toolrunner import ToolRunner
 from cgraph.spec.model import Graph
 
 
@@ -22,3 +23,5 @@ class Dependencies:
     clock: Callable[[], float]
     session_id: str
     user_id: str
+    tools: ToolRunner = field(default_factory=ToolRunner)
+    """The session's tool workers."""

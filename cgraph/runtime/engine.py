@@ -91,8 +91,10 @@ class Engine:
 
     def _outcome(self) -> Outcome:
         self.log.record(self.snap, keep_summary(self.prompter, self.deps.model, self.qualified()))
+        deps, memory = self.deps, self.memory
+        view, prompter = self._view(), self.prompter
         context = StepContext(
-            self._view(), self.graphs, self.prompter, self.deps.model, self.memory, self._intent
+            view, self.graphs, prompter, deps.model, memory, self._intent, deps.tools
         )
         if not self.snap.started:
             return choose_start(context, "", push=False)

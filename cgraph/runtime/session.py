@@ -34,6 +34,7 @@ from cgraph.runtime.snapshot import Snapshot
 from cgraph.runtime.starting import chat_model, create, graph_of, initial_snapshot
 from cgraph.runtime.store import SessionInfo, open_store
 from cgraph.runtime.streaming import Chunk, Delta, StreamingModel, can_stream, run_streamed
+from cgraph.runtime.toolrunner import ToolRunner
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START, split
 
@@ -60,6 +61,8 @@ class Session:
         earlier process finished the turn (and may have died storing them), or their
         extraction failed here after storing."""
         self._engine = Engine(deps, snapshot, events)
+        if any(tool.isolation == "process" for tool in deps.graph.tools):
+            deps.tools.warm()  # a tool worker boots while the conversation starts
 
     @classmethod
     def start(
@@ -75,6 +78,7 @@ class Session:
         clock: Callable[[], float] | None = None,
         state: str | None = None,
         variables: Mapping[str, Any] | None = None,
+        tools: ToolRunner | None = None,
     ) -> Session:
         """Start a new session. `store` is a `SessionStore`, a folder (its `sessions.sqlite`
         is used), a `.sqlite` file, or None (in memory).
@@ -83,13 +87,22 @@ class Session:
         `model.name`, else the offline semantic model). `memory` defaults to `NullMemory`.
         `state` starts the session in that root state, as if the conversation had already
         entered it (its `say:` is not repeated); `variables` override the graph's values.
+        `tools` runs the tools (a new `ToolRunner`, its own worker, by default); sessions
+        run one after another may share one, and its workers.
         """
         spec = graph_of(graph)
         chat = chat_model(spec, model, api_base)
         snapshot = initial_snapshot(spec, state, variables)
         sid = session_id or uuid.uuid4().hex[:12]
         deps = Dependencies(
-            spec, chat, memory or NullMemory(), open_store(store), clock or time.time, sid, user_id
+            spec,
+            chat,
+            memory or NullMemory(),
+            open_store(store),
+            clock or time.time,
+            sid,
+            user_id,
+            tools or ToolRunner(),
         )
         info, first = create(deps, snapshot)
         session = cls(info=info, deps=deps, snapshot=snapshot, events=[first])
@@ -391,9 +404,12 @@ class Session:
         return self.memory.list(self.user_id, session_id=mine)
 
     def close(self) -> None:
-        """Extract what is due, then close the session store; the session is kept and can
-        be resumed later."""
-        self.extract_memories()
+        """Extract what is due, stop the tool workers, then close the session store; the
+        session is kept and can be resumed later."""
+        try:
+            self.extract_memories()
+        finally:
+            self.deps.tools.close()
         self.store.close()
 
     def __repr__(self) -> str:

@@ -27,9 +27,10 @@ from typing import Any
 from cgraph.backends.llm.types import ChatModel, LLMRequest
 from cgraph.errors import CgraphError, ToolError
 from cgraph.runtime.asking import Asked, ask
+from cgraph.runtime.context import ToolCaller
 from cgraph.runtime.outcomes import Emit
 from cgraph.runtime.snapshot import jsonable
-from cgraph.runtime.tools import argument_errors, call_tool, load_handler
+from cgraph.runtime.tools import argument_errors
 from cgraph.spec.model import Graph, Tool
 
 MAX_REFUSED = 1
@@ -71,6 +72,8 @@ class Calling:
     budget: int
     """Calls left in this turn (`limits.max_tool_calls` less the calls already made)."""
     record_intent: Callable[[Emit], None]
+    runner: ToolCaller
+    """Runs a call as a side-effect state's call runs (`cgraph.runtime.toolrunner`)."""
 
 
 def offered(graph: Graph, names: Sequence[str]) -> tuple[dict[str, Any], ...]:
@@ -198,14 +201,7 @@ def _run(ready: Prepared, calling: Calling) -> Ran:
     call, tool, record = ready
     began = time.monotonic()
     try:
-        handler = load_handler(tool.handler, calling.folder)
-        result = call_tool(
-            handler,
-            call.arguments,
-            timeout=tool.timeout,
-            idempotency_key=record["key"],
-            name=tool.name,
-        )
+        result = calling.runner.call(tool, calling.folder, call.arguments, record["key"])
     except (ToolError, CgraphError) as err:
         took = round(time.monotonic() - began, 3)
         event = {**record, "status": "failed", "error": err.message, "duration": took}

@@ -1,5 +1,8 @@
 """Side-effect tools: `module:function` handlers, loaded next to the graph, called with a timeout.
 
+This module loads and calls a handler in the process it runs in: a session's tool worker
+(`cgraph.runtime.toolworker`, by default), or the session's own (`isolation: thread`).
+
 A handler is a plain Python function taking the state's rendered `arguments` as keyword
 arguments. If it accepts an `idempotency_key` parameter (or `**kwargs`) it also receives
 one: the same key for the same step of the same session, also when a crashed session is
@@ -12,6 +15,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import json
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -100,6 +104,27 @@ def accepts_key(handler: Handler) -> bool:
     )
 
 
+def invoke(handler: Handler, arguments: Mapping[str, Any], key: str, name: str) -> Any:
+    """`handler(**arguments)`, with the idempotency key when it takes one; any exception
+    it raises (`SystemExit` too) is a `ToolError` naming the tool."""
+    kwargs = dict(arguments)
+    if accepts_key(handler):
+        kwargs["idempotency_key"] = key
+    try:
+        return handler(**kwargs)
+    except BaseException as err:  # the tool's failure, never the session's
+        raise ToolError(f"tool `{name}` failed: {type(err).__name__}: {err}") from err
+
+
+def not_json(value: Any) -> str | None:
+    """Why `value` cannot cross to the session as JSON (None when it can)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as err:
+        return f"a value that is not JSON ({err})"
+    return None
+
+
 def call_tool(
     handler: Handler,
     arguments: Mapping[str, Any],
@@ -108,20 +133,18 @@ def call_tool(
     idempotency_key: str,
     name: str = "tool",
 ) -> Any:
-    """Call `handler(**arguments)` in a worker thread; `ToolError` on failure or timeout.
+    """Call `handler(**arguments)` in a thread of this process (`isolation: thread`);
+    `ToolError` on failure or timeout.
 
     A timed-out call cannot be killed (Python threads cannot be); it is abandoned in a
     daemon thread and its result ignored.
     """
-    kwargs = dict(arguments)
-    if accepts_key(handler):
-        kwargs["idempotency_key"] = idempotency_key
     outcome: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            outcome["value"] = handler(**kwargs)
-        except BaseException as err:  # reported to the caller's thread below
+            outcome["value"] = invoke(handler, arguments, idempotency_key, name)
+        except ToolError as err:  # reported to the caller's thread below
             outcome["error"] = err
 
     worker = threading.Thread(target=work, name=f"cgraph-tool-{name}", daemon=True)
@@ -130,6 +153,5 @@ def call_tool(
     if worker.is_alive():
         raise ToolError(f"tool `{name}` timed out after {timeout:g}s")
     if "error" in outcome:
-        err = outcome["error"]
-        raise ToolError(f"tool `{name}` failed: {type(err).__name__}: {err}") from err
+        raise outcome["error"]
     return outcome.get("value")

@@ -50,6 +50,7 @@ TYPE_LETTERS = {
     "graph": "G",
 }
 SILENT_TYPES = frozenset(TYPE_LETTERS) - {"action"}
+Isolation = Literal["process", "thread"]
 Structured = Literal["auto", "json_schema", "tool", "json_object"]
 PromptKind = Literal["action", "decision", "reflection", "extract", "start"]
 ContextStrategy = Literal["keep", "reset", "reset_with_summary"]
@@ -405,6 +406,10 @@ class Tool:
     """`module:function`, importable from the graph's folder or the Python path."""
     timeout: Annotated[float, Keywords(exclusiveMinimum=0)] = 10.0
     """Seconds before the call counts as failed."""
+    isolation: Isolation = "process"
+    """Where the handler runs: `process`, a worker process that a timeout or a crash
+    kills and replaces; `thread`, a thread of the session's own process (no start-up
+    cost, but a timed-out call keeps running and a crash ends the session)."""
 
 
 @_compared

@@ -46,6 +46,24 @@ def wait_for(check: object, timeout: float = 60.0) -> None:
     raise AssertionError("the session process never reached the kill point")
 
 
+def in_tool_worker(process: subprocess.Popen[str]) -> int:
+    """The pid of the tool worker, once the tool says (on stderr) that it is inside."""
+    assert process.stderr is not None
+    for line in process.stderr:
+        if line.startswith("IN-TOOL "):
+            return int(line.split()[1])
+    raise AssertionError("the session process ended before the tool ran")
+
+
+def alive(pid: int) -> bool:
+    """Running (not gone, not a zombie left for a reaper)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 def tool_done(tmp_path: Path) -> bool:
     db = tmp_path / "store" / "sessions.sqlite"
     if not db.exists():
@@ -63,13 +81,16 @@ def test_sigkill_mid_turn_then_resume_loses_nothing_and_repeats_nothing(
     first = spawn(tmp_path, "start", FIRST, **({"CRASH_SLEEP": "60"} if in_tool else {}))
     assert first.stdout is not None
     assert first.stdout.readline().strip() == "TURN Say go."
+    worker = 0
     if in_tool:
-        assert first.stdout.readline().strip() == "IN-TOOL"  # effect written, step not committed
+        worker = in_tool_worker(first)  # effect written, step not committed
     else:
         wait_for(lambda: tool_done(tmp_path))
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=30)
     assert first.returncode == -signal.SIGKILL
+    if worker:
+        wait_for(lambda: not alive(worker), timeout=10)  # the tool worker died with it
 
     second = spawn(tmp_path, "resume", SECOND)
     out, err = second.communicate(timeout=120)

@@ -189,6 +189,7 @@ def _ask_with_tools(
         state.tools,
         budget,
         ctx.record_intent,
+        ctx.tools,
     )
     tools = offered(graph, state.tools) if budget else ()
     return ask_with_tools(ctx.model, replace(request, tools=tools), calling)

@@ -25,7 +25,7 @@ from cgraph.runtime.outcomes import (
 )
 from cgraph.runtime.render_failures import StepRenderFailed, rendered
 from cgraph.runtime.snapshot import jsonable
-from cgraph.runtime.tools import call_tool, check_arguments, load_handler
+from cgraph.runtime.tools import check_arguments
 from cgraph.spec.limits import check_size
 from cgraph.spec.model import (
     AnnotationState,
@@ -124,7 +124,6 @@ def _call(ctx: StepContext, graph: Graph, state: SideEffectState) -> Any:
         lambda: {name: _render_deep(value, context) for name, value in state.arguments.items()},
     )
     check_arguments(tool.name, tool.parameters, arguments)
-    handler = load_handler(tool.handler, ctx.graphs.folder_of(graph))
     key = ctx.view.idempotency_key
     # The intent is committed before the call: a crash during the call leaves a record
     # that this key was attempted, and the resumed step calls again with the same key.
@@ -132,7 +131,7 @@ def _call(ctx: StepContext, graph: Graph, state: SideEffectState) -> Any:
     ctx.record_intent(
         Emit("tool_call", {"state": ctx.view.here, "tool": tool.name, "key": key, **started})
     )
-    return call_tool(handler, arguments, timeout=tool.timeout, idempotency_key=key, name=tool.name)
+    return ctx.tools.call(tool, ctx.graphs.folder_of(graph), arguments, key)
 
 
 def _render_deep(value: Any, context: dict[str, Any]) -> Any:

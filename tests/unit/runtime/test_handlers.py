@@ -11,6 +11,7 @@ from cgraph.runtime.context import StepContext
 from cgraph.runtime.handlers.silent import step_annotation, step_side_effect
 from cgraph.runtime.outcomes import AddTags, Emit, Move, SetVariables
 from cgraph.runtime.session import Session
+from cgraph.runtime.toolrunner import ToolRunner
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from tests.conftest import FIXTURES
@@ -291,7 +292,7 @@ def context_at(
     memory = MemoryGateway(NullMemory(), spec.memory, user_id="ann", session_id="s1")
     prompter = Prompter(spec, [{"role": "user", "content": "hello"}])
     recorded = intents if intents is not None else []
-    return StepContext(seen, Graphs(spec), prompter, model, memory, recorded.append)
+    return StepContext(seen, Graphs(spec), prompter, model, memory, recorded.append, ToolRunner())
 
 
 def test_a_handler_returns_its_effects_and_changes_nothing(tmp_path: Path) -> None:

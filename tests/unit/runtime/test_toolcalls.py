@@ -112,7 +112,9 @@ def test_a_tool_that_times_out_is_reported_to_the_model(tmp_path: Path) -> None:
     assert turn.reply == "The tool is slow."
     [failed] = turn.tool_calls
     assert failed["status"] == "failed" and "timed out after 0.2s" in failed["error"]
+    assert "its worker was stopped" in failed["error"]  # the model's calls run in workers too
     assert "timed out" in _tool_messages(model)[0]["content"]
+    assert session.deps.tools.workers() == ()  # the warm worker was the one stopped
 
 
 def test_a_model_that_loops_on_tool_calls_is_bounded_per_turn(tmp_path: Path) -> None:
@@ -174,8 +176,10 @@ def test_the_assistant_backs_up_the_first_file_with_its_tools() -> None:
         ("backup_file", "done"),
     ]
     assert turn.tool_calls[1]["result"] == {"backup": "README.md.bak", "bytes": 64}
+    # The handlers ran in the session's tool worker: this process's module holds nothing.
     handler = load_handler("tools.assistant_tools:backup_file", GRAPHS)
-    assert handler.__globals__["BACKUPS"]["README.md.bak"].startswith("# Notes app")
+    assert handler.__globals__["BACKUPS"] == {}
+    assert len(session.deps.tools.workers()) == 1
 
 
 def go_to(exit_id: str) -> dict[str, Any]:

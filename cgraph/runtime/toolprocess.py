@@ -1,0 +1,132 @@
+"""One tool worker process, seen from the session: spawn it, send it a call, wait with a
+deadline, kill it.
+
+The worker (`cgraph.runtime.toolworker`) is a new interpreter (`sys.executable`, never a
+fork: the session has threads), in its own process group so that a kill takes whatever
+the handler started with it, and so that Ctrl-C at the terminal reaches the session only.
+It gets the session's Python path, so handlers import as they would here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from cgraph.errors import ToolError
+
+STARTUP_LIMIT = 60.0
+"""Seconds a new worker may take to start; not counted in a tool's timeout."""
+_BOOT = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+    "from cgraph.runtime.toolworker import serve; serve()"
+)
+
+
+class WorkerGone(Exception):
+    """The worker stopped without answering; `why` is how ("killed by signal SIGSEGV")."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class Worker:
+    """A running tool worker; one call at a time."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, json.dumps(search_path())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )
+        self._pending = b""
+        self._ready = False
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def call(self, request: Mapping[str, Any], timeout: float) -> dict[str, Any] | None:
+        """The worker's reply to `request`, or None when `timeout` seconds passed first;
+        `WorkerGone` when it died."""
+        if not self._ready:
+            self._await_ready()
+        line = json.dumps(dict(request), ensure_ascii=False, allow_nan=False).encode() + b"\n"
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(line)
+            self.process.stdin.flush()
+        except OSError as err:  # the worker is gone: its end of the pipe closed
+            raise WorkerGone(self._death()) from err
+        reply = self._line(time.monotonic() + timeout)
+        return None if reply is None else dict(json.loads(reply))
+
+    def _await_ready(self) -> None:
+        reply = self._line(time.monotonic() + STARTUP_LIMIT)
+        if reply is None:
+            raise ToolError(f"the tool worker did not start within {STARTUP_LIMIT:g}s")
+        self._ready = True
+
+    def _line(self, deadline: float) -> bytes | None:
+        """The next line the worker writes, or None at the deadline."""
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self._pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise WorkerGone(self._death())
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line
+
+    def _death(self) -> str:
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return "it closed its pipe and was stopped"
+        return how_it_ended(code)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        """Kill the worker and everything it started; wait for it (no zombie is left)."""
+        if self.process.poll() is None:
+            # ProcessLookupError: it ended between the poll and the kill.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):  # a write the dead worker never read
+                    pipe.close()
+
+
+def how_it_ended(code: int) -> str:
+    """A return code in words: "killed by signal SIGSEGV", "exited with status 3"."""
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def search_path() -> list[str]:
+    """This process's Python path, the working folder written out (the worker's own
+    working folder is the same, but an empty entry would be read relative to `-c`)."""
+    here = os.getcwd()
+    return [entry or here for entry in sys.path]

@@ -1,0 +1,125 @@
+"""How a session runs its tools: in tool worker processes (the default), or in a thread of
+its own process for a tool declared `isolation: thread`.
+
+A worker is started in the background when a graph with tools starts or resumes (or at the
+first call) and reused call after call. A call that times out kills its worker, and one
+that crashes it (a segfault, `os._exit`, a signal) is a `ToolError` saying so; either way
+the next call gets a fresh worker and the session goes on. Calls run at once (the model's
+parallel calls) each get a worker of their own. The workers die with the session
+(`close`, or when the runner is collected or the process exits) and, without one, by
+themselves (`cgraph.runtime.toolworker`).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cgraph.errors import ToolError
+from cgraph.runtime.toolprocess import Worker, WorkerGone
+from cgraph.runtime.tools import call_tool, load_handler, not_json
+from cgraph.spec.model import Tool
+
+
+class ToolRunner:
+    """A session's tool workers: idle ones are reused, broken ones replaced."""
+
+    def __init__(self) -> None:
+        self._idle: list[Worker] = []
+        self._all: set[Worker] = set()
+        self._lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _stop_all, self._all)
+
+    def warm(self) -> None:
+        """Start a worker now, so the first call does not wait for one to boot."""
+        with self._lock:
+            if not self._idle:
+                self._idle.append(self._spawn())
+
+    def call(self, tool: Tool, folder: Path | None, arguments: Mapping[str, Any], key: str) -> Any:
+        """The tool's result, as JSON; `ToolError` when it fails, times out or crashes."""
+        if tool.isolation == "thread":
+            handler = load_handler(tool.handler, folder)
+            result = call_tool(
+                handler, arguments, timeout=tool.timeout, idempotency_key=key, name=tool.name
+            )
+            problem = not_json(result)
+            if problem:
+                raise ToolError(f"tool `{tool.name}` returned {problem}")
+            return result
+        return self._in_worker(tool, folder, arguments, key)
+
+    def _in_worker(
+        self, tool: Tool, folder: Path | None, arguments: Mapping[str, Any], key: str
+    ) -> Any:
+        request = {
+            "handler": tool.handler,
+            "folder": str(folder) if folder is not None else None,
+            "name": tool.name,
+            "arguments": dict(arguments),
+            "key": key,
+        }
+        worker = self._take()
+        try:
+            reply = worker.call(request, tool.timeout)
+        except WorkerGone as gone:
+            self._drop(worker)
+            raise ToolError(f"tool `{tool.name}` crashed the tool worker: {gone.why}") from gone
+        except BaseException:  # Ctrl-C, a startup failure: the call is abandoned
+            self._drop(worker)
+            raise
+        if reply is None:
+            self._drop(worker)
+            raise ToolError(
+                f"tool `{tool.name}` timed out after {tool.timeout:g}s (its worker was stopped)"
+            )
+        self._give_back(worker)
+        if "error" in reply:
+            raise ToolError(str(reply["error"]))
+        return reply.get("result")
+
+    def _spawn(self) -> Worker:
+        worker = Worker()
+        self._all.add(worker)
+        return worker
+
+    def _take(self) -> Worker:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.alive():
+                    return worker
+                self._forget(worker)
+            return self._spawn()
+
+    def _give_back(self, worker: Worker) -> None:
+        with self._lock:
+            self._idle.append(worker)
+
+    def _drop(self, worker: Worker) -> None:
+        with self._lock:
+            self._forget(worker)
+
+    def _forget(self, worker: Worker) -> None:
+        worker.stop()
+        self._all.discard(worker)
+
+    def workers(self) -> tuple[int, ...]:
+        """The process ids of the live workers."""
+        with self._lock:
+            return tuple(w.pid for w in self._all if w.alive())
+
+    def close(self) -> None:
+        """Stop every worker; a later call starts a new one."""
+        with self._lock:
+            self._idle.clear()
+            _stop_all(self._all)
+
+
+def _stop_all(workers: set[Worker]) -> None:
+    for worker in list(workers):
+        worker.stop()
+    workers.clear()

@@ -1,0 +1,87 @@
+"""The tool worker: a separate Python process that runs tool handlers for one session.
+
+Started by `cgraph.runtime.toolprocess` with the session's Python path. It reads one JSON
+request a line (`handler`, `folder`, `name`, `arguments`, `key`) and writes one JSON reply a
+line (`result`, or `error`), after a first `{"ready": pid}`. The protocol has its own
+copies of the pipes: a handler's prints (fd 1) go to stderr and its `input()` reads
+nothing, so neither can corrupt a reply nor the session's output.
+
+It exits as soon as its parent is gone (the request pipe closes, or it is re-parented),
+also in the middle of a handler: a worker never outlives its session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, BinaryIO
+
+# Imported before the worker says it is ready, so a first call does not wait for them.
+from cgraph.errors import ToolError
+from cgraph.runtime.tools import invoke, load_handler, not_json
+
+PARENT_POLL = 0.5
+"""Seconds between checks that the parent still lives (the pipe closing is seen at once)."""
+
+
+def serve() -> None:
+    """Answer requests until the parent closes the pipe or dies."""
+    replies = os.fdopen(os.dup(1), "wb", buffering=0)
+    requests_in = os.fdopen(os.dup(0), "rb")
+    _redirect_standard_streams()
+    requests: queue.Queue[dict[str, Any]] = queue.Queue()
+    threading.Thread(target=_read, args=(requests_in, requests), daemon=True).start()
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    _send(replies, {"ready": os.getpid()})
+    while True:
+        _send(replies, answer(requests.get()))
+
+
+def _redirect_standard_streams() -> None:
+    """fd 1 becomes stderr and fd 0 /dev/null, for Python and C code alike."""
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+
+
+def _read(stream: BinaryIO, requests: queue.Queue[dict[str, Any]]) -> None:
+    for line in stream:
+        requests.put(json.loads(line))
+    os._exit(0)  # the parent closed the pipe, or died: stop, even inside a handler
+
+
+def _watch_parent(parent: int) -> None:
+    # The pipe may stay open when the parent forked before dying; the parent id does not.
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL)
+    os._exit(0)
+
+
+def _send(replies: BinaryIO, reply: dict[str, Any]) -> None:
+    replies.write(json.dumps(reply, ensure_ascii=False, allow_nan=False).encode() + b"\n")
+
+
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    """The reply to one request: the handler's result as JSON, or why there is none."""
+    name = request["name"]
+    folder = Path(request["folder"]) if request.get("folder") else None
+    try:
+        handler = load_handler(request["handler"], folder)
+        result = invoke(handler, request["arguments"], request["key"], name)
+    except ToolError as err:
+        return {"error": err.message}
+    problem = not_json(result)
+    if problem:
+        return {"error": f"tool `{name}` returned {problem}"}
+    return {"result": result}
+
+
+if __name__ == "__main__":
+    serve()
