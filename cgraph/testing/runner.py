@@ -19,6 +19,7 @@ from cgraph.diagnostics import Diagnostic, Severity, has_errors
 from cgraph.errors import CgraphError, GraphError
 from cgraph.runtime.records import step_name
 from cgraph.runtime.session import Session
+from cgraph.runtime.toolrunner import ToolRunner
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.testfile import Scripted, TestFile
@@ -86,14 +87,19 @@ class Runner:
         self.options = options
         self.on_run = on_run or (lambda result: None)
         self._models: dict[str, ChatModel] = {}
+        self.tools = ToolRunner()
+        """One tool worker for every run: the runs take turns, as tools ran in-process."""
         self.stopped = False
 
     def run_paths(self, paths: Iterable[str | Path]) -> list[FileResult]:
         results = []
-        for path in find_files(paths):
-            if self.stopped:
-                break
-            results.append(self.run_file(path))
+        try:
+            for path in find_files(paths):
+                if self.stopped:
+                    break
+                results.append(self.run_file(path))
+        finally:
+            self.tools.close()
         return results
 
     def run_file(self, path: Path) -> FileResult:
@@ -127,7 +133,8 @@ class Runner:
                 if not selected(run, self.options.patterns):
                     result.skipped += 1
                     continue
-                done = run_one(tests, result.graph_spec, model, memory, run, result.graph)
+                graph = result.graph_spec
+                done = run_one(tests, graph, model, memory, run, result.graph, self.tools)
                 result.runs.append(done)
                 self.on_run(done)
                 if self.options.stop_first and not done.passed:
@@ -150,14 +157,20 @@ class Runner:
 
 
 def run_one(
-    tests: TestFile, graph: Graph, model: ChatModel, memory: MemoryStore, run: Run, path: Path
+    tests: TestFile,
+    graph: Graph,
+    model: ChatModel,
+    memory: MemoryStore,
+    run: Run,
+    path: Path,
+    tools: ToolRunner | None = None,
 ) -> RunResult:
     """One run in a fresh in-memory session; it stops at the first turn that fails."""
     began = time.perf_counter()
     turns: list[TurnResult] = []
     error = None
     try:
-        session = _session(tests, graph, model, memory, run)
+        session = _session(tests, graph, model, memory, run, tools)
         for number, step in enumerate(run.steps, start=1):
             turn = session.send(step.user)
             steps = tuple(step_name(d, _type(session, d.state)) for d in turn.decisions)
@@ -173,7 +186,12 @@ def run_one(
 
 
 def _session(
-    tests: TestFile, graph: Graph, model: ChatModel, memory: MemoryStore, run: Run
+    tests: TestFile,
+    graph: Graph,
+    model: ChatModel,
+    memory: MemoryStore,
+    run: Run,
+    tools: ToolRunner | None,
 ) -> Session:
     start = run.case.start
     variables = {**tests.variables, **(start.variables if start else {})}
@@ -190,6 +208,7 @@ def _session(
         memory=memory,
         state=state,
         variables=variables,
+        tools=tools,
     )
 
 
