@@ -1,6 +1,6 @@
 """Accuracy and latency of the offline semantic exit chooser on the labelled set.
 
-    python bench/bench_semantic.py [--labels FILE ...] [--model NAME ...]
+    python bench/bench_semantic.py [--labels FILE ...] [--no-heldout] [--model NAME ...]
                                    [--embedder SPEC ...] [--nli FOLDER]
 
 Prints accuracy (overall, exit vs stay, just-entered, per graph, per labelled kind of
@@ -111,13 +111,16 @@ def table(
     return figures
 
 
+HELD_OUT = (HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4)
+
+
 def _name(path: Path) -> str:
     return f"{path.parent.name}/{path.name}"
 
 
 def _shown(path: Path) -> bool:
     """Whether a set's misses are printed: never a held-out set's."""
-    return path.resolve() not in {p.resolve() for p in (HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4)}
+    return path.resolve() not in {p.resolve() for p in HELD_OUT}
 
 
 def print_summary(summary: dict[str, dict[str, float]]) -> None:
@@ -156,7 +159,12 @@ def main() -> None:
         "static:, centered: (bench/embedding_candidates.py); repeat to compare",
     )
     parser.add_argument(
-        "--labels", action="append", type=Path, help="labelled set (default: check-in, held-out)"
+        "--labels", action="append", type=Path, help="labelled set (default: all of them)"
+    )
+    parser.add_argument(
+        "--no-heldout",
+        action="store_true",
+        help="only the sets tuned on (check-in, dev, globals): never run a held-out set",
     )
     parser.add_argument(
         "--global-exits",
@@ -176,7 +184,14 @@ def main() -> None:
         help="the veto's contradiction probability (default 0.5, 0.8, 0.95); repeat",
     )
     args = parser.parse_args()
-    paths = args.labels or [LABELS, DEV, DEV2, DEV3, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4]
+    paths = args.labels or [
+        LABELS,
+        DEV,
+        DEV2,
+        DEV3,
+        GLOBALS,
+        *(() if args.no_heldout else HELD_OUT),
+    ]
     sets = [(path, load_cases(path, args.global_exits)) for path in paths]
     summary: dict[str, dict[str, float]] = {}
     for embedder in args.embedder or [""]:

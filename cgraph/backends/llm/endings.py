@@ -3,8 +3,10 @@
 Ending is the one choice a conversation cannot take back, so a weak guess must not end
 it: "I took all my pills, no side effects" at "Are you ready to begin?" lies a little
 nearer "asks to end the session" (0.16) than anything else, where a careful agent would
-ask again. An exit *ends* the conversation when it leads to END or its description says
-the user leaves ("says goodbye", "asks to end the session", "wants to stop for now").
+ask again. An exit *ends* the conversation when its description says the user leaves
+("says goodbye", "is done", "asks to end the session", "wants to stop for now"). Where it
+leads does not decide: an exit to END described as an answer ("says the damage was there
+before the move") is matched like any other, a weak match on an answer being no guess.
 Below `ENDING_FLOOR` such an exit is taken only when the message sounds like a close — it
 opens with an acknowledgement, thanks, a no or a farewell, or ends with a farewell
 ("cheers Maya", "nope, all good", "okay, fair enough"), and asks nothing and adds no
@@ -19,14 +21,13 @@ from collections.abc import Sequence
 
 from cgraph.backends.llm.types import ExitOption
 from cgraph.backends.llm.utterances import is_question
-from cgraph.spec.names import END
 
 ENDING_FLOOR = 0.3
 """An exit that ends the conversation needs this score unless the message closes."""
 
 # Leaving the conversation, not a thing the user leaves or stops ("stop the direct debit").
 _LEAVES = re.compile(
-    r"\b(?:good-?bye|says? bye|hangs? up|"
+    r"\b(?:good-?bye|says? bye|hangs? up|is done\b|(?:has|needs|says) nothing (?:else|more)|"
     r"(?:wants?|asks?) to (?:stop|end|quit|go)(?: (?:here|now|for (?:now|today)))?\W*$|"
     r"ends? (?:the|this) (?:session|call|chat|conversation|check-?in))",
     re.I,
@@ -47,8 +48,8 @@ _MORE = re.compile(r"\b(?:also|another|one more|but)\b", re.I)
 
 
 def ends_conversation(option: ExitOption) -> bool:
-    """The exit leads to END, or its description says the user leaves."""
-    return option.target == END or _LEAVES.search(option.description) is not None
+    """The exit's description says the user leaves the conversation."""
+    return _LEAVES.search(option.description) is not None
 
 
 def closes(message: str) -> bool:

@@ -19,13 +19,16 @@ BYE = ExitOption("END", "The tenant has nothing more to report.", "END")
         ("The user says goodbye right away.", "farewell", True),
         ("The user wants to stop for now.", "wrap_up", True),
         ("The tenant has nothing more to report.", "END", True),
+        ("The member is done or says goodbye.", "END", True),
+        # An exit to END described as an answer is matched like any other.
+        ("The customer says the damage was there before the move.", "END", False),
         # Stopping or leaving something is not leaving the conversation.
         ("The user wants to stop or cancel the transfer.", "cancel", False),
         ("The guest leaves before noon.", "free_late", False),
         ("The patient is ready to proceed with the check-in.", "next", False),
     ],
 )
-def test_an_exit_ends_the_conversation_by_its_target_or_its_description(
+def test_an_exit_ends_the_conversation_by_its_description_not_its_target(
     description: str, target: str, ends: bool
 ) -> None:
     assert ends_conversation(ExitOption("x", description, target)) is ends
