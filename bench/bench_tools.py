@@ -5,10 +5,10 @@
 Both isolations run through the session's `ToolRunner`, in one run, round after round
 alternately (so a busy machine slows both alike):
 
-- first call: a new runner's first call, the worker's start-up included (nothing warmed);
-  for a worker started in the background (`warm()`, as a session with tools does when it
-  starts) and ready, the first call after it; for a thread, the first call imports the
-  handler's module;
+- first call: a new runner's first call, the worker's start-up and the import of the
+  handler's module included (nothing warmed); then the first call 1 s after a worker was
+  started in the background and told to import the handlers (`warm()`, as a session with
+  tools does when it starts); for a thread, the first call imports the handler's module;
 - later calls: p50 / p95 of `--calls` calls of a small handler (a short text in, a small
   object out), and of one returning ~100 KB of JSON;
 - after a timeout: the CPU seconds the process and its workers spend in the 2 s after a
@@ -60,11 +60,11 @@ def first_call(folder: Path, isolation: str, module: str, warmed: bool = False) 
     (folder / f"{module}.py").write_text(HANDLERS)
     runner = ToolRunner()
     try:
+        spec = tool("echo", isolation, module=module)
         if warmed:
             if isolation == "process":
-                runner.warm()  # as a session with such tools does when it starts
+                runner.warm([spec], folder)  # as a session with such tools does at its start
             time.sleep(1.0)  # the conversation's first turn, while the worker boots
-        spec = tool("echo", isolation, module=module)
         return timed(lambda: runner.call(spec, folder, {"text": "hi"}, "k"))
     finally:
         runner.close()

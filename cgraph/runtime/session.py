@@ -61,8 +61,9 @@ class Session:
         earlier process finished the turn (and may have died storing them), or their
         extraction failed here after storing."""
         self._engine = Engine(deps, snapshot, events)
-        if any(tool.isolation == "process" for tool in deps.graph.tools):
-            deps.tools.warm()  # a tool worker boots while the conversation starts
+        isolated = [tool for tool in deps.graph.tools if tool.isolation == "process"]
+        if isolated:  # a tool worker boots, and imports them, while the conversation starts
+            deps.tools.warm(isolated, self._engine.graphs.folder_of(deps.graph))
 
     @classmethod
     def start(

@@ -1,5 +1,5 @@
-"""One tool worker process, seen from the session: spawn it, send it a call, wait with a
-deadline, kill it.
+"""One tool worker process, seen from the session: spawn it, send it requests, wait for
+its replies with a deadline, kill it.
 
 The worker (`cgraph.runtime.toolworker`) is a new interpreter (`sys.executable`, never a
 fork: the session has threads), in its own process group so that a kill takes whatever
@@ -23,7 +23,8 @@ from typing import Any
 from cgraph.errors import ToolError
 
 STARTUP_LIMIT = 60.0
-"""Seconds a new worker may take to start; not counted in a tool's timeout."""
+"""Seconds a new worker may take to start, and a handler's module to import; neither is
+counted in the tool's timeout."""
 _BOOT = (
     "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
     "from cgraph.runtime.toolworker import serve; serve()"
@@ -42,12 +43,15 @@ class Worker:
     """A running tool worker; one call at a time."""
 
     def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, json.dumps(search_path())],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            start_new_session=True,
-        )
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, json.dumps(search_path())],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as err:  # no processes or files left
+            raise ToolError(f"cannot start the tool worker: {err}") from err
         self._pending = b""
         self._ready = False
 
@@ -55,11 +59,9 @@ class Worker:
     def pid(self) -> int:
         return self.process.pid
 
-    def call(self, request: Mapping[str, Any], timeout: float) -> dict[str, Any] | None:
-        """The worker's reply to `request`, or None when `timeout` seconds passed first;
-        `WorkerGone` when it died."""
-        if not self._ready:
-            self._await_ready()
+    def send(self, request: Mapping[str, Any]) -> None:
+        """Queue a request (the worker reads it once it has started); `WorkerGone` when
+        it died."""
         line = json.dumps(dict(request), ensure_ascii=False, allow_nan=False).encode() + b"\n"
         assert self.process.stdin is not None
         try:
@@ -67,14 +69,16 @@ class Worker:
             self.process.stdin.flush()
         except OSError as err:  # the worker is gone: its end of the pipe closed
             raise WorkerGone(self._death()) from err
-        reply = self._line(time.monotonic() + timeout)
-        return None if reply is None else dict(json.loads(reply))
 
-    def _await_ready(self) -> None:
-        reply = self._line(time.monotonic() + STARTUP_LIMIT)
-        if reply is None:
-            raise ToolError(f"the tool worker did not start within {STARTUP_LIMIT:g}s")
-        self._ready = True
+    def receive(self, seconds: float) -> dict[str, Any] | None:
+        """The worker's next reply, or None when `seconds` passed first (a worker still
+        starting gets `STARTUP_LIMIT` more); `WorkerGone` when it died."""
+        if not self._ready:
+            if self._line(time.monotonic() + STARTUP_LIMIT) is None:
+                raise ToolError(f"the tool worker did not start within {STARTUP_LIMIT:g}s")
+            self._ready = True
+        reply = self._line(time.monotonic() + seconds)
+        return None if reply is None else dict(json.loads(reply))
 
     def _line(self, deadline: float) -> bytes | None:
         """The next line the worker writes, or None at the deadline."""

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from cgraph.errors import ToolError
-from cgraph.runtime.toolprocess import Worker, WorkerGone
+from cgraph.runtime.toolprocess import STARTUP_LIMIT, Worker, WorkerGone
 from cgraph.runtime.tools import call_tool, load_handler, not_json
 from cgraph.spec.model import Tool
 
@@ -33,11 +33,24 @@ class ToolRunner:
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _stop_all, self._all)
 
-    def warm(self) -> None:
-        """Start a worker now, so the first call does not wait for one to boot."""
+    def warm(self, tools: Sequence[Tool] = (), folder: Path | None = None) -> None:
+        """Start a worker now, so the first call does not wait for one to boot, and have
+        it import the handlers of `tools` (from `folder`) meanwhile. Best effort: a worker
+        that cannot start is reported by the first call."""
         with self._lock:
-            if not self._idle:
-                self._idle.append(self._spawn())
+            if self._idle:
+                return
+            try:
+                worker = self._spawn()
+            except ToolError:
+                return
+            try:
+                if tools:
+                    worker.send({"preload": [_where(tool, folder) for tool in tools]})
+            except WorkerGone:
+                self._forget(worker)
+                return
+            self._idle.append(worker)
 
     def call(self, tool: Tool, folder: Path | None, arguments: Mapping[str, Any], key: str) -> Any:
         """The tool's result, as JSON; `ToolError` when it fails, times out or crashes."""
@@ -48,38 +61,48 @@ class ToolRunner:
             )
             problem = not_json(result)
             if problem:
-                raise ToolError(f"tool `{tool.name}` returned {problem}")
+                raise ToolError(f"tool `{tool.name}` returned a value that is not JSON ({problem})")
             return result
         return self._in_worker(tool, folder, arguments, key)
 
     def _in_worker(
         self, tool: Tool, folder: Path | None, arguments: Mapping[str, Any], key: str
     ) -> Any:
-        request = {
-            "handler": tool.handler,
-            "folder": str(folder) if folder is not None else None,
-            "name": tool.name,
-            "arguments": dict(arguments),
-            "key": key,
-        }
+        problem = not_json(dict(arguments))
+        if problem:
+            raise ToolError(f"tool `{tool.name}` got arguments that are not JSON ({problem})")
+        request = {**_where(tool, folder), "name": tool.name, "arguments": dict(arguments)}
         worker = self._take()
         try:
-            reply = worker.call(request, tool.timeout)
+            reply = self._exchange(worker, tool, {**request, "key": key})
         except WorkerGone as gone:
             self._drop(worker)
             raise ToolError(f"tool `{tool.name}` crashed the tool worker: {gone.why}") from gone
-        except BaseException:  # Ctrl-C, a startup failure: the call is abandoned
+        except BaseException:  # a timeout, Ctrl-C, a failed start: the call is abandoned
             self._drop(worker)
             raise
-        if reply is None:
-            self._drop(worker)
-            raise ToolError(
-                f"tool `{tool.name}` timed out after {tool.timeout:g}s (its worker was stopped)"
-            )
         self._give_back(worker)
         if "error" in reply:
             raise ToolError(str(reply["error"]))
         return reply.get("result")
+
+    def _exchange(self, worker: Worker, tool: Tool, request: dict[str, Any]) -> dict[str, Any]:
+        """The call's final reply; the tool's timeout runs once its handler is imported."""
+        worker.send(request)
+        loaded = worker.receive(STARTUP_LIMIT)
+        if loaded is None:
+            raise ToolError(
+                f"tool `{tool.name}`: its module did not import within {STARTUP_LIMIT:g}s "
+                "(its worker was stopped)"
+            )
+        if "loaded" not in loaded:
+            return loaded  # the import failed; the worker says why
+        reply = worker.receive(tool.timeout)
+        if reply is None:
+            raise ToolError(
+                f"tool `{tool.name}` timed out after {tool.timeout:g}s (its worker was stopped)"
+            )
+        return reply
 
     def _spawn(self) -> Worker:
         worker = Worker()
@@ -117,6 +140,10 @@ class ToolRunner:
         with self._lock:
             self._idle.clear()
             _stop_all(self._all)
+
+
+def _where(tool: Tool, folder: Path | None) -> dict[str, Any]:
+    return {"handler": tool.handler, "folder": str(folder) if folder is not None else None}
 
 
 def _stop_all(workers: set[Worker]) -> None:

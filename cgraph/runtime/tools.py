@@ -117,11 +117,11 @@ def invoke(handler: Handler, arguments: Mapping[str, Any], key: str, name: str) 
 
 
 def not_json(value: Any) -> str | None:
-    """Why `value` cannot cross to the session as JSON (None when it can)."""
+    """Why `value` cannot cross between processes as JSON (None when it can)."""
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as err:
-        return f"a value that is not JSON ({err})"
+        return str(err)
     return None
 
 

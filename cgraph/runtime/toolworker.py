@@ -1,10 +1,16 @@
 """The tool worker: a separate Python process that runs tool handlers for one session.
 
 Started by `cgraph.runtime.toolprocess` with the session's Python path. It reads one JSON
-request a line (`handler`, `folder`, `name`, `arguments`, `key`) and writes one JSON reply a
-line (`result`, or `error`), after a first `{"ready": pid}`. The protocol has its own
-copies of the pipes: a handler's prints (fd 1) go to stderr and its `input()` reads
-nothing, so neither can corrupt a reply nor the session's output.
+request a line and, after a first `{"ready": pid}`, writes JSON replies a line:
+
+- a call (`handler`, `folder`, `name`, `arguments`, `key`) gets `{"loaded": true}` once
+  the handler is imported, then `{"result": ...}` or `{"error": ...}` (only the error
+  when it cannot be imported): the session times the handler, not its import;
+- `{"preload": [{"handler", "folder"}, ...]}` imports those handlers ahead of their
+  first call, and gets no reply (a failure is reported by the call).
+
+The protocol has its own copies of the pipes: a handler's prints (fd 1) go to stderr and
+its `input()` reads nothing, so neither can corrupt a reply nor the session's output.
 
 It exits as soon as its parent is gone (the request pipe closes, or it is re-parented),
 also in the middle of a handler: a worker never outlives its session.
@@ -12,12 +18,14 @@ also in the middle of a handler: a worker never outlives its session.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -39,7 +47,12 @@ def serve() -> None:
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     _send(replies, {"ready": os.getpid()})
     while True:
-        _send(replies, answer(requests.get()))
+        request = requests.get()
+        if "preload" in request:
+            preload(request["preload"])
+            continue
+        for reply in answer(request):
+            _send(replies, reply)
 
 
 def _redirect_standard_streams() -> None:
@@ -68,19 +81,37 @@ def _send(replies: BinaryIO, reply: dict[str, Any]) -> None:
     replies.write(json.dumps(reply, ensure_ascii=False, allow_nan=False).encode() + b"\n")
 
 
-def answer(request: dict[str, Any]) -> dict[str, Any]:
-    """The reply to one request: the handler's result as JSON, or why there is none."""
+def answer(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The replies to a call: loaded, then the handler's result as JSON or why there is
+    none."""
     name = request["name"]
-    folder = Path(request["folder"]) if request.get("folder") else None
     try:
-        handler = load_handler(request["handler"], folder)
+        handler = load_handler(request["handler"], _folder(request))
+    except ToolError as err:
+        yield {"error": err.message}
+        return
+    yield {"loaded": True}
+    try:
         result = invoke(handler, request["arguments"], request["key"], name)
     except ToolError as err:
-        return {"error": err.message}
+        yield {"error": err.message}
+        return
     problem = not_json(result)
     if problem:
-        return {"error": f"tool `{name}` returned {problem}"}
-    return {"result": result}
+        yield {"error": f"tool `{name}` returned a value that is not JSON ({problem})"}
+    else:
+        yield {"result": result}
+
+
+def preload(handlers: list[dict[str, Any]]) -> None:
+    for spec in handlers:
+        # A handler that cannot be imported fails its call, which says why.
+        with contextlib.suppress(ToolError):
+            load_handler(spec["handler"], _folder(spec))
+
+
+def _folder(request: dict[str, Any]) -> Path | None:
+    return Path(request["folder"]) if request.get("folder") else None
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -127,3 +128,52 @@ def test_return_codes_in_words() -> None:
     assert how_it_ended(-11) == "killed by signal SIGSEGV"
     assert how_it_ended(-9) == "killed by signal SIGKILL"
     assert how_it_ended(3) == "exited with status 3"
+
+
+SLOW_IMPORT = """\
+import os
+import time
+import time
+from pathlib import Path
+
+Path(os.environ.get("MARK_DIR", "."), "imported").write_text(str(os.getpid()))
+time.sleep({seconds})
+
+
+def quick() -> str:
+    return "quick"
+"""
+
+
+def slow_module(folder: Path, seconds: float) -> Tool:
+    (folder / "slow_import.py").write_text(SLOW_IMPORT.format(seconds=seconds))
+    return Tool(name="quick", handler="slow_import:quick", timeout=0.5)
+
+
+def test_the_timeout_counts_the_handler_not_the_import_of_its_module(
+    runner: ToolRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MARK_DIR", str(tmp_path))
+    assert runner.call(slow_module(tmp_path, 1.0), tmp_path, {}, "k") == "quick"
+
+
+def test_warm_imports_the_handlers_before_the_first_call(
+    runner: ToolRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MARK_DIR", str(tmp_path))
+    quick = slow_module(tmp_path, 0.0)
+    runner.warm([quick], tmp_path)
+    [worker] = runner.workers()
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "imported").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert (tmp_path / "imported").read_text() == str(worker)  # no call made yet
+    assert runner.call(quick, tmp_path, {}, "k") == "quick"
+
+
+def test_arguments_that_are_not_json_are_refused_before_any_worker_runs(
+    runner: ToolRunner,
+) -> None:
+    with pytest.raises(ToolError, match="tool `charge_card` got arguments that are not JSON"):
+        run(runner, "no_key", value={1, 2})
+    assert runner.workers() == ()
