@@ -82,30 +82,42 @@ def fold_int8(model: Path, target: Path) -> int:
 
 
 def find_folds(graph: Any) -> list[Fold]:
-    """The graph's `Mul(Cast(int8 weight), float scale)` pairs whose weight, scale and
-    Cast feed nothing else, and whose scale broadcasts over the weight's rows."""
+    """The graph's `Mul(Cast(int8 weight, to=float), float scale)` pairs whose weight,
+    scale and Cast feed nothing else, and whose scale broadcasts over the weight's rows."""
     weights = {t.name: t for t in graph.initializer}
     users: dict[str, list[int]] = {}
     for index, node in enumerate(graph.node):
         for name in node.input:
             users.setdefault(name, []).append(index)
-    outputs = {value.name for value in graph.output}
-    folds = []
-    for index, node in enumerate(graph.node):
-        weight = weights.get(node.input[0]) if node.op_type == "Cast" and node.input else None
-        if weight is None or weight.data_type != INT8 or users[weight.name] != [index]:
-            continue
-        if len(users.get(node.output[0], ())) != 1:
-            continue
-        mul = graph.node[users[node.output[0]][0]]
-        others = [name for name in mul.input if name != node.output[0]]
-        scale = weights.get(others[0]) if mul.op_type == "Mul" and len(others) == 1 else None
-        if scale is None or len(users[scale.name]) != 1 or mul.output[0] in outputs:
-            continue
-        if _foldable(weight, scale):
-            at = users[node.output[0]][0]
-            folds.append(Fold(weight.name, scale.name, mul.output[0], (index, at)))
-    return folds
+    # A name the graph also takes or gives (older exporters list weights as inputs) stays.
+    named = {value.name for value in (*graph.output, *graph.input)}
+    found = (_fold(graph, index, weights, users, named) for index in range(len(graph.node)))
+    return [fold for fold in found if fold is not None]
+
+
+def _fold(
+    graph: Any, index: int, weights: dict[str, Any], users: dict[str, list[int]], named: set[str]
+) -> Fold | None:
+    """The fold whose Cast is node `index`, if that node begins one."""
+    cast = graph.node[index]
+    if cast.op_type != "Cast" or not cast.input or _cast_to(cast) != FLOAT:
+        return None
+    weight = weights.get(cast.input[0])
+    after = users.get(cast.output[0], [])
+    if weight is None or weight.data_type != INT8 or users[weight.name] != [index]:
+        return None
+    mul = graph.node[after[0]] if len(after) == 1 else None
+    others = [name for name in mul.input if name != cast.output[0]] if mul else []
+    scale = weights.get(others[0]) if mul and mul.op_type == "Mul" and len(others) == 1 else None
+    if mul is None or scale is None or users[scale.name] != after:
+        return None
+    if named & {weight.name, scale.name, mul.output[0]} or not _foldable(weight, scale):
+        return None
+    return Fold(weight.name, scale.name, mul.output[0], (index, after[0]))
+
+
+def _cast_to(node: Any) -> int | None:
+    return next((a.i for a in node.attribute if a.name == "to"), None)
 
 
 def _foldable(weight: Any, scale: Any) -> bool:
@@ -210,14 +222,17 @@ _MESSAGES: dict[str, list[tuple[str, int, str, bool]]] = {
         ("external_data", 13, "Entry", True),
         ("data_location", 14, "INT32", False),
     ],
+    "Attribute": [("name", 1, "STRING", False), ("i", 3, "INT64", False)],
     "Node": [
         ("input", 1, "STRING", True),
         ("output", 2, "STRING", True),
         ("op_type", 4, "STRING", False),
+        ("attribute", 5, "Attribute", True),
     ],
     "Graph": [
         ("node", 1, "Node", True),
         ("initializer", 5, "Tensor", True),
+        ("input", 11, "Value", True),
         ("output", 12, "Value", True),
     ],
     "Model": [("graph", 7, "Graph", False)],
