@@ -89,6 +89,8 @@ class BackgroundMemory(ForwardingMemory):
             self.open_soon()
 
     def _readable_at_launch(self, user_id: str, reading: Reading | None) -> bool:
+        if self._outbox is None:
+            return True  # a Chroma server: every write goes to it, so it is opened at once
         tiers = () if reading is None else reading.launch_tiers()
         if tiers is None:
             return False

@@ -131,3 +131,9 @@ def test_at_launch_chroma_opens_for_a_memory_the_run_may_read_or_count(tmp_path:
     assert BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann", reading=counting).opened
     own = Reading(tiers=tasks, session_id="s1")
     assert BackgroundMemory(MemoryConfig(), tmp_path, user_id="ann", reading=own).opened
+
+
+def test_a_chroma_server_is_opened_at_launch_whatever_the_run_reads(tmp_path: Path) -> None:
+    server = MemoryConfig(host="127.0.0.1", port=9)  # every write goes to it: no outbox
+    memory = BackgroundMemory(server, tmp_path, user_id="ann", reading=Reading())
+    assert memory.opened
