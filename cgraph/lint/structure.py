@@ -50,6 +50,8 @@ class GraphContext:
     graph: Graph
     talking_subgraphs: frozenset[str] = frozenset()
     """`graph` states whose sub-graph has a user-facing state (so they are not silent)."""
+    subgraph_names: frozenset[str] = frozenset()
+    """Variables its sub-graphs declare: they join the session's when one is entered."""
     edges: dict[str, list[Located]] = field(init=False)
     """Every state's targets, computed once for all checks."""
 

@@ -19,6 +19,7 @@ from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
 from cgraph.lint.template_ast import TemplateProblem, read_names
 from cgraph.spec.load import did_you_mean
+from cgraph.spec.model import Graph
 from cgraph.spec.read import Document
 from cgraph.spec.templating import BUILTIN_NAMES, is_template, text_env
 
@@ -127,14 +128,19 @@ def _strings(
             yield from _strings(item, (*path, index), names, fields)
 
 
-def allowed_names(ctx: GraphContext) -> frozenset[str]:
-    names = set(BUILTIN_NAMES) | set(ctx.graph.variables) | set(ctx.graph.slots)
-    for state in ctx.graph.states.values():
+def declared_names(graph: Graph) -> frozenset[str]:
+    """The variables a graph declares: `variables`, `slots`, `set:` keys and `result`s."""
+    names = set(graph.variables) | set(graph.slots)
+    for state in graph.states.values():
         names.update(field_of(state, "set") or {})
         result = field_of(state, "result")
         if result:
             names.add(result)
     return frozenset(names)
+
+
+def allowed_names(ctx: GraphContext) -> frozenset[str]:
+    return BUILTIN_NAMES | declared_names(ctx.graph) | ctx.subgraph_names
 
 
 def check_templates(ctx: GraphContext) -> Iterator[Diagnostic]:

@@ -21,7 +21,7 @@ from cgraph.diagnostics import Diagnostic, Severity, has_errors
 from cgraph.lint.arguments import check_argument_types
 from cgraph.lint.flows import check_flows
 from cgraph.lint.structure import GraphContext, check_graph
-from cgraph.lint.templates import check_templates
+from cgraph.lint.templates import check_templates, declared_names
 from cgraph.lint.tools import check_tools
 from cgraph.lint.topology import check_topology
 from cgraph.spec.load import parse_graph
@@ -84,6 +84,8 @@ class _Outcome:
     graph: Graph | None
     talks: bool = True
     """Whether entering this graph can reach a user-facing state (unknown counts as yes)."""
+    names: frozenset[str] = frozenset()
+    """The variables it and its sub-graphs declare (they join a parent's session)."""
 
 
 class _Linter:
@@ -121,7 +123,8 @@ class _Linter:
         graph, diagnostics = parse_graph(doc)
         if graph is None:
             return _Outcome(None), diagnostics
-        talking = set()
+        talking: set[str] = set()
+        inherited: set[str] = set()
         for name, state in graph.states.items():
             if state.type == "graph":
                 sub, problem = self._subgraph(doc, path, name, state.graph)
@@ -129,7 +132,8 @@ class _Linter:
                     diagnostics.append(problem)
                 if sub is None or sub.talks:
                     talking.add(name)
-        ctx = GraphContext(doc, graph, frozenset(talking))
+                inherited.update(sub.names if sub else ())
+        ctx = GraphContext(doc, graph, frozenset(talking), frozenset(inherited))
         for check in self.checks:
             try:
                 diagnostics.extend(check(ctx))
@@ -143,7 +147,7 @@ class _Linter:
                     )
                 )
         talks = any(s.type == "action" for s in graph.states.values()) or bool(talking)
-        return _Outcome(graph, talks), diagnostics
+        return _Outcome(graph, talks, declared_names(graph) | inherited), diagnostics
 
     def _subgraph(
         self, doc: Document, path: Path, state: str, target: str

@@ -257,3 +257,29 @@ def test_only_graphs_skips_named_files_without_a_cgraph_key(tmp_path: Path) -> N
     result = lint_paths([tmp_path / "ci.yml", GRAPHS / "research.yaml"], only_graphs=True)
     assert result.diagnostics == [] and result.exit_code(strict=True) == 0
     assert result.notes == [f"{tmp_path / 'ci.yml'}: skipped, no top-level `cgraph:` key"]
+
+
+def test_variables_a_subgraph_declares_are_known_to_the_graph_that_enters_it(
+    tmp_path: Path,
+) -> None:
+    # They join the session's variables when the sub-graph is entered, at any depth.
+    (tmp_path / "inner.yaml").write_text(
+        "cgraph: 1\nname: inner\nstart: t\nslots: {card: {type: string}}\nstates:\n"
+        "  t: {type: annotation, objective: Tag., set: {card_ok: '{{ true }}'}, next_state: END}\n"
+    )
+    (tmp_path / "sub.yaml").write_text(
+        "cgraph: 1\nname: sub\nstart: in\nvariables: {tries: 0}\nstates:\n"
+        "  in: {type: graph, objective: Check., graph: inner.yaml, next_state: END}\n"
+    )
+    states = ASK + (
+        "      - {description: Go., next_state: hand}\n"
+        "  hand:\n    type: graph\n    objective: Check.\n    graph: sub.yaml\n"
+        "    exit_conditions:\n"
+        "      - {when: card_ok and tries < 3, next_state: done}\n"
+        "      - {next_state: ask}\n"
+        "  done: {type: annotation, objective: Say., next_state: END,\n"
+        "         say: '{{ card }} {{ cardd }}'}\n"
+    )
+    (only,) = lint_file(_graph(tmp_path, states))
+    assert only.code == "undefined-variable" and "`cardd`" in only.message
+    assert "did you mean `card`?" in only.hint
