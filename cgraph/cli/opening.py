@@ -84,21 +84,21 @@ def load_checked(
         graph = None
     if graph is not None:
         read(graph)
-    from cgraph.lint.offline import check_say
+    from cgraph.lint.offline import OFFLINE_CHECKS, OFFLINE_CODES
     from cgraph.lint.walk import CHECKS, lint_paths
 
-    found = lint_paths([path], checks=(*CHECKS, check_say)).diagnostics
+    found = lint_paths([path], checks=(*CHECKS, *OFFLINE_CHECKS)).diagnostics
     errors = [d for d in found if d.severity is Severity.ERROR]
     if errors:
         raise GraphError(f"{path}: the graph has errors; fix them and run again", errors)
-    return graph or load_graph(path), [d for d in found if d.code == "no-say"]
+    return graph or load_graph(path), [d for d in found if d.code in OFFLINE_CODES]
 
 
 def offline_hints(hints: list[Diagnostic], shown: int = 3) -> str:
-    """The `say:` hints of an offline run, a few located ones and a count of the rest."""
+    """The hints of an offline run, a few located ones and a count of the rest."""
     lines = [f"hint: {d.file}:{d.line}:{d.column} {d.message}; {d.hint}\n" for d in hints[:shown]]
     if len(hints) > shown:
-        lines.append(f"hint: … and {len(hints) - shown} more action states without `say:`\n")
+        lines.append(f"hint: … and {len(hints) - shown} more like these\n")
     return "".join(lines)
 
 

@@ -97,15 +97,15 @@ def test(
 
 
 def say_hints(paths: tuple[Path, ...], model: str | None) -> str:
-    """The `say:` hints of the graphs tested offline, once per run however many files
-    test them (the same lines `cgraph run` prints in the semantic mode)."""
+    """The offline hints (`no-say`, `offline-slot`) of the graphs tested offline, once per
+    run however many files test them (the same lines `cgraph run` prints offline)."""
     from cgraph.cli.opening import offline_hints
-    from cgraph.lint.offline import check_say
+    from cgraph.lint.offline import OFFLINE_CHECKS, OFFLINE_CODES
     from cgraph.lint.walk import lint_paths
 
     graphs = offline_graphs(paths, model)
-    found = lint_paths(graphs, checks=(check_say,)).diagnostics if graphs else []
-    return offline_hints([d for d in found if d.code == "no-say"])
+    found = lint_paths(graphs, checks=OFFLINE_CHECKS).diagnostics if graphs else []
+    return offline_hints([d for d in found if d.code in OFFLINE_CODES])
 
 
 def offline_graphs(paths: tuple[Path, ...], model: str | None) -> list[Path]:

@@ -37,6 +37,7 @@ CODES: dict[str, str] = {
     "shadowed-name": "A variable hides a built-in template name.",
     # offline runs (cgraph.lint.offline, added by `cgraph run` in the semantic mode)
     "no-say": "An action state has no `say:`; offline its actions show as a stage direction.",
+    "offline-slot": "A state collects a free-text slot, which is never filled without an LLM.",
     # flows (cgraph.lint.flows)
     "when-syntax": "A `when` condition is not a Jinja expression.",
     "exit-condition": "A global exit has neither a description nor a `when`.",

@@ -2,15 +2,20 @@
 
 Offline, an action state's reply is its authored text: its `say:`, else its actions joined
 ("Greet the customer. Ask what happened.") — instructions for an LLM, shown to the user as
-a stage direction. `cgraph run` in the semantic mode adds these checks to lint's own.
+a stage direction. A free-text slot is never filled offline, so a state that collects one
+asks for it on every turn. `cgraph run` in the semantic mode adds these checks to lint's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cgraph.backends.llm.extractors import never_filled
 from cgraph.diagnostics import Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
+
+OFFLINE_CODES = frozenset({"no-say", "offline-slot"})
+"""The codes of the checks below: hints for runs without an LLM, not lint findings."""
 
 
 def check_say(ctx: GraphContext) -> Iterator[Diagnostic]:
@@ -27,3 +32,22 @@ def check_say(ctx: GraphContext) -> Iterator[Diagnostic]:
             warning=True,
             key=True,
         )
+
+
+def check_offline_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """A state that collects a free-text slot waits for it forever without an LLM."""
+    for name, state in ctx.graph.states.items():
+        for index, slot in enumerate(field_of(state, "collect") or ()):
+            if slot in ctx.graph.slots and never_filled(ctx.graph.slots[slot]):
+                yield ctx.diag(
+                    ("states", name, "collect", index),
+                    "offline-slot",
+                    f"state `{name}` collects `{slot}`, a free-text slot that is never filled "
+                    "without an LLM: offline it asks for it again on every turn",
+                    f"give `{slot}` an `enum` or a `pattern`, or set it in a test's "
+                    "`start: {variables: …}`",
+                    warning=True,
+                )
+
+
+OFFLINE_CHECKS = (check_say, check_offline_slots)

@@ -124,3 +124,39 @@ def test_why_puts_each_step_on_one_line_above_its_table(tmp_path: Path) -> None:
     repl.command(commands.Command("why"))
     lines = out.getvalue().splitlines()
     assert "identify_issue (action) → stay" in lines  # not wrapped to the table's width
+
+
+BOOKS = """\
+cgraph: 1
+name: books
+start: ask
+slots:
+  title: {type: string}
+  branch: {type: string, enum: [Elm, Oak]}
+  card: {type: string, pattern: "LIB-[0-9]+"}
+states:
+  ask:
+    type: action
+    objective: Learn the book, the branch and the card.
+    actions: [Ask for them.]
+    intra_state_navigation_guidelines: [Stay until all are known.]
+    action_guidelines: [Be brief.]
+    boundary_constraints: [Never guess.]
+    say: Which book, which branch, and your card?
+    collect: [branch, title, card]
+    exit_conditions:
+      - next_state: END
+"""
+
+
+def test_an_offline_run_hints_at_a_collected_slot_it_can_never_fill(tmp_path: Path) -> None:
+    # Offline, a free-text slot stays unset (a wrong value is worse than asking again),
+    # so the state that collects it would ask for it on every turn without saying why.
+    path = tmp_path / "books.yaml"
+    path.write_text(BOOKS, encoding="utf-8")
+    _, hints = load_checked(path)
+    (only,) = hints
+    assert (only.code, only.line, only.column) == ("offline-slot", 17, 23)
+    assert "collects `title`, a free-text slot that is never filled without an LLM" in only.message
+    assert "`enum` or a `pattern`" in only.hint
+    assert offline_hints(hints).startswith(f"hint: {path}:17:23 state `ask` collects `title`")

@@ -18,7 +18,7 @@ CASES = sorted(p for p in LINT.glob("*.yaml") if p.with_suffix(".expected").exis
 # `cgraph topology --check` on a graph without a topology, and a self-containing anchor
 # (test_reader); each is tested on its own.
 NOT_IN_FIXTURES = {"unreadable", "internal-error", "topology-missing", "yaml-recursive"}
-NOT_IN_FIXTURES |= {"no-say"}  # offline runs only: tests/unit/cli/test_repl.py
+NOT_IN_FIXTURES |= {"no-say", "offline-slot"}  # offline runs only: tests/unit/cli/test_repl.py
 
 ACTION = """\
     type: action
