@@ -40,6 +40,8 @@ class _Marks:
     """The character or token named in the problem (`'-'` → `-`), else ""."""
     opening: str = ""
     """The line the construct began on, without its indentation."""
+    text: str = ""
+    """The file read."""
 
 
 def explain(err: yaml.MarkedYAMLError, text: str) -> SyntaxProblem:
@@ -65,7 +67,7 @@ def _marks(err: yaml.MarkedYAMLError, text: str) -> _Marks:
     opened = point(err.context_mark)
     lines = text.splitlines()
     opening = lines[opened[0] - 1].strip() if opened and opened[0] <= len(lines) else ""
-    return _Marks(problem, err.context or "", at, opened, found, opening)
+    return _Marks(problem, err.context or "", at, opened, found, opening, text)
 
 
 _NAMED = re.compile(r"found (?:character |unknown escape character |undefined alias )?'(.*)'")
@@ -157,7 +159,24 @@ def _no_colon(m: _Marks) -> tuple[tuple[int, int], str, str]:
     )
 
 
+_KEY = re.compile(r"(\s*)(?:- )?([\w.-]+):(?:\s|$)")
+
+
 def _stray_colon(m: _Marks) -> tuple[tuple[int, int], str, str]:
+    lines = m.text.splitlines()
+    here = _KEY.match(lines[m.at[0] - 1]) if m.at[0] <= len(lines) else None
+    if here and here.end(2) + 1 == m.at[1]:
+        # `key:` first on its line, read into the plain value above: indented too far.
+        above = next((k for k in map(_KEY.match, reversed(lines[: m.at[0] - 1])) if k), None)
+        if above and above.start(2) < here.start(2):
+            column = above.start(2) + 1
+            return (
+                (m.at[0], here.start(2) + 1),
+                f"`{here[2]}:` is indented more than `{above[2]}:` above it, so it reads as "
+                f"part of `{above[2]}`'s value",
+                f"indent `{here[2]}:` like the keys beside it (column {column}); if it is "
+                'text, quote the value ("x: y")',
+            )
     return (
         m.at,
         "a `:` here would start a mapping inside a plain value",
