@@ -59,7 +59,8 @@ def handler_problem(handler: str, folder: Path) -> tuple[str, str] | None:
     if not found:
         return (
             f"handler module `{module}` is found neither next to the graph nor on the Python path",
-            f"put `{module.replace('.', '/')}.py` next to the graph file, or install the module",
+            did_you_mean(module, _modules_beside(module, folder))
+            + f"put `{module.replace('.', '/')}.py` next to the graph file, or install the module",
         )
     if source is None:
         return None  # present, but its contents cannot be read without importing it
@@ -89,6 +90,17 @@ def _module_file(module: str, folder: Path) -> tuple[bool, Path | None]:
         return False, None
     origin = spec.origin or ""
     return True, Path(origin) if len(parts) == 1 and origin.endswith(".py") else None
+
+
+def _modules_beside(module: str, folder: Path) -> list[str]:
+    """The modules next to the graph in the folder `module` names (`tools.x` → `tools/*.py`)."""
+    package, _, _ = module.rpartition(".")
+    where = folder.joinpath(*package.split(".")) if package else folder
+    prefix = f"{package}." if package else ""
+    try:
+        return sorted(prefix + p.stem for p in where.glob("*.py") if p.stem.isidentifier())
+    except OSError:
+        return []
 
 
 def _top_level_names(source: Path) -> set[str] | None:

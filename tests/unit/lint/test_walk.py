@@ -283,3 +283,15 @@ def test_variables_a_subgraph_declares_are_known_to_the_graph_that_enters_it(
     (only,) = lint_file(_graph(tmp_path, states))
     assert only.code == "undefined-variable" and "`cardd`" in only.message
     assert "did you mean `card`?" in only.hint
+
+
+def test_a_misspelt_handler_module_gets_the_one_beside_the_graph(tmp_path: Path) -> None:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "library_tools.py").write_text("def hold():\n    return 1\n")
+    states = (
+        "  ask:\n    type: side_effect\n    objective: Hold.\n    tool: hold\n    next_state: END\n"
+    )
+    tools = "tools:\n  - {name: hold, handler: 'tools.libary_tools:hold'}\n"
+    (only,) = lint_file(_graph(tmp_path, states, tools))
+    assert only.code == "tool-handler" and (only.line, only.column) == (5, 27)
+    assert only.hint.startswith("did you mean `tools.library_tools`? put `tools/libary_tools.py`")
