@@ -89,9 +89,7 @@ def dot_source(graph: Graph, highlight: Highlight | None = None) -> str:
 def edges(graph: Graph) -> Iterator[_Edge]:
     """Every declared edge: the start entries, the global exits and `limits.on_limit` (from
     `ANY`), each state's exits, `on_error` and `on_limit`."""
-    starts = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
-    for target in dict.fromkeys(starts):
-        yield _Edge(START, target, target, "")
+    yield from _start_edges(graph)
     for exit_id, exit_ in global_exits(graph):
         yield _Edge(ANY, exit_.next_state, exit_id, _wrap(exit_.label))
     for guard, target in graph.limits.on_limit.items():
@@ -106,6 +104,18 @@ def edges(graph: Graph) -> Iterator[_Edge]:
             yield _Edge(name, on_error, ERROR_ROUTE, ERROR_ROUTE, route=True)
         if state.on_limit:
             yield _Edge(name, state.on_limit, VISITS_ROUTE, VISITS_ROUTE, route=True)
+
+
+def _start_edges(graph: Graph) -> Iterator[_Edge]:
+    """One edge per start state, labelled with the conditions of a conditional start."""
+    if isinstance(graph.start, str):
+        yield _Edge(START, graph.start, graph.start, "")
+        return
+    conditions: dict[str, list[str]] = {}
+    for entry in graph.start:
+        conditions.setdefault(entry.state, []).append(entry.when)
+    for target, whens in conditions.items():
+        yield _Edge(START, target, target, _wrap(" or ".join(whens)))
 
 
 def _node(name: str, state: AnyState, highlight: Highlight | None) -> str:

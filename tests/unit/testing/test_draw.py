@@ -33,6 +33,13 @@ def test_every_declared_exit_start_and_on_error_is_drawn_once() -> None:
     assert len(routes) == on_error == 2 and all("style=dotted" in attrs for attrs in routes)
 
 
+def test_a_conditional_start_labels_its_edges_with_their_conditions() -> None:
+    starts = [e for e in edges(load_graph(GRAPHS / "medical_checkin.yaml")) if e.source == "START"]
+    assert [(e.target, e.label) for e in starts] == [
+        ("welcome_patient", "new user or returning user")
+    ]
+
+
 def test_states_are_shaped_by_type() -> None:
     dot = dot_source(ASSISTANT)
     assert '"supervisor" [shape=box' in dot and '"list_files" [shape=component' in dot
