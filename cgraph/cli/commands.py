@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import CgraphError
 from cgraph.runtime.records import step_name
+from cgraph.spec.load import closest
 from cgraph.spec.model import AnyState, ExitCondition, exits_of
 from cgraph.spec.names import END, bare
 
@@ -24,13 +25,15 @@ HELP = {
     "/why": "the last turn's decisions: candidates, scores or reasons, prompt hash",
     "/history": "the conversation so far",
     "/memory [query]": "what is remembered about you (or what matches the query)",
-    "/back": "undo the last turn",
+    "/back": "undo the last turn (also /undo)",
     "/reset": "start a new session with this graph",
     "/sessions": "the sessions in the store",
     "/quit": "leave (Ctrl-D or Ctrl-C at the prompt too)",
     "/help": "this list",
 }
 LEAVE = ("quit", "exit")
+ALIASES = {"undo": "back"}
+"""Other names people type for a command."""
 
 
 @dataclass(frozen=True)
@@ -67,14 +70,17 @@ def parse(line: str) -> Command | None:
     if not text.startswith("/") or text == "/":
         return None
     name, _, rest = text[1:].partition(" ")
-    return Command(name, rest.strip())
+    return Command(ALIASES.get(name, name), rest.strip())
 
 
 def answer(opened: Opened, command: Command) -> Answer:
     """Run a command that stays (not /quit); unknown ones answer with an error."""
     run = _COMMANDS.get(command.name)
     if run is None:
-        return _answer(command, error=f"unknown command /{command.name} — /help lists them")
+        known = [*_COMMANDS, *LEAVE]
+        close = closest(command.name, known)
+        meant = f"did you mean /{close}? " if close else ""
+        return _answer(command, error=f"unknown command /{command.name} — {meant}/help lists them")
     try:
         return _answer(command, **run(opened, command.argument))
     except CgraphError as err:  # a store or memory failure: the run goes on

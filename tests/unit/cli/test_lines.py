@@ -66,14 +66,16 @@ def test_one_parser_for_every_mode() -> None:
 
 def test_piped_commands_never_reach_the_graph(tmp_path: Path) -> None:
     here = opened(tmp_path)
-    text = "Hi\n/state\n/history\n/why\n/topology\n/sessions\n/memory\n/help\n/nonsense\n/back\n"
+    text = "Hi\n/state\n/history\n/why\n/topology\n/sessions\n/memory\n/help\n/nonsense\n/stat\n"
+    text += "/back\nHi\n/undo\n"
     code, out, err = run(here, text, jsonl=False)
     assert code == 0
-    assert out.splitlines() == ["Hello"]  # only the one message made a turn
+    assert out.splitlines() == ["Hello", "Hello"]  # only the messages made turns
     assert "welcome_patient (action)" in err and "  objective: " in err
     assert "you: Hi" in err and "Ava: Hello" in err  # the agent by its name, as in a terminal
     assert "error: unknown command /nonsense — /help lists them" in err
-    assert "took back turn 1 (Hi); now in START" in err
+    assert "error: unknown command /stat — did you mean /state? /help lists them" in err
+    assert err.count("took back turn 1 (Hi); now in START") == 2  # /undo is /back
     assert here.session.turn_number == 0
 
 
