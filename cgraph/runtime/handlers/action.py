@@ -200,8 +200,9 @@ def _offline_tools(ctx: StepContext, state: ActionState) -> Effects:
     if not state.tools:
         return ()
     names = ", ".join(f"`{t}`" for t in state.tools)
+    verb = "is" if len(state.tools) == 1 else "are"
     note = (
-        f"the {getattr(ctx.model, 'name', 'offline')} model calls no tools: {names} offered "
-        "here are not called (side-effect states still run their tools)"
+        f"the {getattr(ctx.model, 'name', 'offline')} model calls no tools: {names}, offered "
+        f"here, {verb} not called (side-effect states still run theirs)"
     )
     return (Emit("tool_call", {"state": ctx.view.here, "status": "skipped", "error": note}),)
