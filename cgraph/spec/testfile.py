@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from cgraph.diagnostics import Diagnostic, has_errors
 from cgraph.errors import GraphError
-from cgraph.spec.model import INTERNAL, Identifier, Text, Tier
+from cgraph.spec.model import INTERNAL, Identifier, Target, Text, Tier
 from cgraph.spec.names import TESTS_KEY
 from cgraph.spec.read import Document, read_file
 
@@ -34,8 +34,9 @@ Phrasings = Text | tuple[Text, ...]
 class Expect:
     """What must hold after a turn; every key is optional and only given keys are checked."""
 
-    state: Identifier | None = None
-    """The state the turn ends in (`END` once the conversation is over)."""
+    state: Target | None = None
+    """The state the turn ends in (`END` once the conversation is over); a sub-graph's
+    state by its qualified id, `file.yaml#state`."""
     path: tuple[Text, ...] | None = None
     """Exactly the states the turn went through, from the one it began in."""
     path_includes: tuple[Text, ...] = ()

@@ -58,6 +58,16 @@ def test_an_unknown_expectation_is_located_with_the_allowed_keys() -> None:
     assert "did you mean `state`?" in found[0] and "path_includes" in found[0]
 
 
+def test_a_turn_may_end_in_a_state_of_a_sub_graph() -> None:
+    text = (
+        "cgraph-test: 1\ngraph: g.yaml\ncases:\n  - name: a\n    turns:\n"
+        "      - user: hi\n        expect: {state: research.yaml#present_findings}\n"
+    )
+    tests, diagnostics = parse_tests(read_text(text, "t.test.yaml"))
+    assert diagnostics == [] and tests is not None
+    assert tests.cases[0].turns[0].expect.state == "research.yaml#present_findings"
+
+
 def test_a_missing_key_and_a_wrong_version_are_both_reported() -> None:
     found = parse("cgraph-test: 2\ngraph: g.yaml\ncases:\n  - turns: []\n")
     assert any("t.test.yaml:1:14" in f and "version 1" in f for f in found)
