@@ -16,13 +16,15 @@ their declaration, like lint diagnostics, in file order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cgraph.runtime.exits import exit_options
-from cgraph.spec.model import Graph
+from cgraph.runtime.graphs import Graphs
+from cgraph.runtime.records import TransitionRecord
+from cgraph.spec.model import CROSS, Graph
 from cgraph.spec.read import read_file
 from cgraph.spec.topology import ANY
 from cgraph.testing.runner import FileResult
@@ -143,14 +145,43 @@ def coverage(results: Iterable[FileResult]) -> list[GraphCoverage]:
     for result in results:
         if result.graph is None or result.graph_spec is None or not result.runs:
             continue  # `-k` selected none of its cases: nothing to say about its graph
-        key = result.graph.resolve()
-        graphs.setdefault(key, result.graph_spec)
+        runs = Graphs(result.graph_spec)
         for run in result.runs:
             for turn in run.turns:
-                entered.setdefault(key, set()).update(turn.observed.path)
-                found = exits_taken(result.graph_spec, turn.observed.transitions)
-                taken.setdefault(key, set()).update(found)
+                for sub, path, moves in _per_graph(turn.observed.path, turn.observed.transitions):
+                    graph = runs.get(sub)
+                    key = (runs.folder / sub).resolve() if sub else result.graph.resolve()
+                    graphs.setdefault(key, graph)
+                    entered.setdefault(key, set()).update(path)
+                    taken.setdefault(key, set()).update(exits_taken(graph, moves))
     return [_one(k, g, entered.get(k, set()), taken.get(k, set())) for k, g in graphs.items()]
+
+
+def _per_graph(
+    path: Sequence[str], moves: Sequence[TransitionRecord]
+) -> Iterator[tuple[str, list[str], list[TransitionRecord]]]:
+    """A turn split by the graph file each step is in: (its key, "" for the root; the
+    states it entered; the moves that left one of its states), ids without their
+    `file#` prefix, as that graph names its states (its exits to END stay END). The root
+    sees every move: a global exit it declares may be taken inside a sub-graph."""
+    yield "", [name for graph, name in map(_split, path) if not graph], list(moves)
+    subs = dict.fromkeys(_split(s)[0] for s in [*path, *(m.from_state for m in moves)])
+    for key in filter(None, subs):
+        entered = [name for graph, name in map(_split, path) if graph == key]
+        left = [_local(m) for m in moves if _split(m.from_state)[0] == key]
+        yield key, entered, left
+
+
+def _split(state: str) -> tuple[str, str]:
+    """`research.yaml#look_up` → ("research.yaml", "look_up"); a root state → ("", it)."""
+    graph, cross, name = state.rpartition(CROSS)
+    return (graph, name) if cross else ("", state)
+
+
+def _local(move: TransitionRecord) -> TransitionRecord:
+    source, to = _split(move.from_state), _split(move.to_state)
+    target = to[1] if to[0] == source[0] else move.to_state
+    return move.model_copy(update={"from_state": source[1], "to_state": target})
 
 
 def _one(path: Path, graph: Graph, entered: set[str], taken: set[Exit]) -> GraphCoverage:

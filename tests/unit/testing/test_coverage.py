@@ -111,8 +111,13 @@ cases:
       - user: stop
         expect: {{exits: ["research.yaml#present_findings -> stopped", "stopped -> supervisor"]}}
 """
-    (graph,) = coverage(run(tmp_path, text))
+    graph, research = coverage(run(tmp_path, text))
     assert (ANY, "stopped") in graph.taken
+    # The sub-graph has its own line, in its own names; its global exit is its parent's.
+    assert research.graph.name == "research.yaml"
+    assert research.entered == {"look_up", "present_findings"}
+    assert research.taken == {("look_up", "present_findings")}
+    assert ("present_findings", "look_up") in {(u.state, u.exit) for u in research.uncovered}
 
 
 def test_a_state_exit_numbered_after_a_global_one_is_still_its_own(tmp_path: Path) -> None:
