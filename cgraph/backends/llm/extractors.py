@@ -171,9 +171,12 @@ def _numbers(wanted: Mapping[str, Slot], collect: Sequence[str], text: str) -> d
 
 
 def _typed(slot: Slot, value: float) -> Any:
+    """A whole number stays whole in a `number` slot too ("450 euros" is 450, not 450.0),
+    as a model's JSON answer holds it."""
+    whole = float(value).is_integer()
     if slot.type == "integer":
-        return int(value) if float(value).is_integer() else None
-    return float(value)
+        return int(value) if whole else None
+    return int(value) if whole else float(value)
 
 
 def _all_numbers(text: str) -> list[float]:

@@ -290,3 +290,14 @@ def test_a_count_said_with_a_day_stays_a_count_when_a_date_is_asked_for_too() ->
     }
     for message, expected in said.items():
         assert extract(schemas, ("party_size",), message, now=now) == expected, message
+
+
+def test_a_whole_amount_in_a_number_slot_is_shown_without_a_fraction() -> None:
+    from cgraph.backends.llm.extractors import extract
+    from cgraph.spec.model import Slot
+    from cgraph.spec.slots import answer_schema
+
+    schemas = {"amount": answer_schema(Slot(type="number", minimum=1))}
+    found = extract(schemas, ("amount",), "450 euros")
+    assert found == {"amount": 450} and type(found["amount"]) is int  # rendered "450"
+    assert extract(schemas, ("amount",), "12.50 euros") == {"amount": 12.5}
