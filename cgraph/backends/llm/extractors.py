@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from cgraph.spec.model import Slot
-from cgraph.spec.slots import from_answer_schema, problem
+from cgraph.spec.slots import from_answer_schema, normalised, problem
 
 Closest = Callable[[str, Sequence[str]], tuple[str, float]]
 """The enum value closest to a message, with its similarity (the embedder's)."""
@@ -171,12 +171,9 @@ def _numbers(wanted: Mapping[str, Slot], collect: Sequence[str], text: str) -> d
 
 
 def _typed(slot: Slot, value: float) -> Any:
-    """A whole number stays whole in a `number` slot too ("450 euros" is 450, not 450.0),
-    as a model's JSON answer holds it."""
-    whole = float(value).is_integer()
     if slot.type == "integer":
-        return int(value) if whole else None
-    return int(value) if whole else float(value)
+        return int(value) if float(value).is_integer() else None
+    return normalised(slot, float(value))
 
 
 def _all_numbers(text: str) -> list[float]:

@@ -177,6 +177,7 @@ def test_transfer_with_the_scripted_model_and_a_corrected_amount() -> None:
     turns = talk(session, ["20 dollars to Joe", "make it 25", "yes"])
     assert turns[0].state == "confirm_transfer"
     assert turns[1].state == "confirm_transfer" and session.variables["amount"] == 25
+    assert type(session.variables["amount"]) is int  # whole: `${{ amount }}` says $25
     assert {"amount": 20} in [e["corrected"] for e in events(session, "slots")]
     assert turns[2].completed and "TX-JOE-2500" in turns[2].reply
 
@@ -292,12 +293,13 @@ def test_a_count_said_with_a_day_stays_a_count_when_a_date_is_asked_for_too() ->
         assert extract(schemas, ("party_size",), message, now=now) == expected, message
 
 
-def test_a_whole_amount_in_a_number_slot_is_shown_without_a_fraction() -> None:
+def test_a_whole_amount_in_a_number_slot_stays_whole() -> None:
     from cgraph.backends.llm.extractors import extract
     from cgraph.spec.model import Slot
-    from cgraph.spec.slots import answer_schema
+    from cgraph.spec.slots import answer_schema, normalised
 
     schemas = {"amount": answer_schema(Slot(type="number", minimum=1))}
     found = extract(schemas, ("amount",), "450 euros")
     assert found == {"amount": 450} and type(found["amount"]) is int  # rendered "450"
     assert extract(schemas, ("amount",), "12.50 euros") == {"amount": 12.5}
+    assert normalised(Slot(type="number"), 450.0) == 450 and normalised(Slot(), True) is True
