@@ -15,7 +15,9 @@ def divergence(turn: TurnResult) -> str:
     wanted = _expected_path(turn.mismatches)
     if wanted is not None:
         for index, (want, got) in enumerate(zip(wanted, seen.path, strict=False)):
-            if want != got and index > 0:
+            if want != got and index == 0:
+                return f"the turn began in `{got}`; the expected path begins with `{want}`"
+            if want != got:
                 return _at(wanted[index - 1], want, got)
         if len(wanted) > len(seen.path) and seen.path:
             return f"in state `{seen.path[-1]}`: expected exit `{wanted[len(seen.path)]}`, stayed"

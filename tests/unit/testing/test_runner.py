@@ -9,6 +9,7 @@ from cgraph.spec.read import read_file, read_text
 from cgraph.spec.testfile import parse_tests
 from cgraph.testing.cases import expand, selected
 from cgraph.testing.coverage import coverage
+from cgraph.testing.explain import divergence
 from cgraph.testing.runner import Options, Runner, count
 from tests.conftest import GRAPHS
 
@@ -162,3 +163,16 @@ def test_a_failed_turn_names_each_decision_by_its_states_type(tmp_path: Path) ->
     last = result.runs[-1].turns[1]
     assert last.observed.steps == ("failed (action)",)
     assert last.why[0].startswith("failed (action) chose stay")
+
+
+def test_a_path_expected_from_another_state_says_where_the_turn_began(tmp_path: Path) -> None:
+    text = TESTS.split("cases:")[0] + (
+        "cases:\n  - name: leaving\n    start: {state: idle}\n    turns:\n"
+        "      - user: bye\n        expect: {path: [failed, END]}\n"
+    )
+    path = tmp_path / "t.test.yaml"
+    path.write_text(text)
+    (result,) = Runner(Options()).run_paths([path])
+    (turn,) = result.runs[0].turns
+    said = divergence(turn)
+    assert said == "the turn began in `idle`; the expected path begins with `failed`", said
