@@ -113,8 +113,17 @@ def list_(
         raise _fail(err) from err
     for m in memories:
         typer.echo(_line(m))
-    if not memories:
+    if mem is None:
+        typer.echo(_no_store(store), err=True)
+    elif not memories:
         typer.echo(f"no memories for user {user!r}", err=True)
+
+
+def _no_store(store: Path) -> str:
+    """Said when `store` holds no memories at all: a mistyped `--store` is the usual cause."""
+    from cgraph.backends.memory.chroma import memory_folder
+
+    return f"no memories in {store}: {memory_folder(store)} does not exist"
 
 
 @memory_app.command(short_help="Write a user's memories as JSON.")
@@ -179,6 +188,8 @@ def users(store: Store = Path(".cgraph"), host: Host = None, port: Port = 8000) 
         raise _fail(err) from err
     for user, count in counts:
         typer.echo(f"{user}\t{count}")
+    if mem is None:
+        typer.echo(_no_store(store), err=True)
 
 
 if __name__ == "__main__":

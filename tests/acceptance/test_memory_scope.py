@@ -147,3 +147,18 @@ def test_a_run_opens_chroma_only_for_memories_its_session_may_read(tmp_path: Pat
     # The session's own task context: Chroma opens, and the turn recalls it.
     opened, turn = imports_chromadb(task_only, store, "s1")
     assert opened and recalled(turn) == {DIZZY}
+
+
+def test_a_store_without_memories_is_named_not_taken_for_an_empty_one(tmp_path: Path) -> None:
+    # A mistyped `--store` is the usual cause: "no memories for user" would mislead.
+    missing = tmp_path / "nowhere"
+    for args in (("list", "--user", "ann"), ("users",)):
+        done = subprocess.run(
+            [sys.executable, "-m", "cgraph", "memory", *args, "--store", str(missing)],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            timeout=120,
+        )
+        assert done.returncode == 0 and done.stdout == ""
+        assert done.stderr == f"no memories in {missing}: {missing / 'memory'} does not exist\n"

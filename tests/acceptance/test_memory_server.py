@@ -183,7 +183,7 @@ def test_the_memory_commands_work_on_an_embedded_store(tmp_path: Path) -> None:
 def test_the_memory_commands_do_not_create_a_store(tmp_path: Path) -> None:
     result = cli("list", "--user", "ann", "--store", str(tmp_path / "none"))
     assert result.returncode == 0
-    assert "no memories for user 'ann'" in result.stderr
+    assert f"no memories in {tmp_path / 'none'}: " in result.stderr  # not "for user 'ann'"
     assert not (tmp_path / "none").exists()
 
 
