@@ -13,7 +13,8 @@ The protocol has its own copies of the pipes: a handler's prints (fd 1) go to st
 its `input()` reads nothing, so neither can corrupt a reply nor the session's output.
 
 It exits as soon as its parent is gone (the request pipe closes, or it is re-parented),
-also in the middle of a handler: a worker never outlives its session.
+also in the middle of a handler, and kills its process group as it goes: neither the
+worker nor what a handler started outlives the session.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import contextlib
 import json
 import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -67,13 +69,20 @@ def _redirect_standard_streams() -> None:
 def _read(stream: BinaryIO, requests: queue.Queue[dict[str, Any]]) -> None:
     for line in stream:
         requests.put(json.loads(line))
-    os._exit(0)  # the parent closed the pipe, or died: stop, even inside a handler
+    _end()  # the parent closed the pipe, or died: stop, even inside a handler
 
 
 def _watch_parent(parent: int) -> None:
     # The pipe may stay open when the parent forked before dying; the parent id does not.
     while os.getppid() == parent:
         time.sleep(PARENT_POLL)
+    _end()
+
+
+def _end() -> None:
+    """Exit, and take along whatever the handlers started (the worker's process group)."""
+    with contextlib.suppress(OSError):
+        os.killpg(0, signal.SIGKILL)
     os._exit(0)
 
 

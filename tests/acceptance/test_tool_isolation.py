@@ -100,7 +100,8 @@ def finish(process: subprocess.Popen[str]) -> tuple[str, str]:
 
 def why_failed(turn: dict[str, Any]) -> str:
     assert turn["path"] == ["call", "failed"] and turn["reply"] == "failed", turn
-    return str(turn["transitions"][-1]["reason"])
+    [taken] = [t for t in turn["transitions"] if t["exit"] == "on_error"]
+    return str(taken["reason"])
 
 
 def pid_of(folder: Path, name: str) -> int:
@@ -218,3 +219,22 @@ def test_kill_9_during_a_tool_call_leaves_no_worker_and_the_resume_keeps_the_key
     attempts = (tmp_path / "attempts.txt").read_text().split()
     assert attempts == ["pay1:1:1", "pay1:1:1"]  # called again, with the same key
     assert (tmp_path / "effects.txt").read_text().split() == ["pay1:1:1"]  # applied once
+
+
+@pytest.mark.parametrize("how", ["a timeout", "kill -9 of the command"])
+def test_what_a_tool_started_ends_with_its_worker(tmp_path: Path, how: str) -> None:
+    timed_out = how == "a timeout"
+    run = spawn(tmp_path, "spawner", 2 if timed_out else 300)
+    if timed_out:
+        assert "timed out after 2s" in why_failed(send(run, "charge it"))
+    else:
+        assert run.stdin is not None
+        run.stdin.write(json.dumps({"id": "m1", "text": "charge it"}) + "\n")
+        run.stdin.flush()
+        assert eventually(lambda: (tmp_path / "grandchild.pid").exists(), WAIT)
+        run.send_signal(signal.SIGKILL)
+        run.wait(timeout=WAIT)
+    started = [pid_of(tmp_path, "spawner"), pid_of(tmp_path, "grandchild")]
+    assert eventually(lambda: not any(alive(p) for p in started))
+    if timed_out:
+        finish(run)
