@@ -3,10 +3,11 @@
 "It's not dirty, it's just that the heating doesn't work", "I don't want to quit, I just
 need a break", "no injuries, but I do have high blood pressure": a user who denies one
 thing and then says "but", "just", "only" or "rather" has said what they came to say in
-what follows. The embeddings of the whole message weigh the denied topic as much as the
-asserted one (and the denied one often names an exit's own words), so the chooser matches
-the part after the contrast. The clauses that only deny ("nothing is broken, …") are set
-aside as before (`negation.point`).
+what follows; so has one who corrects a choice ("not basic, full please"). The embeddings
+of the whole message weigh the denied topic as much as the asserted one (and the denied
+one often names an exit's own words), so the chooser matches the part after the contrast.
+The clauses that only deny ("nothing is broken, …") are set aside as before
+(`negation.point`).
 """
 
 from __future__ import annotations
@@ -30,11 +31,21 @@ _ALSO = re.compile(
 )
 FOCUS_WORDS = 3
 """What follows the contrast must be this long to stand for the message."""
+# A short "not X" before a comma corrects a choice: "not basic, full please"; not a
+# limit ("not before 4, if possible") nor a plain no ("not right now, thanks").
+_CORRECTION = re.compile(
+    r"^\W*(?:(?:it|that)['’]?s |it is )?not (?!(?:really|yet|now|right now|today|sure|at all|"
+    r"that|as|so|too|much|quite|before|after|later|earlier|until|till|more|less|over|under)\b)",
+    re.I,
+)
+CORRECTION_WORDS = 5
+"""A correction names what it is not in at most this many words."""
 
 
 def contrast_focus(text: str) -> str:
     """The part of `text` from the first contrast that follows a denial ("not X, but Y" →
-    "Y"); `text` itself without one, or when too little follows it."""
+    "Y") or after a correction ("not X, Y"); `text` itself without one, or when too little
+    follows it."""
     pieces = _BOUNDARY.split(text)
     for index in range(2, len(pieces), 2):
         before, separator, rest = "".join(pieces[: index - 1]), pieces[index - 1], pieces[index:]
@@ -42,7 +53,19 @@ def contrast_focus(text: str) -> str:
         contrasted = separator.lower() == "but" or _CONTRAST.match(after) is not None
         if contrasted and is_negated(before) and len(after.split()) >= FOCUS_WORDS:
             return after
-    return text
+    return corrected(text)
+
+
+def corrected(text: str) -> str:
+    """What a correction says instead: "not basic, full please" → "full please"; `text`
+    itself when it is none. Like what follows "not X, but Y", it is the message's point."""
+    before, comma, after = text.partition(",")
+    after = after.strip()
+    if not comma or len(before.split()) > CORRECTION_WORDS or not _CORRECTION.match(before):
+        return text
+    if not after or is_negated(after) or _CONTRAST.match(after):
+        return text  # "not dangerous, just annoying" is a contrast: too short to stand alone
+    return after
 
 
 def first_request(text: str) -> str:
@@ -56,8 +79,8 @@ def first_request(text: str) -> str:
 
 
 def focus(text: str) -> str:
-    """What the chooser matches of `text`: its first request, its point after a contrast,
-    its denials set aside."""
+    """What the chooser matches of `text`: its first request, its point after a contrast or
+    a correction, its denials set aside."""
     return point(contrast_focus(first_request(text)))
 
 

@@ -55,3 +55,26 @@ def test_the_texts_read_from_a_message_are_embedded_together() -> None:
     assert alone[:2] == [said, "I do have high blood pressure and I want to cancel"]
     assert "want to cancel" not in alone  # nothing denied after the contrast
     assert "I want to cancel" in derived_texts(said, clauses=True)
+
+
+@pytest.mark.parametrize(
+    ("message", "point"),
+    [
+        ("not basic, full please", "full please"),
+        ("it's not a Friday, it's Thursday the 4th", "it's Thursday the 4th"),
+        # A limit, a plain no, a contrast too short to stand alone, a second denial.
+        ("not before 4, if possible", "not before 4, if possible"),
+        ("not right now, thanks", "not right now, thanks"),
+        ("it's not dangerous, just annoying", "it's not dangerous, just annoying"),
+        ("not points, no accidents either", "not points, no accidents either"),
+    ],
+)
+def test_a_correction_means_what_follows_it(message: str, point: str) -> None:
+    assert contrast_focus(message) == point
+
+
+def test_a_corrected_choice_takes_the_exit_it_names_instead() -> None:
+    order = ExitOption("order", "The guest orders something from the menu.", "order")
+    leave = ExitOption("none", "The guest changes their mind and does not want to order.", "x")
+    asked = "Take the guest's room service order."
+    assert chosen("not the pasta, the chicken salad", order, leave, asked=asked) == "order"
