@@ -4,10 +4,12 @@ Many states ask a yes/no question ("May an engineer come now?", "Any allergies?"
 one exit for each answer. Sentence embeddings cannot tell "yes, come now" from "I do not
 want anyone to come now": both are about coming now. The words can. An exit means "no"
 when the head of its description, before its first alternative, is negated or refuses
-("The guest does not want anyone to come in now or will be out"); "The room is dirty or
+("The guest does not want anyone to come in now or will be out"), or when most of its
+examples open with a no ("has a clean record": "No, clean licence."); "The room is dirty or
 was not cleaned" affirms a problem, whatever its second alternative says. A message
 answers yes or no by its opening words ("sure, send them up", "no, I'm about to go out",
-"not now"), "no problem" and "I don't mind" being yeses.
+"not now", "don't think so", "not that I can remember"), "no problem" and "I don't mind"
+being yeses.
 """
 
 from __future__ import annotations
@@ -39,8 +41,10 @@ _LEADING_YES = re.compile(
     re.I,
 )
 _LEADING_NO = re.compile(
-    r"^\W*(?:no|nope|nah|nothing|none|never|no thanks|"
-    r"not (?:now|really|today|yet|needed|at all|that i know(?: of)?|as far as i know))\b",
+    r"^\W*(?:no|nope|nah|nothing|none|never|no thanks|(?:i )?don['’]?t think so|"
+    r"i can['’]?t think of any(?:thing)?|"
+    r"not (?:now|really|today|yet|needed|at all|that i know(?: of)?|as far as i know|"
+    r"that i (?:can )?(?:remember|recall|think of)))\b",
     re.I,
 )
 
@@ -99,10 +103,20 @@ def leading_answer(message: str) -> int:
     return -1 if bare else 0
 
 
+def means_no(option: ExitOption) -> bool:
+    """The exit means "no": its description's head is negated or refuses, or most of its
+    examples open with a no ("No, clean licence.", "Nothing at all." for "has a clean
+    record": the description names the answer's content, the examples its polarity)."""
+    if negative_head(option.description):
+        return True
+    noes = sum(leading_answer(e) < 0 or bool(_LEADING_NO.match(e)) for e in option.examples)
+    return noes * 2 > len(option.examples) > 0
+
+
 def answer_scores(message: str, options: Sequence[ExitOption], weight: float) -> dict[str, float]:
     """Per exit, `weight` when the message opens with the answer the exit means: a no for
     an exit that means "no", a yes for the others. Nothing unless the state offers both."""
-    negative = {o.id: negative_head(o.description) for o in options}
+    negative = {o.id: means_no(o) for o in options}
     lead = leading_answer(message)
     if not lead or len(set(negative.values())) < 2:
         return dict.fromkeys(negative, 0.0)

@@ -11,6 +11,7 @@ from cgraph.backends.llm.yesno import (
     alternative_signs,
     answer_scores,
     leading_answer,
+    means_no,
     negative_head,
     sign_for,
 )
@@ -27,6 +28,19 @@ def test_an_exit_means_no_by_the_head_of_its_description() -> None:
     assert negative_head("The visitor declines the personal training sessions.")
     assert not negative_head("The room is dirty or was not cleaned.")
     assert not negative_head(COME.description)
+
+
+def test_an_exit_means_no_by_its_examples_when_its_description_names_the_content() -> None:
+    clean = ExitOption(
+        "ok", "The driver has a clean record.", "ok", ("No, clean licence.", "Nothing.")
+    )
+    points = ExitOption("review", "The driver has penalty points.", "x", ("I have six points.",))
+    assert means_no(clean) and not means_no(points)
+    assert not means_no(ExitOption("ok", "The driver has a clean record.", "ok"))
+    assert answer_scores("not that I can remember", (points, clean), 0.3) == {
+        "review": 0.0,
+        "ok": 0.3,
+    }
 
 
 def test_a_verbless_alternative_inherits_the_negation_before_it() -> None:
@@ -52,6 +66,9 @@ def test_a_verbless_alternative_inherits_the_negation_before_it() -> None:
         ("no thanks, I've been lifting for years", -1),
         ("nothing like that", -1),
         ("not that I know of", -1),
+        ("not that I can remember", -1),
+        ("don't think so", -1),
+        ("I can't think of anything", -1),
         # A correction: the last answer given is the answer.
         ("no, well actually yes, I used it once on Tuesday", 1),
         # A denied topic and then something else is no answer to the question.
