@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from cgraph.backends.llm.limits import without_limits
+
 _CLAUSES = re.compile(r"[,.;:!?()]|\s-\s|\b(?:but|and|though|although|so|because)\b", re.I)
 _NEGATOR = re.compile(
     r"\b(?:no|not|never|without|nothing|none|nobody|neither|nor|cannot|"
@@ -94,7 +96,7 @@ def denied_phrases(text: str) -> list[str]:
     "no problem" is a yes, not a denial.
     """
     found = []
-    for clause in clauses(without_assent(text)):
+    for clause in clauses(without_assent(without_limits(text))):
         match = _NEGATOR.search(clause)
         if match is None:
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from cgraph.backends.llm.limits import without_limits
 from cgraph.backends.llm.negation import assents
 from cgraph.backends.llm.types import ExitOption
 
@@ -42,7 +43,7 @@ def polarity(text: str) -> int:
     """+1 for a yes-answer, -1 for a no-answer or a negated statement, 0 otherwise."""
     if _YES.search(text) or assents(text):
         return 1
-    if _NO.search(text) or _NEGATION.search(text):
+    if _NO.search(text) or _NEGATION.search(without_limits(text)):
         return -1
     return 0
 
