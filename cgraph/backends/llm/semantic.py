@@ -40,7 +40,8 @@ declined, kept as is: `acts`) is also matched on the act's canonical utterances.
 
 The question penalty keeps a clarifying question ("What do you mean by doses?") from
 counting as an answer; an exit expects questions when its description says the user
-asks, or one of its examples is a question that is not a request ("Can I …?").
+asks (not "asks to" or "asks for": a request), or one of its examples is a question that
+is not a request ("Can I …?").
 
 Similarity is measured on the message's point (`focus`): its first request ("I want to
 sign up and also book a class"), what follows a contrast with a denial ("not X, but Y"),

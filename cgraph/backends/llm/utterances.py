@@ -20,13 +20,15 @@ _NO = re.compile(r"^\W*(no|nope|nah|not|never|none|nothing)\b", re.I)
 _NEGATION = re.compile(r"\b(not|no|never|none|nothing|nobody|without)\b|n't\b", re.I)
 # A question phrased as a request asks for the exit's action, not for clarification.
 _REQUEST = re.compile(
-    r"^\W*(?:(?:can|could|would|will) you|(?:can|could|may) (?:i|we|someone|somebody)"
-    r"(?! (?:ask|say)\b))\b|\bplease\b",
+    r"^\W*(?:(?:can|could|would|will) you|(?:can|could|may) (?:i|we|someone|somebody|my|our)"
+    r"(?! (?:ask|say)\b)|is there (?:somewhere|anywhere|a way|"
+    r"any way)(?: (?:i|we) can)?)\b|\bplease\b",
     re.I,
 )
 # Examples phrased as a request for the exit's own action ("Can I change my flight?").
 _ASKS_FOR = re.compile(r"^\W*(can|could|would|will|may) (you|i|we)\b|\bplease\b", re.I)
-_ASKS = re.compile(r"\bask", re.I)
+# "asks about its booking" expects questions; "asks to check out later" a request.
+_ASKS = re.compile(r"\bask(?!s? (?:to|for)\b)", re.I)
 _GREETING = re.compile(
     r"^\W*(?:hi+|hello|hey+|hiya|howdy|yo|good (?:morning|afternoon|evening)|morning|evening|"
     r"afternoon)(?: there)?\b[\s,!.:;-]*",

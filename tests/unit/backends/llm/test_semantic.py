@@ -275,6 +275,19 @@ def test_a_request_for_the_exits_action_is_not_a_clarifying_question() -> None:
     assert counts_as_answer("can I pick up more of the ear drops you gave us", refill)
     assert counts_as_answer("could someone collect it from my house?", refill)
     assert not counts_as_answer("can I ask what the drops are for?", refill)
+    # For someone else, or where a thing can be done: still asking for the exit's action.
+    card = ExitOption("join", "The person wants to join the library.", "join")
+    assert counts_as_answer("can my daughter get her own card? she's 9", card)
+    assert counts_as_answer("is there somewhere we can keep our furniture?", card)
+    assert not counts_as_answer("how do I upload it?", card)
+
+
+def test_an_exit_asked_for_expects_a_request_not_any_question() -> None:
+    later = ExitOption("late", "The guest asks to check out later than usual.", "late")
+    booking = ExitOption("booking", "The guest asks about their booking.", "booking")
+    assert not counts_as_answer("is the pool open today?", later)
+    assert counts_as_answer("could I keep the room until 3 tomorrow?", later)
+    assert counts_as_answer("is my room ready?", booking)
 
 
 def test_a_global_exit_must_beat_the_states_own_exits_clearly(model: SemanticModel) -> None:
