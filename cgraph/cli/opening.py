@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 SEMANTIC = "semantic"
 DEFAULT_USER = "local"
 PREPARING = (
-    "preparing the embedding model for this machine, once (a few seconds; "
+    "preparing the embedding model for this machine, once (about a second; "
     "kept in the user's cache folder, $CGRAPH_CACHE to move it)"
 )
 SWITCH_HINT = (
