@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -132,6 +133,7 @@ def test_return_codes_in_words() -> None:
 
 SLOW_IMPORT = """\
 import os
+import signal
 import time
 import time
 from pathlib import Path
@@ -177,3 +179,19 @@ def test_arguments_that_are_not_json_are_refused_before_any_worker_runs(
     with pytest.raises(ToolError, match="tool `charge_card` got arguments that are not JSON"):
         run(runner, "no_key", value={1, 2})
     assert runner.workers() == ()
+
+
+def test_ctrl_c_during_a_call_stops_its_worker(runner: ToolRunner) -> None:
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = run(runner, "where")["pid"]
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(runner, "slow", seconds=30)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert gone(before) and runner.workers() == ()
