@@ -7,11 +7,14 @@ near the emergency too; and above the message's similarity to the state's own te
 "a table for 4" answers a state that asks for the party size, whatever words it shares with
 "I don't want a table anymore". A message that says two things ("I got charged twice and honestly
 I want to cancel") is weighed clause by clause as well: the urgent thing may be the second,
-and the state's own exit would answer only the first.
+and the state's own exit would answer only the first. A message that cries for help
+("Help, there's smoke coming from the room next door", "it's an emergency") needs less: a
+global exit described without examples scores lower than the state's own exits near it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from cgraph.backends.llm.negation import clauses
@@ -26,6 +29,16 @@ CLAUSE_GATE = 0.35
 of it scores little more (and embedding its clauses costs a model run)."""
 CLAUSE_WORDS = 3
 """A clause shorter than this ("yes", "thanks") is not weighed on its own."""
+
+
+URGENT_FLOOR = 0.4
+"""A message that cries for help ("Help, there's smoke …") takes a global exit from here,
+with no lead over the state's own exits."""
+_CRIES = re.compile(r"^\W*(?:please )?help\b|\b(?:emergency|ambulance)\b", re.I)
+
+
+def cries_for_help(message: str) -> bool:
+    return _CRIES.search(message) is not None
 
 
 def urgent_parts(message: str) -> list[str]:
@@ -43,7 +56,13 @@ def near(taken: Mapping[str, object], floor: float = GLOBAL_FLOOR) -> bool:
     return taken["exit"] != STAY and float(scores.get(str(taken["exit"]), 0.0)) >= floor
 
 
-def beats(taken: Mapping[str, object], own: Mapping[str, float], topic: float = 0.0) -> bool:
+def beats(
+    taken: Mapping[str, object],
+    own: Mapping[str, float],
+    topic: float = 0.0,
+    *,
+    urgent: bool = False,
+) -> bool:
     """Whether the global exit `taken` (an answer with its scores) clears the floor, staying,
     the state's own `topic` and the best of the state's own exits (`own`: their scores, stay
     included) by the lead."""
@@ -52,5 +71,6 @@ def beats(taken: Mapping[str, object], own: Mapping[str, float], topic: float = 
     exit_id = str(taken["exit"])
     score = float(scores.get(exit_id, 0.0))
     local = [v for k, v in own.items() if k != STAY]
-    rivals = [max(local, default=0.0) + GLOBAL_LEAD, float(scores.get(STAY, 0.0)), topic]
-    return exit_id != STAY and score >= GLOBAL_FLOOR and score > max(rivals)
+    lead, floor = (0.0, URGENT_FLOOR) if urgent else (GLOBAL_LEAD, GLOBAL_FLOOR)
+    rivals = [max(local, default=0.0) + lead, float(scores.get(STAY, 0.0)), topic]
+    return exit_id != STAY and score >= floor and score > max(rivals)

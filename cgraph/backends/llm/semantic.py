@@ -25,7 +25,8 @@ closer than the best exit. The rule and its constants (`calibration`) were calib
     (`choice`: the rule, with a reason that states the score it was made on and the bar)
 
 A global exit is taken when it scores at least 0.5, above staying, and 0.08 above the
-state's best own exit, on the message or on one of its clauses (`global_exits`).
+state's best own exit, on the message or on one of its clauses (`global_exits`); a message
+that cries for help ("Help, there's smoke …", "emergency", "ambulance") needs 0.4 and no lead.
 
 An opening message (`LLMRequest.opening`) is judged like any other; any other message that
 entered the state this turn stays: it already answered the state before. A greeting before
@@ -81,7 +82,15 @@ from cgraph.backends.llm.endings import guarded
 from cgraph.backends.llm.evidence import decision_evidence
 from cgraph.backends.llm.extractors import extract, refusals
 from cgraph.backends.llm.focus import contrast_focus, derived_texts, focus
-from cgraph.backends.llm.global_exits import CLAUSE_GATE, beats, near, urgent_parts
+from cgraph.backends.llm.global_exits import (
+    CLAUSE_GATE,
+    GLOBAL_FLOOR,
+    URGENT_FLOOR,
+    beats,
+    cries_for_help,
+    near,
+    urgent_parts,
+)
 from cgraph.backends.llm.memories import extract_memories
 from cgraph.backends.llm.negation import is_hedge
 from cgraph.backends.llm.overlap import overlaps
@@ -194,10 +203,12 @@ class SemanticModel:
                 break  # far from every global exit: its clauses will not be near one either
             if part == said:
                 self.embedder.embed(derived_texts(said, clauses=True))
-            if not near(taken):  # the state's own exits need not be weighed on this part
-                continue
+            urgent = cries_for_help(said)
+            if not near(taken, URGENT_FLOOR if urgent else GLOBAL_FLOOR):
+                continue  # the state's own exits need not be weighed on this part
             mine = own if part == said else self._exit_among(asked, local)
-            if beats(taken, mine["scores"], self.topic_score(part, request.stay_prototypes)):
+            topic = self.topic_score(part, request.stay_prototypes)
+            if beats(taken, mine["scores"], topic, urgent=urgent):
                 return {**taken, "reason": f"global exit: {taken['reason']}"}
         return own
 

@@ -6,7 +6,13 @@ import json
 
 from bench.semantic_cases import Case, request_for
 from cgraph.backends.embed import shared_embedder
-from cgraph.backends.llm.global_exits import CLAUSE_GATE, beats, near, urgent_parts
+from cgraph.backends.llm.global_exits import (
+    CLAUSE_GATE,
+    beats,
+    cries_for_help,
+    near,
+    urgent_parts,
+)
 from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.backends.llm.types import ExitOption
 from tests.unit.backends.llm._chooser import chosen
@@ -23,6 +29,31 @@ def test_a_global_exit_must_clear_the_floor_staying_and_the_states_own_exits() -
     assert beats(taken, {"refund": 0.5, "stay": 0.2})
     assert not beats(taken, {"refund": 0.55, "stay": 0.2})  # within the lead
     assert not beats({"exit": "cancel", "scores": {"cancel": 0.45}}, {"refund": 0.1})
+
+
+def test_a_cry_for_help_takes_a_global_exit_without_a_lead() -> None:
+    assert cries_for_help("Help, there's smoke in the corridor")
+    assert cries_for_help("it's an emergency, call an ambulance")
+    assert not cries_for_help("can you help me change my booking?")
+    taken = {"exit": "emergency", "scores": {"emergency": 0.45, "stay": 0.2}}
+    assert beats(taken, {"problem": 0.42, "stay": 0.2}, urgent=True)
+    assert not beats(taken, {"problem": 0.42, "stay": 0.2})
+    assert not beats(taken, {"problem": 0.5, "stay": 0.2}, urgent=True)
+
+
+def test_smoke_next_door_with_a_cry_for_help_is_an_emergency_at_a_greeting() -> None:
+    emergency = ExitOption(
+        "emergency",
+        "The guest reports an emergency: a fire, smoke, a gas smell, someone hurt or someone "
+        "who needs an ambulance.",
+        "emergency",
+        anywhere=True,
+    )
+    problem = ExitOption("problem", "The guest reports a problem with their room.", "problem")
+    food = ExitOption("food", "The guest wants to order food or room service.", "food")
+    asked = "Greet the guest and ask how you can help."
+    said = "Help, there's smoke coming from the room next door"
+    assert chosen(said, emergency, problem, food, asked=asked) == "emergency"
 
 
 def test_the_urgent_second_thing_in_a_message_takes_the_global_exit() -> None:
