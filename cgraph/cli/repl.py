@@ -231,13 +231,7 @@ class Repl:
         for d in data["decisions"]:
             # A line of its own: as the table's title it would wrap to the table's width.
             self.console.print(f"[bold]{escape(d['step'])} → {escape(d['chosen'])}[/]")
-            table = Table()
-            table.add_column("candidate")
-            table.add_column("score", justify="right")
-            for candidate in d["candidates"]:
-                score = d["scores"].get(candidate)
-                table.add_row(candidate, "" if score is None else f"{score:.3f}")
-            self.console.print(table)
+            self.draw_candidates(d["candidates"], d["scores"])
             extra = f" · prompt {d['prompt_hash']}" if d["prompt_hash"] else ""
             if d["prompt_hash"]:
                 held = " and a summary" if d["summary"] else ""
@@ -245,6 +239,20 @@ class Repl:
             self.dim(f"  reason: {d['reason']} · model {d['model'] or '-'}{extra}")
         if data.get("metadata"):
             self.dim(f"reply metadata: {', '.join(data['metadata'])}")
+
+    def draw_candidates(self, candidates: list[str], scores: dict[str, float]) -> None:
+        """A table when there are scores to compare; else one line (a model's or a rule's
+        choice has none, and a table of empty cells says nothing)."""
+        if not any(scores.get(c) is not None for c in candidates):
+            self.dim(f"  candidates: {', '.join(candidates)}")
+            return
+        table = Table()
+        table.add_column("candidate")
+        table.add_column("score", justify="right")
+        for candidate in candidates:
+            score = scores.get(candidate)
+            table.add_row(candidate, "" if score is None else f"{score:.3f}")
+        self.console.print(table)
 
     def draw_history(self, data: Data) -> None:
         if data["summary"]:

@@ -124,6 +124,8 @@ def test_why_puts_each_step_on_one_line_above_its_table(tmp_path: Path) -> None:
     repl.command(commands.Command("why"))
     lines = out.getvalue().splitlines()
     assert "identify_issue (action) → stay" in lines  # not wrapped to the table's width
+    # A model's choice has no scores: its candidates on one line, not a table of blanks.
+    assert "  candidates: spoken, stay" in lines and "┏" not in out.getvalue()
 
 
 BOOKS = """\
