@@ -22,6 +22,7 @@ from cgraph.runtime.session import Session
 from cgraph.runtime.toolrunner import ToolRunner
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
+from cgraph.spec.read import read_file
 from cgraph.spec.testfile import Scripted, TestFile
 from cgraph.testing.cases import SUFFIXES, Run, expand, find_files, load, selected
 from cgraph.testing.expectations import Mismatch, check
@@ -68,6 +69,9 @@ class FileResult:
     runs: list[RunResult] = field(default_factory=list)
     problems: list[Diagnostic] = field(default_factory=list)
     skipped: int = 0
+    lint: list[Diagnostic] = field(default_factory=list)
+    """The tested graph's lint errors: its cases still run (they show what the errors do),
+    but the run fails."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +117,10 @@ class Runner:
         if tests is None:
             return result
         result.graph = tests.graph_path
+        if not tests.graph_path.is_file():
+            result.problems.append(_no_graph(path, tests.graph, tests.graph_path))
+            return result
+        result.lint = lint_errors(tests.graph_path)
         try:
             result.graph_spec = load_graph(tests.graph_path)
             model = self._model(tests, result.graph_spec)
@@ -256,6 +264,23 @@ def _recording(name: str, graph: Graph, tests: TestFile, folder: Path) -> ChatMo
 
 def _resolve(name: str, graph: Graph) -> ChatModel:
     return resolve_model(name, graph.model, embedding_model=graph.embedding_source())
+
+
+def _no_graph(path: Path, named: str, graph: Path) -> Diagnostic:
+    """The test file's `graph:` names no file: located there."""
+    return read_file(path).diag(
+        ("graph",),
+        "test-file",
+        f"graph `{named}` does not exist (looked for {graph})",
+        "the path is relative to the test file",
+    )
+
+
+def lint_errors(graph: Path) -> list[Diagnostic]:
+    """The graph's lint errors, which `cgraph run` refuses to start with."""
+    from cgraph.lint.walk import lint_paths
+
+    return [d for d in lint_paths([graph]).diagnostics if d.severity is Severity.ERROR]
 
 
 def _problem(path: Path, message: str) -> Diagnostic:

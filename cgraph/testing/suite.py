@@ -63,8 +63,13 @@ def _exit_code(
 ) -> int:
     if any(has_errors(f.problems) for f in results):
         return USAGE
+    linted = list(dict.fromkeys(d for f in results for d in f.lint))
+    for diag in linted:
+        err.write(diag.render() + "\n")
+    if linted:
+        err.write(f"{len(linted)} lint errors in the tested graphs: `cgraph run` refuses them\n")
     _, failed, _ = count(results)
     low = [c for c in covered or () if floor is not None and c.percent < floor]
     for c in low:
         err.write(f"coverage: {c.graph} takes {c.percent:.1f}% of its exits, under {floor:g}%\n")
-    return FAILED if failed or low else PASSED
+    return FAILED if failed or low or linted else PASSED

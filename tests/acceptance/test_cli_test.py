@@ -66,6 +66,8 @@ def test_a_broken_graph_fails_its_cases_naming_the_state_and_the_exit(tmp_path: 
     assert "-record_nitro_use" in out  # the path diff
     assert "why: vasodilator_check (action) chose" in out
     assert re.search(r"^0 passed, \d+ failed, \d+ skipped$", out, re.MULTILINE)
+    # The retarget left `flag_chest_pain` unreachable: said, located, as `cgraph run` says it.
+    assert "medical_checkin.yaml:" in done.stderr and "error unreachable-state" in done.stderr
 
 
 def failing_retry_file(tmp_path: Path) -> Path:

@@ -3,6 +3,7 @@ coverage located at the exits' declarations."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from cgraph.spec.read import read_file, read_text
@@ -11,6 +12,7 @@ from cgraph.testing.cases import expand, selected
 from cgraph.testing.coverage import coverage
 from cgraph.testing.explain import divergence
 from cgraph.testing.runner import Options, Runner, count
+from cgraph.testing.suite import _exit_code
 from tests.conftest import GRAPHS
 
 LIFECYCLE = GRAPHS / "request_lifecycle.yaml"
@@ -176,3 +178,27 @@ def test_a_path_expected_from_another_state_says_where_the_turn_began(tmp_path: 
     (turn,) = result.runs[0].turns
     said = divergence(turn)
     assert said == "the turn began in `idle`; the expected path begins with `failed`", said
+
+
+def test_a_missing_graph_is_located_and_a_graph_with_lint_errors_runs_and_fails(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "missing.test.yaml"
+    missing.write_text(TESTS.replace(f"graph: {LIFECYCLE}", "graph: ../nowhere.yaml"))
+    broken = tmp_path / "g.yaml"
+    text = LIFECYCLE.read_text().replace("next_state: planning", "next_state: planing", 1)
+    assert text != LIFECYCLE.read_text()
+    broken.write_text(text)
+    (tmp_path / "tools").symlink_to(GRAPHS / "tools")
+    linted = tmp_path / "broken.test.yaml"
+    linted.write_text(TESTS.replace(f"graph: {LIFECYCLE}", "graph: g.yaml"))
+    gone, bad = Runner(Options(("leaving at once",))).run_paths([missing, linted])
+    assert not gone.runs and bad.runs and all(r.passed for r in bad.runs)
+    (where,) = gone.problems
+    assert (where.file, where.line, where.column) == (str(missing), 2, 8)
+    assert where.message.startswith("graph `../nowhere.yaml` does not exist (looked for ")
+    assert not bad.problems
+    assert ("unknown-state", "g.yaml") in [(d.code, Path(d.file).name) for d in bad.lint]
+    err = io.StringIO()
+    assert _exit_code([bad], None, None, err) == 1  # even with every case passing
+    assert "error unknown-state `next_state` names `planing`" in err.getvalue()
