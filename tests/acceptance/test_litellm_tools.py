@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from cgraph.runtime.session import Session
+from tests.servers.chat import LLAMA_CPP_PYTHON, Calls, serve
 from tests.unit.runtime.test_toolcalls import tool_graph
 
 pytestmark = pytest.mark.slow
@@ -154,3 +155,22 @@ def test_a_model_that_loops_on_tool_calls_is_stopped_and_answers(
     assert "tools" in server.bodies[1] and "tools" not in server.bodies[2]
     # Offered no tools, the model still called one: that is no answer; re-asked, it answers.
     assert len(server.bodies) == 4 and any("rejected" in w or "model" in w for w in turn.warnings)
+
+
+def test_a_tool_round_reaches_a_llama_cpp_python_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its request model refuses a tool-calling assistant message with null content (500),
+    # and its chat template one without the key (litellm drops a null): "" is sent.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
+    answers = [
+        Calls((("count_files", {"folder": "docs"}),)),
+        {"exit": "stay", "reason": "r", "reply": "Three."},
+    ]
+    with serve(LLAMA_CPP_PYTHON, answers=answers) as fake:
+        session = Session.start(tool_graph(tmp_path), model="openai/local", api_base=fake.base)
+        turn = session.send("count the files in docs")
+    assert turn.reply == "Three." and [c["status"] for c in turn.tool_calls] == ["done"]
+    assert not turn.fallback and not any("content" in w for w in turn.warnings), turn.warnings
+    caller = next(m for m in fake.bodies[-1]["messages"] if m.get("tool_calls"))
+    assert caller["content"] == ""

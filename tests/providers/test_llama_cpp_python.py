@@ -46,6 +46,23 @@ SCHEMA = {
 }
 MESSAGES = [{"role": "system", "content": "Answer in JSON."}, {"role": "user", "content": "hi"}]
 TOOL = {"type": "function", "function": {"name": "answer", "parameters": SCHEMA}}
+UNSET = object()
+
+
+def called(content: Any = UNSET) -> list[dict[str, Any]]:
+    """A conversation in which the assistant called the tool and got its result."""
+    arguments = json.dumps({"exit": "b", "reason": "r", "reply": "x"})
+    call = {
+        "id": "call_0",
+        "type": "function",
+        "function": {"name": "answer", "arguments": arguments},
+    }
+    caller = {"role": "assistant", "tool_calls": [call]}
+    if content is not UNSET:
+        caller["content"] = content
+    return [*MESSAGES, caller, {"role": "tool", "tool_call_id": "call_0", "content": "42"}]
+
+
 CASES: dict[str, dict[str, Any]] = {
     "json_schema": {
         "response_format": {
@@ -59,6 +76,9 @@ CASES: dict[str, dict[str, Any]] = {
         "tool_choice": {"type": "function", "function": {"name": "answer"}},
     },
     "a second system message": {"messages": [*MESSAGES, {"role": "system", "content": "Late."}]},
+    "a tool call with empty content": {"messages": called(""), "tools": [TOOL]},
+    "a tool call with null content": {"messages": called(None), "tools": [TOOL]},
+    "a tool call without content": {"messages": called(), "tools": [TOOL]},
 }
 
 

@@ -7,7 +7,8 @@ llama-cpp-python 0.3.36 and to `LLAMA_CPP_PYTHON`, and compares):
 - `LLAMA_CPP_PYTHON`: HTTP 500 with a FastAPI validation error for `json_schema`;
   `json_object` honours a `schema` inside it (without one the JSON has any shape); a tool
   call is enforced only when `tool_choice` names the function; a second system message
-  is accepted.
+  is accepted; an assistant message calling tools needs a string content (null or
+  missing: 500).
 - `FORCED_TOOLS`: refuses `response_format` (400) and tools it is not forced to call.
 - `JSON_OBJECT_SCHEMA`: refuses `json_schema` and tools (400); needs the schema inside
   `json_object` to keep to it.
@@ -67,6 +68,9 @@ class Behaviour:
     refusal_status: int = 400
     stream_layout: str = "openai"
     """How streamed deltas are laid out: `openai` or `llama-cpp-python` (see `deltas`)."""
+    call_content: bool = False
+    """Refuses (500) an assistant message calling tools without text content, null or
+    missing (llama-cpp-python's request model and chat template need a string)."""
 
 
 LLAMA_CPP_PYTHON = Behaviour(
@@ -75,6 +79,7 @@ LLAMA_CPP_PYTHON = Behaviour(
     required_tools=False,
     refusal_status=500,
     stream_layout="llama-cpp-python",
+    call_content=True,
 )
 FORCED_TOOLS = Behaviour(
     "forced-tools", json_schema=False, json_object=False, only_forced_tools=True
@@ -137,6 +142,8 @@ class ChatServer:
         if problem:
             raise Refused(400, error(problem, "invalid_request_error"))
         b = self.behaviour
+        if b.call_content:
+            _check_call_content(body.get("messages") or [])
         systems = [i for i, m in enumerate(body.get("messages", ())) if m.get("role") == "system"]
         if b.one_system and systems not in ([], [0]):
             raise Refused(500, error("System message must be at the beginning."))
@@ -283,6 +290,30 @@ def _unanswered(pending: list[str]) -> str:
         "to each 'tool_call_id'. The following tool_call_ids did not have response "
         f"messages: {', '.join(pending)}"
     )
+
+
+def _check_call_content(messages: list[dict[str, Any]]) -> None:
+    """llama-cpp-python 0.3.36's refusals of a tool-calling assistant message without text:
+    its request model wants a string content, its chat template reads the key."""
+    for index, message in enumerate(messages):
+        if message.get("role") != "assistant" or not message.get("tool_calls"):
+            continue
+        if "content" not in message:
+            raise Refused(500, error("'dict object' has no attribute 'content'"))
+        if not isinstance(message["content"], str):
+            detail = {
+                "type": "string_type",
+                "loc": (
+                    "body",
+                    "messages",
+                    index,
+                    "ChatCompletionRequestAssistantMessage",
+                    "content",
+                ),
+                "msg": "Input should be a valid string",
+                "input": message["content"],
+            }
+            raise Refused(500, error(f"1 validation error:\n  {detail!r}\n"))
 
 
 def _refuse_format(b: Behaviour, kind: str) -> Refused:

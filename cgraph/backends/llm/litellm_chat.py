@@ -25,6 +25,7 @@ from typing import Any
 from cgraph.backends.llm.deadline import CallTimeout, call_within, read_within
 from cgraph.backends.llm.failures import Failure, classify
 from cgraph.backends.llm.providers import (
+    OPENAI_COMPATIBLE,
     Mode,
     check_route,
     env_has,
@@ -113,6 +114,11 @@ class LiteLLMModel:
         self.temperature, self.max_tokens, self.timeout = temperature, max_tokens, timeout
         self.retries, self.backoff, self.max_backoff = retries, backoff, max_backoff
         self.structured, self.one_system = structured, one_system
+        # An OpenAI-compatible server of one's own validates messages more strictly than
+        # OpenAI: llama-cpp-python answers 500 to a tool-calling assistant message whose
+        # content is null or missing, and every such server takes "".
+        compatible = api_base and provider_of(name) in OPENAI_COMPATIBLE
+        self.call_content: str | None = "" if compatible else None
         self._sleep, self._jitter, self._clock = sleep, jitter, clock
         self.extra = dict(extra or {})
         self._completion = completion
@@ -200,7 +206,7 @@ class LiteLLMModel:
         mode = self.mode()
         args: dict[str, Any] = {
             "model": self.name,
-            "messages": mode_messages(mode, request, self.one_system),
+            "messages": mode_messages(mode, request, self.one_system, self.call_content),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "timeout": self.timeout,

@@ -54,18 +54,22 @@ def _schema_arguments(mode: Mode, request: LLMRequest) -> dict[str, Any]:
     return {"response_format": {"type": "json_object", "schema": request.schema}}
 
 
-def mode_messages(mode: Mode, request: LLMRequest, one_system: bool) -> list[Message]:
+def mode_messages(
+    mode: Mode, request: LLMRequest, one_system: bool, call_content: str | None = None
+) -> list[Message]:
     """The chat messages: with the schema spelled out in JSON mode, and every system
-    message folded into the first when the chat template allows only a leading one."""
-    messages: list[Message] = [provider_message(m) for m in request.messages]
+    message folded into the first when the chat template allows only a leading one.
+    `call_content` is what an assistant message that calls tools carries as its content."""
+    messages: list[Message] = [provider_message(m, call_content) for m in request.messages]
     if mode == "json_object":
         messages.append({"role": "system", "content": schema_instruction(request)})
     return single_system(messages) if one_system else messages
 
 
-def provider_message(message: Mapping[str, str]) -> Message:
+def provider_message(message: Mapping[str, str], call_content: str | None = None) -> Message:
     """A chat message for the provider: an assistant's tool calls, kept as JSON text in the
-    request, become OpenAI's `tool_calls` list."""
+    request, become OpenAI's `tool_calls` list, beside `call_content` (OpenAI's layout has
+    null; litellm then drops the key)."""
     if "tool_calls" not in message:
         return dict(message)
     calls = [
@@ -76,7 +80,7 @@ def provider_message(message: Mapping[str, str]) -> Message:
         }
         for c in json.loads(message["tool_calls"])
     ]
-    return {**message, "content": message.get("content") or None, "tool_calls": calls}
+    return {**message, "content": message.get("content") or call_content, "tool_calls": calls}
 
 
 def schema_instruction(request: LLMRequest) -> str:
