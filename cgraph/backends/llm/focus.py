@@ -3,9 +3,10 @@
 "It's not dirty, it's just that the heating doesn't work", "I don't want to quit, I just
 need a break", "no injuries, but I do have high blood pressure": a user who denies one
 thing and then says "but", "just", "only" or "rather" has said what they came to say in
-what follows; so has one who corrects a choice ("not basic, full please"). The embeddings
-of the whole message weigh the denied topic as much as the asserted one (and the denied
-one often names an exit's own words), so the chooser matches the part after the contrast.
+what follows; so has one who corrects a choice ("not basic, full please", "it wasn't a
+double charge, the amount was wrong"). The embeddings of the whole message weigh the
+denied topic as much as the asserted one (and the denied one often names an exit's own
+words), so the chooser matches the part after the contrast.
 The clauses that only deny ("nothing is broken, …") are set aside as before
 (`negation.point`).
 """
@@ -30,12 +31,21 @@ _ALSO = re.compile(
     re.I,
 )
 FOCUS_WORDS = 3
+_DENIES = re.compile(r"^\W*(?:no|not|nothing|none|never|nope|nah|neither|nor)\b", re.I)
 """What follows the contrast must be this long to stand for the message."""
 # A short "not X" before a comma corrects a choice: "not basic, full please"; not a
 # limit ("not before 4, if possible") nor a plain no ("not right now, thanks").
 _CORRECTION = re.compile(
     r"^\W*(?:(?:it|that)['’]?s |it is )?not (?!(?:really|yet|now|right now|today|sure|at all|"
     r"that|as|so|too|much|quite|before|after|later|earlier|until|till|more|less|over|under)\b)",
+    re.I,
+)
+# "it wasn't a double charge, …", "the noise isn't the problem, …": the same correction
+# ("the accident wasn't my fault, …" says why, not what instead).
+_NOT_THAT = re.compile(
+    r"^\W*(?:(?:it|that|this)\s+(?:isn['’]t|wasn['’]t|is not|was not)\s+\w|"
+    r"(?:[\w'’]+\s+){1,3}(?:isn['’]t|wasn['’]t|is not|was not)\s+"
+    r"(?:the|my|our) (?:problem|issue)\b)",
     re.I,
 )
 CORRECTION_WORDS = 5
@@ -61,9 +71,10 @@ def corrected(text: str) -> str:
     itself when it is none. Like what follows "not X, but Y", it is the message's point."""
     before, comma, after = text.partition(",")
     after = after.strip()
-    if not comma or len(before.split()) > CORRECTION_WORDS or not _CORRECTION.match(before):
+    corrects = _CORRECTION.match(before) or _NOT_THAT.match(before)
+    if not comma or len(before.split()) > CORRECTION_WORDS or not corrects:
         return text
-    if not after or is_negated(after) or _CONTRAST.match(after):
+    if not after or _DENIES.match(after) or _CONTRAST.match(after):
         return text  # "not dangerous, just annoying" is a contrast: too short to stand alone
     return after
 

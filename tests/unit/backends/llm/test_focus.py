@@ -62,6 +62,13 @@ def test_the_texts_read_from_a_message_are_embedded_together() -> None:
     [
         ("not basic, full please", "full please"),
         ("it's not a Friday, it's Thursday the 4th", "it's Thursday the 4th"),
+        ("it wasn't a double charge, the amount was wrong", "the amount was wrong"),
+        ("the noise isn't the problem, the toilet won't flush", "the toilet won't flush"),
+        # Saying why, not what instead.
+        (
+            "the accident wasn't my fault, the other driver admitted it",
+            "the accident wasn't my fault, the other driver admitted it",
+        ),
         # A limit, a plain no, a contrast too short to stand alone, a second denial.
         ("not before 4, if possible", "not before 4, if possible"),
         ("not right now, thanks", "not right now, thanks"),
