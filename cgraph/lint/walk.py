@@ -117,9 +117,11 @@ class _Linter:
     def _check(self, path: Path, doc: Document) -> tuple[_Outcome, list[Diagnostic]]:
         if isinstance(doc.data, dict) and TESTS_KEY in doc.data:
             # Imported for test files only: its models cost a graph's lint start-up time.
-            from cgraph.spec.testfile import parse_tests
+            from cgraph.spec.testfile import missing_graph, parse_tests
 
-            return _Outcome(None), parse_tests(doc)[1]
+            tests, found = parse_tests(doc)
+            missing = missing_graph(doc, tests) if tests is not None else None
+            return _Outcome(None), [*found, *([missing] if missing else [])]
         graph, diagnostics = parse_graph(doc)
         if graph is None:
             return _Outcome(None), diagnostics

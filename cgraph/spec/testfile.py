@@ -199,6 +199,18 @@ def parse_tests(doc: Document) -> tuple[TestFile | None, list[Diagnostic]]:
     return replace(built, source=Path(doc.file)), diagnostics
 
 
+def missing_graph(doc: Document, tests: TestFile) -> Diagnostic | None:
+    """The test file's `graph:` names no file: an error located there, else None."""
+    if tests.graph_path.is_file():
+        return None
+    return doc.diag(
+        ("graph",),
+        "graph-missing",
+        f"graph `{tests.graph}` does not exist (looked for {tests.graph_path})",
+        "the path is relative to the test file",
+    )
+
+
 @cache
 def _check() -> SchemaCheck:
     """The shipped schema without its marker key, compiled to build a `TestFile`."""

@@ -23,7 +23,7 @@ from cgraph.runtime.toolrunner import ToolRunner
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.read import read_file
-from cgraph.spec.testfile import Scripted, TestFile
+from cgraph.spec.testfile import Scripted, TestFile, missing_graph
 from cgraph.testing.cases import SUFFIXES, Run, expand, find_files, load, selected
 from cgraph.testing.expectations import Mismatch, check
 from cgraph.testing.observed import Observed, observe, why
@@ -117,8 +117,9 @@ class Runner:
         if tests is None:
             return result
         result.graph = tests.graph_path
-        if not tests.graph_path.is_file():
-            result.problems.append(_no_graph(path, tests.graph, tests.graph_path))
+        missing = missing_graph(read_file(path), tests)
+        if missing is not None:
+            result.problems.append(missing)
             return result
         result.lint = lint_errors(tests.graph_path)
         try:
@@ -264,16 +265,6 @@ def _recording(name: str, graph: Graph, tests: TestFile, folder: Path) -> ChatMo
 
 def _resolve(name: str, graph: Graph) -> ChatModel:
     return resolve_model(name, graph.model, embedding_model=graph.embedding_source())
-
-
-def _no_graph(path: Path, named: str, graph: Path) -> Diagnostic:
-    """The test file's `graph:` names no file: located there."""
-    return read_file(path).diag(
-        ("graph",),
-        "test-file",
-        f"graph `{named}` does not exist (looked for {graph})",
-        "the path is relative to the test file",
-    )
 
 
 def lint_errors(graph: Path) -> list[Diagnostic]:

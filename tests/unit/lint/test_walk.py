@@ -295,3 +295,14 @@ def test_a_misspelt_handler_module_gets_the_one_beside_the_graph(tmp_path: Path)
     (only,) = lint_file(_graph(tmp_path, states, tools))
     assert only.code == "tool-handler" and (only.line, only.column) == (5, 27)
     assert only.hint.startswith("did you mean `tools.library_tools`? put `tools/libary_tools.py`")
+
+
+def test_a_test_file_whose_graph_is_missing_is_located_at_its_graph_key(tmp_path: Path) -> None:
+    path = tmp_path / "t.test.yaml"
+    path.write_text("cgraph-test: 1\ngraph: ../nowhere.yaml\ncases: []\n")
+    (only,) = lint_file(path)
+    assert (only.code, only.line, only.column) == ("graph-missing", 2, 8)
+    assert (
+        only.message
+        == f"graph `../nowhere.yaml` does not exist (looked for {tmp_path / '../nowhere.yaml'})"
+    )
