@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cgraph.errors import ToolError
-from cgraph.runtime.toolrunner import ToolRunner
+from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.spec.model import Tool
 
 HANDLERS = """

@@ -159,7 +159,7 @@ class Recalled:
 
 
 class ToolCaller(Protocol):
-    """Runs a declared tool (`cgraph.runtime.toolrunner.ToolRunner`)."""
+    """Runs a declared tool (`cgraph.runtime.tools.runner.ToolRunner`)."""
 
     def call(
         self, tool: Tool, folder: Path | None, arguments: Mapping[str, Any], key: str

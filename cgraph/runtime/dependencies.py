@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from cgraph.backends.llm.types import ChatModel
 from cgraph.backends.memory.policy import MemoryStore
 from cgraph.runtime.store import SessionStore
-from cgraph.runtime.toolrunner import ToolRunner
+from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.spec.model import Graph
 
 

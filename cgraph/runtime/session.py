@@ -34,7 +34,7 @@ from cgraph.runtime.snapshot import Snapshot
 from cgraph.runtime.starting import chat_model, create, graph_of, initial_snapshot
 from cgraph.runtime.store import SessionInfo, open_store
 from cgraph.runtime.streaming import Chunk, Delta, StreamingModel, can_stream, run_streamed
-from cgraph.runtime.toolrunner import ToolRunner
+from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START, split
 

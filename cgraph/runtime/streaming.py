@@ -29,7 +29,7 @@ from typing import Any
 from cgraph.backends.llm.types import STAY, LLMRequest, Whole, notices
 from cgraph.errors import LLMError
 from cgraph.runtime.answers import CAPS
-from cgraph.runtime.toolcalls import tool_calls_of
+from cgraph.runtime.tools.calls import tool_calls_of
 from cgraph.spec.names import END
 
 

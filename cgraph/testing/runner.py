@@ -19,7 +19,7 @@ from cgraph.diagnostics import Diagnostic, Severity, has_errors
 from cgraph.errors import CgraphError, GraphError
 from cgraph.runtime.records import step_name
 from cgraph.runtime.session import Session
-from cgraph.runtime.toolrunner import ToolRunner
+from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.read import read_file

@@ -27,7 +27,7 @@ from tests.servers.chat import (
 )
 from tests.unit.runtime._runtime import action, simple, write
 from tests.unit.runtime.test_streaming import LONG, two_states
-from tests.unit.runtime.test_toolcalls import TOOLS
+from tests.unit.runtime.tools.test_calls import TOOLS
 
 pytestmark = pytest.mark.slow
 TOOL_TOP = """\

@@ -18,7 +18,7 @@ import pytest
 
 from cgraph.runtime.session import Session
 from tests.servers.chat import LLAMA_CPP_PYTHON, Calls, serve
-from tests.unit.runtime.test_toolcalls import tool_graph
+from tests.unit.runtime.tools.test_calls import tool_graph
 
 pytestmark = pytest.mark.slow
 

@@ -35,7 +35,7 @@ from cgraph.runtime.outcomes import (
     SetVariables,
 )
 from cgraph.runtime.render_failures import fallback
-from cgraph.runtime.toolcalls import Calling, ask_with_tools, offered
+from cgraph.runtime.tools.calls import Calling, ask_with_tools, offered
 from cgraph.spec.model import ActionState, Graph
 
 
@@ -167,7 +167,7 @@ def _ask_with_tools(
     slots: dict[str, Any],
     collect: tuple[str, ...],
 ) -> tuple[Asked, Effects]:
-    """The action's question with the state's tools offered (see `cgraph.runtime.toolcalls`)."""
+    """The action's question with the state's tools offered (see `cgraph.runtime.tools.calls`)."""
     request = ctx.requests.build(
         ctx.view,
         "action",

@@ -25,7 +25,7 @@ from cgraph.runtime.outcomes import (
 )
 from cgraph.runtime.render_failures import StepRenderFailed, rendered
 from cgraph.runtime.snapshot import jsonable
-from cgraph.runtime.tools import check_arguments
+from cgraph.runtime.tools.arguments import check_arguments
 from cgraph.spec.limits import check_size
 from cgraph.spec.model import (
     AnnotationState,

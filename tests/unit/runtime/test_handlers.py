@@ -11,7 +11,7 @@ from cgraph.runtime.context import StepContext
 from cgraph.runtime.handlers.silent import step_annotation, step_side_effect
 from cgraph.runtime.outcomes import AddTags, Emit, Move, SetVariables
 from cgraph.runtime.session import Session
-from cgraph.runtime.toolrunner import ToolRunner
+from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from tests.conftest import FIXTURES

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cgraph.lint.tools import handler_problem
-from cgraph.runtime.tools import load_handler
+from cgraph.runtime.tools.load import load_handler
 from cgraph.spec.tool_files import local_module
 
 

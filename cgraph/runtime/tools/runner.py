@@ -7,7 +7,7 @@ that crashes it (a segfault, `os._exit`, a signal) is a `ToolError` saying so; e
 the next call gets a fresh worker and the session goes on. Calls run at once (the model's
 parallel calls) each get a worker of their own. The workers die with the session
 (`close`, or when the runner is collected or the process exits) and, without one, by
-themselves (`cgraph.runtime.toolworker`).
+themselves (`cgraph.runtime.tools.worker`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from cgraph.errors import ToolError
-from cgraph.runtime.toolprocess import STARTUP_LIMIT, Worker, WorkerGone
-from cgraph.runtime.tools import call_tool, load_handler, not_json
+from cgraph.runtime.tools.invoke import call_tool, not_json, returned
+from cgraph.runtime.tools.load import load_handler
+from cgraph.runtime.tools.process import STARTUP_LIMIT, Worker, WorkerGone
 from cgraph.spec.model import Tool
 
 
@@ -59,10 +60,7 @@ class ToolRunner:
             result = call_tool(
                 handler, arguments, timeout=tool.timeout, idempotency_key=key, name=tool.name
             )
-            problem = not_json(result)
-            if problem:
-                raise ToolError(f"tool `{tool.name}` returned a value that is not JSON ({problem})")
-            return result
+            return returned(tool.name, result)
         return self._in_worker(tool, folder, arguments, key)
 
     def _in_worker(

@@ -30,7 +30,7 @@ from cgraph.runtime.asking import Asked, ask
 from cgraph.runtime.context import ToolCaller
 from cgraph.runtime.outcomes import Emit
 from cgraph.runtime.snapshot import jsonable
-from cgraph.runtime.tools import argument_errors
+from cgraph.runtime.tools.arguments import argument_errors
 from cgraph.spec.model import Graph, Tool
 
 MAX_REFUSED = 1
@@ -73,7 +73,7 @@ class Calling:
     """Calls left in this turn (`limits.max_tool_calls` less the calls already made)."""
     record_intent: Callable[[Emit], None]
     runner: ToolCaller
-    """Runs a call as a side-effect state's call runs (`cgraph.runtime.toolrunner`)."""
+    """Runs a call as a side-effect state's call runs (`cgraph.runtime.tools.runner`)."""
 
 
 def offered(graph: Graph, names: Sequence[str]) -> tuple[dict[str, Any], ...]:

@@ -1,7 +1,7 @@
 """One tool worker process, seen from the session: spawn it, send it requests, wait for
 its replies with a deadline, kill it.
 
-The worker (`cgraph.runtime.toolworker`) is a new interpreter (`sys.executable`, never a
+The worker (`cgraph.runtime.tools.worker`) is a new interpreter (`sys.executable`, never a
 fork: the session has threads), in its own process group so that a kill takes whatever
 the handler started with it, and so that Ctrl-C at the terminal reaches the session only.
 It gets the session's Python path, so handlers import as they would here.
@@ -27,7 +27,7 @@ STARTUP_LIMIT = 60.0
 counted in the tool's timeout."""
 _BOOT = (
     "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
-    "from cgraph.runtime.toolworker import serve; serve()"
+    "from cgraph.runtime.tools.worker import serve; serve()"
 )
 
 

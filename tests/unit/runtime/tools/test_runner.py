@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from cgraph.errors import ToolError
-from cgraph.runtime.toolprocess import how_it_ended
-from cgraph.runtime.toolrunner import ToolRunner
+from cgraph.runtime.tools.process import how_it_ended
+from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.spec.model import Isolation, Tool
 from tests.conftest import FIXTURES
 

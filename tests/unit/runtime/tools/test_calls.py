@@ -9,7 +9,7 @@ from typing import Any
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.runtime.session import Session
-from cgraph.runtime.tools import load_handler
+from cgraph.runtime.tools.load import load_handler
 from tests.unit.runtime._runtime import action, simple, stay, write
 
 TOOLS = """

@@ -1,6 +1,6 @@
 """The tool worker: a separate Python process that runs tool handlers for one session.
 
-Started by `cgraph.runtime.toolprocess` with the session's Python path. It reads one JSON
+Started by `cgraph.runtime.tools.process` with the session's Python path. It reads one JSON
 request a line and, after a first `{"ready": pid}`, writes JSON replies a line:
 
 - a call (`handler`, `folder`, `name`, `arguments`, `key`) gets `{"loaded": true}` once
@@ -33,7 +33,8 @@ from typing import Any, BinaryIO
 
 # Imported before the worker says it is ready, so a first call does not wait for them.
 from cgraph.errors import ToolError
-from cgraph.runtime.tools import invoke, load_handler, not_json
+from cgraph.runtime.tools.invoke import invoke, returned
+from cgraph.runtime.tools.load import load_handler
 
 PARENT_POLL = 0.5
 """Seconds between checks that the parent still lives (the pipe closing is seen at once)."""
@@ -101,15 +102,11 @@ def answer(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         return
     yield {"loaded": True}
     try:
-        result = invoke(handler, request["arguments"], request["key"], name)
+        result = returned(name, invoke(handler, request["arguments"], request["key"], name))
     except ToolError as err:
         yield {"error": err.message}
         return
-    problem = not_json(result)
-    if problem:
-        yield {"error": f"tool `{name}` returned a value that is not JSON ({problem})"}
-    else:
-        yield {"result": result}
+    yield {"result": result}
 
 
 def preload(handlers: list[dict[str, Any]]) -> None:

@@ -1,13 +1,12 @@
-"""Tool handlers: loaded next to the graph, called with a timeout and an idempotency key."""
+"""Tool handlers called with a timeout and, when they take one, an idempotency key."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from cgraph.errors import ToolError
-from cgraph.runtime.tools import accepts_key, call_tool, load_handler
+from cgraph.runtime.tools.invoke import accepts_key, call_tool
+from cgraph.runtime.tools.load import load_handler
 from tests.conftest import FIXTURES
 
 FOLDER = FIXTURES / "runtime"
@@ -22,31 +21,6 @@ def test_handlers_load_from_the_graph_folder_and_are_cached() -> None:
         "ok": True,
     }
     assert lookup.__globals__["CALLS"][-1] == {"query": "q", "limit": 3, "key": "k1"}
-
-
-def test_same_module_name_in_two_folders_does_not_collide(tmp_path: Path) -> None:
-    for name, value in (("one", 1), ("two", 2)):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "tools_fixture.py").write_text(f"def f():\n    return {value}\n")
-    first = load_handler("tools_fixture:f", tmp_path / "one")
-    second = load_handler("tools_fixture:f", tmp_path / "two")
-    assert (first(), second()) == (1, 2)
-
-
-def test_python_path_modules_load_too() -> None:
-    assert load_handler("json:dumps")([1]) == "[1]"
-
-
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        ("missing_module:f", "cannot import tool module"),
-        ("tools_fixture:nothing", "has no function"),
-    ],
-)
-def test_load_errors_are_tool_errors(spec: str, message: str) -> None:
-    with pytest.raises(ToolError, match=message):
-        load_handler(spec, FOLDER)
 
 
 def test_failures_and_timeouts_are_tool_errors() -> None:
