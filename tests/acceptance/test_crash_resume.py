@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import alive
 from tests.conftest import FIXTURES, ROOT
 
 DRIVER = FIXTURES / "runtime" / "crash_driver.py"
@@ -53,15 +54,6 @@ def in_tool_worker(process: subprocess.Popen[str]) -> int:
         if line.startswith("IN-TOOL "):
             return int(line.split()[1])
     raise AssertionError("the session process ended before the tool ran")
-
-
-def alive(pid: int) -> bool:
-    """Running (not gone, not a zombie left for a reaper)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def tool_done(tmp_path: Path) -> bool:

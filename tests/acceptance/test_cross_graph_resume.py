@@ -8,11 +8,11 @@ import json
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from tests.conftest import FIXTURES, ROOT
+from tests.commands import start_run
+from tests.conftest import FIXTURES
 
 GRAPH = FIXTURES / "flows" / "root.yaml"
 SIZE = "parts/order.yaml#size"
@@ -31,15 +31,8 @@ done: [{{exit: stay, reason: bye, reply: All done.}}]
 
 
 def cgraph_run(store: Path, script: Path) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "cgraph", "run", str(GRAPH), "--jsonl", "--session", "s1"]
-    return subprocess.Popen(
-        [*command, "--store", str(store), "--model", f"scripted:{script}"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
+    options = ["--session", "s1", "--store", str(store), "--model", f"scripted:{script}"]
+    return start_run(GRAPH, *options)
 
 
 def moved_across(store: Path) -> bool:

@@ -19,7 +19,6 @@ import json
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 
 from tests.acceptance.test_memory_scope import ENV, GRAPH, cgraph
-from tests.conftest import ROOT
+from tests.commands import start_run
 
 FIRST = "I felt dizzy when I stood up this morning"
 TOLD = "Ann felt dizzy when she stood up this morning."
@@ -41,16 +40,8 @@ def script(path: Path, extract: str) -> str:
 
 
 def spawn(graph: Path, store: Path, model: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "cgraph", "run", str(graph), "--jsonl", "--user", "ann"]
-    return subprocess.Popen(
-        [*command, "--store", str(store), "--session", "s1", "--model", model],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env=ENV,
-    )
+    options = ["--user", "ann", "--store", str(store), "--session", "s1", "--model", model]
+    return start_run(graph, *options, env=ENV)
 
 
 def waiting(store: Path) -> int:

@@ -8,9 +8,9 @@ never recalls it; the same session resumed does. Personal memories are the user'
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from unittest.mock import ANY
@@ -18,7 +18,7 @@ from unittest.mock import ANY
 from cgraph.backends.memory.chroma import open_memory
 from cgraph.backends.memory.policy import NewMemory
 from cgraph.spec.model import MemoryConfig
-from tests.conftest import ROOT
+from tests.commands import environment, finished
 
 GRAPH = """\
 cgraph: 1
@@ -43,27 +43,11 @@ states:
 DIZZY = "Today I felt dizzy when I stood up"
 ALLERGY = "I am allergic to penicillin"
 KNEE = "My left knee hurts a lot today"
-ENV = {
-    **os.environ,
-    "PYTHONPATH": str(ROOT),
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "ANONYMIZED_TELEMETRY": "False",
-}
+ENV = environment(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", ANONYMIZED_TELEMETRY="False")
 
 
-def cgraph(*args: str, stdin: str = "") -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "cgraph", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=ENV,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+def cgraph(*args: str, lines: Sequence[str] = ()) -> str:
+    return finished([sys.executable, "-m", "cgraph", *args], lines, env=ENV).stdout
 
 
 def run(graph: Path, store: Path, session: str, *lines: str) -> list[dict[str, Any]]:
@@ -77,7 +61,7 @@ def run(graph: Path, store: Path, session: str, *lines: str) -> list[dict[str, A
         str(store),
         "--session",
         session,
-        stdin="".join(f"{line}\n" for line in lines),
+        lines=lines,
     )
     return [json.loads(line) for line in out.splitlines()]
 
@@ -115,16 +99,8 @@ def test_task_memories_stay_in_their_session_across_runs_and_graphs(tmp_path: Pa
 def imports_chromadb(graph: Path, store: Path, session: str) -> tuple[bool, dict[str, Any]]:
     """Whether one `cgraph run --jsonl` turn imported chromadb (`-X importtime`), and the turn."""
     options = ["--jsonl", "--user", "ann", "--store", str(store), "--session", session]
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "cgraph", "run", str(graph), *options],
-        input="How am I doing?\n",
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=ENV,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    command = [sys.executable, "-X", "importtime", "-m", "cgraph", "run", str(graph), *options]
+    done = finished(command, ["How am I doing?"], env=ENV)
     imported = {
         line.rsplit("|", 1)[-1].strip().split(".")[0]
         for line in done.stderr.splitlines()

@@ -7,36 +7,24 @@ next message takes its exit to END, and that message gets the goodbye too.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pexpect
 
+from tests.commands import CGRAPH, environment, finished
 from tests.conftest import GRAPHS
 
-CGRAPH = Path(sys.executable).parent / "cgraph"
 CHECKIN = GRAPHS / "medical_checkin.yaml"
 MESSAGES = ["hi", "I have to go, bye.", "Bye."]
 GOODBYE = "Thank you for checking in today. Take care, and goodbye!"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+ENV = environment(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
 
 
 def piped(store: Path, *extra: str) -> list[str]:
-    done = subprocess.run(
-        [str(CGRAPH), "run", str(CHECKIN), "--store", str(store), *extra],
-        input="\n".join(MESSAGES) + "\n",
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+    command = [str(CGRAPH), "run", str(CHECKIN), "--store", str(store), *extra]
+    return finished(command, MESSAGES, env=ENV).stdout.splitlines()
 
 
 def test_every_piped_message_gets_a_reply_line(tmp_path: Path) -> None:

@@ -9,30 +9,19 @@ agree with the choice.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.commands import CGRAPH, environment, finished
 from tests.conftest import GRAPHS
 
-CGRAPH = Path(sys.executable).parent / "cgraph"
 CHECKIN = GRAPHS / "medical_checkin.yaml"
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+ENV = environment(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
 MESSAGES = ["I took all my pills, no side effects", "/why", "Yes, I'm ready.", "/why"]
 
 
 def test_a_weak_ending_asks_again_and_the_reason_agrees(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [str(CGRAPH), "run", str(CHECKIN), "--jsonl", "--store", str(tmp_path)],
-        input="\n".join(MESSAGES) + "\n",
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    command = [str(CGRAPH), "run", str(CHECKIN), "--jsonl", "--store", str(tmp_path)]
+    done = finished(command, MESSAGES, env=ENV)
     first, why, ready, why_ready = (json.loads(line) for line in done.stdout.splitlines())
     assert first["state"] == "welcome_patient" and first["path"] == ["welcome_patient"]
     assert not first["completed"] and "Are you ready to begin?" in first["reply"]

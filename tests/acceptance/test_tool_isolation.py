@@ -13,7 +13,6 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT
+from tests.commands import alive, environment, start_run
+from tests.conftest import FIXTURES
 
 WAIT = 120.0  # seconds for one reply on a busy machine
 GRAPH = """\
@@ -67,18 +67,9 @@ def graph(folder: Path, handler: str, timeout: float = 30) -> Path:
 
 
 def spawn(folder: Path, handler: str, timeout: float = 30, *more: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "cgraph", "run", str(graph(folder, handler, timeout))]
-    command += ["--jsonl", "--store", str(folder / "store"), *more]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOOL_DIR": str(folder)}
-    return subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=folder,
-        env=env,
-    )
+    path = graph(folder, handler, timeout)
+    options = ["--store", str(folder / "store"), *more]
+    return start_run(path, *options, cwd=folder, env=environment(TOOL_DIR=str(folder)))
 
 
 def send(process: subprocess.Popen[str], text: str, key: str = "m1") -> dict[str, Any]:
@@ -106,15 +97,6 @@ def why_failed(turn: dict[str, Any]) -> str:
 
 def pid_of(folder: Path, name: str) -> int:
     return int((folder / f"{name}.pid").read_text())
-
-
-def alive(pid: int) -> bool:
-    """Running: not gone, and not a zombie waiting for a reaper."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def children(pid: int) -> set[int]:

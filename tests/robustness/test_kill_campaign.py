@@ -18,14 +18,14 @@ import select
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT
+from tests.commands import start_run
+from tests.conftest import FIXTURES
 
 GRAPH = FIXTURES / "runtime" / "campaign.yaml"
 SCRIPT = FIXTURES / "runtime" / "campaign_script.yaml"
@@ -35,29 +35,8 @@ WAIT = 120.0  # seconds for one reply on a busy machine
 
 
 def spawn(store: Path, session: str) -> subprocess.Popen[str]:
-    command = [
-        sys.executable,
-        "-m",
-        "cgraph",
-        "run",
-        str(GRAPH),
-        "--jsonl",
-        "--store",
-        str(store),
-        "--session",
-        session,
-        "--model",
-        f"scripted:{SCRIPT}",
-    ]
-    return subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    options = ["--store", str(store), "--session", session, "--model", f"scripted:{SCRIPT}"]
+    return start_run(GRAPH, *options)
 
 
 def line(key: str, text: str) -> str:

@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.commands import start_run
 from tests.robustness.run_probe import FALLBACK, stored, write_graph
 from tests.robustness.test_kill_campaign import WAIT, line, read_reply
 
@@ -25,15 +24,7 @@ SLOW = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% e
 
 
 def spawn(graph: Path, store: Path) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "cgraph", "run", str(graph), "--jsonl"]
-    return subprocess.Popen(
-        [*command, "--model", "semantic", "--store", str(store), "--session", "s1"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
+    return start_run(graph, "--model", "semantic", "--store", str(store), "--session", "s1")
 
 
 def kill(process: subprocess.Popen[str]) -> None:

@@ -8,16 +8,15 @@ and the store holds the one run's turns, never a mix.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT
+from tests.commands import start_run
+from tests.conftest import FIXTURES
 
 GRAPH = FIXTURES / "runtime" / "campaign.yaml"
 SCRIPT = FIXTURES / "runtime" / "campaign_script.yaml"
@@ -26,17 +25,8 @@ WAIT = 240.0
 
 
 def spawn(store: Path, session: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "cgraph", "run", str(GRAPH), "--jsonl", "--store"]
-    command += [str(store), "--session", session, "--model", f"scripted:{SCRIPT}"]
-    return subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    options = ["--store", str(store), "--session", session, "--model", f"scripted:{SCRIPT}"]
+    return start_run(GRAPH, *options)
 
 
 def messages(store: Path, session: str) -> list[str]:
