@@ -10,7 +10,7 @@ until the engine applies the outcome.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -195,13 +195,4 @@ class StepContext:
 
     def seeing(self, **changes: Any) -> StepContext:
         """The same context with the view changed (a step's own effects, in its later part)."""
-        view = self.view._replace(**changes)
-        return StepContext(
-            view,
-            self.graphs,
-            self.requests,
-            self.model,
-            self.memory,
-            self.record_intent,
-            self.tools,
-        )
+        return replace(self, view=self.view._replace(**changes))

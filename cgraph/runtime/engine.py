@@ -91,10 +91,14 @@ class Engine:
 
     def _outcome(self) -> Outcome:
         self.log.record(self.snap, keep_summary(self.prompter, self.deps.model, self.qualified()))
-        deps, memory = self.deps, self.memory
-        view, prompter = self._view(), self.prompter
         context = StepContext(
-            view, self.graphs, prompter, deps.model, memory, self._intent, deps.tools
+            view=self._view(),
+            graphs=self.graphs,
+            requests=self.prompter,
+            model=self.deps.model,
+            memory=self.memory,
+            record_intent=self._intent,
+            tools=self.deps.tools,
         )
         if not self.snap.started:
             return choose_start(context, "", push=False)
