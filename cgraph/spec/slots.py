@@ -45,8 +45,7 @@ def normalised(slot: Slot, value: Any) -> Any:
     """A value as the slot keeps it: `4.0` on an integer slot is 4 (JSON has one number),
     and a whole number on a number slot is whole too, so `{{ amount }} euros` says "450
     euros", not "450.0 euros"."""
-    numeric = slot.type in ("integer", "number") and not isinstance(value, bool)
-    if numeric and isinstance(value, float) and value.is_integer():
+    if slot.type in ("integer", "number") and isinstance(value, float) and value.is_integer():
         return int(value)
     return value
 
