@@ -139,7 +139,8 @@ def _edge_line(edge: _Edge, highlight: Highlight | None) -> str:
 def _look(edge: _Edge, highlight: Highlight | None) -> str:
     """A route stays dotted when coverage colours it: it is still not the model's choice."""
     dotted = ", style=dotted" if edge.route else ""
-    if highlight is None or edge.source == START:
+    if highlight is None or (edge.source == START and (START, edge.exit_id) not in highlight.taken):
+        # A start entry is no exit of a state: untaken, it is drawn plain, not as a miss.
         return f'color="{ROUTE}", fontcolor="{ROUTE}"{dotted}' if edge.route else ""
     if (edge.source, edge.exit_id) in highlight.taken:
         return f'color="{COVERED}", fontcolor="{COVERED}", penwidth=2.4{dotted}'

@@ -40,6 +40,17 @@ def test_a_conditional_start_labels_its_edges_with_their_conditions() -> None:
     ]
 
 
+def test_the_start_entry_taken_is_marked_and_the_other_drawn_plain() -> None:
+    graph = load_graph(GRAPHS / "library_reservation.yaml")
+    taken = frozenset({("START", "verify_card")})
+    by_edge = {
+        (s, t): a for s, t, a in drawn_edges(dot_source(graph, Highlight(taken, frozenset())))
+    }
+    assert "penwidth=2.4" in by_edge[("START", "verify_card")]
+    assert "dashed" not in by_edge[("START", "welcome_visitor")]
+    assert "penwidth" not in by_edge[("START", "welcome_visitor")]
+
+
 def test_states_are_shaped_by_type() -> None:
     dot = dot_source(ASSISTANT)
     assert '"supervisor" [shape=box' in dot and '"list_files" [shape=component' in dot
