@@ -72,7 +72,6 @@ def load_checked(
     """The graph and its offline hints, or `GraphError` with every located lint error
     (warnings do not stop a run). `read` sees the graph as soon as it is read, before
     the lint: what it starts in the background overlaps with the lint."""
-    from cgraph.diagnostics import Severity
     from cgraph.spec.load import load_graph
 
     problem = not_a_graph_file(path)
@@ -84,22 +83,13 @@ def load_checked(
         graph = None
     if graph is not None:
         read(graph)
-    from cgraph.lint.offline import OFFLINE_CHECKS, OFFLINE_CODES
-    from cgraph.lint.walk import CHECKS, lint_paths
+    from cgraph.lint.gate import gate
 
-    found = lint_paths([path], checks=(*CHECKS, *OFFLINE_CHECKS)).diagnostics
-    errors = [d for d in found if d.severity is Severity.ERROR]
-    if errors:
-        raise GraphError(f"{path}: the graph has errors; fix them and run again", errors)
-    return graph or load_graph(path), [d for d in found if d.code in OFFLINE_CODES]
-
-
-def offline_hints(hints: list[Diagnostic], shown: int = 3) -> str:
-    """The hints of an offline run, a few located ones and a count of the rest."""
-    lines = [f"hint: {d.file}:{d.line}:{d.column} {d.message}; {d.hint}\n" for d in hints[:shown]]
-    if len(hints) > shown:
-        lines.append(f"hint: … and {len(hints) - shown} more like these\n")
-    return "".join(lines)
+    linted = gate(path)
+    if linted.errors:
+        message = f"{path}: the graph has errors; fix them and run again"
+        raise GraphError(message, list(linted.errors))
+    return graph or load_graph(path), list(linted.hints)
 
 
 # ----- model --------------------------------------------------------------------------------

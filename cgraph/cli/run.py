@@ -18,7 +18,6 @@ from cgraph.cli.opening import (
     SEMANTIC,
     RunOptions,
     load_checked,
-    offline_hints,
     open_session,
     warm_up_early,
 )
@@ -41,6 +40,8 @@ def run_command(options: RunOptions, *, jsonl: bool) -> int:
         sys.stderr.write(f"error: {err.message}\n")
         return 1
     if opened.model_name == SEMANTIC:
+        from cgraph.lint.gate import offline_hints
+
         sys.stderr.write(offline_hints(hints))
     if sys.stdin.isatty() and not jsonl:
         from cgraph.cli.repl import Repl

@@ -92,35 +92,4 @@ def test(
     except OSError as err:  # --html or --record
         sys.stderr.write(f"error: cannot write {err.filename}: {err.strerror or err}\n")
         raise typer.Exit(2) from err
-    sys.stderr.write(say_hints(request.paths, model))
     raise typer.Exit(code)
-
-
-def say_hints(paths: tuple[Path, ...], model: str | None) -> str:
-    """The offline hints (`no-say`, `offline-slot`) of the graphs tested offline, once per
-    run however many files test them (the same lines `cgraph run` prints offline)."""
-    from cgraph.cli.opening import offline_hints
-    from cgraph.lint.offline import OFFLINE_CHECKS, OFFLINE_CODES
-    from cgraph.lint.walk import lint_paths
-
-    graphs = offline_graphs(paths, model)
-    found = lint_paths(graphs, checks=OFFLINE_CHECKS).diagnostics if graphs else []
-    return offline_hints([d for d in found if d.code in OFFLINE_CODES])
-
-
-def offline_graphs(paths: tuple[Path, ...], model: str | None) -> list[Path]:
-    """The graphs the test files under `paths` run in the semantic mode, each once."""
-    from cgraph.errors import CgraphError
-    from cgraph.spec.testfile import Scripted
-    from cgraph.testing.cases import find_files, load
-
-    found: dict[Path, Path] = {}
-    for path in find_files(paths):
-        try:
-            tests, _ = load(path)
-        except CgraphError:
-            continue  # reported by the run itself
-        scripted = tests is not None and isinstance(tests.model, Scripted)
-        if tests is not None and (model or ("" if scripted else str(tests.model))) == "semantic":
-            found.setdefault(tests.graph_path.resolve(), tests.graph_path)
-    return list(found.values())

@@ -17,6 +17,7 @@ from cgraph.backends.llm.types import ChatModel
 from cgraph.backends.memory.policy import MemoryStore, NewMemory, NullMemory
 from cgraph.diagnostics import Diagnostic, Severity, has_errors
 from cgraph.errors import CgraphError, GraphError
+from cgraph.lint.gate import gate
 from cgraph.runtime.records import step_name
 from cgraph.runtime.session import Session
 from cgraph.runtime.tools.runner import ToolRunner
@@ -72,6 +73,9 @@ class FileResult:
     lint: list[Diagnostic] = field(default_factory=list)
     """The tested graph's lint errors: its cases still run (they show what the errors do),
     but the run fails."""
+    hints: list[Diagnostic] = field(default_factory=list)
+    """The tested graph's offline hints (`no-say`, `offline-slot`) when its cases run
+    without an LLM; none otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +125,9 @@ class Runner:
         if missing is not None:
             result.problems.append(missing)
             return result
-        result.lint = lint_errors(tests.graph_path)
+        linted = gate(tests.graph_path)
+        result.lint = list(linted.errors)
+        result.hints = list(linted.hints) if self._model_name(tests) == "semantic" else []
         try:
             result.graph_spec = load_graph(tests.graph_path)
             model = self._model(tests, result.graph_spec)
@@ -150,12 +156,19 @@ class Runner:
                     self.stopped = True
                     return
 
-    def _model(self, tests: TestFile, graph: Graph) -> ChatModel:
+    def _model_name(self, tests: TestFile) -> str | None:
+        """The model the file's cases run with: None for the file's own scripted answers."""
         if self.options.model is None and isinstance(tests.model, Scripted):
+            return None
+        return self.options.model or str(tests.model)
+
+    def _model(self, tests: TestFile, graph: Graph) -> ChatModel:
+        name = self._model_name(tests)
+        if name is None:
             from cgraph.backends.llm.scripted import ScriptedModel
 
+            assert isinstance(tests.model, Scripted)
             return ScriptedModel(tests.model.scripted)
-        name = self.options.model or str(tests.model)
         if self.options.record is not None:
             return _recording(name, graph, tests, self.options.record)
         if name != "semantic":  # replay and scripted models keep a position: one per file
@@ -265,13 +278,6 @@ def _recording(name: str, graph: Graph, tests: TestFile, folder: Path) -> ChatMo
 
 def _resolve(name: str, graph: Graph) -> ChatModel:
     return resolve_model(name, graph.model, embedding_model=graph.embedding_source())
-
-
-def lint_errors(graph: Path) -> list[Diagnostic]:
-    """The graph's lint errors, which `cgraph run` refuses to start with."""
-    from cgraph.lint.walk import lint_paths
-
-    return [d for d in lint_paths([graph]).diagnostics if d.severity is Severity.ERROR]
 
 
 def _problem(path: Path, message: str) -> Diagnostic:

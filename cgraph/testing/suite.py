@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import IO
 
 from cgraph.diagnostics import has_errors
+from cgraph.lint.gate import offline_hints
 from cgraph.testing.coverage import GraphCoverage, coverage
 from cgraph.testing.reporters import REPORTERS
 from cgraph.testing.runner import FileResult, Options, Runner, count
@@ -52,7 +53,10 @@ def run_tests(request: TestRequest, out: IO[str], err: IO[str]) -> int:
 
         write_report(request.html, results, covered or coverage(results))
         err.write(f"report: {request.html}\n")
-    return _exit_code(results, covered, request.fail_under, err)
+    code = _exit_code(results, covered, request.fail_under, err)
+    # Once per run however many files test a graph: the lines `cgraph run` prints offline.
+    err.write(offline_hints(list(dict.fromkeys(d for f in results for d in f.hints))))
+    return code
 
 
 def _exit_code(

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.commands import finished
 from tests.unit.cli.test_repl import GRAPH
 
 CGRAPH = Path(sys.executable).parent / "cgraph"
@@ -46,3 +47,18 @@ def test_offline_tests_hint_at_say_once_per_run(tmp_path: Path) -> None:
         "without an LLM its actions are shown as a stage direction; add `say:` with what the "
         "agent says here, for runs and tests without an LLM"
     ]
+
+
+def test_each_hint_of_a_graph_with_several_shows_once(tmp_path: Path) -> None:
+    bare = GRAPH.replace("    say: I've blocked your card.\n", "")
+    assert bare != GRAPH
+    (tmp_path / "card_help.yaml").write_text(bare, encoding="utf-8")
+    for name in ("first", "second", "third"):
+        write(tmp_path, name, "card_help.yaml")
+    done = finished([str(CGRAPH), "test", str(tmp_path)])
+    hints = [line for line in done.stderr.splitlines() if line.startswith("hint:")]
+    graph = tmp_path / "card_help.yaml"
+    assert [h.split(" has no `say:`")[0] for h in hints] == [
+        f"hint: {graph}:7:3 action state `identify_issue`",
+        f"hint: {graph}:16:3 action state `spoken`",
+    ], done.stderr

@@ -11,8 +11,9 @@ from rich.console import Console
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.cli import commands
-from cgraph.cli.opening import Opened, load_checked, offline_hints
+from cgraph.cli.opening import Opened, load_checked
 from cgraph.cli.repl import SPINNER_AFTER, Repl, late_status, stage_direction
+from cgraph.lint.gate import offline_hints
 from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
 
