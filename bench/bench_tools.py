@@ -63,7 +63,7 @@ def first_call(folder: Path, isolation: str, module: str, warmed: bool = False) 
         spec = tool("echo", isolation, module=module)
         if warmed:
             if isolation == "process":
-                runner.warm([spec], folder)  # as a session with such tools does at its start
+                runner.warm([(spec, folder)])  # as a session with such tools does at its start
             time.sleep(1.0)  # the conversation's first turn, while the worker boots
         return timed(lambda: runner.call(spec, folder, {"text": "hi"}, "k"))
     finally:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os.path
 from pathlib import Path
 
+from cgraph.errors import CgraphError
 from cgraph.spec.load import load_graph
-from cgraph.spec.model import Graph
+from cgraph.spec.model import CROSS, Graph, GraphState, anywhere_targets, is_cross, targets_of
 from cgraph.spec.read import read_file
 from cgraph.spec.topology import derive
 
@@ -39,6 +40,32 @@ class Graphs:
 
     def folder_of(self, graph: Graph) -> Path:
         return graph.source.resolve().parent if graph.source else self.folder
+
+    def reachable(self) -> list[Graph]:
+        """Every graph the session may enter, the root first, each once: the files its
+        `graph` states and `file#state` targets name, followed from each graph they load.
+        A file that does not load is left out: entering it says why, located."""
+        found: dict[str, Graph] = {}
+        keys = [""]
+        while keys:
+            key = keys.pop(0)
+            if key in found:
+                continue
+            try:
+                graph = self.get(key)
+            except CgraphError:
+                continue
+            found[key] = graph
+            keys += [self.child_key(key, file) for file in linked_files(graph)]
+        return list(found.values())
+
+
+def linked_files(graph: Graph) -> list[str]:
+    """The files a graph hands the conversation to (as written, relative to it)."""
+    targets = [*anywhere_targets(graph), *(t for s in graph.states.values() for t in targets_of(s))]
+    files = [s.graph for s in graph.states.values() if isinstance(s, GraphState)]
+    files += [t.partition(CROSS)[0] for t in targets if is_cross(t)]
+    return list(dict.fromkeys(files))
 
 
 def topology_text(graph: Graph) -> str:

@@ -61,9 +61,15 @@ class Session:
         earlier process finished the turn (and may have died storing them), or their
         extraction failed here after storing."""
         self._engine = Engine(deps, snapshot, events)
-        isolated = [tool for tool in deps.graph.tools if tool.isolation == "process"]
+        graphs = self._engine.graphs
+        isolated = [
+            (tool, graphs.folder_of(graph))
+            for graph in graphs.reachable()
+            for tool in graph.tools
+            if tool.isolation == "process"
+        ]
         if isolated:  # a tool worker boots, and imports them, while the conversation starts
-            deps.tools.warm(isolated, self._engine.graphs.folder_of(deps.graph))
+            deps.tools.warm(isolated)
 
     @classmethod
     def start(

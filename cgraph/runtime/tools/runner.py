@@ -34,10 +34,10 @@ class ToolRunner:
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _stop_all, self._all)
 
-    def warm(self, tools: Sequence[Tool] = (), folder: Path | None = None) -> None:
+    def warm(self, tools: Sequence[tuple[Tool, Path | None]] = ()) -> None:
         """Start a worker now, so the first call does not wait for one to boot, and have
-        it import the handlers of `tools` (from `folder`) meanwhile. Best effort: a worker
-        that cannot start is reported by the first call."""
+        it import the handlers of `tools` (each from its folder) meanwhile. Best effort: a
+        worker that cannot start is reported by the first call."""
         with self._lock:
             if self._idle:
                 return
@@ -47,7 +47,7 @@ class ToolRunner:
                 return
             try:
                 if tools:
-                    worker.send({"preload": [_where(tool, folder) for tool in tools]})
+                    worker.send({"preload": [_where(tool, folder) for tool, folder in tools]})
             except WorkerGone:
                 self._forget(worker)
                 return

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.runtime.session import Session
@@ -201,3 +204,58 @@ def test_a_recorded_tool_conversation_replays_with_its_calls(tmp_path: Path) -> 
     assert replayed.reply == first.reply == "3 files."
     strip = [{k: v for k, v in c.items() if k != "duration"} for c in first.tool_calls]
     assert [{k: v for k, v in c.items() if k != "duration"} for c in replayed.tool_calls] == strip
+
+
+HANDLERS = """\
+import os
+from pathlib import Path
+
+Path(os.environ["MARK_DIR"], "{name}").write_text(str(os.getpid()))
+
+
+def look() -> str:
+    return "{name}"
+"""
+
+
+def with_tool(folder: Path, file: str, module: str, start: str, body: str) -> None:
+    """A graph file whose tool `look` is `module:look`, next to a module that marks its
+    import with the importing process's id."""
+    top = f"tools:\n  - name: look\n    handler: {module}:look\n"
+    path = write(folder, simple(name=module, start=start, top=top, body=body), file)
+    (path.parent / f"{module}.py").write_text(HANDLERS.format(name=module))
+
+
+def test_a_session_preloads_the_tools_of_every_graph_it_may_enter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MARK_DIR", str(tmp_path))
+    # The root hands over to side.yaml, which moves across to parts/order.yaml#b; its
+    # hand-over to a file that is not there fails only if the conversation goes there.
+    root = write(tmp_path, simple(name="root", start="s", body=HAND_OVER))
+    side = action("a", {"parts/order.yaml#b": "The user orders."}, tools="[look]")
+    with_tool(tmp_path, "side.yaml", "side_tools", "a", side)
+    order = action("b", {"END": "The user is done."}, tools="[look]")
+    with_tool(tmp_path, "parts/order.yaml", "order_tools", "b", order)
+    session = Session.start(root, model=ScriptedModel({}))
+    marks = [tmp_path / "side_tools", tmp_path / "order_tools"]
+    deadline = time.monotonic() + 60
+    while not all(m.exists() and m.read_text() for m in marks) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    [worker] = session.deps.tools.workers()
+    assert [m.read_text() if m.exists() else None for m in marks] == [str(worker)] * 2
+    session.close()
+
+
+HAND_OVER = """\
+  s:
+    type: graph
+    objective: Run the side flow.
+    graph: side.yaml
+    next_state: END
+  t:
+    type: graph
+    objective: Run a flow not written yet.
+    graph: nowhere.yaml
+    next_state: END
+"""

@@ -164,7 +164,7 @@ def test_warm_imports_the_handlers_before_the_first_call(
 ) -> None:
     monkeypatch.setenv("MARK_DIR", str(tmp_path))
     quick = slow_module(tmp_path, 0.0)
-    runner.warm([quick], tmp_path)
+    runner.warm([(quick, tmp_path)])
     [worker] = runner.workers()
     deadline = time.monotonic() + 60
     while not (tmp_path / "imported").exists() and time.monotonic() < deadline:
