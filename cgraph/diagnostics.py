@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 DataPath = tuple[str | int, ...]
 """Keys and indexes from a document's root to one value: `("states", "ask", "actions", 0)`."""
@@ -49,3 +51,13 @@ class Diagnostic:
 
 def has_errors(diagnostics: list[Diagnostic] | tuple[Diagnostic, ...]) -> bool:
     return any(d.severity is Severity.ERROR for d in diagnostics)
+
+
+def shown_path(path: Path) -> Path:
+    """`path` as messages show it: normalised (`tests/../g.yaml` is `g.yaml`), and relative
+    to the working folder when it is under it."""
+    normal = Path(os.path.normpath(path))
+    try:
+        return normal.absolute().relative_to(Path.cwd())
+    except ValueError:
+        return normal

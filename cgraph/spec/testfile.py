@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cgraph.diagnostics import Diagnostic, has_errors
+from cgraph.diagnostics import Diagnostic, has_errors, shown_path
 from cgraph.errors import GraphError
 from cgraph.spec.model import INTERNAL, Identifier, Target, Text, Tier
 from cgraph.spec.names import TESTS_KEY
@@ -138,9 +138,9 @@ class TestFile:
 
     @property
     def graph_path(self) -> Path:
-        """The graph file, resolved against this file's folder."""
+        """The graph file, resolved against this file's folder (as messages show it)."""
         folder = self.source.parent if self.source else Path.cwd()
-        return folder / self.graph
+        return shown_path(folder / self.graph)
 
 
 TestFile.__test__ = False  # type: ignore[attr-defined]  # not a pytest class

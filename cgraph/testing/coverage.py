@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cgraph.diagnostics import shown_path
 from cgraph.runtime.exits import exit_options
 from cgraph.runtime.graphs import Graphs
 from cgraph.runtime.records import TransitionRecord
@@ -188,7 +189,7 @@ def _one(path: Path, graph: Graph, entered: set[str], taken: set[Exit]) -> Graph
     exits = declared_exits(graph)
     missing = [e for e in exits if e not in taken]
     return GraphCoverage(
-        graph=_shown(path),
+        graph=shown_path(path),
         name=graph.name,
         states=tuple(graph.states),
         entered=frozenset(entered & set(graph.states)),
@@ -222,11 +223,3 @@ def _declaration(graph: Graph, state: str, exit_id: str) -> tuple[str | int, ...
     if getattr(graph.states[state], "exit_conditions", None):
         return ("states", state, "exit_conditions", options.index(exit_id))
     return ("states", state, "next_state")
-
-
-def _shown(path: Path) -> Path:
-    """The graph's path relative to the working folder when it is under it."""
-    try:
-        return path.relative_to(Path.cwd())
-    except ValueError:
-        return path

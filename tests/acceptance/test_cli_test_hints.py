@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.commands import finished
+from tests.commands import environment, finished
 from tests.unit.cli.test_repl import GRAPH
 
 CGRAPH = Path(sys.executable).parent / "cgraph"
@@ -62,3 +62,25 @@ def test_each_hint_of_a_graph_with_several_shows_once(tmp_path: Path) -> None:
         f"hint: {graph}:7:3 action state `identify_issue`",
         f"hint: {graph}:16:3 action state `spoken`",
     ], done.stderr
+
+
+def test_a_graph_beside_the_tests_folder_is_shown_from_the_working_folder(
+    tmp_path: Path,
+) -> None:
+    bare = GRAPH.replace("    say: I've blocked your card.\n", "")
+    (tmp_path / "card_help.yaml").write_text(bare, encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    write(tmp_path / "tests", "first", "../card_help.yaml")
+    write(tmp_path / "tests", "missing", "../elsewhere.yaml")
+    done = subprocess.run(
+        [str(CGRAPH), "test", "tests"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=environment(),
+    )
+    hints = [line for line in done.stderr.splitlines() if line.startswith("hint:")]
+    assert hints[0].startswith("hint: card_help.yaml:7:3 "), done.stderr
+    assert "(looked for elsewhere.yaml)" in done.stdout + done.stderr, done.stdout
+    assert ".." not in "".join(hints), done.stderr

@@ -304,5 +304,5 @@ def test_a_test_file_whose_graph_is_missing_is_located_at_its_graph_key(tmp_path
     assert (only.code, only.line, only.column) == ("graph-missing", 2, 8)
     assert (
         only.message
-        == f"graph `../nowhere.yaml` does not exist (looked for {tmp_path / '../nowhere.yaml'})"
+        == f"graph `../nowhere.yaml` does not exist (looked for {tmp_path.parent / 'nowhere.yaml'})"
     )
