@@ -89,8 +89,11 @@ def turn_events(events: Sequence[Event], number: int) -> list[Event]:
     return [e for e in events[start:] if e.turn == number and e.kind != "undo"]
 
 
-def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
-    """The `Turn` a user saw, rebuilt from that turn's events."""
+def build_turn(
+    session_id: str, number: int, events: Sequence[Event], said: frozenset[str] = frozenset()
+) -> Turn:
+    """The `Turn` a user saw, rebuilt from that turn's events; `said` holds lasting notes
+    (`lasting_notes`) an earlier turn gave, left out of its warnings."""
     begin = _first(events, "user_message")
     end = _first(events, "turn_completed")
     reply = _last(events, "reply")
@@ -111,13 +114,29 @@ def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
         llm_calls=sum(d.attempts for d in made),
         memory_calls=sum(int(e.data.get("calls", 0)) for e in events if is_extraction(e)),
         fallback=bool(reply.get("fallback", False)),
-        warnings=tuple(dict.fromkeys(_warning(e) for e in events if _failed(e))),
+        warnings=tuple(
+            dict.fromkeys(_warning(e) for e in events if _failed(e) and not _said(e, said))
+        ),
         tool_calls=tuple(_tool_call(e.data) for e in events if _model_call(e)),
         metadata=tuple(reply.get("metadata", ())),
     )
 
 
 _FAILURES = ("memory_error", "llm_error", "llm_notice", "tool_call")
+
+
+def lasting_notes(events: Iterable[Event]) -> frozenset[str]:
+    """What the log says of a model that calls no tools (a skipped call): true for the
+    whole session, so a turn's warnings say each once, in the turn that first gave it."""
+    return frozenset(_warning(e) for e in events if _skipped(e))
+
+
+def _skipped(event: Event) -> bool:
+    return event.kind == "tool_call" and event.data.get("status") == "skipped"
+
+
+def _said(event: Event, said: frozenset[str]) -> bool:
+    return _skipped(event) and _warning(event) in said
 
 
 def _failed(event: Event) -> bool:

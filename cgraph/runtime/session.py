@@ -299,7 +299,9 @@ class Session:
             raise
 
     def _built_turn(self, number: int) -> Turn:
-        return log.build_turn(self.id, number, self._engine.log.turn_events(number))
+        events = self._engine.log.events
+        said = log.lasting_notes(e for e in events if e.turn < number)
+        return log.build_turn(self.id, number, self._engine.log.turn_events(number), said)
 
     # ----- what the session shows ---------------------------------------------------------
 

@@ -196,7 +196,8 @@ def _ask_with_tools(
 
 
 def _offline_tools(ctx: StepContext, state: ActionState) -> Effects:
-    """Said once a turn in a state that offers tools to a model that calls none."""
+    """Logged every turn in a state that offers tools to a model that calls none (a
+    turn's warnings say it once a session: `log_view.lasting_notes`)."""
     if not state.tools:
         return ()
     names = ", ".join(f"`{t}`" for t in state.tools)

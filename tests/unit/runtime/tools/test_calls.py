@@ -154,6 +154,20 @@ def test_a_model_that_calls_no_tools_is_not_offered_them_and_says_so(tmp_path: P
     assert any(said in w for w in turn.warnings), turn.warnings
 
 
+def test_a_model_that_calls_no_tools_says_so_once_a_session(tmp_path: Path) -> None:
+    said = "calls no tools: `count_files`, `slow`, offered here, are not called"
+    model = NoToolsModel({"a": [stay("I can only talk.")] * 4})
+    session = Session.start(tool_graph(tmp_path), model=model, session_id="S", store=tmp_path)
+    first, second = session.send("count docs"), session.send("and src?")
+    assert [w for w in first.warnings if said in w] and not second.warnings
+    session.undo()
+    session.undo()
+    assert [w for w in session.send("count docs").warnings if said in w]  # its turn was undone
+    session.close()
+    resumed = Session.resume("S", store=tmp_path, model=model)
+    assert resumed.send("count tests").warnings == ()
+
+
 def test_the_assistant_backs_up_the_first_file_with_its_tools() -> None:
     from tests.conftest import GRAPHS
 
