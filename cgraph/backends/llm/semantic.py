@@ -209,7 +209,9 @@ class SemanticModel:
             mine = own if part == said else self._exit_among(asked, local)
             topic = self.topic_score(part, request.stay_prototypes)
             if beats(taken, mine["scores"], topic, urgent=urgent):
-                return {**taken, "reason": f"global exit: {taken['reason']}"}
+                # The state's own exits keep their scores: `/why` shows what the global beat.
+                scores = {**mine["scores"], **taken["scores"]}
+                return {**taken, "reason": f"global exit: {taken['reason']}", "scores": scores}
         return own
 
     def _exit_among(self, request: LLMRequest, options: Sequence[ExitOption]) -> dict[str, Any]:

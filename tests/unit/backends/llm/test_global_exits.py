@@ -15,7 +15,7 @@ from cgraph.backends.llm.global_exits import (
 )
 from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.backends.llm.types import ExitOption
-from tests.unit.backends.llm._chooser import chosen
+from tests.unit.backends.llm._chooser import action_request, chosen
 
 
 def test_a_message_of_several_clauses_is_weighed_whole_then_clause_by_clause() -> None:
@@ -54,6 +54,22 @@ def test_smoke_next_door_with_a_cry_for_help_is_an_emergency_at_a_greeting() -> 
     asked = "Greet the guest and ask how you can help."
     said = "Help, there's smoke coming from the room next door"
     assert chosen(said, emergency, problem, food, asked=asked) == "emergency"
+
+
+def test_a_global_exit_that_wins_keeps_the_scores_of_the_exits_it_beat() -> None:
+    emergency = ExitOption(
+        "emergency", "The guest reports a fire or smoke.", "emergency", anywhere=True
+    )
+    problem = ExitOption("problem", "The guest reports a problem with their room.", "problem")
+    food = ExitOption("food", "The guest wants to order food or room service.", "food")
+    asked = "Greet the guest and ask how you can help."
+    said = "Help, there's smoke coming from the room next door"
+    request = action_request(said, (problem, food, emergency), asked)
+    answer = json.loads(SemanticModel(embedder=shared_embedder()).complete(request))
+    assert answer["exit"] == "emergency", answer
+    scores = answer["scores"]
+    assert set(scores) == {"problem", "food", "emergency", "stay"}, scores
+    assert scores["emergency"] > max(scores["problem"], scores["food"]) > 0
 
 
 def test_the_urgent_second_thing_in_a_message_takes_the_global_exit() -> None:
