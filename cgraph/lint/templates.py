@@ -148,11 +148,11 @@ def check_templates(ctx: GraphContext) -> Iterator[Diagnostic]:
     for path, text, check_names in template_strings(ctx.doc.data):
         error, used = _analyse_fast(text)
         if error is not None:
-            line, column = _position(ctx.doc, path, error[0])
+            line, column, message = _position(ctx.doc, path, error)
             diag = ctx.diag(
                 path,
                 "template-syntax",
-                f"Jinja: {error[1]}",
+                f"Jinja: {message}",
                 "check the `{{ }}` and `{% %}` tags: every tag closed, every block ended",
             )
             yield _moved(diag, line, column)
@@ -186,18 +186,50 @@ def _self_reference(
             )
 
 
-def _position(doc: Document, path: DataPath, template_line: int) -> tuple[int, int]:
-    """The file position of a template's line: exact inside a literal `|` block."""
+def _position(doc: Document, path: DataPath, error: tuple[int, str]) -> tuple[int, int, str]:
+    """The file position of a template's error, and the message to show there.
+
+    A multi-line scalar (`|`, `>`, plain) is analysed again as it is written in the file:
+    folding only turns line breaks into spaces, which Jinja reads alike inside a tag, so
+    the same error comes back on its own line. When it does not, the error's line in the
+    file is unknown; the block's first line is shown, and the message says so.
+    """
     node = doc.node_at(path)
     line, column = doc.locate(path)
-    if node is None or getattr(node, "style", None) != "|":
-        return line, column
-    target = node.start_mark.line + template_line  # 0-based: content starts a line below
-    lines = doc.text.splitlines()
-    if target < len(lines):
-        text = lines[target]
-        return target + 1, len(text) - len(text.lstrip()) + 1
-    return line, column
+    if node is None or node.start_mark.line == node.end_mark.line:
+        return line, column, error[1]
+    start = node.start_mark
+    again = _analyse_fast(_written(doc.text, node))[0]
+    if again is None or again[1] != error[1]:
+        style = getattr(node, "style", None)
+        if style == "|":  # kept as written: the line is exact
+            return *_line_start(doc.text, start.line + error[0]), error[1]
+        where = "somewhere in this multi-line text; the folding hides the exact line"
+        if style == ">":  # the block's first line
+            return *_line_start(doc.text, start.line + 1), f"{error[1]} ({where})"
+        return start.line + 1, start.column + 1, f"{error[1]} ({where})"
+    if again[0] == 1:
+        return start.line + 1, start.column + 1, error[1]
+    return *_line_start(doc.text, start.line + again[0] - 1), error[1]
+
+
+def _written(text: str, node: Any) -> str:
+    """A scalar's text as the file writes it, line for line from its first mark."""
+    start, end = node.start_mark, node.end_mark
+    lines = text.splitlines()[start.line : end.line + 1]
+    if len(lines) > end.line - start.line:  # the end mark is on a line of the file
+        lines[-1] = lines[-1][: end.column]
+    lines[0] = lines[0][start.column :]
+    return "\n".join(lines)
+
+
+def _line_start(text: str, index: int) -> tuple[int, int]:
+    """Line `index` (0-based) of `text`, 1-based, at its first non-blank character."""
+    lines = text.splitlines()
+    if index >= len(lines):
+        return len(lines), 1
+    written = lines[index]
+    return index + 1, len(written) - len(written.lstrip()) + 1
 
 
 def _moved(diag: Diagnostic, line: int, column: int) -> Diagnostic:

@@ -155,3 +155,42 @@ def test_what_jinja_would_refuse_is_a_problem_with_a_line(template: str, message
 )
 def test_names_follow_jinja_scoping(template: str, names: set[str]) -> None:
     assert analyse(template) == (None, frozenset(names))
+
+
+def _located(tmp_path: Path, say: str) -> tuple[tuple[int, int], str, str]:
+    """Where lint puts the template error of a multi-line `say:`, its message, the text."""
+    lines = {name: line.format(t="plain") for name, line in FIELDS.items()}
+    lines["say"] = say
+    text = GRAPH.format(**lines)
+    path = tmp_path / "g.yaml"
+    path.write_text(text, encoding="utf-8")
+    [found] = [d for d in lint_file(path) if d.code == "template-syntax"]
+    return (found.line, found.column), found.message, text
+
+
+@pytest.mark.parametrize(
+    "say",
+    [
+        "    say: >\n      Hello there,\n      and welcome,\n      {{ a + }} friend.",
+        "    say: >-\n      Hello there,\n\n      {{ a + }} friend.\n      Bye.",
+        "    say: |\n      Hello there,\n      {{ a + }} friend.",
+        "    say: Hello there,\n      and welcome,\n      {{ a + }} friend.",
+    ],
+    ids=["folded", "folded-strip", "literal", "plain"],
+)
+def test_an_error_in_a_multi_line_text_is_located_at_its_own_line(tmp_path: Path, say: str) -> None:
+    where, message, text = _located(tmp_path, say)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "{{ a + }}" in t)
+    assert where == (line, 7), message
+    assert "somewhere" not in message
+
+
+def test_an_error_whose_line_the_folding_hides_says_so_at_the_first_line(
+    tmp_path: Path,
+) -> None:
+    # An escaped line break inside a double-quoted text: as written, the tag holds a `\`.
+    say = '    say: "Hello there,\n      {{ a \\\n      + }} friend."'
+    where, message, text = _located(tmp_path, say)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "say:" in t)
+    assert where == (line, 10)
+    assert message.endswith("(somewhere in this multi-line text; the folding hides the exact line)")
