@@ -37,6 +37,27 @@ def start_run(
     )
 
 
+def ran(
+    command: Sequence[str],
+    lines: Sequence[str] = (),
+    *,
+    cwd: Path = ROOT,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """`command` run to its end from `cwd` on `lines` (one a line), whatever its exit code."""
+    return subprocess.run(
+        list(command),
+        input="".join(f"{line}\n" for line in lines),
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=dict(env) if env is not None else environment(),
+        timeout=timeout,
+        check=False,
+    )
+
+
 def finished(
     command: Sequence[str],
     lines: Sequence[str] = (),
@@ -46,16 +67,7 @@ def finished(
 ) -> subprocess.CompletedProcess[str]:
     """`command` run to its end from ROOT on `lines` (one a line); it must exit 0, and its
     stderr says why when it does not."""
-    done = subprocess.run(
-        list(command),
-        input="".join(f"{line}\n" for line in lines),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=dict(env) if env is not None else environment(),
-        timeout=timeout,
-        check=False,
-    )
+    done = ran(command, lines, env=env, timeout=timeout)
     assert done.returncode == 0, done.stderr
     return done
 

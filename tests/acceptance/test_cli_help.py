@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.commands import CGRAPH, ran
 
-CGRAPH = Path(sys.executable).parent / "cgraph"
 USAGE = {
     "lint": "cgraph lint [OPTIONS] PATH...",
     "topology": "cgraph topology [OPTIONS] GRAPH",
@@ -30,9 +27,7 @@ ODD = re.compile(r"[{}]|<(str|int|float|path)[^>]*>|--no-")
 
 
 def cgraph(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CGRAPH), *args], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False
-    )
+    return ran([str(CGRAPH), *args], timeout=120)
 
 
 def test_the_commands_are_listed_in_the_order_of_the_work() -> None:

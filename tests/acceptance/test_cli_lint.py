@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.commands import CGRAPH, ran
 from tests.conftest import FIXTURES, GRAPHS, ROOT
 
-CGRAPH = Path(sys.executable).parent / "cgraph"
 CORPUS = FIXTURES / "corpora" / "yaml-test-suite"
 LINT = FIXTURES / "lint"
 LINE = re.compile(
@@ -23,9 +23,7 @@ LEAN = ("rich", "jsonschema", "pydantic", *HEAVY)
 
 
 def cgraph(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CGRAPH), *args], capture_output=True, text=True, cwd=cwd, timeout=300, check=False
-    )
+    return ran([str(CGRAPH), *args], cwd=cwd)
 
 
 def test_clean_graphs_exit_0_with_a_summary() -> None:

@@ -4,28 +4,19 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.commands import CGRAPH, ran
 from tests.conftest import GRAPHS
 
-CGRAPH = Path(sys.executable).parent / "cgraph"
 RESTAURANT = str(GRAPHS / "restaurant_reservation.yaml")
 TESTS = str(GRAPHS / "tests" / "restaurant_reservation.test.yaml")
 
 
 def cgraph(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CGRAPH), *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        input="hi\n",
-        timeout=300,
-        check=False,
-    )
+    return ran([str(CGRAPH), *args], ["hi"], cwd=cwd)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,6 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -15,9 +14,9 @@ import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.runtime.session import Session
-from tests.conftest import GRAPHS, ROOT
+from tests.commands import CGRAPH, ran
+from tests.conftest import GRAPHS
 
-CGRAPH = Path(sys.executable).parent / "cgraph"
 MEDICAL = GRAPHS / "medical_checkin.yaml"
 CHROMIUM_FLAGS = (
     "--headless",
@@ -33,9 +32,7 @@ CHROMIUM_FLAGS = (
 
 
 def cgraph(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CGRAPH), *args], capture_output=True, text=True, cwd=ROOT, timeout=300, check=False
-    )
+    return ran([str(CGRAPH), *args])
 
 
 def decode_png(data: bytes) -> tuple[int, int, bytes]:

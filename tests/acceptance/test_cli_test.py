@@ -7,20 +7,17 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tests.commands import CGRAPH, ran
 from tests.conftest import GRAPHS, ROOT
 
-CGRAPH = Path(sys.executable).parent / "cgraph"
 RETRY = GRAPHS / "tests" / "request_lifecycle.retry.test.yaml"
 
 
 def cgraph(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CGRAPH), *args], capture_output=True, text=True, cwd=cwd, timeout=600, check=False
-    )
+    return ran([str(CGRAPH), *args], cwd=cwd, timeout=600)
 
 
 def test_every_example_graph_passes_its_tests_with_every_exit_and_route_taken() -> None:

@@ -3,14 +3,11 @@ once per run however many files test a graph, and not for scripted or LLM runs."
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.commands import environment, finished
+from tests.commands import CGRAPH, finished, ran
 from tests.unit.cli.test_repl import GRAPH
 
-CGRAPH = Path(sys.executable).parent / "cgraph"
 CASE = """\
 cgraph-test: 1
 graph: {graph}
@@ -37,9 +34,7 @@ def test_offline_tests_hint_at_say_once_per_run(tmp_path: Path) -> None:
     moves = "identify_issue: {exit: spoken, reason: stolen}, spoken: {exit: stay, reason: r}"
     answers = f"model: {{scripted: {{{moves}}}}}"
     write(tmp_path, "third", "card_scripted.yaml", answers)
-    done = subprocess.run(
-        [str(CGRAPH), "test", str(tmp_path)], capture_output=True, text=True, timeout=600
-    )
+    done = ran([str(CGRAPH), "test", str(tmp_path)], timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     hints = [line for line in done.stderr.splitlines() if line.startswith("hint:")]
     assert hints == [
@@ -55,7 +50,7 @@ def test_each_hint_of_a_graph_with_several_shows_once(tmp_path: Path) -> None:
     (tmp_path / "card_help.yaml").write_text(bare, encoding="utf-8")
     for name in ("first", "second", "third"):
         write(tmp_path, name, "card_help.yaml")
-    done = finished([str(CGRAPH), "test", str(tmp_path)])
+    done = finished([str(CGRAPH), "test", str(tmp_path)], timeout=600)
     hints = [line for line in done.stderr.splitlines() if line.startswith("hint:")]
     graph = tmp_path / "card_help.yaml"
     assert [h.split(" has no `say:`")[0] for h in hints] == [
@@ -72,14 +67,7 @@ def test_a_graph_beside_the_tests_folder_is_shown_from_the_working_folder(
     (tmp_path / "tests").mkdir()
     write(tmp_path / "tests", "first", "../card_help.yaml")
     write(tmp_path / "tests", "missing", "../elsewhere.yaml")
-    done = subprocess.run(
-        [str(CGRAPH), "test", "tests"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        env=environment(),
-    )
+    done = ran([str(CGRAPH), "test", "tests"], cwd=tmp_path, timeout=600)
     hints = [line for line in done.stderr.splitlines() if line.startswith("hint:")]
     assert hints[0].startswith("hint: card_help.yaml:7:3 "), done.stderr
     assert "(looked for elsewhere.yaml)" in done.stdout + done.stderr, done.stdout

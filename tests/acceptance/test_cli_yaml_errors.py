@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-CGRAPH = Path(sys.executable).parent / "cgraph"
+from tests.commands import CGRAPH, ran
+
 HEADER = "cgraph: 1\nname: broken\nstart: ask\nstates:\n  ask:\n    type: action\n"
 BROKEN = {
     # name: (the rest of the file, line:col of the fix, words of the message, of the hint)
@@ -20,15 +20,7 @@ BROKEN = {
 
 
 def cgraph(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CGRAPH), *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    return ran([str(CGRAPH), *args], cwd=cwd, timeout=120)
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))

@@ -6,14 +6,14 @@ the same turns, object for object."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import GRAPHS, ROOT
+from tests.commands import finished
+from tests.conftest import GRAPHS
 
 RESTAURANT = [
     "We are 80 people",
@@ -35,16 +35,7 @@ confirm_transfer:
 
 def run(graph: Path, model: str, messages: list[str], store: Path, *more: str) -> list[Any]:
     command = [sys.executable, "-m", "cgraph", "run", str(graph), "--jsonl"]
-    done = subprocess.run(
-        [*command, "--model", model, "--store", str(store), *more],
-        input="\n".join(messages) + "\n",
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = finished([*command, "--model", model, "--store", str(store), *more], messages)
     assert "Traceback" not in done.stderr
     return [_comparable(json.loads(line)) for line in done.stdout.splitlines() if line.strip()]
 

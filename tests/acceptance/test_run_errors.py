@@ -8,8 +8,6 @@ busy machine; what made these exits slow was a background import of torch or chr
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +16,8 @@ import pytest
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.errors import SessionError
 from cgraph.runtime.session import Session
-from tests.conftest import GRAPHS, ROOT
+from tests.commands import environment, ran
+from tests.conftest import GRAPHS
 
 CHECKIN = GRAPHS / "medical_checkin.yaml"
 HEAVY = ("litellm", "chromadb", "torch", "sentence_transformers")
@@ -26,15 +25,8 @@ HEAVY = ("litellm", "chromadb", "torch", "sentence_transformers")
 
 def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, set[str]]:
     """Exit code, stderr without the import lines, and the top-level packages imported."""
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "cgraph", "run", *args],
-        input="hi\n",
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-    )
+    command = [sys.executable, "-X", "importtime", "-m", "cgraph", "run", *args]
+    done = ran(command, ["hi"], env=environment(**(env or {})), timeout=120)
     lines = done.stderr.splitlines()
     imported = {
         line.rsplit("|", 1)[-1].strip().split(".")[0]

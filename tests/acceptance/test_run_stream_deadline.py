@@ -6,9 +6,6 @@ half-shown answer withdrawn, the turn committed, and no traceback."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,10 +13,10 @@ import pexpect
 import pytest
 
 from tests.acceptance.test_run_tty import PROMPT, say, spawn
+from tests.commands import environment, start_run
 from tests.servers.chat import OPENAI, serve
 
 pytestmark = pytest.mark.slow
-CGRAPH = Path(sys.executable).parent / "cgraph"
 DEADLINE = 1.5
 MARGIN = 2.0
 """What a turn may take past its deadline: the fallback, the commit, a busy machine."""
@@ -78,16 +75,11 @@ def test_in_a_terminal_a_dripping_answer_is_withdrawn_at_the_deadline(
 
 
 def test_under_jsonl_a_trickling_answer_ends_at_the_deadline(tmp_path: Path, graph: Path) -> None:
-    args = ["run", str(graph), "--jsonl", "--store", str(tmp_path / "store")]
-    args += ["--model", "openai/local", "--timeout", str(DEADLINE)]
+    options = ["--store", str(tmp_path / "store")]
+    options += ["--model", "openai/local", "--timeout", str(DEADLINE)]
     with serve(OPENAI, trickle=0.3) as server:
-        child = subprocess.Popen(
-            [str(CGRAPH), *args, "--api-base", server.base],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        child = start_run(
+            graph, *options, "--api-base", server.base, env=environment(HF_HUB_OFFLINE="1")
         )
         assert child.stdin is not None and child.stdout is not None
         child.stdin.write("hi\nhello again\n")

@@ -5,17 +5,16 @@ from __future__ import annotations
 import os
 import re
 import signal
-import sys
 import time
 from pathlib import Path
 
 import pexpect
 import pytest
 
+from tests.commands import CGRAPH, environment
 from tests.conftest import GRAPHS
 from tests.servers.chat import OPENAI, serve
 
-CGRAPH = Path(sys.executable).parent / "cgraph"
 PROMPT = "you › "
 TIMEOUT = 120  # the first turn waits for the embedding model on a busy machine
 
@@ -28,7 +27,7 @@ def _as_from_a_shell() -> None:
 
 
 def spawn(store: Path, *extra: str, graph: Path = GRAPHS / "medical_checkin.yaml") -> pexpect.spawn:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TERM": "xterm"}
+    env = environment(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TERM="xterm")
     child = pexpect.spawn(
         str(CGRAPH),
         ["run", str(graph), "--store", str(store), *extra],

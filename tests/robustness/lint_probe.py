@@ -11,10 +11,10 @@ import json
 import os
 import resource
 import subprocess
-import sys
 from pathlib import Path
 
-CGRAPH = Path(sys.executable).parent / "cgraph"
+from tests.commands import CGRAPH, environment
+
 SECONDS = 30  # wall-clock: generous, the machine may be busy; CPU is held to 10 s
 CPU_SECONDS = 10
 MEMORY_BYTES = 1_500_000_000  # address space; lint of any file stays far below
@@ -42,7 +42,7 @@ def lint(path: Path) -> subprocess.CompletedProcess[str]:
         timeout=SECONDS,
         preexec_fn=_limits,  # setrlimit only: safe between fork and exec
         check=False,
-        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        env=environment(PYTHONFAULTHANDLER="1"),
     )
 
 

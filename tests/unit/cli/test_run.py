@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
-import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,10 +20,10 @@ from cgraph.cli.opening import Opened
 from cgraph.errors import MemoryStoreError
 from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
+from tests.commands import CGRAPH, environment, ran
 from tests.conftest import GRAPHS
 
 CHECKIN = GRAPHS / "medical_checkin.yaml"
-CGRAPH = Path(sys.executable).parent / "cgraph"  # the installed command
 HAPPY = [
     "Hi",
     "Yes, I'm ready.",
@@ -48,12 +47,11 @@ HAPPY_STATES = [
 ]
 
 
-def cgraph(*args: str, stdin: str = "", timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    command = [str(CGRAPH), *args]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    return subprocess.run(
-        command, input=stdin, capture_output=True, text=True, timeout=timeout, env=env
-    )
+def cgraph(
+    *args: str, lines: Sequence[str] = (), timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    env = environment(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    return ran([str(CGRAPH), *args], lines, env=env, timeout=timeout)
 
 
 def turns(result: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
@@ -73,7 +71,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[
         str(folder / "store"),
         "--record",
         str(record),
-        stdin="\n".join(HAPPY) + "\n",
+        lines=HAPPY,
     )
     assert result.returncode == 0, result.stderr
     return record, turns(result)
@@ -125,7 +123,7 @@ def test_replay_plays_the_same_session(
         str(tmp_path),
         "--model",
         f"replay:{record}",
-        stdin="\n".join(HAPPY) + "\n",
+        lines=HAPPY,
     )
     assert result.returncode == 0, result.stderr
     replayed = turns(result)
@@ -146,7 +144,7 @@ def test_a_mismatching_replay_fails_loudly(
         str(tmp_path),
         "--model",
         f"replay:{record}",
-        stdin="\n".join(changed) + "\n",
+        lines=changed,
     )
     assert result.returncode == 1
     assert "does not match the recording" in result.stderr
@@ -158,7 +156,7 @@ def test_lint_errors_are_located_and_stop_the_run(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     text = CHECKIN.read_text().replace("next_state: vasodilator_check", "next_state: vasodilatr")
     broken.write_text(text)
-    result = cgraph("run", str(broken), "--store", str(tmp_path / "s"), stdin="hi\n")
+    result = cgraph("run", str(broken), "--store", str(tmp_path / "s"), lines=["hi"])
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert f"{broken}:" in result.stderr and "vasodilatr" in result.stderr
@@ -203,7 +201,7 @@ def test_memory_failures_are_warned_per_turn_and_the_run_goes_on(tmp_path: Path)
 def test_a_store_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
     taken = tmp_path / "a-file"
     taken.write_text("not a folder")
-    result = cgraph("run", str(CHECKIN), "--store", str(taken), stdin="hi\n")
+    result = cgraph("run", str(CHECKIN), "--store", str(taken), lines=["hi"])
     assert result.returncode == 1
     assert (
         result.stderr.strip() == f"error: --store {taken}: cannot use it as a folder (File exists)"
@@ -212,7 +210,7 @@ def test_a_store_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_an_unknown_provider_fails_before_the_first_turn(tmp_path: Path) -> None:
     result = cgraph(
-        "run", str(CHECKIN), "--model", "nosuchprovider/x", "--store", str(tmp_path), stdin="hi\n"
+        "run", str(CHECKIN), "--model", "nosuchprovider/x", "--store", str(tmp_path), lines=["hi"]
     )
     assert result.returncode == 1
     assert "error: unknown model `nosuchprovider/x`" in result.stderr

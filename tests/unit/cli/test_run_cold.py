@@ -7,7 +7,6 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,18 +19,16 @@ from cgraph.backends.onnx_embed import STALE, onnx_model_path, prepared_path
 from cgraph.cli.opening import PREPARING, counts_memories, first_turn_texts, later_texts
 from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
+from tests.commands import CGRAPH, environment, ran
 from tests.conftest import GRAPHS
 
 CHECKIN = GRAPHS / "medical_checkin.yaml"
-CGRAPH = Path(sys.executable).parent / "cgraph"
 
 
 def run(store: Path, cache: Path, line: str = "Hello Ava.") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CGRAPH_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+    env = environment(CGRAPH_CACHE=str(cache), HF_HUB_OFFLINE="1")
     command = [str(CGRAPH), "run", str(CHECKIN), "--jsonl", "--store", str(store)]
-    return subprocess.run(
-        command, input=f"{line}\n", capture_output=True, text=True, timeout=300, env=env
-    )
+    return ran(command, [line], env=env)
 
 
 @pytest.mark.slow
@@ -126,7 +123,7 @@ def test_a_first_turn_embeds_nothing_of_the_graph_the_warm_up_left_out(
 def killed_while_preparing(cache: Path, store: Path) -> Path | None:
     """The folder a `cgraph run` killed -9 while preparing the model left behind (None when
     the preparation was over before the kill could land)."""
-    env = {**os.environ, "CGRAPH_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+    env = environment(CGRAPH_CACHE=str(cache), HF_HUB_OFFLINE="1")
     command = [str(CGRAPH), "run", str(CHECKIN), "--jsonl", "--store", str(store)]
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     try:
