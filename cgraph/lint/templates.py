@@ -43,6 +43,7 @@ NOT_TEMPLATES = frozenset(
         "annotations",
         "examples",
         "max_visits",
+        "max_turns",
         "top_k",
         "when",  # an expression, checked by cgraph.lint.flows
         "collect",

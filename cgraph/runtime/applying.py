@@ -14,7 +14,7 @@ from cgraph.backends.llm.types import ChatModel
 from cgraph.runtime import replies
 from cgraph.runtime.events import EventLog
 from cgraph.runtime.graphs import Graphs
-from cgraph.runtime.guards import guard, limit_route
+from cgraph.runtime.guards import guard, limit_route, stay_guard
 from cgraph.runtime.history import apply_context
 from cgraph.runtime.moves import Arrival, current, enter, here, move
 from cgraph.runtime.outcomes import Effects, Enter, Move, Outcome, Reply, Stop
@@ -47,6 +47,9 @@ class Applier:
         """Apply an outcome and its effects; True when the turn is over."""
         self._effects(outcome.effects)
         if isinstance(outcome, Reply):
+            stop = stay_guard(self.graphs, self.snap)
+            if stop is not None:
+                return self._stop(stop)
             return self._end(outcome.text, here(self.snap), outcome.fallback)
         if isinstance(outcome, Stop):
             return self._stop(outcome)
@@ -111,7 +114,7 @@ class Applier:
         self._emit("reply", text=text, state=state, fallback=fallback, metadata=tags)
         ended = {"completed": snap.completed, "guard": guard, "transitions": snap.transitions}
         self._emit("turn_completed", state=here(snap), **ended)
-        snap.pending = None
+        snap.pending, snap.turns_here = None, snap.turns_here + 1
         return True
 
     def _effects(self, effects: Effects) -> None:

@@ -40,6 +40,17 @@ def guard(outcome: Move | Enter, graphs: Graphs, snap: Snapshot) -> Stop | None:
     return None
 
 
+def stay_guard(graphs: Graphs, snap: Snapshot) -> Stop | None:
+    """The `max_turns` guard when the current state would answer one turn more than it may."""
+    state = graphs.get(snap.frame.graph).states.get(snap.frame.state)
+    cap = getattr(state, "max_turns", None)
+    if cap is None or snap.turns_here < cap:
+        return None
+    name = qualify(snap.frame.graph, snap.frame.state)
+    detail = f"`{name}` answered {cap} turns in a row already"  # `capped_state` reads it
+    return Stop("max_turns", detail, capped=snap.frame.state)
+
+
 def _entry(graphs: Graphs, outcome: Enter, snap: Snapshot) -> str | None:
     """The `enter:` of the `graph` state that enters a sub-graph, if any."""
     if not (outcome.push and snap.started):
@@ -59,12 +70,13 @@ def visit_cap(graphs: Graphs, key: str, state_id: str) -> int | None:
     return min(caps) if caps else None
 
 
-_CAPPED = re.compile(r"`([^`]+)` was entered \d+ times already$")
+_CAPPED = re.compile(r"`([^`]+)` (?:was entered \d+ times|answered \d+ turns in a row) already$")
 
 
 def capped_state(reason: str) -> str | None:
-    """The state a `max_visits` route was taken for, from the reason of its transition
-    (`max_visits: `name` was entered N times already`): the audit's only record of it."""
+    """The state a `max_visits` or `max_turns` route was taken for, from the reason of its
+    transition (`max_visits: `name` was entered N times already`): the audit's only record
+    of it."""
     found = _CAPPED.search(reason)
     return found.group(1) if found else None
 

@@ -66,7 +66,7 @@ def move(snap: Snapshot, graphs: Graphs, outcome: Move) -> Arrival:
     if len(snap.stack) > 1:  # a sub-graph ended: back to the parent's `graph` state
         snap.stack.pop()
         snap.frame.returned = True
-        snap.entered = True
+        snap.entered, snap.turns_here = True, 0
         return Arrival(source, here(snap), entered=False)
     return Arrival(source, END, entered=False)
 
@@ -84,7 +84,7 @@ def _cross(snap: Snapshot, graphs: Graphs, source: str, target: str) -> Arrival:
 def _arrived(snap: Snapshot, source: str) -> Arrival:
     target = here(snap)
     snap.visits[target] = snap.visits.get(target, 0) + 1
-    snap.entered = True
+    snap.entered, snap.turns_here = True, 0
     return Arrival(source, target)
 
 

@@ -129,7 +129,8 @@ class Stop:
     fallback: bool = True
     effects: Effects = ()
     capped: str | None = None
-    """For `max_visits`: the state that may not be entered again (its `on_limit` routes)."""
+    """For `max_visits` and `max_turns`: the state that may not be entered again or answer
+    again (its `on_limit` routes)."""
 
 
 Outcome = Move | Enter | Reply | Stop

@@ -72,6 +72,8 @@ class Snapshot:
         self.history_start, self.context_start = marks.history_start, marks.context_start
         self.summary, self.summary_upto = marks.summary, marks.summary_upto
 
+    turns_here: int = 0
+    """Turns that ended in the current state since it was entered (for `max_turns`)."""
     said: list[str] = field(default_factory=list)
     """Lines silent states said this turn (`say:`), put before the turn's reply."""
     limited: bool = False
@@ -104,6 +106,7 @@ class Snapshot:
             "context_start": self.context_start,
             "summary": self.summary,
             "summary_upto": self.summary_upto,
+            "turns_here": self.turns_here,
             "said": list(self.said),
             "limited": self.limited,
         }

@@ -171,8 +171,12 @@ class _State:
     """What the agent says here when the model keeps failing (overrides the graph's)."""
     max_visits: Annotated[int, Keywords(minimum=1)] | None = None
     """How many times one session may enter this state; beyond it a guard stops the turn."""
+    max_turns: Annotated[int, Keywords(minimum=1)] | None = None
+    """How many turns in a row the conversation may spend in this state (the turn that
+    enters it counts); a message that would keep it here longer meets a guard."""
     on_limit: Target | None = None
-    """Where to go when this state's `max_visits` is reached (else the turn stops)."""
+    """Where to go when this state's `max_visits` or `max_turns` is reached (else the turn
+    stops)."""
     description: str | None = None
     """A note for designers; not shown to the model."""
     context: ContextStrategy = "keep"

@@ -37,7 +37,7 @@ LIMIT_ROUTE = ON_LIMIT
 LIMIT_EXIT = "on_limit"
 """The exit id the runtime records for an `on_limit` move."""
 VISITS_ROUTE = f"{LIMIT_ROUTE} max_visits"
-"""The key of a state's own `on_limit` (it routes only its `max_visits`)."""
+"""The key of a state's own `on_limit` (it routes its `max_visits` and its `max_turns`)."""
 
 
 def limit_key(guard: str) -> str:
@@ -112,7 +112,7 @@ def _route(graph: Graph, t: TransitionRecord) -> Exit | None:
     if t.exit_id != LIMIT_EXIT:
         return None
     guard = t.description.removeprefix(f"{LIMIT_ROUTE} ")
-    capped = capped_state(t.reason) if guard == "max_visits" else None
+    capped = capped_state(t.reason) if guard in ("max_visits", "max_turns") else None
     state = graph.states.get(capped or "")
     if capped and state is not None and state.on_limit == t.to_state:
         return capped, VISITS_ROUTE

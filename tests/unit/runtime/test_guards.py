@@ -97,3 +97,40 @@ def test_an_undeclared_move_is_never_applied_even_if_a_handler_asks(tmp_path: Pa
     assert len(session.audit) == 1  # only the start: the forced move was not recorded
     guard = [e.data for e in session.events() if e.kind == "guard"][-1]
     assert guard["guard"] == "undeclared_transition" and "not declared" in guard["detail"]
+
+
+def test_max_turns_leads_a_state_that_keeps_asking_to_its_on_limit(tmp_path: Path) -> None:
+    # `max_visits` counts entries: a state that stays is never entered again.
+    text = simple(
+        body=action("a", {"b": "Go to b."}, max_turns="3", on_limit="human")
+        + action("b", {"END": "Done."})
+        + action("human", {"END": "Done."}),
+    )
+    model = ScriptedModel({"a": stay("Which one?"), "human": stay("A person will help.")})
+    session = Session.start(graph(tmp_path, text), model=model)
+    turns = [session.send(m) for m in ("hi", "hmm", "not sure", "still not sure")]
+    assert [t.state for t in turns] == ["a", "a", "a", "human"]
+    assert [t.guard for t in turns[:3]] == [None, None, None]
+    assert turns[3].reply == "A person will help."
+    assert turns[3].transitions[0].reason == "max_turns: `a` answered 3 turns in a row already"
+    assert [e.data["routed_to"] for e in session.events() if e.kind == "guard"] == ["human"]
+
+
+def test_max_turns_without_on_limit_stops_each_turn_past_it(tmp_path: Path) -> None:
+    text = simple(body=action("a", {"END": "Done."}, max_turns="1", fallback="Let's pause."))
+    session = Session.start(graph(tmp_path, text), model=ScriptedModel({"a": stay("Which?")}))
+    first, second = session.send("hi"), session.send("hmm")
+    assert (first.guard, first.reply) == (None, "Which?")
+    assert (second.guard, second.reply, second.state) == ("max_turns", "Let's pause.", "a")
+
+
+def test_leaving_and_coming_back_counts_the_turns_afresh(tmp_path: Path) -> None:
+    text = simple(
+        body=action("a", {"b": "Go to b."}, max_turns="2", on_limit="b")
+        + action("b", {"a": "Back to a."})
+    )
+    answers = [stay("1"), stay("2"), go("b"), stay("3"), stay("4")]
+    model = ScriptedModel({"a": answers, "b": [stay("in b"), go("a")]})
+    session = Session.start(graph(tmp_path, text), model=model)
+    states = [session.send(m).state for m in ("hi", "hm", "go", "back", "hm")]
+    assert states == ["a", "a", "b", "a", "a"]
