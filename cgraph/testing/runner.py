@@ -17,7 +17,7 @@ from cgraph.backends.llm.types import ChatModel
 from cgraph.backends.memory.policy import MemoryStore, NewMemory, NullMemory
 from cgraph.diagnostics import Diagnostic, Severity, has_errors
 from cgraph.errors import CgraphError, GraphError
-from cgraph.lint.gate import gate
+from cgraph.lint.gate import Gate, gate
 from cgraph.runtime.records import step_name
 from cgraph.runtime.session import Session
 from cgraph.runtime.tools.runner import ToolRunner
@@ -98,6 +98,8 @@ class Runner:
         self.tools = ToolRunner()
         """One tool worker for every run: the runs take turns, as tools ran in-process."""
         self.stopped = False
+        self._gates: dict[Path, Gate] = {}
+        """Each tested graph's lint, once per run however many files test it."""
 
     def run_paths(self, paths: Iterable[str | Path]) -> list[FileResult]:
         results = []
@@ -125,7 +127,7 @@ class Runner:
         if missing is not None:
             result.problems.append(missing)
             return result
-        linted = gate(tests.graph_path)
+        linted = self._gate(tests.graph_path)
         result.lint = list(linted.errors)
         result.hints = list(linted.hints) if self._model_name(tests) == "semantic" else []
         try:
@@ -155,6 +157,12 @@ class Runner:
                 if self.options.stop_first and not done.passed:
                     self.stopped = True
                     return
+
+    def _gate(self, graph: Path) -> Gate:
+        key = graph.resolve()
+        if key not in self._gates:
+            self._gates[key] = gate(graph)
+        return self._gates[key]
 
     def _model_name(self, tests: TestFile) -> str | None:
         """The model the file's cases run with: None for the file's own scripted answers."""

@@ -202,3 +202,16 @@ def test_a_missing_graph_is_located_and_a_graph_with_lint_errors_runs_and_fails(
     err = io.StringIO()
     assert _exit_code([bad], None, None, err) == 1  # even with every case passing
     assert "error unknown-state `next_state` names `planing`" in err.getvalue()
+
+
+def test_a_graph_tested_by_several_files_is_linted_once(tmp_path: Path) -> None:
+    broken = tmp_path / "g.yaml"
+    broken.write_text(LIFECYCLE.read_text().replace("next_state: planning", "next_state: planing"))
+    (tmp_path / "tools").symlink_to(GRAPHS / "tools")
+    files = [tmp_path / f"{name}.test.yaml" for name in ("one", "two")]
+    for file in files:
+        file.write_text(TESTS.replace(f"graph: {LIFECYCLE}", "graph: g.yaml"))
+    first, second = Runner(Options(("leaving at once",))).run_paths(files)
+    assert first.lint and len(first.lint) == len(second.lint)
+    # The very same diagnostics: the second file's graph was not linted again.
+    assert all(a is b for a, b in zip(first.lint, second.lint, strict=True))
