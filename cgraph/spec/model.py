@@ -171,12 +171,9 @@ class _State:
     """What the agent says here when the model keeps failing (overrides the graph's)."""
     max_visits: Annotated[int, Keywords(minimum=1)] | None = None
     """How many times one session may enter this state; beyond it a guard stops the turn."""
-    max_turns: Annotated[int, Keywords(minimum=1)] | None = None
-    """How many turns in a row the conversation may spend in this state (the turn that
-    enters it counts); a message that would keep it here longer meets a guard."""
     on_limit: Target | None = None
-    """Where to go when this state's `max_visits` or `max_turns` is reached (else the turn
-    stops)."""
+    """Where to go when this state's `max_visits` (or an action state's `max_turns`) is
+    reached (else the turn stops)."""
     description: str | None = None
     """A note for designers; not shown to the model."""
     context: ContextStrategy = "keep"
@@ -225,6 +222,10 @@ class ActionState(_State):
     picks the exit); the state is passed through when they are all filled already."""
     ask_before_filling: bool = False
     """Ask in this state even when its `collect` slots are already filled."""
+    max_turns: Annotated[int, Keywords(minimum=1)] | None = None
+    """How many turns in a row the conversation may spend in this state (the turn that
+    enters it counts); a message that would keep it here longer meets a guard. Only an
+    action state answers turns, so only it has the key."""
 
 
 @_compared

@@ -51,3 +51,15 @@ def test_lint_names_an_unknown_on_limit_target_with_a_suggestion(tmp_path: Path)
 def test_lint_refuses_a_max_turns_below_one(tmp_path: Path) -> None:
     found = lint(tmp_path, "max_turns: 2", "max_turns: 0")
     assert "`max_turns` of state `ask_size` (type action) is `0`, should be at least 1" in found
+
+
+def test_lint_refuses_max_turns_on_a_state_that_answers_no_turns(tmp_path: Path) -> None:
+    found = lint(
+        tmp_path,
+        "  confirmed:\n    type: action\n",
+        "  noted:\n    type: annotation\n    max_turns: 1\n    next_state: confirmed\n"
+        "  confirmed:\n    type: action\n",
+    )
+    assert "error unknown-key state `noted` (type annotation) has unknown key `max_turns`" in (
+        found
+    ), found
