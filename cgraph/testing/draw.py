@@ -21,10 +21,10 @@ from cgraph.spec.names import END, START
 from cgraph.spec.topology import ANY
 from cgraph.testing.taken import (
     ERROR_ROUTE,
-    VISITS_ROUTE,
     exits_taken,
     global_exits,
     limit_key,
+    own_limit,
 )
 
 FORMATS = ("svg", "png", "dot", "mermaid")
@@ -103,7 +103,8 @@ def edges(graph: Graph) -> Iterator[_Edge]:
         if on_error:
             yield _Edge(name, on_error, ERROR_ROUTE, ERROR_ROUTE, route=True)
         if state.on_limit:
-            yield _Edge(name, state.on_limit, VISITS_ROUTE, VISITS_ROUTE, route=True)
+            route = own_limit(graph, name)
+            yield _Edge(name, state.on_limit, route, route, route=True)
 
 
 def _start_edges(graph: Graph) -> Iterator[_Edge]:

@@ -8,7 +8,8 @@ taken from (a state of a sub-graph included: a sub-graph inherits its parents' g
 exits). Its id is its target, numbered where two global exits share one.
 
 The routes are keyed with words no state id can be (ids have no spaces): a state's
-`on_error` is (state, "on error"), its own `on_limit` (state, "on limit max_visits") —
+`on_error` is (state, "on error"), its own `on_limit` (state, "on limit max_visits", or
+"on limit max_turns" when it caps its turns) —
 keyed by the state whose visits ran out, not the one the move left — and the graph's
 `limits.on_limit` is (`ANY`, "on limit <guard>"), once per graph like a global exit.
 
@@ -36,13 +37,21 @@ LIMIT_ROUTE = ON_LIMIT
 """What every `on_limit` route's key begins with ("on limit")."""
 LIMIT_EXIT = "on_limit"
 """The exit id the runtime records for an `on_limit` move."""
-VISITS_ROUTE = f"{LIMIT_ROUTE} max_visits"
-"""The key of a state's own `on_limit` (it routes its `max_visits` and its `max_turns`)."""
 
 
 def limit_key(guard: str) -> str:
     """The key of the route a guard takes: "on limit max_reflections"."""
     return f"{LIMIT_ROUTE} {guard}"
+
+
+def own_limit(graph: Graph, name: str) -> str:
+    """The key of state `name`'s own `on_limit`, named for the caps it routes: "on limit
+    max_visits", "on limit max_turns", or "on limit max_visits or max_turns"."""
+    state = graph.states[name]
+    visits = state.max_visits is not None or name in graph.limits.max_visits
+    turns = getattr(state, "max_turns", None) is not None
+    guards = [g for g, on in (("max_visits", visits), ("max_turns", turns)) if on]
+    return limit_key(" or ".join(guards or ["max_visits"]))
 
 
 def is_route(exit_id: str) -> bool:
@@ -67,7 +76,7 @@ def targets(graph: Graph) -> dict[Exit, str]:
         if on_error:
             found[name, ERROR_ROUTE] = on_error
         if state.on_limit:
-            found[name, VISITS_ROUTE] = state.on_limit
+            found[name, own_limit(graph, name)] = state.on_limit
     return found
 
 
@@ -115,7 +124,7 @@ def _route(graph: Graph, t: TransitionRecord) -> Exit | None:
     capped = capped_state(t.reason) if guard in ("max_visits", "max_turns") else None
     state = graph.states.get(capped or "")
     if capped and state is not None and state.on_limit == t.to_state:
-        return capped, VISITS_ROUTE
+        return capped, own_limit(graph, capped)
     if graph.limits.on_limit.get(guard) == t.to_state:  # type: ignore[call-overload]
         return ANY, limit_key(guard)
     return None

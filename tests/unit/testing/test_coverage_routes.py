@@ -235,3 +235,38 @@ def test_the_picture_draws_each_route_dotted_and_marks_it(
     taken = edge(Highlight(frozenset({key}), frozenset()))
     assert "penwidth=2.4" in taken and "style=dotted" in taken
     assert "#dc2626" in edge(Highlight(frozenset(), frozenset()))
+
+
+TURNS_GRAPH = f"""\
+cgraph: 1
+name: turns
+start: ask
+states:
+  ask:
+{ACTION}    max_turns: 2
+    on_limit: desk
+    exit_conditions:
+      - {{description: The user gives the code., next_state: END, examples: ["1234"]}}
+  desk:
+    type: annotation
+    objective: Hand over to the desk.
+    say: The front desk will help you.
+    next_state: END
+"""
+
+
+def test_a_state_that_caps_its_turns_names_its_route_for_them(tmp_path: Path) -> None:
+    graph = tmp_path / "turns.yaml"
+    graph.write_text(TURNS_GRAPH)
+    tests = tmp_path / "turns.test.yaml"
+    tests.write_text(
+        f"cgraph-test: 1\ngraph: {graph}\nmodel:\n  scripted:\n    ask: {ASKED}\ncases:\n"
+        "  - name: two turns without the code go to the desk\n    turns:\n"
+        "      - {user: hmm, expect: {state: ask}}\n      - {user: hmm, expect: {state: ask}}\n"
+        "      - {user: hmm, expect: {state: END, reply_contains: front desk}}\n"
+    )
+    results = Runner(Options()).run_paths([tests])
+    assert all(r.passed for f in results for r in f.runs), results
+    (covered_graph,) = coverage(results)
+    assert ("ask", "on limit max_turns") in covered_graph.taken, covered_graph.taken
+    assert [(u.state, u.exit) for u in covered_graph.uncovered] == [("ask", "END")]
