@@ -31,8 +31,8 @@ _ALSO = re.compile(
     re.I,
 )
 FOCUS_WORDS = 3
-_DENIES = re.compile(r"^\W*(?:no|not|nothing|none|never|nope|nah|neither|nor)\b", re.I)
 """What follows the contrast must be this long to stand for the message."""
+_DENIES = re.compile(r"^\W*(?:no|not|nothing|none|never|nope|nah|neither|nor)\b", re.I)
 # A short "not X" before a comma corrects a choice: "not basic, full please"; not a
 # limit ("not before 4, if possible") nor a plain no ("not right now, thanks").
 _CORRECTION = re.compile(
