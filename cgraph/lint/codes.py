@@ -22,7 +22,10 @@ CODES: dict[str, str] = {
     "state-type": "A state has no type or an unknown type.",
     "schema": "A value has the wrong type or is out of range.",
     # structure (cgraph.lint.structure)
-    "unknown-state": "A next_state, start, on_error or max_visits names no state.",
+    "unknown-state": (
+        "A start, next_state, on_error, on_limit, max_visits or a global exit's except"
+        " names no state."
+    ),
     "unreachable-state": "No path from START leads to the state.",
     "no-path-to-end": "END can never be reached from the state.",
     "silent-cycle": "Silent states form an unbounded loop inside one turn.",

@@ -89,7 +89,7 @@ def anywhere_located(graph: Graph) -> Iterator[Located]:
 
 
 def check_references(ctx: GraphContext) -> Iterator[Diagnostic]:
-    """`next_state`, `start`, `on_error` and `limits.max_visits` must name a state."""
+    """`next_state`, `start`, `on_error`, `on_limit` and `limits.max_visits` name states."""
     names = list(ctx.graph.states)
     known = set(names) | {END}
     located = [*start_targets(ctx.graph), *anywhere_located(ctx.graph)]

@@ -306,3 +306,21 @@ def test_a_test_file_whose_graph_is_missing_is_located_at_its_graph_key(tmp_path
         only.message
         == f"graph `../nowhere.yaml` does not exist (looked for {tmp_path.parent / 'nowhere.yaml'})"
     )
+
+
+def _named_key(path: tuple[str | int, ...]) -> str:
+    """The key that holds a reference: `limits.<key>.<name>`, else the last key."""
+    if path[0] == "limits":
+        return str(path[1])
+    return next(str(p) for p in reversed(path) if isinstance(p, str))
+
+
+def test_unknown_state_description_names_every_key_it_checks() -> None:
+    keys = {
+        _named_key(d.path)
+        for case in CASES
+        for d in lint_paths([case]).diagnostics
+        if d.code == "unknown-state"
+    }
+    assert keys >= {"start", "next_state", "on_error", "max_visits", "on_limit", "except"}
+    assert [k for k in sorted(keys) if k not in CODES["unknown-state"]] == []
