@@ -176,7 +176,7 @@ class Repl:
             score = f"{m.score:.2f}" if m.score is not None else "?"
             lines.append(dimmed(f"    recalled ({m.tier}, {score}): {m.text}"))
         if turn.guard:
-            lines.append(f"[yellow]  stopped by the {turn.guard} guard[/]")
+            lines.append(f"[yellow]  {guard_verb(turn)} by the {turn.guard} guard[/]")
         if turn.completed:
             lines.append(dimmed(f"  {ENDED}"))
         self.console.print("\n".join(lines))
@@ -342,6 +342,12 @@ def late_status(console: Console, text: str) -> Iterator[None]:
 def dimmed(text: str) -> str:
     """`text` as dimmed markup, its own brackets escaped."""
     return f"[dim]{escape(text)}[/]"
+
+
+def guard_verb(turn: Turn) -> str:
+    """A guard that took its `on_limit` route "routed" the turn; any other "stopped" it."""
+    route = f"on limit {turn.guard}"
+    return "routed" if any(t.description == route for t in turn.transitions) else "stopped"
 
 
 def stage_direction(actions: str) -> str:

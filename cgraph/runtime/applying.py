@@ -90,7 +90,7 @@ class Applier:
         routed = limit_route(stop, self.graphs, self.snap)
         if routed is not None:
             owner, target = routed
-            self.snap.limited = True
+            self.snap.limited = stop.guard
             self._emit("guard", guard=stop.guard, detail=stop.detail, at=at, routed_to=target)
             reason = f"{stop.guard}: {stop.detail}"
             limited = Move("on_limit", target, f"on limit {stop.guard}", reason, owner=owner)
@@ -112,6 +112,8 @@ class Applier:
         text = " ".join(t for t in (*snap.said, text) if t)
         tags = list(getattr(current(snap, self.graphs)[1], "message_metadata", ()))
         self._emit("reply", text=text, state=state, fallback=fallback, metadata=tags)
+        # A guard that stopped the turn, else the one whose `on_limit` route it took.
+        guard = guard or snap.limited
         ended = {"completed": snap.completed, "guard": guard, "transitions": snap.transitions}
         self._emit("turn_completed", state=here(snap), **ended)
         snap.pending, snap.turns_here = None, snap.turns_here + 1

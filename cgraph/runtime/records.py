@@ -84,7 +84,7 @@ class Turn(Record):
     decisions: tuple[Decision, ...] = ()
     completed: bool = False
     guard: str | None = None
-    """The loop guard that stopped this turn, if any."""
+    """The loop guard that stopped this turn, or routed it to its `on_limit` state."""
     llm_calls: int = 0
     """Calls that produced this turn's path and reply (a turn that stays costs one)."""
     memory_calls: int = 0

@@ -76,8 +76,8 @@ class Snapshot:
     """Turns that ended in the current state since it was entered (for `max_turns`)."""
     said: list[str] = field(default_factory=list)
     """Lines silent states said this turn (`say:`), put before the turn's reply."""
-    limited: bool = False
-    """An `on_limit` route was taken this turn (a second guard stops the turn)."""
+    limited: str | None = None
+    """The guard whose `on_limit` route was taken this turn (a second guard stops the turn)."""
 
     @property
     def frame(self) -> Frame:
@@ -129,7 +129,7 @@ class Snapshot:
     def begin_turn(self, message: str) -> None:
         self.turn += 1
         self.pending, self.step, self.transitions, self.reflections = message, 0, 0, 0
-        self.entered, self.said, self.limited = False, [], False
+        self.entered, self.said, self.limited = False, [], None
 
     def mark_user_facing(self) -> None:
         self.last_action = copy_frames(self.stack)

@@ -20,6 +20,7 @@ def test_offline_a_state_that_keeps_asking_hands_over_at_max_turns(tmp_path: Pat
     turns = [json.loads(line) for line in done.stdout.splitlines()]
     assert [t["state"] for t in turns] == ["ask_size", "ask_size", "handoff"]
     assert turns[2]["reply"] == "A person from the restaurant will help you with this."
+    assert [t["guard"] for t in turns] == [None, None, "max_turns"]
     assert [t["reason"] for t in turns[2]["transitions"]] == [
         "max_turns: `ask_size` answered 2 turns in a row already"
     ]

@@ -129,6 +129,30 @@ def test_why_puts_each_step_on_one_line_above_its_table(tmp_path: Path) -> None:
     assert "  candidates: spoken, stay" in lines and "┏" not in out.getvalue()
 
 
+def test_a_guard_that_routes_the_turn_is_shown_as_routing_it(tmp_path: Path) -> None:
+    first_exits = "    exit_conditions:\n      - {description: The card was"
+    limited = GRAPH.replace(first_exits, "    max_turns: 1\n    on_limit: spoken\n" + first_exits)
+    path = tmp_path / "card_help.yaml"
+    path.write_text(limited, encoding="utf-8")
+    graph = load_graph(path)
+    reply = {"exit": "stay", "reason": "r", "reply": "Hello there!"}
+    session = Session.start(graph, model=ScriptedModel({"*": reply}), store=tmp_path)
+    out = io.StringIO()
+    opened = Opened(
+        graph=graph,
+        session=session,
+        model_name="gpt-4o",
+        memory=cast(Any, ReadyMemory()),
+        store=tmp_path,
+        user="a",
+    )
+    repl = Repl(opened, Console(file=out, width=100))
+    repl.send("hi")
+    repl.send("hmm")
+    assert "routed by the max_turns guard" in out.getvalue()
+    assert "stopped by" not in out.getvalue()
+
+
 BOOKS = """\
 cgraph: 1
 name: books

@@ -110,7 +110,7 @@ def test_max_turns_leads_a_state_that_keeps_asking_to_its_on_limit(tmp_path: Pat
     session = Session.start(graph(tmp_path, text), model=model)
     turns = [session.send(m) for m in ("hi", "hmm", "not sure", "still not sure")]
     assert [t.state for t in turns] == ["a", "a", "a", "human"]
-    assert [t.guard for t in turns[:3]] == [None, None, None]
+    assert [t.guard for t in turns] == [None, None, None, "max_turns"]  # routed, not stopped
     assert turns[3].reply == "A person will help."
     assert turns[3].transitions[0].reason == "max_turns: `a` answered 3 turns in a row already"
     assert [e.data["routed_to"] for e in session.events() if e.kind == "guard"] == ["human"]
