@@ -37,6 +37,12 @@ ENDED = "the conversation reached END — /reset to start again"
 """Said once a session is complete: after its last reply, on resuming it, on a message."""
 
 
+NO_SCORE = "—"
+# Offline, a global exit is weighed first and its score kept only when it is taken: an
+# empty cell would read as forgotten, so the table says what happened.
+UNSCORED = "a global exit not taken: the message was not close enough to it (kept only when taken)"
+
+
 class Repl:
     """The read-eval-print loop of an interactive `cgraph run`."""
 
@@ -251,8 +257,10 @@ class Repl:
         table.add_column("score", justify="right")
         for candidate in candidates:
             score = scores.get(candidate)
-            table.add_row(candidate, "" if score is None else f"{score:.3f}")
+            table.add_row(candidate, NO_SCORE if score is None else f"{score:.3f}")
         self.console.print(table)
+        if any(scores.get(c) is None for c in candidates):
+            self.dim(f"  {NO_SCORE} {UNSCORED}")
 
     def draw_history(self, data: Data) -> None:
         if data["summary"]:

@@ -16,6 +16,7 @@ from cgraph.cli.repl import SPINNER_AFTER, Repl, late_status, stage_direction
 from cgraph.lint.gate import offline_hints
 from cgraph.runtime.session import Session
 from cgraph.spec.load import load_graph
+from tests.conftest import GRAPHS
 
 GRAPH = """\
 cgraph: 1
@@ -151,6 +152,33 @@ def test_a_guard_that_routes_the_turn_is_shown_as_routing_it(tmp_path: Path) -> 
     repl.send("hmm")
     assert "routed by the max_turns guard" in out.getvalue()
     assert "stopped by" not in out.getvalue()
+
+
+def test_why_marks_a_global_exit_it_did_not_take_instead_of_an_empty_cell(
+    tmp_path: Path,
+) -> None:
+    graph = load_graph(GRAPHS / "medical_checkin.yaml")
+    session = Session.start(graph, store=tmp_path)  # offline: real embeddings
+    out = io.StringIO()
+    opened = Opened(
+        graph=graph,
+        session=session,
+        model_name="semantic",
+        memory=cast(Any, ReadyMemory()),
+        store=tmp_path,
+        user="a",
+    )
+    repl = Repl(opened, Console(file=out, width=120))
+    for message in ("Hi", "Yes, ready", "I took all my pills"):
+        repl.send(message)
+    repl.command(commands.Command("why"))
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in _rows(out)}
+    assert rows["emergency"] == "—" and rows["vasodilator_check"] == "0.908"
+    assert "  — a global exit not taken: the message was not close enough" in out.getvalue()
+
+
+def _rows(out: io.StringIO) -> list[str]:
+    return [line for line in out.getvalue().splitlines() if line.startswith("│")]
 
 
 BOOKS = """\
