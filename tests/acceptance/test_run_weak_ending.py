@@ -31,4 +31,5 @@ def test_a_weak_ending_asks_again_and_the_reason_agrees(tmp_path: Path) -> None:
     assert ready["state"] == "medication_adherence_check"
     moved = [d for d in why_ready["decisions"] if d["state"] == "welcome_patient"][-1]
     score = moved["scores"]["medication_adherence_check"]
-    assert moved["reason"].startswith(f"closest to medication_adherence_check ({score:.2f} ≥ ")
+    taken = f"closest to medication_adherence_check (score {score:.2f} ≥ "
+    assert moved["reason"].startswith(taken)

@@ -6,7 +6,8 @@ needs. A weak best exit barely ahead of the next one is a guess and asks again. 
 that ends the conversation needs `ending_floor` unless the message closes (`endings`);
 below it the other exits are weighed without it. The reason states the score the choice
 was made on (bonuses and penalties included) and the bar it faced, so it never says that
-a lower score won: "closest to END (0.26 ≥ 0.15: floor 0.15, stay 0.29 − 0.20)".
+a lower score won: "closest to END (score 0.26 ≥ 0.15: floor 0.15, stay 0.29 − 0.20)". It
+says "score", not similarity: bonuses (a denial, a bare "no, …") can lift it past 1.
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ def choose(
 
 
 def _score(raw: float, effective: float) -> str:
-    """The score a choice was made on, showing the question penalty when one was paid."""
+    """The score a choice was made on, showing the question penalty when one was paid;
+    above 1 it says so, lest it be read as a similarity."""
+    lifted = " with its bonuses" if raw > 1 else ""
     if raw == effective:
-        return f"{raw:.2f}"
-    return f"{raw:.2f} − {raw - effective:.2f} for a question = {effective:.2f}"
+        return f"score {raw:.2f}{lifted}"
+    return f"score {raw:.2f}{lifted} − {raw - effective:.2f} for a question = {effective:.2f}"

@@ -39,11 +39,20 @@ def test_a_weak_ending_exit_gives_way_to_the_others_or_to_staying() -> None:
 
 def test_the_reason_states_the_score_after_the_question_penalty() -> None:
     chosen = choose({"a": 0.5, "b": 0.1}, 0.1, CAL, answers=frozenset())
-    assert chosen.exit == "a" and "0.50 − 0.30 for a question = 0.20 ≥ 0.15" in chosen.reason
+    assert chosen.exit == "a" and "score 0.50 − 0.30 for a question = 0.20 ≥ 0.15" in chosen.reason
 
 
-_TAKEN = re.compile(r"^closest to (\S+) \((?:.* = )?(-?\d\.\d\d) ≥ (\d\.\d\d): .*stay (-?\d\.\d\d)")
-_STAYED = re.compile(r"no exit is close enough \(best (\S+) (?:.* = )?(-?\d\.\d\d) < (-?\d\.\d\d)")
+def test_the_reason_calls_its_number_a_score_and_one_above_1_lifted_by_bonuses() -> None:
+    chosen = choose({"a": 1.51, "b": 0.1}, 0.16, CAL, answers=BOTH)
+    floor = "0.15: floor 0.15, stay 0.16 − 0.20"
+    assert chosen.reason == f"closest to a (score 1.51 with its bonuses ≥ {floor})"
+    plain = choose({"a": 0.83, "b": 0.1}, 0.16, CAL, answers=BOTH)
+    assert plain.reason == f"closest to a (score 0.83 ≥ {floor})"
+
+
+_SCORE = r"score (?:.* = )?(-?\d\.\d\d)(?: with its bonuses)?"
+_TAKEN = re.compile(rf"^closest to (\S+) \({_SCORE} ≥ (\d\.\d\d): .*stay (-?\d\.\d\d)")
+_STAYED = re.compile(rf"no exit is close enough \(best (\S+) {_SCORE} < (-?\d\.\d\d)")
 
 
 def test_every_reason_agrees_with_its_choice_on_the_labelled_sets() -> None:
