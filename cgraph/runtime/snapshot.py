@@ -120,6 +120,8 @@ class Snapshot:
         values["stack"] = [Frame(**f) for f in data["stack"]]
         last = data.get("last_action")
         values["last_action"] = [Frame(**f) for f in last] if last else None
+        if isinstance(values.get("limited"), bool):  # stored when it was a flag, unnamed
+            values["limited"] = None
         return cls(**values)
 
     @classmethod

@@ -13,6 +13,16 @@ def test_snapshot_serialisation_covers_every_field() -> None:
     assert Snapshot.loads(snap.dumps()) == snap
 
 
+def test_a_snapshot_stored_when_limited_was_a_flag_still_loads() -> None:
+    from cgraph.runtime.snapshot import Frame, Snapshot
+
+    stored = Snapshot(stack=[Frame("", "a")]).to_dict()
+    routed, plain = {**stored, "limited": True}, {**stored, "limited": False}
+    # The routing guard's name was not kept: the turn reads as one no guard routed.
+    assert Snapshot.from_dict(routed).limited is None
+    assert Snapshot.from_dict(plain).limited is None
+
+
 def test_a_value_is_made_plain_json_as_a_json_round_trip_makes_it() -> None:
     import json
     import math
