@@ -60,20 +60,26 @@ def written(tmp_path: Path) -> Path:
     return path
 
 
-def shown(tmp_path: Path, model_name: str, reply: dict[str, str]) -> str:
-    graph = load_graph(written(tmp_path))
-    session = Session.start(graph, model=ScriptedModel({"*": reply}), store=tmp_path)
-    memory = cast(Any, ReadyMemory())
-    out = io.StringIO()
+def terminal(
+    tmp_path: Path, session: Session, model_name: str, width: int | None = None
+) -> tuple[Repl, io.StringIO]:
+    """A REPL on `session` that prints into the returned buffer."""
     opened = Opened(
-        graph=graph,
+        graph=session.graph,
         session=session,
         model_name=model_name,
-        memory=memory,
+        memory=cast(Any, ReadyMemory()),
         store=tmp_path,
         user="ann",
     )
-    repl = Repl(opened, Console(file=out))
+    out = io.StringIO()
+    return Repl(opened, Console(file=out, width=width)), out
+
+
+def shown(tmp_path: Path, model_name: str, reply: dict[str, str]) -> str:
+    graph = load_graph(written(tmp_path))
+    session = Session.start(graph, model=ScriptedModel({"*": reply}), store=tmp_path)
+    repl, out = terminal(tmp_path, session, model_name)
     repl.send("hi")
     return out.getvalue()
 
@@ -116,12 +122,7 @@ def test_why_puts_each_step_on_one_line_above_its_table(tmp_path: Path) -> None:
     graph = load_graph(written(tmp_path))
     reply = {"exit": "stay", "reason": "r", "reply": "Hello there!"}
     session = Session.start(graph, model=ScriptedModel({"*": reply}), store=tmp_path)
-    out = io.StringIO()
-    memory = cast(Any, ReadyMemory())
-    opened = Opened(
-        graph=graph, session=session, model_name="gpt-4o", memory=memory, store=tmp_path, user="a"
-    )
-    repl = Repl(opened, Console(file=out, width=60))
+    repl, out = terminal(tmp_path, session, "gpt-4o", width=60)
     repl.send("hi")
     repl.command(commands.Command("why"))
     lines = out.getvalue().splitlines()
@@ -138,16 +139,7 @@ def test_a_guard_that_routes_the_turn_is_shown_as_routing_it(tmp_path: Path) -> 
     graph = load_graph(path)
     reply = {"exit": "stay", "reason": "r", "reply": "Hello there!"}
     session = Session.start(graph, model=ScriptedModel({"*": reply}), store=tmp_path)
-    out = io.StringIO()
-    opened = Opened(
-        graph=graph,
-        session=session,
-        model_name="gpt-4o",
-        memory=cast(Any, ReadyMemory()),
-        store=tmp_path,
-        user="a",
-    )
-    repl = Repl(opened, Console(file=out, width=100))
+    repl, out = terminal(tmp_path, session, "gpt-4o", width=100)
     repl.send("hi")
     repl.send("hmm")
     assert "routed by the max_turns guard" in out.getvalue()
@@ -159,16 +151,7 @@ def test_why_marks_a_global_exit_it_did_not_take_instead_of_an_empty_cell(
 ) -> None:
     graph = load_graph(GRAPHS / "medical_checkin.yaml")
     session = Session.start(graph, store=tmp_path)  # offline: real embeddings
-    out = io.StringIO()
-    opened = Opened(
-        graph=graph,
-        session=session,
-        model_name="semantic",
-        memory=cast(Any, ReadyMemory()),
-        store=tmp_path,
-        user="a",
-    )
-    repl = Repl(opened, Console(file=out, width=120))
+    repl, out = terminal(tmp_path, session, "semantic", width=120)
     for message in ("Hi", "Yes, ready", "I took all my pills"):
         repl.send(message)
     repl.command(commands.Command("why"))
