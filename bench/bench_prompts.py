@@ -28,10 +28,13 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from cgraph.backends.llm.scripted import ScriptedModel  # noqa: E402
-from cgraph.backends.llm.types import LLMRequest  # noqa: E402
-from cgraph.backends.memory.policy import Memory, NewMemory  # noqa: E402
 from cgraph.errors import CgraphError  # noqa: E402
-from cgraph.runtime.session import Session  # noqa: E402
+from cgraph.runtime.ports import (  # noqa: E402
+    LLMRequest,
+    Memory,
+    NewMemory,
+)
+from cgraph.session import Session  # noqa: E402
 from cgraph.spec.load import load_graph  # noqa: E402
 
 TURNS = 40

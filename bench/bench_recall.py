@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cgraph.backends.embed import LocalEmbedder
 from cgraph.backends.memory.chroma import ChromaMemory
 from cgraph.backends.memory.layout import metadata as _metadata
-from cgraph.backends.memory.policy import Memory, NewMemory
+from cgraph.runtime.ports import Memory, NewMemory
 from cgraph.spec.model import TIERS, Tier
 
 NAMES = ["Ann", "Bob", "Cleo", "Dan", "Eve", "Femi", "Gus", "Hana", "Ivo", "Jun"]

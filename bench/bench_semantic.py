@@ -54,8 +54,8 @@ from bench.semantic_cases import (
 )
 from cgraph.backends.llm.registry import has_credentials, resolve_model
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.backends.llm.types import ChatModel, LLMRequest
 from cgraph.errors import CgraphError, RenderError
+from cgraph.runtime.ports import ChatModel, LLMRequest
 
 
 def _request(case: Case, model: ChatModel) -> LLMRequest:

@@ -28,8 +28,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENAI_API_KEY", "sk-local-bench")
 
 from bench.stream_server import StreamServer  # noqa: E402
-from cgraph.runtime.session import Session  # noqa: E402
-from cgraph.runtime.streaming import Delta  # noqa: E402
+from cgraph.runtime.ask.streaming import Delta  # noqa: E402
+from cgraph.session import Session  # noqa: E402
 
 REPLY = (
     "Thanks for checking in. Tell me how you have been since we last spoke, and whether "

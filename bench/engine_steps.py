@@ -20,16 +20,17 @@ from typing import Any
 
 try:
     from cgraph.backends.llm.scripted import ScriptedModel
-    from cgraph.runtime.session import Session
-    from cgraph.runtime.store import InMemorySessionStore, SQLiteStore
+    from cgraph.backends.store.memory import InMemorySessionStore
+    from cgraph.backends.store.sqlite import SQLiteStore
+    from cgraph.session import Session
     from cgraph.spec import templating
     from cgraph.spec.load import load_graph
 except ImportError:  # the flat layout, before cgraph/spec, runtime, backends
     from cgraph.loader import load_graph  # type: ignore[no-redef]
-    from cgraph.session import Session  # type: ignore[no-redef]
     from cgraph.store import InMemorySessionStore, SQLiteStore  # type: ignore[no-redef]
 
-    from cgraph.testing import ScriptedModel  # type: ignore[no-redef]
+    from cgraph.backends.llm.scripted import ScriptedModel  # type: ignore[no-redef]
+    from cgraph.session import Session  # type: ignore[no-redef]
 
     templating = None  # type: ignore[assignment]
 

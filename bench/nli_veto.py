@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cgraph.backends.llm.types import STAY, ChatModel, LLMRequest
+from cgraph.runtime.ports import STAY, ChatModel, LLMRequest
 
 
 class PairClassifier:

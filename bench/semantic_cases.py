@@ -2,7 +2,7 @@
 
 Each case becomes the request the engine itself would send: a `View` of a session at the
 case's state, a transcript of the case's earlier user messages, and
-`cgraph.runtime.prompting.Prompter` renders the real prompt. So the semantic model and any
+`cgraph.runtime.ask.requests.Prompter` renders the real prompt. So the semantic model and any
 provider model (`bench_semantic.py --model NAME`) answer exactly what a session asks.
 """
 
@@ -13,12 +13,11 @@ from pathlib import Path
 
 import yaml
 
-from cgraph.backends.llm.types import ChatModel, ExitOption, LLMRequest, RequestKind
-from cgraph.runtime.context import View, template_context
-from cgraph.runtime.exits import exit_options
-from cgraph.runtime.flows import global_exits, holds, options_with_globals
-from cgraph.runtime.prompting import Prompter
-from cgraph.runtime.render_failures import StepRenderFailed
+from cgraph.runtime.ask.requests import Prompter
+from cgraph.runtime.ports import ChatModel, ExitOption, LLMRequest, RequestKind
+from cgraph.runtime.routes.exits import exit_options, global_exits, holds, options_with_globals
+from cgraph.runtime.routes.failures import StepRenderFailed
+from cgraph.runtime.state.view import View, template_context
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import AnyState, Graph
 

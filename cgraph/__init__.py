@@ -21,14 +21,14 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 __all__ = ["CgraphError", "GraphError", "Session", "load_graph"]
 
 if TYPE_CHECKING:
-    from cgraph.runtime.session import Session
+    from cgraph.session import Session
     from cgraph.spec.load import load_graph
 
 
 def __getattr__(name: str) -> Any:
     # Imported on first use, so `cgraph --help` builds no models and loads no runtime.
     if name == "Session":
-        from cgraph.runtime.session import Session
+        from cgraph.session import Session
 
         return Session
     if name == "load_graph":

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import CgraphError
-from cgraph.runtime.records import step_name
+from cgraph.runtime.state.records import step_name
 from cgraph.spec.load import closest
 from cgraph.spec.model import AnyState, ExitCondition, exits_of
 from cgraph.spec.names import END, bare
@@ -158,7 +158,7 @@ def reset(opened: Opened, _: str) -> dict[str, Any]:
 
 
 def sessions(opened: Opened, _: str) -> dict[str, Any]:
-    from cgraph.runtime.session import Session
+    from cgraph.session import Session
 
     found = [
         {

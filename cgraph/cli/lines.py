@@ -22,7 +22,7 @@ from cgraph.cli.opening import Opened, banner
 from cgraph.errors import CgraphError
 
 if TYPE_CHECKING:
-    from cgraph.runtime.records import Turn
+    from cgraph.runtime.state.records import Turn
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from cgraph.spec.model import TIERS, Tier
 
 if TYPE_CHECKING:
     from cgraph.backends.memory.chroma import ChromaMemory
-    from cgraph.backends.memory.policy import Memory
+    from cgraph.runtime.ports import Memory
 
 memory_app = typer.Typer(
     name="memory",

@@ -27,12 +27,11 @@ from cgraph.errors import ConfigError, GraphError
 from cgraph.spec.model import TIERS, Graph, Tier
 
 if TYPE_CHECKING:
-    from cgraph.backends.llm.types import ChatModel
     from cgraph.backends.memory.background import BackgroundMemory
     from cgraph.diagnostics import Diagnostic
-    from cgraph.runtime.records import Turn
-    from cgraph.runtime.session import Session
-    from cgraph.runtime.store import SessionInfo
+    from cgraph.runtime.ports import ChatModel, SessionInfo
+    from cgraph.runtime.state.records import Turn
+    from cgraph.session import Session
 
 SEMANTIC = "semantic"
 DEFAULT_USER = "local"
@@ -155,7 +154,7 @@ class Opened:
 
     def reset(self) -> Session:
         """Close the session and start a new one on the same graph, model and memory."""
-        from cgraph.runtime.session import Session
+        from cgraph.session import Session
 
         self.session.close()
         self.session = Session.start(
@@ -171,7 +170,7 @@ class Opened:
         if self.later_warmed:
             return
         self.later_warmed = True
-        from cgraph.runtime.prompts import compile_shipped
+        from cgraph.runtime.ask.prompts import compile_shipped
 
         threading.Thread(target=compile_shipped, name="cgraph-templates", daemon=True).start()
         if self.model_name == SEMANTIC:
@@ -228,7 +227,7 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
         notes.append(PREPARING)
     # Imported after the model started loading in the background: the two overlap.
     from cgraph.backends.memory.background import BackgroundMemory, Reading
-    from cgraph.runtime.session import Session
+    from cgraph.session import Session
 
     user = stored.user_id if stored is not None else options.user or DEFAULT_USER
     reading = Reading(
@@ -409,7 +408,7 @@ def _file_name(session_id: str) -> str:
 
 def stored_session(store: Path, session_id: str | None, user: str | None) -> SessionInfo | None:
     """The stored session `--session` names (None: a new one); refuses another user's."""
-    from cgraph.runtime.store import open_store
+    from cgraph.compose import open_store
 
     if not session_id:
         return None

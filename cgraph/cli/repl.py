@@ -22,10 +22,10 @@ from rich.table import Table
 from cgraph.cli import commands
 from cgraph.cli.opening import SEMANTIC, Opened, banner
 from cgraph.errors import CgraphError, SessionCompleted
-from cgraph.runtime.streaming import CallingTools, Chunk, Retracted, can_stream
+from cgraph.runtime.ask.streaming import CallingTools, Chunk, Retracted, can_stream
 
 if TYPE_CHECKING:
-    from cgraph.runtime.records import Turn
+    from cgraph.runtime.state.records import Turn
 
 PROMPT = "you › "
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

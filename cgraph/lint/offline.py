@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cgraph.backends.llm.extractors import never_filled
 from cgraph.diagnostics import Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
+from cgraph.spec.slots import never_filled
 
 OFFLINE_CODES = frozenset({"no-say", "offline-slot"})
 """The codes of the checks below: hints for runs without an LLM, not lint findings."""

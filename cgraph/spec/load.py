@@ -26,7 +26,7 @@ def load_graph(path: str | Path) -> m.Graph:
     """Load and validate one graph file; raise `GraphError` (with diagnostics) if invalid.
 
     Sub-graphs are not read here: a session loads them as it starts, to import their
-    tools' handlers early (`cgraph.runtime.graphs.Graphs.reachable`), and
+    tools' handlers early (`cgraph.runtime.routes.graphs.Graphs.reachable`), and
     `cgraph.lint.walk.lint_file` checks them ahead of time.
     """
     graph, diagnostics = parse_graph(read_file(path))

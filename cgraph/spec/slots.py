@@ -97,3 +97,8 @@ def from_answer_schema(schema: dict[str, Any]) -> Slot:
         format=schema.get("format"),
         description=schema.get("description", ""),
     )
+
+
+def never_filled(slot: Slot) -> bool:
+    """A free-text slot (no `enum`, `pattern` or `format`): no extractor reads it."""
+    return slot.type == "string" and not (slot.enum or slot.pattern or slot.format)

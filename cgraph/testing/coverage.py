@@ -5,7 +5,7 @@ and the routes the runtime takes by itself — a state's `on_error`, its own `on
 and the graph's `limits.on_limit` — so a report shows whether any test ever failed the
 tool, or ran out of tries and handed off.
 
-An exit is a (state, exit id) pair as the runtime names it (`cgraph.runtime.exits`), so a
+An exit is a (state, exit id) pair as the runtime names it (`cgraph.runtime.routes.exits`), so a
 state with two exits to one target counts both. A global exit is one exit of the graph,
 keyed (`ANY`, id) and taken when any run takes it from any state (`cgraph.testing.taken`):
 it is written once, so it is counted once — per state it would count states where it was
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from cgraph.diagnostics import shown_path
-from cgraph.runtime.exits import exit_options
-from cgraph.runtime.graphs import Graphs
-from cgraph.runtime.records import TransitionRecord
+from cgraph.runtime.routes.exits import exit_options
+from cgraph.runtime.routes.graphs import Graphs
+from cgraph.runtime.state.records import TransitionRecord
 from cgraph.spec.model import CROSS, Graph
 from cgraph.spec.read import read_file
 from cgraph.spec.topology import ANY

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from cgraph.errors import ConfigError, SessionError
-from cgraph.runtime.exits import exit_options
+from cgraph.runtime.routes.exits import exit_options
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START
 from cgraph.spec.topology import ANY
@@ -182,8 +182,8 @@ def session_highlight(store: object, session_id: str, graph: Graph | None = None
     """What one stored conversation did: its exits taken and states entered (root graph;
     with `graph`, a global exit taken is marked on its edge from `ANY`, and a session of
     another graph is a `SessionError`)."""
-    from cgraph.runtime.log_view import audit, effective
-    from cgraph.runtime.store import open_store
+    from cgraph.compose import open_store
+    from cgraph.runtime.log.reading import audit, effective
 
     backend = open_store(store)
     try:

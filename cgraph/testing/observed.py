@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cgraph.runtime.records import Decision, TransitionRecord, Turn
+from cgraph.runtime.state.records import Decision, TransitionRecord, Turn
 from cgraph.spec.names import END
 
 
@@ -30,7 +30,7 @@ class Observed:
     transitions: tuple[TransitionRecord, ...] = ()
     """The turn's transitions as recorded (coverage tells global exits apart by them)."""
     steps: tuple[str, ...] = ()
-    """Each decision's step in words (`cgraph.runtime.records.step_name`)."""
+    """Each decision's step in words (`cgraph.runtime.state.records.step_name`)."""
 
     def exit_names(self) -> list[str]:
         return [f"{state} -> {exit_id}" for state, exit_id in self.exits]

@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cgraph.backends.llm.registry import resolve_model
-from cgraph.backends.llm.types import ChatModel
-from cgraph.backends.memory.policy import MemoryStore, NewMemory, NullMemory
 from cgraph.diagnostics import Diagnostic, Severity, has_errors
 from cgraph.errors import CgraphError, GraphError
 from cgraph.lint.gate import Gate, gate
-from cgraph.runtime.records import step_name
-from cgraph.runtime.session import Session
+from cgraph.runtime.ports import ChatModel, MemoryStore, NewMemory, NullMemory
+from cgraph.runtime.state.records import step_name
 from cgraph.runtime.tools.runner import ToolRunner
+from cgraph.session import Session
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.read import read_file
@@ -248,7 +247,7 @@ def _type(session: Session, state: str) -> str | None:
 
 def _stored(session: Session) -> tuple[str, ...]:
     """The texts of the memories the latest turn stored."""
-    from cgraph.runtime.log_view import stored, turn_events
+    from cgraph.runtime.log.reading import stored, turn_events
 
     events = turn_events(session.events(), session.turn_number)
     return tuple(str(m.get("text", "")) for m in stored(events))

@@ -1,7 +1,7 @@
 """Which declared exit or route a recorded transition took: a state's own exit, one of the
 graph's global exits, or a route the runtime takes by itself (`on_error`, `on_limit`).
 
-A state's exit is keyed (state, exit id) as the runtime names it (`cgraph.runtime.exits`).
+A state's exit is keyed (state, exit id) as the runtime names it (`cgraph.runtime.routes.exits`).
 A global exit holds in every state but is one exit of the graph, so it is keyed once,
 (`ANY`, its id) — the topology's name for "from every state" — whichever state it was
 taken from (a state of a sub-graph included: a sub-graph inherits its parents' global
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cgraph.runtime.exits import ON_ERROR as ERROR_EXIT
-from cgraph.runtime.exits import exit_options, unique_ids
-from cgraph.runtime.guards import capped_state
-from cgraph.runtime.records import TransitionRecord
+from cgraph.runtime.routes.exits import ON_ERROR as ERROR_EXIT
+from cgraph.runtime.routes.exits import exit_options, unique_ids
+from cgraph.runtime.state.records import TransitionRecord
+from cgraph.runtime.turn.guards import capped_state
 from cgraph.spec.model import GlobalExit, Graph
 from cgraph.spec.topology import ANY, ON_ERROR, ON_LIMIT
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from tests.commands import CGRAPH, ran
 from tests.conftest import GRAPHS
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from tests.unit.runtime._runtime import action, graph, simple
 
 pytestmark = pytest.mark.slow

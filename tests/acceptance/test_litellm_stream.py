@@ -14,9 +14,9 @@ import pytest
 
 from bench.stream_server import StreamServer
 from cgraph.backends.llm.litellm_chat import LiteLLMModel
-from cgraph.runtime.records import Turn
-from cgraph.runtime.session import Session
-from cgraph.runtime.streaming import CallingTools, Delta, Retracted
+from cgraph.runtime.ask.streaming import CallingTools, Delta, Retracted
+from cgraph.runtime.state.records import Turn
+from cgraph.session import Session
 from tests.servers.chat import (
     LLAMA_CPP_PYTHON,
     OPENAI,

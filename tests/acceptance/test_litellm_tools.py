@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from tests.servers.chat import LLAMA_CPP_PYTHON, Calls, serve
 from tests.unit.runtime.tools.test_calls import tool_graph
 

@@ -16,7 +16,7 @@ from typing import Any
 from unittest.mock import ANY
 
 from cgraph.backends.memory.chroma import open_memory
-from cgraph.backends.memory.policy import NewMemory
+from cgraph.runtime.ports import NewMemory
 from cgraph.spec.model import MemoryConfig
 from tests.commands import environment, finished
 

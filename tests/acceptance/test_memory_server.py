@@ -16,9 +16,9 @@ import pytest
 
 from cgraph.backends.embed import Embedder, shared_embedder
 from cgraph.backends.memory.chroma import ChromaMemory, memory_folder
-from cgraph.backends.memory.policy import NewMemory
 from cgraph.errors import MemoryStoreError
-from cgraph.runtime.memory import MemoryGateway
+from cgraph.runtime.memory.gateway import MemoryGateway
+from cgraph.runtime.ports import NewMemory
 from cgraph.spec.model import MemoryConfig
 from tests.conftest import ROOT
 from tests.unit.backends.memory.test_chroma import HashEmbedder, free_port
@@ -212,7 +212,7 @@ def test_a_server_that_dies_means_no_memories_and_a_warning(tmp_path: Path) -> N
 
 @pytest.mark.slow
 def test_a_conversation_goes_on_when_the_server_dies(tmp_path: Path) -> None:
-    from cgraph.runtime.session import Session
+    from cgraph.session import Session
 
     doomed = Server(tmp_path / "chroma")
     mem = ChromaMemory(host="127.0.0.1", port=doomed.port, timeout=2.0)

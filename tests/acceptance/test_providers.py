@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from cgraph.backends.llm.registry import resolve_model
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from cgraph.spec.model import ModelConfig
 from tests.servers.chat import (
     FORCED_TOOLS,

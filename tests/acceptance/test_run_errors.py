@@ -15,7 +15,7 @@ import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.errors import SessionError
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from tests.commands import environment, ran
 from tests.conftest import GRAPHS
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from cgraph.backends.llm.litellm_chat import MAX_STREAMED_CHARS, LiteLLMModel, warm_up
-from cgraph.runtime.records import Turn
-from cgraph.runtime.session import Session
-from cgraph.runtime.streaming import Delta, Retracted
+from cgraph.runtime.ask.streaming import Delta, Retracted
+from cgraph.runtime.state.records import Turn
+from cgraph.session import Session
 from tests.servers.chat import OPENAI, ChatServer, serve
 from tests.unit.runtime.test_streaming import two_states
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from tests.robustness.run_probe import FALLBACK, talk_state, write_graph
 from tests.unit.runtime._runtime import graph, stay
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 from cgraph.backends.llm.calibration import Calibration
-from cgraph.backends.llm.types import STAY
+from cgraph.runtime.ports import STAY
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from cgraph.backends.embed import Embedder, Vector, cosine
 from cgraph.backends.llm.negation import affirmed, denied_phrases
-from cgraph.backends.llm.types import ExitOption
 from cgraph.backends.llm.yesno import sign_for
+from cgraph.runtime.ports import ExitOption
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from cgraph.backends.llm.types import ExitOption
 from cgraph.backends.llm.utterances import is_question
+from cgraph.runtime.ports import ExitOption
 
 ENDING_FLOOR = 0.3
 """An exit that ends the conversation needs this score unless the message closes."""

@@ -6,7 +6,7 @@ graph's own record (annotation tags) comes before the recent user messages.
 
 from __future__ import annotations
 
-from cgraph.backends.llm.types import LLMRequest
+from cgraph.runtime.ports import LLMRequest
 
 
 def decision_evidence(request: LLMRequest) -> list[tuple[str, list[str]]]:

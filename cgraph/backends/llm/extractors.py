@@ -121,11 +121,6 @@ def refusals(schemas: Mapping[str, dict[str, Any]], found: Mapping[str, Any]) ->
     return said
 
 
-def never_filled(slot: Slot) -> bool:
-    """A free-text slot (no `enum`, `pattern` or `format`): no extractor reads it."""
-    return slot.type == "string" and not (slot.enum or slot.pattern or slot.format)
-
-
 def _other(slot: Slot, asked: bool, message: str, closest: Closest | None) -> Any:
     if slot.enum:
         return _enum(slot, asked, message, closest)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 
 from cgraph.backends.llm.negation import clauses
-from cgraph.backends.llm.types import STAY
+from cgraph.runtime.ports import STAY
 
 GLOBAL_FLOOR = 0.5
 """A global exit is taken offline only when this close."""

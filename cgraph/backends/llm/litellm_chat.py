@@ -35,8 +35,8 @@ from cgraph.backends.llm.providers import (
     provider_of,
 )
 from cgraph.backends.llm.structured import mode_arguments, mode_messages
-from cgraph.backends.llm.types import LLMRequest, Whole
 from cgraph.errors import ConfigError, LLMError, UnknownModel
+from cgraph.runtime.ports import LLMRequest, Whole
 from cgraph.spec.model import Structured
 
 
@@ -78,7 +78,7 @@ def warm_up() -> None:
 
 MAX_STREAMED_CHARS = 100_000
 """Longest streamed answer read. An answer's texts are capped at a few thousand characters
-(`cgraph.runtime.answers.CAPS`); a stream past this is a runaway, stopped with an error."""
+(`cgraph.runtime.ask.answers.CAPS`); a stream past this is a runaway, stopped with an error."""
 
 
 class LiteLLMModel:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from typing import Any
 
-from cgraph.backends.llm.types import ChatModel
 from cgraph.errors import ConfigError, UnknownModel
+from cgraph.runtime.ports import ChatModel
 from cgraph.spec.model import ModelConfig
 
 ModelFactory = Callable[..., ChatModel]

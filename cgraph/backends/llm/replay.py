@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from cgraph.backends.llm.registry import SEMANTIC
-from cgraph.backends.llm.types import ChatModel, LLMRequest
 from cgraph.errors import ConfigError, LLMError
+from cgraph.runtime.ports import ChatModel, LLMRequest
 
 COMPARED = ("kind", "state", "schema_name", "schema", "messages", "tools")
 _DIFF_LINES = 40

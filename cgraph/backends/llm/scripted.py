@@ -15,7 +15,7 @@ exception (raised), a callable taking the `LLMRequest`, or `{"sleep": seconds, "
 answer}`. A single (non-list) answer repeats forever. `extract` requests with no script
 answer `{"memories": []}`.
 
-`scripted:FILE` (`cgraph.backends.llm.types.resolve`) loads a script from YAML or JSON; there an
+`scripted:FILE` (`cgraph.runtime.ports.resolve`) loads a script from YAML or JSON; there an
 exception is written `{"raise": "message"}` (an `LLMError`). For tests only: never a default.
 """
 
@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
-from cgraph.backends.llm.types import LLMRequest
 from cgraph.errors import CgraphError, LLMError
+from cgraph.runtime.ports import LLMRequest
 from cgraph.spec.names import bare
 from cgraph.spec.yaml_syntax import explain
 

@@ -95,7 +95,6 @@ from cgraph.backends.llm.memories import extract_memories
 from cgraph.backends.llm.negation import is_hedge
 from cgraph.backends.llm.overlap import overlaps
 from cgraph.backends.llm.stand_ins import stand_ins
-from cgraph.backends.llm.types import STAY, ExitOption, LLMRequest
 from cgraph.backends.llm.utterances import (
     counts_as_answer,
     is_greeting,
@@ -105,6 +104,7 @@ from cgraph.backends.llm.utterances import (
     without_greeting,
 )
 from cgraph.backends.llm.yesno import answer_scores
+from cgraph.runtime.ports import STAY, ExitOption, LLMRequest
 
 # Conversational moves that never answer a state's question: greetings, clarifications,
 # hesitation. They give "stay" a prototype in every state, whatever its objective says.

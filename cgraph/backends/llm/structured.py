@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cgraph.backends.llm.providers import Mode
-from cgraph.backends.llm.types import LLMRequest
+from cgraph.runtime.ports import LLMRequest
 
 Message = dict[str, Any]
 

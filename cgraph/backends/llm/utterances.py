@@ -11,7 +11,7 @@ import re
 
 from cgraph.backends.llm.limits import without_limits
 from cgraph.backends.llm.negation import assents
-from cgraph.backends.llm.types import ExitOption
+from cgraph.runtime.ports import ExitOption
 
 _YES = re.compile(
     r"^\W*(yes|yeah|yep|yup|sure|i did|i have|i do|correct|right|absolutely|definitely)\b", re.I

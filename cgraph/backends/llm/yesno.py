@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from cgraph.backends.llm.negation import assents, clauses, is_negated
 from cgraph.backends.llm.overlap import stems
 from cgraph.backends.llm.stand_ins import alternatives
-from cgraph.backends.llm.types import ExitOption
+from cgraph.runtime.ports import ExitOption
 
 # Where a description's first alternative ends: "…dirty or was not cleaned".
 _HEAD_END = re.compile(r"\s(?:or|and)\s|[,;:(]", re.I)

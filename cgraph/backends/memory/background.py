@@ -24,14 +24,8 @@ from pathlib import Path
 
 from cgraph.backends.memory.layout import DEFAULT_COLLECTION, collection_name, may_hold
 from cgraph.backends.memory.pending import Outbox
-from cgraph.backends.memory.policy import (
-    SESSION_TIERS,
-    ForwardingMemory,
-    Memory,
-    MemoryStore,
-    NewMemory,
-    NullMemory,
-)
+from cgraph.backends.memory.policy import SESSION_TIERS, ForwardingMemory
+from cgraph.runtime.ports import Memory, MemoryStore, NewMemory, NullMemory
 from cgraph.spec.model import TIERS, MemoryConfig, Tier
 
 

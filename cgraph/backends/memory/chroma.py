@@ -40,10 +40,7 @@ from cgraph.backends.memory.layout import (
 from cgraph.backends.memory.pending import Outbox
 from cgraph.backends.memory.policy import (
     DAY,
-    Memory,
-    MemoryStore,
     Nearest,
-    NewMemory,
     ReadOnlyMemory,
     Write,
     best,
@@ -55,6 +52,7 @@ from cgraph.backends.memory.policy import (
     visible,
 )
 from cgraph.errors import CgraphError, MemoryStoreError
+from cgraph.runtime.ports import Memory, MemoryStore, NewMemory
 from cgraph.spec.model import MemoryConfig, Tier
 
 DUPLICATE_SIMILARITY = 0.90

@@ -12,8 +12,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from cgraph.backends.memory.policy import SESSION_TIERS, Memory, Write
+from cgraph.backends.memory.policy import SESSION_TIERS, Write
 from cgraph.errors import MemoryStoreError
+from cgraph.runtime.ports import Memory
 from cgraph.spec.model import TIERS, Tier
 
 Where = dict[str, Any]

@@ -21,8 +21,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from cgraph.backends.memory.policy import SESSION_TIERS, Memory, NewMemory
+from cgraph.backends.memory.policy import SESSION_TIERS
 from cgraph.errors import MemoryStoreError
+from cgraph.runtime.ports import Memory, NewMemory
 from cgraph.spec.model import Tier
 
 OUTBOX_FILE = "pending.sqlite3"

@@ -2,49 +2,18 @@
 
 The Chroma-backed store (`cgraph.backends.memory.chroma`) implements `MemoryStore`; a session
 treats any failure of the store as "no memories this time" and logs it as an event
-(`cgraph.runtime.memory.MemoryGateway`).
+(`cgraph.runtime.memory.gateway.MemoryGateway`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from cgraph.backends.embed import Vector, cosine
+from cgraph.runtime.ports import Memory, MemoryStore, NewMemory
 from cgraph.spec.model import Tier
-
-
-@dataclass(frozen=True, slots=True)
-class NewMemory:
-    """Something worth remembering, before it is stored."""
-
-    text: str
-    tier: Tier
-    session_id: str = ""
-    state: str = ""
-    turn: int = 0
-    id: str = ""
-    """The id to store it under when it is new ("": a fresh one); set for a memory that
-    waited in the outbox (`cgraph.backends.memory.pending`) under the id it was given."""
-    created_at: float = 0.0
-    """When it was said (0: when it is stored)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Memory:
-    """A stored memory; `score` is the similarity when it was recalled."""
-
-    id: str
-    text: str
-    tier: Tier
-    user_id: str
-    session_id: str
-    state: str
-    turn: int
-    created_at: float
-    score: float | None = None
-
 
 SESSION_TIERS: frozenset[Tier] = frozenset({"task"})
 """Tiers whose memories belong to the session that stored them (the `task` tier is "this
@@ -62,75 +31,6 @@ def scope(tier: Tier, session_id: str) -> tuple[Tier, str]:
     """Where a memory is compared for duplicates: its tier, and its session for a tier
     that belongs to one (a fact told in two sessions is two sessions' context)."""
     return tier, session_id if tier in SESSION_TIERS else ""
-
-
-@runtime_checkable
-class MemoryStore(Protocol):
-    """Per-user memories, searched by meaning. One user's memories never reach another."""
-
-    def recall(
-        self,
-        user_id: str,
-        queries: Sequence[str],
-        *,
-        tiers: Sequence[Tier] = (),
-        top_k: int = 5,
-        min_score: float | None = None,
-        session_id: str | None = None,
-    ) -> list[Memory]:
-        """Memories of `user_id` most similar to any query, best first; empty tiers = all.
-        With `session_id`, what that session may recall (`visible`): the task tier holds
-        only its own memories."""
-        ...
-
-    def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
-        """Store new memories, skipping near-duplicates; returns what was stored."""
-        ...
-
-    def list(
-        self, user_id: str, *, tiers: Sequence[Tier] = (), session_id: str | None = None
-    ) -> list[Memory]:
-        """A user's memories (only `tiers`, when given; with `session_id`, only those that
-        session may see), oldest first."""
-        ...
-
-    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
-        """Delete some (or, with `ids=None`, all) of a user's memories; returns how many."""
-        ...
-
-    def count(self, user_id: str) -> int:
-        """How many memories `user_id` has."""
-        ...
-
-
-class NullMemory:
-    """Remembers nothing: the store used when memory is off."""
-
-    def recall(
-        self,
-        user_id: str,
-        queries: Sequence[str],
-        *,
-        tiers: Sequence[Tier] = (),
-        top_k: int = 5,
-        min_score: float | None = None,
-        session_id: str | None = None,
-    ) -> list[Memory]:
-        return []
-
-    def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
-        return []
-
-    def list(
-        self, user_id: str, *, tiers: Sequence[Tier] = (), session_id: str | None = None
-    ) -> list[Memory]:
-        return []
-
-    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
-        return 0
-
-    def count(self, user_id: str) -> int:
-        return 0
 
 
 class ForwardingMemory:

@@ -1,7 +1,7 @@
 """One step per state type: each handler looks at a state and says what happens next.
 
-A handler is a function of a `StepContext` (`cgraph.runtime.context`), the graph and the
-state. It never changes the session: it returns an outcome (`cgraph.runtime.outcomes`)
+A handler is a function of a `StepContext` (`cgraph.runtime.state.view`), the graph and the
+state. It never changes the session: it returns an outcome (`cgraph.runtime.state.outcomes`)
 with the step's effects, and the engine checks and applies it. The one write a handler
 makes is a tool call's intent, committed before the call (see `silent._call`).
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cgraph.runtime.context import StepContext
 from cgraph.runtime.handlers.action import step_action
+from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.entering import step_graph
 from cgraph.runtime.handlers.silent import (
     step_annotation,
@@ -25,7 +25,7 @@ from cgraph.runtime.handlers.silent import (
     step_reflection,
     step_side_effect,
 )
-from cgraph.runtime.outcomes import Outcome
+from cgraph.runtime.state.outcomes import Outcome
 from cgraph.spec.model import Graph
 
 StepHandler = Callable[[StepContext, Graph, Any], Outcome]

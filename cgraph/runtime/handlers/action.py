@@ -11,21 +11,21 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from cgraph.backends.llm.types import STAY, ExitOption
-from cgraph.runtime.asking import Asked, engine_decision
-from cgraph.runtime.context import StepContext, template_context
-from cgraph.runtime.exits import exit_options, state_exits
-from cgraph.runtime.flows import (
+from cgraph.runtime.ask.exchange import Asked, engine_decision
+from cgraph.runtime.handlers.context import StepContext
+from cgraph.runtime.handlers.routing import ask_state, option_by_id, take
+from cgraph.runtime.ports import STAY, ExitOption
+from cgraph.runtime.routes.exits import (
+    exit_options,
     first_holding,
     global_exits,
     holds,
     options_with_globals,
-    slot_changes,
-    slot_schemas,
-    unfilled,
+    state_exits,
 )
-from cgraph.runtime.handlers.routing import ask_state, option_by_id, take
-from cgraph.runtime.outcomes import (
+from cgraph.runtime.routes.failures import fallback
+from cgraph.runtime.routes.slots import slot_changes, slot_schemas, unfilled
+from cgraph.runtime.state.outcomes import (
     Effects,
     Emit,
     MarkUserFacing,
@@ -34,7 +34,7 @@ from cgraph.runtime.outcomes import (
     Reply,
     SetVariables,
 )
-from cgraph.runtime.render_failures import fallback
+from cgraph.runtime.state.view import template_context
 from cgraph.runtime.tools.calls import Calling, ask_with_tools, offered
 from cgraph.spec.model import ActionState, Graph
 

@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-from cgraph.runtime.asking import ask, engine_decision
-from cgraph.runtime.context import StepContext
-from cgraph.runtime.exits import start_options
+from cgraph.runtime.ask.exchange import ask, engine_decision
+from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import option_by_id, route
-from cgraph.runtime.outcomes import Enter, Outcome, Stop
+from cgraph.runtime.routes.exits import start_options
+from cgraph.runtime.state.outcomes import Enter, Outcome, Stop
 from cgraph.spec.model import Graph, GraphState
 from cgraph.spec.names import START, qualify
 

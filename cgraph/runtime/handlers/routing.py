@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cgraph.backends.llm.types import ExitOption, RequestKind
-from cgraph.runtime.asking import Asked, ask, engine_decision
-from cgraph.runtime.context import StepContext, template_context
-from cgraph.runtime.exits import state_exits
-from cgraph.runtime.flows import first_holding, holds
-from cgraph.runtime.outcomes import Effects, Move, Outcome, Say, Stop
-from cgraph.runtime.render_failures import rendered
+from cgraph.runtime.ask.exchange import Asked, ask, engine_decision
+from cgraph.runtime.handlers.context import StepContext
+from cgraph.runtime.ports import ExitOption, RequestKind
+from cgraph.runtime.routes.exits import first_holding, holds, state_exits
+from cgraph.runtime.routes.failures import rendered
+from cgraph.runtime.state.outcomes import Effects, Move, Outcome, Say, Stop
+from cgraph.runtime.state.view import template_context
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.templating import is_template, render_text
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from cgraph.errors import CgraphError, SlotValueError, ToolError
-from cgraph.runtime.context import StepContext, template_context
-from cgraph.runtime.exits import ON_ERROR, exit_options
-from cgraph.runtime.flows import set_slots
+from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import ask_state, route, routed
-from cgraph.runtime.outcomes import (
+from cgraph.runtime.routes.exits import ON_ERROR, exit_options
+from cgraph.runtime.routes.failures import StepRenderFailed, rendered
+from cgraph.runtime.routes.slots import set_slots
+from cgraph.runtime.state.outcomes import (
     AddNote,
     AddTags,
     CountReflection,
@@ -23,8 +24,8 @@ from cgraph.runtime.outcomes import (
     Stop,
     decided,
 )
-from cgraph.runtime.render_failures import StepRenderFailed, rendered
-from cgraph.runtime.snapshot import jsonable
+from cgraph.runtime.state.snapshot import jsonable
+from cgraph.runtime.state.view import template_context
 from cgraph.runtime.tools.arguments import check_arguments
 from cgraph.spec.limits import check_size
 from cgraph.spec.model import (

@@ -15,37 +15,26 @@ duration.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from cgraph.backends.llm.types import ChatModel, LLMRequest
 from cgraph.errors import CgraphError, ToolError
-from cgraph.runtime.asking import Asked, ask
-from cgraph.runtime.context import ToolCaller
-from cgraph.runtime.outcomes import Emit
-from cgraph.runtime.snapshot import jsonable
+from cgraph.runtime.ask.answers import ToolCall, tool_calls_of
+from cgraph.runtime.ask.exchange import Asked, ask
+from cgraph.runtime.ports import ChatModel, LLMRequest
+from cgraph.runtime.state.outcomes import Emit
+from cgraph.runtime.state.snapshot import jsonable
 from cgraph.runtime.tools.arguments import argument_errors
 from cgraph.spec.model import Graph, Tool
 
 MAX_REFUSED = 1
 """Refused calls the model is told about before the tools are withdrawn."""
 RESULT_CHARS = 4000
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One call the model asked for."""
-
-    id: str
-    name: str
-    arguments: Any
-    """The parsed arguments (a mapping when the model wrote valid JSON), else its text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,32 +75,10 @@ def _function(tool: Tool) -> dict[str, Any]:
     return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
 
 
-def tool_calls_of(raw: str) -> tuple[ToolCall, ...]:
-    """The calls in an answer, or () when it is an answer (or not JSON at all)."""
-    try:
-        data = json.loads(raw)
-    except (TypeError, ValueError):
-        return ()
-    calls = data.get("tool_calls") if isinstance(data, dict) else None
-    if not isinstance(calls, list) or not calls:
-        return ()
-    return tuple(_call(index, item) for index, item in enumerate(calls))
-
-
-def _call(index: int, item: Any) -> ToolCall:
-    item = item if isinstance(item, dict) else {}
-    arguments = item.get("arguments", {})
-    if isinstance(arguments, str):
-        # Text that is not JSON is kept as it is: the model is told so.
-        with contextlib.suppress(ValueError):
-            arguments = json.loads(arguments or "{}")
-    return ToolCall(str(item.get("id") or f"call_{index}"), str(item.get("name", "")), arguments)
-
-
 def ask_with_tools(
     model: ChatModel, request: LLMRequest, calling: Calling
 ) -> tuple[Asked, tuple[Emit, ...]]:
-    """`cgraph.runtime.asking.ask`, the first attempt a conversation with tool calls; the
+    """`cgraph.runtime.ask.exchange.ask`, the first attempt a conversation with tool calls; the
     calls' events come first (they happened before the answer)."""
     events: list[Emit] = []
 
@@ -243,3 +210,11 @@ def _text(arguments: Any) -> str:
 def calls_made(events: Sequence[Mapping[str, Any]]) -> int:
     """Model tool calls among a turn's `tool_call` event data (intents not counted)."""
     return sum(1 for e in events if e.get("by") == "model" and e.get("status") != "started")
+
+
+class ToolCaller(Protocol):
+    """Runs a declared tool (`cgraph.runtime.tools.runner.ToolRunner`)."""
+
+    def call(
+        self, tool: Tool, folder: Path | None, arguments: Mapping[str, Any], key: str
+    ) -> Any: ...

@@ -16,7 +16,7 @@ from bench.embedding_candidates import embedder
 from bench.nli_veto import NliVeto
 from bench.semantic_cases import LABELS, load_cases, request_for
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.backends.llm.types import STAY, LLMRequest
+from cgraph.runtime.ports import STAY, LLMRequest
 
 
 def _static_model(folder: Path) -> Path:

@@ -25,7 +25,7 @@ from cgraph.backends.embed import (
 )
 from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.errors import ConfigError
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from tests.conftest import ROOT

@@ -10,11 +10,11 @@ from typing import Any, cast
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.backends.memory.policy import NullMemory
 from cgraph.cli import commands
 from cgraph.cli.lines import Message, parse_line, plain, run_lines
 from cgraph.cli.opening import Opened
-from cgraph.runtime.session import Session
+from cgraph.runtime.ports import NullMemory
+from cgraph.session import Session
 from cgraph.spec.load import load_graph
 from tests.conftest import GRAPHS
 

@@ -14,7 +14,7 @@ from cgraph.cli import commands
 from cgraph.cli.opening import Opened, load_checked
 from cgraph.cli.repl import SPINNER_AFTER, Repl, late_status, stage_direction
 from cgraph.lint.gate import offline_hints
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from cgraph.spec.load import load_graph
 from tests.conftest import GRAPHS
 

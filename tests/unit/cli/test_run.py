@@ -18,7 +18,7 @@ from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.cli.lines import run_lines
 from cgraph.cli.opening import Opened
 from cgraph.errors import MemoryStoreError
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from cgraph.spec.load import load_graph
 from tests.commands import CGRAPH, environment, ran
 from tests.conftest import GRAPHS

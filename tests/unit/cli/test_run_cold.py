@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.backends.llm.types import ExitOption
 from cgraph.backends.onnx_embed import STALE, onnx_model_path, prepared_path
 from cgraph.cli.opening import PREPARING, counts_memories, first_turn_texts, later_texts
-from cgraph.runtime.session import Session
+from cgraph.runtime.ports import ExitOption
+from cgraph.session import Session
 from cgraph.spec.load import load_graph
 from tests.commands import CGRAPH, environment, ran
 from tests.conftest import GRAPHS

@@ -68,7 +68,7 @@ def simple(name: str = "g", start: str = "a", body: str = "", top: str = "") -> 
 
 class FakeMemory:
     def __init__(self, texts: list[str] | None = None, fail: bool = False) -> None:
-        from cgraph.backends.memory.policy import Memory
+        from cgraph.runtime.ports import Memory
 
         self.fail = fail
         self.queries: list[tuple[str, list[str], tuple[str, ...]]] = []
@@ -89,7 +89,7 @@ class FakeMemory:
     def add(self, user_id, items):  # type: ignore[no-untyped-def]
         if self.fail:
             raise RuntimeError("cannot write")
-        from cgraph.backends.memory.policy import Memory
+        from cgraph.runtime.ports import Memory
 
         stored = [
             Memory(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cgraph.backends.llm.types import ExitOption, LLMRequest
-from cgraph.runtime.answers import AnswerError, answer_schema, parse_answer
+from cgraph.runtime.ask.answers import AnswerError, answer_schema, parse_answer
+from cgraph.runtime.ports import ExitOption, LLMRequest
 
 
 def request(kind: str = "action", stay: bool = True) -> LLMRequest:

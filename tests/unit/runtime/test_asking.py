@@ -8,7 +8,7 @@ import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.errors import LLMError
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from tests.unit.runtime._runtime import action, go, graph, simple, stay, two_actions
 
 

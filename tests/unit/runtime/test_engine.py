@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.replies import GOODBYE
-from cgraph.runtime.session import Session
+from cgraph.runtime.turn.replies import GOODBYE
+from cgraph.session import Session
 from tests.unit.runtime._runtime import action, go, graph, simple, stay, two_actions
 
 

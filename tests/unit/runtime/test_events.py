@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.errors import SessionError
-from cgraph.runtime.events import EventLog
-from cgraph.runtime.log_view import recalled
-from cgraph.runtime.records import Decision, Event, trusted, trusted_event
-from cgraph.runtime.snapshot import Frame, Snapshot
-from cgraph.runtime.store import InMemorySessionStore, SessionInfo
+from cgraph.runtime.log.events import EventLog
+from cgraph.runtime.log.reading import recalled
+from cgraph.runtime.ports import SessionInfo
+from cgraph.runtime.state.records import Decision, Event, trusted, trusted_event
+from cgraph.runtime.state.snapshot import Frame, Snapshot
 
 
 def opened() -> tuple[EventLog, InMemorySessionStore, Snapshot]:

@@ -8,8 +8,8 @@ import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.errors import TransitionError
-from cgraph.runtime.exits import check_transition, exit_options, unique_ids
-from cgraph.runtime.session import Session
+from cgraph.runtime.routes.exits import check_transition, exit_options, unique_ids
+from cgraph.session import Session
 from tests.unit.runtime._runtime import action, go, graph, simple, stay, two_actions
 
 

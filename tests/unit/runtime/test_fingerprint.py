@@ -7,9 +7,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cgraph.runtime import fingerprint
-from cgraph.runtime.fingerprint import PromptFacts, prompt_facts
-from cgraph.runtime.prompts import summary_message
+from cgraph.runtime.ask import fingerprint
+from cgraph.runtime.ask.fingerprint import PromptFacts, prompt_facts
+from cgraph.runtime.ask.prompts import summary_message
 
 SCHEMA = {"type": "object", "properties": {"exit": {"enum": ["a", "stay"]}}}
 

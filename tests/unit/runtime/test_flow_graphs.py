@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from tests.unit.runtime._runtime import action, go, simple, stay, write
 
 INNER = "flows/order.yaml"

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.records import Turn
-from cgraph.runtime.session import Session
+from cgraph.runtime.state.records import Turn
+from cgraph.session import Session
 from tests.conftest import GRAPHS
 
 RESTAURANT = GRAPHS / "restaurant_reservation.yaml"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from tests.unit.runtime._runtime import action, go, graph, simple, stay, two_actions
 
 LOOP = simple(
@@ -86,7 +86,7 @@ def test_max_reflections_guard(tmp_path: Path) -> None:
 
 
 def test_an_undeclared_move_is_never_applied_even_if_a_handler_asks(tmp_path: Path) -> None:
-    from cgraph.runtime.outcomes import Move
+    from cgraph.runtime.state.outcomes import Move
 
     session = Session.start(two_actions(tmp_path), model=ScriptedModel({"a": [stay("hi")]}))
     session.send("hi")

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.context import StepContext
+from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.silent import step_annotation, step_side_effect
-from cgraph.runtime.outcomes import AddTags, Emit, Move, SetVariables
-from cgraph.runtime.session import Session
+from cgraph.runtime.state.outcomes import AddTags, Emit, Move, SetVariables
 from cgraph.runtime.tools.runner import ToolRunner
+from cgraph.session import Session
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from tests.conftest import FIXTURES
@@ -282,10 +282,10 @@ def context_at(
     spec: Graph, state: str, model: ScriptedModel, intents: list[Emit] | None = None, **view: object
 ) -> StepContext:
     """A step's context built by hand: no engine, no session, no store."""
-    from cgraph.backends.memory.policy import NullMemory
-    from cgraph.runtime.graphs import Graphs
-    from cgraph.runtime.memory import MemoryGateway
-    from cgraph.runtime.prompting import Prompter
+    from cgraph.runtime.ask.requests import Prompter
+    from cgraph.runtime.memory.gateway import MemoryGateway
+    from cgraph.runtime.ports import NullMemory
+    from cgraph.runtime.routes.graphs import Graphs
     from tests.unit.runtime.test_prompting import view as make_view
 
     seen = make_view(state_id=state, here=state, **view)

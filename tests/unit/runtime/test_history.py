@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.history import extractive
-from cgraph.runtime.prompts import SUMMARY_HEADING
-from cgraph.runtime.session import Session
+from cgraph.runtime.ask.history import extractive
+from cgraph.runtime.ask.prompts import SUMMARY_HEADING
+from cgraph.session import Session
 from tests.unit.runtime._runtime import action, go, simple, stay, write
 
 NAME = "My name is Ada Lovelace and I live in London."

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from tests.unit.runtime._runtime import RECALL, FakeMemory, action, graph, pick, simple, stay
 
 
@@ -39,9 +39,9 @@ def test_a_conditional_start_with_a_failing_memory_store_treats_the_user_as_new(
 
 
 def test_the_gateway_turns_every_store_failure_into_one_kind_of_event() -> None:
-    from cgraph.runtime.asking import Asked
-    from cgraph.runtime.memory import MemoryGateway
-    from cgraph.runtime.records import Decision
+    from cgraph.runtime.ask.exchange import Asked
+    from cgraph.runtime.memory.gateway import MemoryGateway
+    from cgraph.runtime.state.records import Decision
     from cgraph.spec.model import MemoryConfig
 
     gateway = MemoryGateway(FakeMemory(fail=True), MemoryConfig(), user_id="ann", session_id="s")

@@ -15,8 +15,8 @@ import pytest
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.memory.chroma import ChromaMemory, memory_folder
-from cgraph.backends.memory.policy import Memory, MemoryStore, NewMemory
-from cgraph.runtime.session import Session
+from cgraph.runtime.ports import Memory, MemoryStore, NewMemory
+from cgraph.session import Session
 from tests.unit.runtime._runtime import action, graph, stay
 
 SCOPED = """\

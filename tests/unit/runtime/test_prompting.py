@@ -6,11 +6,11 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from cgraph.runtime.context import View
-from cgraph.runtime.exits import exit_options
-from cgraph.runtime.prompting import TEXT_FIELDS, Prompter
-from cgraph.runtime.prompts import TEMPLATES
-from cgraph.runtime.snapshot import HistoryMarks
+from cgraph.runtime.ask.prompts import TEMPLATES
+from cgraph.runtime.ask.requests import TEXT_FIELDS, Prompter
+from cgraph.runtime.routes.exits import exit_options
+from cgraph.runtime.state.snapshot import HistoryMarks
+from cgraph.runtime.state.view import View
 from tests.unit.runtime._runtime import action, graph, simple, two_actions
 
 

@@ -8,9 +8,9 @@ import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.errors import RenderError
-from cgraph.runtime import prompts
-from cgraph.runtime.prompts import estimate_tokens, history_start, render_messages
-from cgraph.runtime.session import Session
+from cgraph.runtime.ask import prompts
+from cgraph.runtime.ask.prompts import estimate_tokens, history_start, render_messages
+from cgraph.session import Session
 from tests.conftest import GRAPHS
 from tests.unit.runtime._runtime import go, stay
 
@@ -130,7 +130,7 @@ def _variables() -> dict[str, object]:
 
 
 def test_shipped_templates_exist_for_every_kind(tmp_path: Path) -> None:
-    from cgraph.runtime.prompts import TEMPLATES
+    from cgraph.runtime.ask.prompts import TEMPLATES
 
     assert {p.stem for p in TEMPLATES.glob("*.j2")} >= {
         "action",

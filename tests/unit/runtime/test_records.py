@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cgraph.runtime.records import Decision, step_name
+from cgraph.runtime.state.records import Decision, step_name
 
 
 def decision(kind: str, asked: bool = True, state: str = "triage") -> Decision:

@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.backends.memory.policy import NewMemory
+from cgraph.backends.store.memory import InMemorySessionStore
+from cgraph.backends.store.sqlite import SQLiteStore
 from cgraph.errors import SessionCompleted, SessionError
-from cgraph.runtime.session import Session
-from cgraph.runtime.store import InMemorySessionStore, SQLiteStore
+from cgraph.runtime.ports import NewMemory
+from cgraph.session import Session
 from tests.conftest import GRAPHS
 from tests.unit.runtime._runtime import FakeMemory, action, go, graph, pick, simple, stay
 

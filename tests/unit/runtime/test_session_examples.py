@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.backends.llm.types import LLMRequest
-from cgraph.runtime.exits import check_transition, exit_options
-from cgraph.runtime.session import Session
+from cgraph.runtime.ports import LLMRequest
+from cgraph.runtime.routes.exits import check_transition, exit_options
+from cgraph.session import Session
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph, anywhere_targets, exits_of
 from cgraph.spec.names import END, SEPARATOR, START, bare, split

@@ -8,7 +8,7 @@ import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.errors import ConfigError
-from cgraph.runtime.session import Session
+from cgraph.session import Session
 from tests.conftest import GRAPHS
 from tests.unit.runtime._runtime import go, stay
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 def test_snapshot_serialisation_covers_every_field() -> None:
     from dataclasses import fields
 
-    from cgraph.runtime.snapshot import Frame, Snapshot
+    from cgraph.runtime.state.snapshot import Frame, Snapshot
 
     snap = Snapshot(stack=[Frame("", "a")], last_action=[Frame("sub.yaml", "b", True)])
     assert set(snap.to_dict()) == {f.name for f in fields(Snapshot)}
@@ -14,7 +14,7 @@ def test_snapshot_serialisation_covers_every_field() -> None:
 
 
 def test_a_snapshot_stored_when_limited_was_a_flag_still_loads() -> None:
-    from cgraph.runtime.snapshot import Frame, Snapshot
+    from cgraph.runtime.state.snapshot import Frame, Snapshot
 
     stored = Snapshot(stack=[Frame("", "a")]).to_dict()
     routed, plain = {**stored, "limited": True}, {**stored, "limited": False}
@@ -27,7 +27,7 @@ def test_a_value_is_made_plain_json_as_a_json_round_trip_makes_it() -> None:
     import json
     import math
 
-    from cgraph.runtime.snapshot import jsonable
+    from cgraph.runtime.state.snapshot import jsonable
 
     values = [
         "text",

@@ -8,16 +8,13 @@ from pathlib import Path
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.backends.store.memory import InMemorySessionStore
+from cgraph.backends.store.sqlite import SQLiteStore
+from cgraph.compose import open_store
 from cgraph.errors import SessionNotFound, StoreError
-from cgraph.runtime.records import Event
-from cgraph.runtime.session import Session
-from cgraph.runtime.store import (
-    InMemorySessionStore,
-    SessionInfo,
-    SessionStore,
-    SQLiteStore,
-    open_store,
-)
+from cgraph.runtime.ports import SessionInfo, SessionStore
+from cgraph.runtime.state.records import Event
+from cgraph.session import Session
 from tests.unit.runtime._runtime import action, graph, simple, stay
 
 

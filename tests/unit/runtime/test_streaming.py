@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.records import Turn
-from cgraph.runtime.session import Session
-from cgraph.runtime.streaming import Delta, Retracted, partial_answer
+from cgraph.runtime.ask.streaming import Delta, Retracted, partial_answer
+from cgraph.runtime.state.records import Turn
+from cgraph.session import Session
 from tests.unit.runtime._runtime import action, go, simple, stay, write
 
 LONG = "Hello! I am glad you are here; tell me what brings you in today."

@@ -4,8 +4,8 @@ from dataclasses import FrozenInstanceError
 
 import pytest
 
-from cgraph import GraphError, load_graph
-from cgraph.spec.load import load_graph_text, parse_graph
+from cgraph.errors import GraphError
+from cgraph.spec.load import load_graph, load_graph_text, parse_graph
 from cgraph.spec.read import read_text
 from tests.conftest import GRAPHS
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from cgraph.runtime.exits import exit_options
+from cgraph.runtime.routes.exits import exit_options
 from cgraph.spec.load import load_graph
 from cgraph.testing.draw import Highlight, dot_source, edges
 from tests.conftest import GRAPHS

@@ -6,7 +6,7 @@ import json
 
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.backends.llm.types import ExitOption, LLMRequest
+from cgraph.runtime.ports import ExitOption, LLMRequest
 
 
 def action_request(message: str, options: tuple[ExitOption, ...], asked: str) -> LLMRequest:

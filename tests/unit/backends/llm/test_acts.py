@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.backends.llm.types import ExitOption, LLMRequest
+from cgraph.runtime.ports import ExitOption, LLMRequest
 
 
 def _option(exit_id: str, description: str) -> ExitOption:

@@ -10,7 +10,7 @@ from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.calibration import Calibration
 from cgraph.backends.llm.choice import choose
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.backends.llm.types import STAY
+from cgraph.runtime.ports import STAY
 
 CAL = Calibration()
 BOTH = frozenset({"a", "b"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cgraph.backends.llm.endings import closes, ends_conversation, guarded
-from cgraph.backends.llm.types import ExitOption
+from cgraph.runtime.ports import ExitOption
 
 GO_ON = ExitOption("next", "The patient is ready to proceed with the check-in.", "next")
 QUIT = ExitOption("quit", "The patient explicitly asks to end the session now.", "end_session")

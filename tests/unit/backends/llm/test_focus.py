@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cgraph.backends.llm.focus import contrast_focus, derived_texts, first_request, focus
-from cgraph.backends.llm.types import ExitOption
+from cgraph.runtime.ports import ExitOption
 from tests.unit.backends.llm._chooser import chosen
 
 

@@ -14,7 +14,7 @@ from cgraph.backends.llm.global_exits import (
     urgent_parts,
 )
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.backends.llm.types import ExitOption
+from cgraph.runtime.ports import ExitOption
 from tests.unit.backends.llm._chooser import action_request, chosen
 
 

@@ -25,7 +25,7 @@ from bench.semantic_cases import (
     request_for,
 )
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.backends.llm.types import LLMRequest
+from cgraph.runtime.ports import LLMRequest
 
 SETS = [LABELS, DEV, DEV2, DEV3, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4]
 GLOBAL_TARGETS = {"emergency_line", "staff_handoff"}

@@ -6,8 +6,8 @@ import pytest
 
 from cgraph.backends.llm.limits import states_limit, without_limits
 from cgraph.backends.llm.negation import denied_phrases
-from cgraph.backends.llm.types import ExitOption
 from cgraph.backends.llm.utterances import polarity
+from cgraph.runtime.ports import ExitOption
 from tests.unit.backends.llm._chooser import chosen
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from cgraph.backends.llm.litellm_chat import LiteLLMModel
-from cgraph.backends.llm.types import ExitOption, LLMRequest
 from cgraph.errors import LLMError
-from cgraph.runtime.answers import answer_schema
+from cgraph.runtime.ask.answers import answer_schema
+from cgraph.runtime.ports import ExitOption, LLMRequest
 
 REQUEST = LLMRequest(
     kind="action",

@@ -6,9 +6,10 @@ import json
 from dataclasses import replace
 
 from cgraph.backends.embed import shared_embedder
+from cgraph.backends.llm.calibration import Calibration
 from cgraph.backends.llm.overlap import overlaps, said, stem, stems
-from cgraph.backends.llm.semantic import Calibration, SemanticModel
-from cgraph.backends.llm.types import ExitOption, LLMRequest
+from cgraph.backends.llm.semantic import SemanticModel
+from cgraph.runtime.ports import ExitOption, LLMRequest
 
 
 def test_a_words_inflections_share_a_stem() -> None:

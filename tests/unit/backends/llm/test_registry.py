@@ -12,8 +12,8 @@ from cgraph.backends.llm import registry
 from cgraph.backends.llm.litellm_chat import LiteLLMModel
 from cgraph.backends.llm.registry import choose, has_credentials, register, resolve_model
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.backends.llm.types import LLMRequest
 from cgraph.errors import ConfigError, UnknownModel
+from cgraph.runtime.ports import LLMRequest
 from cgraph.spec.model import ModelConfig
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from cgraph.backends.llm.registry import resolve_model as resolve
 from cgraph.backends.llm.replay import RecordingModel, ReplayModel
-from cgraph.backends.llm.types import LLMRequest
 from cgraph.errors import ConfigError, LLMError
+from cgraph.runtime.ports import LLMRequest
 
 
 class Echo:

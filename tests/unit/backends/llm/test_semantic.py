@@ -8,12 +8,10 @@ from dataclasses import replace
 import pytest
 
 from bench.semantic_cases import Case, load_cases, request_for
-from cgraph import Session
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.memories import extract_memories
 from cgraph.backends.llm.registry import resolve_model as resolve
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.backends.llm.types import ExitOption, LLMRequest
 from cgraph.backends.llm.utterances import (
     counts_as_answer,
     is_greeting,
@@ -21,6 +19,8 @@ from cgraph.backends.llm.utterances import (
     polarity,
     without_greeting,
 )
+from cgraph.runtime.ports import ExitOption, LLMRequest
+from cgraph.session import Session
 from tests.conftest import ROOT
 
 # Measured with bench/bench_semantic.py: 130/134 (97.0%) overall — 85/86 on the check-in the

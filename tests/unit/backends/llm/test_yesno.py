@@ -6,7 +6,6 @@ import pytest
 
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.denial import DenialWeights, denial_scores
-from cgraph.backends.llm.types import ExitOption
 from cgraph.backends.llm.yesno import (
     alternative_signs,
     answer_scores,
@@ -15,6 +14,7 @@ from cgraph.backends.llm.yesno import (
     negative_head,
     sign_for,
 )
+from cgraph.runtime.ports import ExitOption
 from tests.unit.backends.llm._chooser import chosen
 
 COME = ExitOption("now", "The guest agrees to an engineer coming now.", "now")

@@ -12,7 +12,7 @@ import pytest
 from cgraph.backends.memory.background import BackgroundMemory, Reading
 from cgraph.backends.memory.chroma import memory_folder, open_memory
 from cgraph.backends.memory.pending import Outbox
-from cgraph.backends.memory.policy import NewMemory
+from cgraph.runtime.ports import NewMemory
 from cgraph.spec.model import MemoryConfig
 from tests.conftest import ROOT
 
@@ -26,7 +26,7 @@ def test_a_new_user_is_answered_without_chroma_and_stores_into_the_outbox(
 import sys
 from pathlib import Path
 from cgraph.backends.memory.background import BackgroundMemory
-from cgraph.backends.memory.policy import NewMemory
+from cgraph.runtime.ports import NewMemory
 from cgraph.spec.model import MemoryConfig
 memory = BackgroundMemory(MemoryConfig(), Path({str(tmp_path)!r}), user_id="ann")
 assert memory.recall("ann", ["penicillin"]) == [] and memory.count("ann") == 0

@@ -16,21 +16,11 @@ import pytest
 import yaml
 
 from cgraph.backends.embed import Embedder, Vector, shared_embedder
-from cgraph.backends.memory.chroma import (
-    ChromaMemory,
-    collection_name,
-    memory_folder,
-    open_memory,
-    owner_where,
-)
-from cgraph.backends.memory.policy import (
-    Memory,
-    MemoryStore,
-    NewMemory,
-    ReadOnlyMemory,
-    best,
-)
+from cgraph.backends.memory.chroma import ChromaMemory, memory_folder, open_memory
+from cgraph.backends.memory.layout import collection_name, owner_where
+from cgraph.backends.memory.policy import ReadOnlyMemory, best
 from cgraph.errors import ConfigError, MemoryStoreError
+from cgraph.runtime.ports import Memory, MemoryStore, NewMemory
 from cgraph.spec.model import MemoryConfig
 from tests.conftest import FIXTURES, ROOT
 
@@ -318,7 +308,7 @@ def test_list_export_and_delete_touch_only_one_user() -> None:
 _WRITER = """
 import sys
 from cgraph.backends.memory.chroma import ChromaMemory
-from cgraph.backends.memory.policy import NewMemory
+from cgraph.runtime.ports import NewMemory
 from tests.unit.backends.memory.test_chroma import HashEmbedder
 mem = ChromaMemory(sys.argv[1], embedder=HashEmbedder())
 mem.add("ann", [NewMemory("Ann prefers to be called Annie", "personal", "s1", "welcome", 1)])

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from cgraph.backends.memory.pending import Outbox
-from cgraph.backends.memory.policy import Memory
+from cgraph.runtime.ports import Memory
 from tests.conftest import ROOT
 
 
@@ -18,7 +18,7 @@ def test_a_memory_put_survives_the_process_killed_right_after(tmp_path: Path) ->
 import os, signal
 from pathlib import Path
 from cgraph.backends.memory.pending import Outbox
-from cgraph.backends.memory.policy import Memory
+from cgraph.runtime.ports import Memory
 outbox = Outbox(Path({str(tmp_path)!r}))
 for turn in (1, 2):
     kept = Memory(f"m{{turn}}", f"fact {{turn}}", "personal", "ann", "s", "q", turn, 1.0)

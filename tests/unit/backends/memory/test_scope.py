@@ -20,7 +20,7 @@ from cgraph.backends.memory.layout import (
     owner_where,
 )
 from cgraph.backends.memory.pending import Outbox
-from cgraph.backends.memory.policy import Memory, NewMemory
+from cgraph.runtime.ports import Memory, NewMemory
 from cgraph.spec.model import MemoryConfig, Tier
 from tests.unit.backends.memory.test_chroma import HashEmbedder, store
 

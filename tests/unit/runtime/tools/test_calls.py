@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.session import Session
 from cgraph.runtime.tools.load import load_handler
+from cgraph.session import Session
 from tests.unit.runtime._runtime import action, simple, stay, write
 
 TOOLS = """

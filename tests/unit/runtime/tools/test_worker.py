@@ -15,8 +15,8 @@ NOT_IN_WORKER = (
     "jinja2",
     "jsonschema",
     "pydantic",
-    "cgraph.runtime.engine",
-    "cgraph.runtime.session",
+    "cgraph.runtime.turn.engine",
+    "cgraph.session",
     "cgraph.spec.model",
     "cgraph.backends",
 )

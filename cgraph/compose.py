@@ -1,0 +1,91 @@
+"""Starting a session: the graph and the model it runs with, where it stands first, and
+its record in the store (`Session.start`; `Session.resume` opens graph and model alike).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cgraph.backends.llm.registry import resolve_model
+from cgraph.backends.store.memory import InMemorySessionStore
+from cgraph.backends.store.sqlite import SQLiteStore
+from cgraph.errors import ConfigError, StoreError
+from cgraph.runtime.ports import ChatModel, SessionInfo, SessionStore
+from cgraph.runtime.routes.slots import slot_defaults
+from cgraph.runtime.state.records import Event
+from cgraph.runtime.state.snapshot import Frame, Snapshot, jsonable
+from cgraph.runtime.turn.dependencies import Dependencies
+from cgraph.spec.load import load_graph
+from cgraph.spec.model import Graph
+from cgraph.spec.names import START
+
+
+def graph_of(graph: Graph | str | Path) -> Graph:
+    return graph if isinstance(graph, Graph) else load_graph(graph)
+
+
+def chat_model(spec: Graph, model: ChatModel | str | None, api_base: str | None) -> ChatModel:
+    """The model a session talks to: `model`, else the graph's (see `resolve_model`)."""
+    return resolve_model(
+        model, spec.model, api_base=api_base, embedding_model=spec.embedding_source()
+    )
+
+
+def initial_snapshot(
+    graph: Graph, state: str | None = None, variables: Mapping[str, Any] | None = None
+) -> Snapshot:
+    """Where a new session stands: the graph's start, or `state` as if already entered.
+
+    `variables` override the graph's initial values; a test starts a deep state this way
+    without replaying the conversation that leads to it.
+    """
+    values = jsonable({**slot_defaults(graph), **graph.variables, **(variables or {})})
+    if state is None:
+        first = graph.start if isinstance(graph.start, str) else START
+        return Snapshot(stack=[Frame("", first)], variables=values)
+    if state not in graph.states:
+        known = ", ".join(sorted(graph.states))
+        raise ConfigError(f"graph `{graph.name}` has no state `{state}`; its states are {known}")
+    here = [Frame("", state)]
+    facing = [Frame("", state)] if graph.states[state].type == "action" else None
+    return Snapshot(
+        stack=here, variables=values, started=True, visits={state: 1}, last_action=facing
+    )
+
+
+def create(deps: Dependencies, snapshot: Snapshot) -> tuple[SessionInfo, Event]:
+    """Write a new session to its store: its info, `snapshot` and the `session_started`
+    event (returned with the info; the snapshot's `seq` moves past that event)."""
+    spec, now = deps.graph, deps.clock()
+    source = str(spec.source.resolve()) if spec.source else ""
+    model = str(getattr(deps.model, "name", ""))
+    info = SessionInfo(deps.session_id, deps.user_id, source, spec.name, model, created_at=now)
+    started = {"graph": source, "graph_name": spec.name, "user": deps.user_id, "model": model}
+    first = Event.model_construct(
+        seq=0, session=info.id, turn=0, kind="session_started", at=now, data=started
+    )
+    snapshot.seq = 1
+    deps.store.create(info, snapshot.to_dict(), [first])
+    return info, first
+
+
+STORE_FILE = "sessions.sqlite"
+
+
+def open_store(store: Any) -> SessionStore:
+    """A `SessionStore` as given, a folder (→ `<folder>/sessions.sqlite`), a `.sqlite` file,
+    or None (in memory)."""
+    if store is None:
+        return InMemorySessionStore()
+    if isinstance(store, str | Path):
+        path = Path(store)
+        if path.suffix in (".sqlite", ".db", ".sqlite3"):
+            return SQLiteStore(path)
+        return SQLiteStore(path / STORE_FILE)
+    if isinstance(store, SessionStore):
+        return store
+    raise StoreError(
+        f"store must be a folder, a .sqlite file, a SessionStore or None, not {store!r}"
+    )

@@ -1,0 +1,186 @@
+"""The conversation history a prompt shows: a token-bounded window, a running summary of
+the turns that left it, and the per-state context strategies (`keep`, `reset`,
+`reset_with_summary`) applied when a state is entered.
+
+With `limits.history.strategy: summarize`, messages leaving the window are folded into a
+running summary, written by the model (a `summary` request) or, when the model writes no
+prose (the offline semantic mode) or fails, extracted from the user's own statements.
+Every new summary is a `summary` event and lives in the snapshot, so a resumed or replayed
+session shows the model exactly the summary it was shown before; nothing is rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from cgraph.errors import LLMError
+from cgraph.runtime.ask.prompts import estimate_tokens
+from cgraph.runtime.ports import ChatModel, LLMRequest
+from cgraph.runtime.state.outcomes import Effects, Emit
+
+if TYPE_CHECKING:
+    from cgraph.runtime.ask.requests import Prompter
+
+Message = dict[str, str]
+SUMMARY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"summary": {"type": "string"}},
+    "required": ["summary"],
+    "additionalProperties": False,
+}
+SUMMARY_INSTRUCTIONS = (
+    "You keep the running summary of a conversation between a user and an assistant. "
+    "Rewrite the summary so that it also covers the new messages. Keep every fact the user "
+    "gave about themselves (name, preferences, situation), decisions and open requests; "
+    "drop greetings and small talk. Write at most {words} words, in the third person. "
+    'Answer with one JSON object: {{"summary": "..."}}.'
+)
+# What an offline summary leaves out: questions and acknowledgements state nothing.
+_ACK = re.compile(r"^\W*(ok(ay)?|yes|yeah|yep|no|nope|thanks?( you)?|sure|fine|hi|hello)\W*$", re.I)
+_SELF = re.compile(
+    r"\b(my name is|i am|i'm|im|call me|my \w+ (is|are)|i (live|work|have|like|prefer))\b", re.I
+)
+_FIRST_PERSON = re.compile(r"\b(i|my|me|mine|we|our)\b", re.I)
+STATEMENT_CHARS = 240
+
+
+def keep_summary(prompter: Prompter, model: ChatModel, here: str) -> Effects:
+    """Before a step: with `strategy: summarize`, fold the messages about to leave the
+    window into the summary, so the step's prompts show it."""
+    limits = prompter.root.limits
+    if not limits.summarizes():
+        return ()
+    start = prompter.window_start()
+    if start <= prompter.marks.summary_upto:
+        return ()
+    return fold(prompter, model, here, start, "window")
+
+
+def apply_context(strategy: str, prompter: Prompter, model: ChatModel, here: str) -> Effects:
+    """A state's `context` strategy, on entry: the window restarts at the newest user message
+    (`reset` drops the summary; `reset_with_summary` first folds what came before into it)."""
+    if strategy == "keep":
+        return ()
+    marks = prompter.marks
+    cut = _newest_user(prompter.transcript)
+    effects: Effects = ()
+    if strategy == "reset_with_summary" and cut > marks.summary_upto:
+        effects = fold(prompter, model, here, cut, strategy)
+    elif strategy == "reset" and (marks.summary or marks.summary_upto != cut):
+        marks.summary, marks.summary_upto = "", cut
+        data = {"state": here, "text": "", "upto": cut, "reason": strategy, "writer": "none"}
+        effects = (Emit("summary", data),)
+    marks.context_start = marks.history_start = cut
+    return effects
+
+
+def _newest_user(transcript: Sequence[Message]) -> int:
+    for index in range(len(transcript) - 1, -1, -1):
+        if transcript[index]["role"] == "user":
+            return index
+    return len(transcript)
+
+
+def fold(prompter: Prompter, model: ChatModel, here: str, upto: int, reason: str) -> Effects:
+    """Fold the messages between the summary's end and `upto` into the summary."""
+    marks = prompter.marks
+    older = prompter.transcript[marks.summary_upto : upto]
+    budget = prompter.root.limits.history_budget() // 4
+    failures: list[Emit] = []
+    text, writer = _written(model, here, marks.summary, older, budget, failures)
+    if text is None:
+        text, writer = extractive(marks.summary, older, budget), "extractive"
+    marks.summary, marks.summary_upto = text, upto
+    data = {"state": here, "text": text, "upto": upto, "reason": reason, "writer": writer}
+    return (*failures, Emit("summary", data))
+
+
+def _written(
+    model: ChatModel,
+    here: str,
+    previous: str,
+    older: Sequence[Message],
+    budget: int,
+    failures: list[Emit],
+) -> tuple[str | None, str]:
+    """The model's summary, or None when it writes none (offline) or fails."""
+    if not getattr(model, "writes_summaries", True):
+        return None, ""
+    try:
+        raw = model.complete(summary_request(here, previous, older, budget))
+    except LLMError as err:
+        failures.append(_failure(here, err.message))
+        return None, ""
+    try:
+        text = json.loads(raw)["summary"]
+    except (ValueError, TypeError, KeyError) as err:
+        failures.append(_failure(here, f'the summary is not {{"summary": text}}: {err}'))
+        return None, ""
+    if not isinstance(text, str) or not text.strip():
+        failures.append(_failure(here, "the summary is empty"))
+        return None, ""
+    return text.strip(), str(getattr(model, "name", "model"))
+
+
+def _failure(here: str, error: str) -> Emit:
+    return Emit("llm_error", {"state": here, "kind": "summary", "error": error})
+
+
+def summary_request(state: str, previous: str, older: Sequence[Message], budget: int) -> LLMRequest:
+    lines = [f"{m['role']}: {m['content']}" for m in older if m["role"] in ("user", "assistant")]
+    content = f"Summary so far:\n{previous or '(none)'}\n\nNew messages:\n" + "\n".join(lines)
+    words = max(budget * 3 // 4, 40)
+    return LLMRequest(
+        kind="summary",
+        messages=(
+            {"role": "system", "content": SUMMARY_INSTRUCTIONS.format(words=words)},
+            {"role": "user", "content": content},
+        ),
+        schema=SUMMARY_SCHEMA,
+        schema_name="cgraph_summary",
+        state=state,
+    )
+
+
+def extractive(previous: str, older: Sequence[Message], budget: int) -> str:
+    """An offline summary: the user's own statements, self-descriptions kept longest.
+
+    Questions and acknowledgements are left out. Over `budget` tokens, the least telling
+    statements go first (plain remarks before first-person ones before self-descriptions),
+    the oldest first among equals.
+    """
+    statements = _lines(previous)
+    # A summary the model wrote (before it failed) is carried whole.
+    carried = previous if previous and not statements else ""
+    for message in older:
+        text = " ".join(message["content"].split())[:STATEMENT_CHARS]
+        if message["role"] == "user" and _states_something(text) and text not in statements:
+            statements.append(text)
+    ranked = sorted(range(len(statements)), key=lambda i: (_weight(statements[i]), i))
+    kept = set(range(len(statements)))
+    total = sum(estimate_tokens(s) for s in statements)
+    for index in ranked:
+        if total <= budget:
+            break
+        kept.discard(index)
+        total -= estimate_tokens(statements[index])
+    lines = [f"- The user said: {statements[i]}" for i in sorted(kept)]
+    return "\n".join([carried, *lines] if carried else lines)
+
+
+def _lines(summary: str) -> list[str]:
+    prefix = "- The user said: "
+    return [line[len(prefix) :] for line in summary.splitlines() if line.startswith(prefix)]
+
+
+def _states_something(text: str) -> bool:
+    return bool(text) and not text.rstrip().endswith("?") and not _ACK.match(text)
+
+
+def _weight(statement: str) -> int:
+    if _SELF.search(statement):
+        return 2
+    return 1 if _FIRST_PERSON.search(statement) else 0

@@ -1,0 +1,310 @@
+"""Building the request of one question: texts rendered, prompt laid out, history windowed.
+
+A `Prompter` belongs to one session. It keeps what is worth keeping between requests: the
+rendered system parts (`cgraph.runtime.ask.prompts`), each graph's topology text, and the
+history window with its token estimates. It reads the transcript the event log keeps and
+never changes the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import fields
+from typing import Any, NamedTuple
+
+from cgraph.runtime.ask.answers import answer_schema
+from cgraph.runtime.ask.prompts import (
+    SYSTEM_CACHE_SIZE,
+    estimate_tokens,
+    history_start,
+    render_messages,
+    summary_message,
+)
+from cgraph.runtime.ports import ExitOption, LLMRequest, RequestKind, exit_ids
+from cgraph.runtime.routes.failures import rendered
+from cgraph.runtime.routes.graphs import topology_text
+from cgraph.runtime.state.snapshot import HistoryMarks
+from cgraph.runtime.state.view import View, template_context
+from cgraph.spec.model import (
+    PROMPT_TEXT,
+    ActionState,
+    AnyState,
+    DecisionState,
+    Graph,
+    ReflectionState,
+)
+from cgraph.spec.templating import is_template, render_text
+
+TOPOLOGY_KINDS = frozenset({"decision", "reflection", "start", "graph"})
+RECENT_USER_MESSAGES = 3
+TEXT_FIELDS = tuple(
+    dict.fromkeys(
+        f.name
+        for kind in (ActionState, DecisionState, ReflectionState)
+        for f in fields(kind)
+        if f.metadata.get(PROMPT_TEXT)
+    )
+)
+"""The lists of texts a state shows the model, by field metadata on the model."""
+
+Messages = list[dict[str, str]]
+
+
+def render_prompt_text(here: str, field: str, source: str, context: Mapping[str, Any]) -> str:
+    """One of a state's texts for the model (`objective`, an action, a guideline), rendered.
+
+    A failing render raises `StepRenderFailed` naming `here` and `field`: the turn ends
+    with the fallback and a `render_failed` event, and the model is never shown the
+    template's source in place of its text.
+    """
+    if not is_template(source):
+        return source
+    return rendered(here, field, lambda: render_text(source, dict(context)))
+
+
+def state_texts(
+    state: AnyState | None, context: Mapping[str, Any], here: str = ""
+) -> dict[str, Any]:
+    """The state's prompt texts, rendered with the session's variables."""
+    texts: dict[str, Any] = {"objective": ""}
+    for name in TEXT_FIELDS:
+        texts[name] = [render_prompt_text(here, name, t, context) for t in getattr(state, name, ())]
+    if state is not None:
+        texts["objective"] = render_prompt_text(here, "objective", state.objective, context)
+    return texts
+
+
+def authored_reply(state: AnyState | None, context: Mapping[str, Any], here: str) -> str:
+    """The state `here`'s own words: its `say:` template, else its actions. A failing
+    render raises `StepRenderFailed` (field `say` or `actions`): its source is never shown
+    to the user."""
+    say = getattr(state, "say", None)
+    if say:
+        text = rendered(here, "say", lambda: render_text(say, dict(context)))
+        return text.strip() if is_template(say) else say.strip()
+    actions = getattr(state, "actions", ())
+    return " ".join(render_prompt_text(here, "actions", a, context) for a in actions)
+
+
+def _option_view(option: ExitOption) -> dict[str, Any]:
+    return {
+        "id": option.id,
+        "description": option.description,
+        "target": option.target,
+        "examples": list(option.examples),
+        "anywhere": option.anywhere,
+    }
+
+
+class Prompter:
+    """Builds requests for one session; see the module docstring."""
+
+    def __init__(
+        self, root: Graph, transcript: Messages, marks: HistoryMarks | None = None
+    ) -> None:
+        self.root = root
+        self.transcript = transcript
+        """The event log's transcript (the same list: it grows as the log does)."""
+        self.marks = marks or HistoryMarks()
+        """Where the window starts and the running summary (saved in every snapshot)."""
+        self.cache: dict[Hashable, str] = {}
+        """Rendered system prompts of this session, by graph, state and texts."""
+        self._topologies: dict[int, str] = {}
+        self._texts: dict[tuple[str, str], tuple[AnyState | None, Static | None]] = {}
+        """By kind and state: the state, and its texts if they hold no template."""
+        self._sizes: list[int] = []
+
+    def restart(self, marks: HistoryMarks) -> None:
+        """The transcript was rewritten (an undo): forget what was measured of it."""
+        self.marks, self._sizes = marks, []
+
+    def window_start(self) -> int:
+        """Where the history window begins now (`cgraph.runtime.ask.prompts.history_start`),
+        never before a context reset."""
+        sizes = self._sizes
+        for message in self.transcript[len(sizes) :]:
+            sizes.append(estimate_tokens(message["content"]))
+        marks = self.marks
+        first = max(marks.history_start, marks.context_start)
+        start = history_start(self.transcript, first, self.root.limits.history_budget(), sizes)
+        return max(start, marks.context_start)
+
+    def history(self) -> tuple[Messages, int]:
+        """The messages prompts show — the running summary first, if any, then the window —
+        and how many older messages the window leaves out."""
+        start = self.marks.history_start = self.window_start()
+        shown = self.transcript[start:]
+        if self.marks.summary:
+            shown = [summary_message(self.marks.summary), *shown]
+        return shown, start
+
+    def recent_user_messages(self, count: int = RECENT_USER_MESSAGES) -> tuple[str, ...]:
+        found: list[str] = []
+        for message in reversed(self.transcript):
+            if message["role"] == "user":
+                found.append(message["content"])
+                if len(found) == count:
+                    break
+        return tuple(reversed(found))
+
+    def topology(self, graph: Graph) -> str:
+        cached = self._topologies.get(id(graph))
+        if cached is None:
+            cached = self._topologies[id(graph)] = topology_text(graph)
+        return cached
+
+    def build(
+        self,
+        view: View,
+        kind: RequestKind,
+        *,
+        graph: Graph,
+        state_id: str,
+        state: AnyState | None,
+        options: tuple[ExitOption, ...] = (),
+        allow_stay: bool = False,
+        history: Sequence[Mapping[str, str]] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        opening: bool = False,
+        slots: Mapping[str, dict[str, Any]] | None = None,
+        collect: tuple[str, ...] = (),
+    ) -> LLMRequest:
+        """The request `kind` asks at `state_id`, with the window of history (or `history`)."""
+        static = self._static(kind, state_id, state)
+        context: Mapping[str, Any] = {}
+        if static is None:
+            context = template_context(view, graph, state_id)
+            # The extraction prompt shows no state texts: a state's failing text (already
+            # reported when its turn failed) must not stop the memories being kept.
+            texts = state_texts(None if kind == "extract" else state, context, state_id)
+        else:
+            texts = static.texts
+        memory = dict(extra or {})
+        window, dropped = (history, 0) if history is not None else self.history()
+        variables = {
+            **self._variables(view, kind, graph, state_id, texts, options),
+            "allow_stay": allow_stay,
+            "dropped": dropped,
+            "has_memories": bool(memory.get("has_memories", False)),
+            "memory_count": int(memory.get("memory_count", 0)),
+            "slots": dict(slots or {}),
+            "collect": list(collect),
+        }
+        # The system part lists the offered exits, which `when:` and global exits change
+        # from step to step within one state.
+        key = (
+            id(graph),
+            kind,
+            state_id,
+            static.key if static else _flat(texts),
+            options,
+            allow_stay,
+        )
+        overrides = graph.prompts or self.root.prompts
+        return LLMRequest(
+            kind=kind,
+            messages=render_messages(
+                kind, variables, window, overrides, system_key=key, cache=self.cache
+            ),
+            schema=answer_schema(kind, exit_ids(options, allow_stay), dict(slots or {})),
+            schema_name=f"cgraph_{kind}",
+            state=state_id,
+            objective=texts["objective"],
+            options=options,
+            allow_stay=allow_stay,
+            user_messages=self.recent_user_messages(),
+            stay_prototypes=tuple(
+                t
+                for t in (
+                    texts["objective"],
+                    *texts["actions"],
+                    *texts["intra_state_navigation_guidelines"],
+                )
+                if t
+            ),
+            authored_reply=static.authored if static else _authored(kind, state_id, state, context),
+            entered_this_turn=view.entered,
+            opening=opening,
+            graph=graph.name,
+            turn=view.turn,
+            annotations=tuple(view.annotations),
+            has_memories=variables["has_memories"],
+            memory_count=variables["memory_count"],
+            slots=dict(slots or {}),
+            collect=collect,
+        )
+
+    def _static(self, kind: RequestKind, state_id: str, state: AnyState | None) -> Static | None:
+        """The texts of a state that has no template among them, rendered once; None for a
+        state whose texts read the variables (they are rendered at every request)."""
+        shown = None if kind == "extract" else state
+        cached = self._texts.get((kind, state_id))
+        if cached is None or cached[0] is not shown:
+            found = None
+            if not any(map(is_template, _sources(shown))):
+                texts = state_texts(shown, {}, state_id)
+                found = Static(texts, _flat(texts), _authored(kind, state_id, state, {}))
+            if len(self._texts) >= SYSTEM_CACHE_SIZE:
+                self._texts.clear()
+            cached = self._texts[(kind, state_id)] = (shown, found)
+        return cached[1]
+
+    def _variables(
+        self,
+        view: View,
+        kind: RequestKind,
+        graph: Graph,
+        state_id: str,
+        texts: dict[str, Any],
+        options: tuple[ExitOption, ...],
+    ) -> dict[str, Any]:
+        """What the prompt templates read, besides the flags `build` adds."""
+        return {
+            "kind": kind,
+            "agent": self.root.agent,
+            "graph": {"name": graph.name, "description": graph.description},
+            "state_id": state_id,
+            "state": texts,
+            "exits": [_option_view(o) for o in options],
+            "topology": self.topology(graph) if kind in TOPOLOGY_KINDS else "",
+            "memories": list(view.memories),
+            "notes": list(view.notes),
+            "variables": view.variables,
+            "entered_this_turn": view.entered,
+            "message": view.message,
+        }
+
+
+class Static(NamedTuple):
+    """A state's texts as every prompt shows them, when no template is among them."""
+
+    texts: dict[str, Any]
+    key: tuple[Any, ...]
+    """The texts as part of the system part's cache key (`_flat`)."""
+    authored: str
+
+
+def _sources(state: AnyState | None) -> list[str]:
+    """Every text of `state` a prompt shows or an action's authored reply reads."""
+    if state is None:
+        return []
+    lists = (getattr(state, name, ()) for name in TEXT_FIELDS)
+    return [state.objective, getattr(state, "say", None) or "", *(t for ts in lists for t in ts)]
+
+
+def _authored(
+    kind: RequestKind, here: str, state: AnyState | None, context: Mapping[str, Any]
+) -> str:
+    """The state's own words, for an action's question only (a model may stay with them).
+    A failing `say:` fails the step (`StepRenderFailed`) before the model is asked, whether
+    or not the model would have used it."""
+    if kind != "action":
+        return ""
+    return authored_reply(state, context, here)
+
+
+def _flat(texts: dict[str, Any]) -> tuple[Any, ...]:
+    # Everything the shipped system part reads besides graph, kind and state. The cache
+    # belongs to one session, whose graphs live as long as it does, so a graph's id is a
+    # stable key there.
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in texts.items())

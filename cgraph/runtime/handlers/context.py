@@ -1,0 +1,80 @@
+"""What a step handler may see and use: a narrow, read-only `StepContext`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from cgraph.runtime.memory.gateway import Recalled
+from cgraph.runtime.ports import ChatModel, ExitOption, LLMRequest, RequestKind
+from cgraph.runtime.state.outcomes import Emit
+from cgraph.runtime.state.view import View
+from cgraph.runtime.tools.calls import ToolCaller
+from cgraph.spec.model import AnyState, Graph
+
+
+class GraphLookup(Protocol):
+    """The root graph and the sub-graphs it enters, by key (`cgraph.runtime.routes.graphs`)."""
+
+    root: Graph
+
+    def get(self, key: str) -> Graph: ...
+
+    def child_key(self, parent_key: str, relative: str) -> str: ...
+
+    def folder_of(self, graph: Graph) -> Path: ...
+
+
+class RequestBuilder(Protocol):
+    """Renders the request of one question (`cgraph.runtime.ask.requests.Prompter`)."""
+
+    def build(
+        self,
+        view: View,
+        kind: RequestKind,
+        *,
+        graph: Graph,
+        state_id: str,
+        state: AnyState | None,
+        options: tuple[ExitOption, ...] = (),
+        allow_stay: bool = False,
+        history: Sequence[Mapping[str, str]] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        opening: bool = False,
+        slots: Mapping[str, dict[str, Any]] | None = None,
+        collect: tuple[str, ...] = (),
+    ) -> LLMRequest: ...
+
+
+class MemoryGate(Protocol):
+    """The step's side of memory (`cgraph.runtime.memory.gateway.MemoryGateway`): never raises."""
+
+    def recall(
+        self, here: str, queries: Sequence[str], tiers: Sequence[str], top_k: int
+    ) -> Recalled: ...
+
+    def metadata(self) -> tuple[dict[str, Any], tuple[Emit, ...]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    """Everything a handler may use; see the module docstring."""
+
+    view: View
+    graphs: GraphLookup
+    requests: RequestBuilder
+    model: ChatModel
+    memory: MemoryGate
+    record_intent: Callable[[Emit], None]
+    """Log and commit at once, before an irreversible call (a tool) runs."""
+    tools: ToolCaller
+
+    @property
+    def root(self) -> Graph:
+        return self.graphs.root
+
+    def seeing(self, **changes: Any) -> StepContext:
+        """The same context with the view changed (a step's own effects, in its later part)."""
+        return replace(self, view=self.view._replace(**changes))

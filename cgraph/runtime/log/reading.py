@@ -1,0 +1,198 @@
+"""Reading the event log: the effective events, the transcript, the audit, and `Turn`s.
+
+The log is append-only. Undoing (or cancelling) turn N appends an `undo` event; reading
+the log folds it by dropping every earlier event of turns ≥ N. Everything a session
+shows — transcript, audit, a turn's path — is derived from the log this way, so a
+resumed session and a live one answer the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from cgraph.runtime.state.records import Decision, Event, RecalledMemory, TransitionRecord, Turn
+from cgraph.spec.names import END, START
+
+
+def effective(events: Iterable[Event]) -> list[Event]:
+    """The log as it stands after undos: undone turns' events are left out."""
+    kept: list[Event] = []
+    for event in events:
+        if event.kind == "undo":
+            turn = int(event.data.get("turn", event.turn))
+            kept = [e for e in kept if e.turn < turn]
+        kept.append(event)
+    return kept
+
+
+def message_of(event: Event) -> dict[str, str] | None:
+    """The chat message an event adds to the transcript: a user message or a reply."""
+    if event.kind == "user_message" and not event.data.get("opening"):
+        return {"role": "user", "content": str(event.data.get("text", ""))}
+    if event.kind == "reply" and event.data.get("text"):
+        return {"role": "assistant", "content": str(event.data["text"])}
+    return None
+
+
+def transcript(events: Iterable[Event]) -> list[dict[str, str]]:
+    """User messages and replies, in order, as chat messages."""
+    return [m for m in map(message_of, events) if m is not None]
+
+
+def transition_record(event: Event) -> TransitionRecord:
+    data = event.data
+    return TransitionRecord(
+        turn=event.turn,
+        from_state=data["from"],
+        to_state=data["to"],
+        exit_id=data["exit"],
+        description=data.get("description", ""),
+        reason=data.get("reason", ""),
+        at=event.at,
+    )
+
+
+def audit(events: Iterable[Event]) -> list[TransitionRecord]:
+    return [transition_record(e) for e in events if e.kind == "transition"]
+
+
+def decisions(events: Iterable[Event]) -> list[Decision]:
+    return [Decision(**e.data) for e in events if e.kind == "decision"]
+
+
+def recalled(events: Iterable[Event]) -> list[RecalledMemory]:
+    """The memories recalled, each once (by id, at its first recall and best score)."""
+    found: dict[str, RecalledMemory] = {}
+    for event in events:
+        if event.kind != "recall":
+            continue
+        for memory in (RecalledMemory(**m) for m in event.data.get("memories", ())):
+            seen = found.get(memory.id)
+            if seen is None or (memory.score or 0.0) > (seen.score or 0.0):
+                found[memory.id] = (
+                    memory if seen is None else seen.model_copy(update={"score": memory.score})
+                )
+    return list(found.values())
+
+
+def stored(events: Iterable[Event]) -> list[Mapping[str, Any]]:
+    """The memories that memory extraction stored, as the log keeps them."""
+    return [m for e in events if e.kind == "memory_stored" for m in e.data.get("memories", ())]
+
+
+def turn_events(events: Sequence[Event], number: int) -> list[Event]:
+    """The events of turn `number` (from an effective log, where turns only grow)."""
+    start = len(events)
+    while start > 0 and events[start - 1].turn >= number:
+        start -= 1
+    return [e for e in events[start:] if e.turn == number and e.kind != "undo"]
+
+
+def build_turn(
+    session_id: str, number: int, events: Sequence[Event], said: frozenset[str] = frozenset()
+) -> Turn:
+    """The `Turn` a user saw, rebuilt from that turn's events; `said` holds lasting notes
+    (`lasting_notes`) an earlier turn gave, left out of its warnings."""
+    begin = _first(events, "user_message")
+    end = _first(events, "turn_completed")
+    reply = _last(events, "reply")
+    transitions = audit(events)
+    made = decisions(events)
+    return Turn(
+        session=session_id,
+        number=number,
+        user=None if begin.get("opening") else str(begin.get("text", "")),
+        reply=str(reply.get("text", "")),
+        path=_path(str(begin.get("state", "")), transitions, str(end.get("state", ""))),
+        transitions=tuple(transitions),
+        state=str(end.get("state", "")),
+        recalled=tuple(recalled(events)),
+        decisions=tuple(made),
+        completed=bool(end.get("completed", False)),
+        guard=end.get("guard"),
+        llm_calls=sum(d.attempts for d in made),
+        memory_calls=sum(int(e.data.get("calls", 0)) for e in events if is_extraction(e)),
+        fallback=bool(reply.get("fallback", False)),
+        warnings=tuple(
+            dict.fromkeys(_warning(e) for e in events if _failed(e) and not _said(e, said))
+        ),
+        tool_calls=tuple(_tool_call(e.data) for e in events if _model_call(e)),
+        metadata=tuple(reply.get("metadata", ())),
+    )
+
+
+_FAILURES = ("memory_error", "llm_error", "llm_notice", "tool_call")
+
+
+def lasting_notes(events: Iterable[Event]) -> frozenset[str]:
+    """What the log says of a model that calls no tools (a skipped call): true for the
+    whole session, so a turn's warnings say each once, in the turn that first gave it."""
+    return frozenset(_warning(e) for e in events if _skipped(e))
+
+
+def _skipped(event: Event) -> bool:
+    return event.kind == "tool_call" and event.data.get("status") == "skipped"
+
+
+def _said(event: Event, said: frozenset[str]) -> bool:
+    return _skipped(event) and _warning(event) in said
+
+
+def _failed(event: Event) -> bool:
+    if event.kind == "tool_call":  # a model's failed call is answered by the model itself
+        return event.data.get("status") == "skipped"
+    return event.kind in _FAILURES
+
+
+def _model_call(event: Event) -> bool:
+    return (
+        event.kind == "tool_call"
+        and event.data.get("by") == "model"
+        and (event.data.get("status") != "started")
+    )
+
+
+def _tool_call(data: dict[str, Any]) -> dict[str, Any]:
+    """A model's tool call as `--jsonl` and `/why` show it."""
+    keys = ("tool", "arguments", "status", "result", "error", "duration")
+    return {key: data[key] for key in keys if key in data}
+
+
+def _warning(event: Event) -> str:
+    """A failure the turn survived, in words."""
+    error = event.data.get("error", "?")
+    if event.kind == "tool_call":
+        return str(error)
+    if event.kind == "llm_notice":
+        return str(event.data.get("notice", "?"))
+    if event.kind == "llm_error" and event.data.get("offline"):
+        where = event.data.get("state", "?")
+        return f"could not read a valid value from the message in {where} ({error}); asking again"
+    if event.kind == "llm_error":
+        return f"the model failed in {event.data.get('state', '?')}: {error}"
+    return f"memory {event.data.get('operation', 'call')} failed: {error}"
+
+
+def is_extraction(event: Event) -> bool:
+    """True for the event that closes a memory extraction (stored, or failed)."""
+    return event.kind in ("memory_stored", "memory_error") and "calls" in event.data
+
+
+def _path(start: str, transitions: Sequence[TransitionRecord], end: str) -> tuple[str, ...]:
+    """The states this turn went through, from the one it began in to the one it ended in."""
+    path = [start] if start and start != START else []
+    for record in transitions:
+        if record.to_state != END and (not path or path[-1] != record.to_state):
+            path.append(record.to_state)
+    if end and end not in (END, START) and (not path or path[-1] != end):
+        path.append(end)  # a guard moved the turn back to its last user-facing state
+    return tuple(path)
+
+
+def _first(events: Sequence[Event], kind: str) -> dict[str, Any]:
+    return next((e.data for e in events if e.kind == kind), {})
+
+
+def _last(events: Sequence[Event], kind: str) -> dict[str, Any]:
+    return next((e.data for e in reversed(events) if e.kind == kind), {})

@@ -1,0 +1,52 @@
+"""Memory extraction after a turn: one `extract` question, asked once the reply is committed.
+
+A finished turn whose graph stores memories (`memory.store`) is followed by one question
+over the turn (or the whole session) whose answer the memory gateway stores. It runs after
+the reply is committed, so the user never waits for it, and a crash in between leaves a
+turn whose extraction is still pending (`pending`), done on resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from cgraph.runtime.ask.exchange import ask
+from cgraph.runtime.ask.requests import Prompter
+from cgraph.runtime.log import reading as log_view
+from cgraph.runtime.memory.gateway import MemoryGateway, this_turn
+from cgraph.runtime.ports import ChatModel
+from cgraph.runtime.state.outcomes import Effects
+from cgraph.runtime.state.records import Event
+from cgraph.runtime.state.snapshot import Snapshot
+from cgraph.runtime.state.view import View
+from cgraph.spec.model import AnyState, Graph
+
+
+def pending(
+    snap: Snapshot, memory: MemoryGateway, turn_events: Callable[[], Sequence[Event]]
+) -> bool:
+    """The latest turn finished and its memories, wanted, were not extracted yet (the
+    turn's events are read last: most calls are answered before)."""
+    if not snap.turn or snap.pending is not None:
+        return False
+    if not memory.wants_extraction(snap.completed):
+        return False
+    return not any(log_view.is_extraction(e) for e in turn_events())
+
+
+def extract(
+    view: View,
+    root: Graph,
+    state: AnyState | None,
+    prompter: Prompter,
+    model: ChatModel,
+    memory: MemoryGateway,
+    transcript: Sequence[dict[str, str]],
+) -> Effects:
+    """Ask the `extract` question and store what it found; the log entries it leaves."""
+    every_turn = root.memory.store == "every_turn"
+    history = this_turn(transcript) if every_turn else prompter.history()[0]
+    request = prompter.build(
+        view, "extract", graph=root, state_id=view.here, state=state, history=history
+    )
+    return memory.store_extracted(ask(model, request), view.here, view.turn)

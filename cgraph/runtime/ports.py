@@ -1,0 +1,299 @@
+"""What the engine asks of a language model: the request, and the protocol a backend follows.
+
+A backend receives an `LLMRequest` — the rendered prompt *and* a structured view of the
+same question — and returns the raw text of its answer. The engine validates that text
+itself, so a backend can never make a transition the graph does not declare.
+
+Answers are JSON objects:
+- action:     {"exit": "<exit id>" | "stay", "reason": str, "reply": str}
+- decision / start / graph: {"exit": "<exit id>", "reason": str}
+- reflection: {"note": str, "exit": "<exit id>", "reason": str}
+- extract:    {"memories": [{"tier": "personal"|"project"|"task", "text": str}]}
+- summary:    {"summary": str} (a backend with `writes_summaries = False` is never asked)
+A backend may add "scores": {exit id: float} to explain its choice (shown by `/why`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from cgraph.runtime.state.records import Event
+from cgraph.spec.model import Tier
+
+RequestKind = Literal["action", "decision", "reflection", "start", "graph", "extract", "summary"]
+STAY = "stay"
+
+
+@dataclass(frozen=True, slots=True)
+class ExitOption:
+    """One exit as the model sees it: `id` is what it must answer."""
+
+    id: str
+    description: str
+    target: str
+    examples: tuple[str, ...] = ()
+    anywhere: bool = False
+    """A global exit: it holds in every state (an emergency, "cancel"); listed first."""
+
+
+@dataclass(frozen=True, slots=True)
+class LLMRequest:
+    """One question to a model."""
+
+    kind: RequestKind
+    messages: tuple[dict[str, str], ...]
+    """The rendered prompt, as chat messages (system first), static parts first."""
+    schema: dict[str, Any]
+    """JSON Schema of the answer; the exit field is an enum of the exit ids."""
+    schema_name: str
+    state: str
+    """The qualified id of the state asking (`sub.yaml#triage` inside a sub-graph)."""
+    objective: str = ""
+    options: tuple[ExitOption, ...] = ()
+    allow_stay: bool = False
+    user_messages: tuple[str, ...] = ()
+    """Recent user messages, newest last."""
+    stay_prototypes: tuple[str, ...] = ()
+    """Texts that describe staying: the state's objective, actions and intra-state guidelines."""
+    authored_reply: str = ""
+    """The state's authored text (`say:` rendered, or its actions) for models that cannot write."""
+    entered_this_turn: bool = False
+    """True when the newest user message already moved the conversation into this state."""
+    opening: bool = False
+    """The newest user message opens the conversation and no state has answered it yet: it
+    is judged against this state's exits although the state was entered this turn."""
+    tools: tuple[dict[str, Any], ...] = ()
+    """Functions the model may call before it answers (`name`, `description`, `parameters`).
+    A backend answers with `{"tool_calls": [{"id", "name", "arguments"}]}` to call them; in
+    `messages`, an assistant message's `tool_calls` is that list as JSON text, and each
+    result is a `tool` message with its `tool_call_id`."""
+    graph: str = ""
+    """The name of the graph the asking state belongs to."""
+    turn: int = 0
+    annotations: tuple[str, ...] = ()
+    """The session's findings so far (annotation tags), for backends that weigh evidence."""
+    has_memories: bool = False
+    """For `start` requests: whether the user has memories."""
+    memory_count: int = 0
+    slots: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Slots the answer may fill (`"slots": {name: value or null}`), as nullable JSON Schemas."""
+    collect: tuple[str, ...] = ()
+    """The slots this state asks for (the others are filled only when the user volunteers them)."""
+    rejected: str = ""
+    """On a re-ask: why the previous answer was refused (the last message quotes it too)."""
+
+    @property
+    def exit_ids(self) -> tuple[str, ...]:
+        """Every answer `exit` may take: the options' ids, then `stay` when allowed."""
+        return exit_ids(self.options, self.allow_stay)
+
+
+def exit_ids(options: Sequence[ExitOption], allow_stay: bool) -> tuple[str, ...]:
+    """The ids a model may answer with; the schema's enum and the validator share it."""
+    return tuple(o.id for o in options) + ((STAY,) if allow_stay else ())
+
+
+@dataclass(frozen=True, slots=True)
+class Whole:
+    """The last item of a stream: the answer as `complete` would have returned it, when it
+    is not just the pieces joined (a round of tool calls, assembled from their deltas)."""
+
+    text: str
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A language model backend.
+
+    A backend may also define `begin_turn()` (called when a turn or its memory extraction
+    starts: where a turn's deadline begins) and `notices()` (things the user should hear
+    once, such as a structured-output mode the server refused; drained after each call),
+    and `stream(request)`: the answer's text in pieces as the model writes it (the content,
+    or the answer function's arguments; never an offered tool's), optionally ended by a
+    `Whole` that stands for the complete answer.
+    """
+
+    name: str
+
+    def complete(self, request: LLMRequest) -> str:
+        """Answer `request` with raw text (JSON expected). Raise `LLMError` on failure."""
+        ...
+
+
+def begin_turn(model: ChatModel) -> None:
+    """Tell `model` a turn starts, if it keeps a per-turn deadline."""
+    hook = getattr(model, "begin_turn", None)
+    if callable(hook):
+        hook()
+
+
+def notices(model: ChatModel) -> tuple[str, ...]:
+    """What `model` has to say since it was last asked (empty for most backends)."""
+    drain = getattr(model, "notices", None)
+    return tuple(str(n) for n in drain()) if callable(drain) else ()
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """Something worth remembering, before it is stored."""
+
+    text: str
+    tier: Tier
+    session_id: str = ""
+    state: str = ""
+    turn: int = 0
+    id: str = ""
+    """The id to store it under when it is new ("": a fresh one); set for a memory that
+    waited in the outbox (`cgraph.backends.memory.pending`) under the id it was given."""
+    created_at: float = 0.0
+    """When it was said (0: when it is stored)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """A stored memory; `score` is the similarity when it was recalled."""
+
+    id: str
+    text: str
+    tier: Tier
+    user_id: str
+    session_id: str
+    state: str
+    turn: int
+    created_at: float
+    score: float | None = None
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """Per-user memories, searched by meaning. One user's memories never reach another."""
+
+    def recall(
+        self,
+        user_id: str,
+        queries: Sequence[str],
+        *,
+        tiers: Sequence[Tier] = (),
+        top_k: int = 5,
+        min_score: float | None = None,
+        session_id: str | None = None,
+    ) -> list[Memory]:
+        """Memories of `user_id` most similar to any query, best first; empty tiers = all.
+        With `session_id`, what that session may recall (`visible`): the task tier holds
+        only its own memories."""
+        ...
+
+    def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
+        """Store new memories, skipping near-duplicates; returns what was stored."""
+        ...
+
+    def list(
+        self, user_id: str, *, tiers: Sequence[Tier] = (), session_id: str | None = None
+    ) -> list[Memory]:
+        """A user's memories (only `tiers`, when given; with `session_id`, only those that
+        session may see), oldest first."""
+        ...
+
+    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
+        """Delete some (or, with `ids=None`, all) of a user's memories; returns how many."""
+        ...
+
+    def count(self, user_id: str) -> int:
+        """How many memories `user_id` has."""
+        ...
+
+
+class NullMemory:
+    """Remembers nothing: the store used when memory is off."""
+
+    def recall(
+        self,
+        user_id: str,
+        queries: Sequence[str],
+        *,
+        tiers: Sequence[Tier] = (),
+        top_k: int = 5,
+        min_score: float | None = None,
+        session_id: str | None = None,
+    ) -> list[Memory]:
+        return []
+
+    def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
+        return []
+
+    def list(
+        self, user_id: str, *, tiers: Sequence[Tier] = (), session_id: str | None = None
+    ) -> list[Memory]:
+        return []
+
+    def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
+        return 0
+
+    def count(self, user_id: str) -> int:
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What a store knows about a session besides its log and snapshot."""
+
+    id: str
+    user_id: str
+    graph: str
+    """The graph file the session was started with (absolute path, or "" if built in code)."""
+    graph_name: str
+    model: str
+    created_at: float
+    updated_at: float = 0.0
+    turn: int = 0
+    state: str = ""
+    completed: bool = False
+
+
+@dataclass(slots=True)
+class StoredSession:
+    """What `SessionStore.load` returns: the session's summary, last snapshot and events."""
+
+    info: SessionInfo
+    snapshot: dict[str, Any]
+    events: list[Event] = field(default_factory=list)
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """The checkpoint store behind sessions."""
+
+    def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
+        """Record a new session with its first snapshot and events."""
+        ...
+
+    def commit(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        snapshot: dict[str, Any],
+        *,
+        checkpoint: int | None = None,
+        drop_checkpoints_after: int | None = None,
+    ) -> None:
+        """One step, atomically: append `events`, replace the snapshot, and (at the end of a
+        turn) keep it as the checkpoint of turn `checkpoint`."""
+        ...
+
+    def load(self, session_id: str) -> StoredSession:
+        """The session's info, snapshot and whole event log; `SessionNotFound` if absent."""
+        ...
+
+    def checkpoint(self, session_id: str, turn: int) -> dict[str, Any] | None:
+        """The snapshot as it was at the end of `turn` (0: when the session started)."""
+        ...
+
+    def sessions(self, user_id: str | None = None) -> list[SessionInfo]:
+        """Stored sessions, most recently updated first."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources (a database connection); stored data is kept."""
+        ...

@@ -1,0 +1,136 @@
+"""What a step handler returns: where the session goes next, and the effects of the step.
+
+A handler never changes the session. It returns an outcome — `Move` (take an exit),
+`Enter` (start a graph or sub-graph), `Reply` (the turn ends here) or `Stop` (a guard or a
+failure ends the turn in the last user-facing state) — carrying the step's effects in the
+order they happened; the engine applies the effects, then the outcome, and commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cgraph.runtime.state.records import Decision, EventKind
+from cgraph.runtime.state.snapshot import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """An event for the log, as it is (a recall, a tool call, a model failure)."""
+
+    kind: EventKind
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SetVariables:
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AddNote:
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddTags:
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CountReflection:
+    """One more reflection this turn (the `max_reflections` guard counts them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MarkUserFacing:
+    """The current state talks to the user: a guard later in the turn stops here."""
+
+
+@dataclass(frozen=True, slots=True)
+class Say:
+    """A silent state's `say:` line, added to the turn's reply."""
+
+    text: str
+
+
+Effect = Emit | SetVariables | AddNote | AddTags | CountReflection | MarkUserFacing | Say
+Effects = tuple[Effect, ...]
+
+
+def apply_effects(snap: Snapshot, effects: Effects, here: str) -> Iterator[Emit]:
+    """Apply a step's effects to the snapshot, in order; yields what the log records."""
+    for effect in effects:
+        if isinstance(effect, Emit):
+            yield effect
+        elif isinstance(effect, SetVariables):
+            snap.set_variables(dict(effect.values))
+            yield Emit("variables", {"state": here, "values": dict(effect.values)})
+        elif isinstance(effect, AddNote):
+            snap.add_note(effect.note)
+            yield Emit("note", {"state": here, "note": effect.note})
+        elif isinstance(effect, AddTags):
+            snap.add_tags(effect.tags)
+            if effect.tags:
+                yield Emit("annotation", {"state": here, "tags": list(effect.tags)})
+        elif isinstance(effect, CountReflection):
+            snap.reflections += 1
+        elif isinstance(effect, MarkUserFacing):
+            snap.mark_user_facing()
+        elif isinstance(effect, Say):
+            snap.said = [*snap.said, effect.text]
+
+
+def decided(decision: Decision) -> Emit:
+    """The log entry of a choice, by the model or by the engine."""
+    return Emit("decision", dict(decision.__dict__))
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    exit_id: str
+    target: str
+    description: str
+    reason: str
+    reply: str = ""
+    """What an action state said as it left (used if the session ends this turn)."""
+    effects: Effects = ()
+    owner: str | None = None
+    """For a global exit or `on_limit`: the key of the graph declaring it (its sub-graphs
+    are left); None for the current state's own exits."""
+
+
+@dataclass(frozen=True, slots=True)
+class Enter:
+    graph: str
+    """The key of the graph entered ("" for the root)."""
+    target: str
+    exit_id: str
+    description: str
+    reason: str
+    push: bool
+    effects: Effects = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str
+    fallback: bool = False
+    effects: Effects = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    guard: str | None
+    """The loop guard hit, or None when a failure (model, tool) stopped the turn."""
+    detail: str
+    fallback: bool = True
+    effects: Effects = ()
+    capped: str | None = None
+    """For `max_visits` and `max_turns`: the state that may not be entered again or answer
+    again (its `on_limit` routes)."""
+
+
+Outcome = Move | Enter | Reply | Stop

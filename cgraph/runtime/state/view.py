@@ -1,0 +1,113 @@
+"""What a step handler may see and use: a narrow, read-only `StepContext`.
+
+A handler gets the graphs, a frozen `View` of the session, a request builder, the model,
+the memory gateway, a way to record a tool call's intent and the session's tool runner —
+never the engine. Between two parts of one step (recall, then route) a handler sees its
+own effects through `StepContext.seeing`, which returns a new context; nothing is written
+until the engine applies the outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from cgraph.runtime.state.snapshot import Snapshot
+from cgraph.spec.model import Graph
+from cgraph.spec.names import qualify
+
+
+class View(NamedTuple):
+    """The session as one step sees it (a copy: handlers cannot change the snapshot).
+
+    A named tuple, not a dataclass: one is built for every step, and a handler's later
+    part sees its own effects through a changed copy (`StepContext.seeing`).
+    """
+
+    session_id: str
+    user_id: str
+    graph_key: str
+    state_id: str
+    here: str
+    """The current state's qualified name."""
+    returned: bool
+    """A `graph` state whose sub-graph just ended."""
+    turn: int
+    step: int
+    message: str
+    """The user message this turn answers."""
+    variables: Mapping[str, Any]
+    notes: Sequence[str]
+    annotations: Sequence[str]
+    memories: tuple[Mapping[str, Any], ...]
+    """Memories recalled during this turn, oldest recall first."""
+    entered: bool
+    """The current state was entered during this turn."""
+    opening: bool
+    """No user-facing state has answered yet: the user's first message is unanswered."""
+    reflections: int
+    tool_calls: int = 0
+    """Tool calls the model made this turn (for `limits.max_tool_calls`)."""
+    frames: tuple[tuple[str, str], ...] = ()
+    """(graph key, state) of every graph entered, root first (the current one last)."""
+
+    @property
+    def idempotency_key(self) -> str:
+        """The same for the same step of the same session, also when a resume repeats it."""
+        return f"{self.session_id}:{self.turn}:{self.step}"
+
+
+def view_of(
+    snap: Snapshot,
+    transcript: Sequence[Mapping[str, str]],
+    turn_so_far: tuple[tuple[Mapping[str, Any], ...], int],
+    session_id: str,
+    user_id: str,
+) -> View:
+    """The view of a step, taken from the snapshot and the log: the transcript, and the
+    memories recalled and tool calls made so far this turn (`EventLog.turn_so_far`)."""
+    frame = snap.frame
+    memories, tool_calls = turn_so_far
+    return View(
+        session_id,
+        user_id,
+        frame.graph,
+        frame.state,
+        qualify(frame.graph, frame.state),
+        frame.returned,
+        snap.turn,
+        snap.step,
+        snap.pending or _last_user_message(transcript),
+        snap.variables,
+        snap.notes,
+        snap.annotations,
+        memories,
+        snap.entered,
+        snap.last_action is None,
+        snap.reflections,
+        tool_calls,
+        tuple((f.graph, f.state) for f in snap.stack),
+    )
+
+
+def _last_user_message(transcript: Sequence[Mapping[str, str]]) -> str:
+    users = (m["content"] for m in reversed(transcript) if m["role"] == "user")
+    return next(users, "")
+
+
+def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:
+    """What a designer's Jinja templates (`say:`, `set:`, queries, arguments) may read."""
+    return {
+        **view.variables,
+        "message": view.message,
+        "user_id": view.user_id,
+        "session_id": view.session_id,
+        "turn": view.turn,
+        "state": state_id,
+        "graph": graph.name,
+        "memories": [m["text"] for m in view.memories],
+        "notes": list(view.notes),
+        "annotations": list(view.annotations),
+        "vars": dict(view.variables),
+        "metadata": list(getattr(graph.states.get(state_id), "message_metadata", ())),
+    }

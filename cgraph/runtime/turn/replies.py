@@ -1,0 +1,48 @@
+"""What the user reads when a turn ends without the model's words.
+
+Two cases: the session ends and the model gave no parting words (the ending action
+state's `say:` is the closing, else a plain goodbye), and a guard stops the turn in the
+last user-facing state (its `say:` again, inside its fallback reply:
+`cgraph.runtime.routes.failures.fallback`). A `say:` that fails
+to render is logged (`render_failed`) and replaced by the fallback: the functions return
+the text and the log entries, and the engine applies them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cgraph.runtime.ask.requests import authored_reply
+from cgraph.runtime.routes.failures import StepRenderFailed, fallback_reply, rendered
+from cgraph.runtime.state.outcomes import Effects
+from cgraph.spec.model import AnyState, Graph
+
+Templates = Callable[[], dict[str, Any]]
+"""The template context of the current state, built only when a `say:` is rendered."""
+
+
+GOODBYE = "Goodbye."
+"""The closing of a session that ends with nothing else to say: no parting words from the
+model, no `say:` on the ending state, no silent state's line this turn."""
+
+
+def closing(
+    graph: Graph, state: AnyState | None, said: bool, here: str, templates: Templates
+) -> tuple[str, Effects]:
+    """With no parting words from the model: the ending action state's `say:` (again, when
+    it was said as the state was entered: the user's last message gets an answer too); else
+    nothing when a silent state spoke this turn (`said`: its line is in the reply); else
+    `GOODBYE`."""
+    if state is None or state.type != "action" or not state.say:
+        return ("" if said else GOODBYE), ()
+    text, failed = said_by(state, here, templates)
+    return (fallback_reply(graph, state) if text is None else text), failed
+
+
+def said_by(state: AnyState | None, here: str, templates: Templates) -> tuple[str | None, Effects]:
+    """The state's own words rendered for the user, or None and the logged failure."""
+    try:
+        return rendered(here, "say", lambda: authored_reply(state, templates(), here)), ()
+    except StepRenderFailed as failure:
+        return None, (failure.event,)

@@ -1,0 +1,435 @@
+"""The library API of a running conversation.
+
+    graph = cgraph.load_graph("graphs/medical_checkin.yaml")
+    session = Session.start(graph, model="semantic", user_id="ann", store=".cgraph")
+    turn = session.send("Hi, I'm ready")
+    turn.reply, turn.path, turn.transitions
+    ...
+    session = Session.resume(session.id, store=".cgraph", model="semantic")
+
+Every step of a turn is committed to the store before the next one runs. If the process
+dies mid-turn, `Session.resume` finishes the interrupted turn from its last committed step
+(`session.recovered` is that turn); Ctrl-C during `send` cancels the turn instead, leaving
+the session as it was before the message.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from cgraph.compose import chat_model, create, graph_of, initial_snapshot, open_store
+from cgraph.errors import CgraphError, ConfigError, SessionCompleted, SessionError
+from cgraph.runtime.ask.streaming import Chunk, Delta, StreamingModel, can_stream, run_streamed
+from cgraph.runtime.log import reading as log
+from cgraph.runtime.ports import ChatModel, Memory, MemoryStore, NullMemory, SessionInfo, begin_turn
+from cgraph.runtime.state.records import Decision, Event, TransitionRecord, Turn
+from cgraph.runtime.state.snapshot import Snapshot
+from cgraph.runtime.tools.runner import ToolRunner
+from cgraph.runtime.turn.dependencies import Dependencies
+from cgraph.runtime.turn.engine import Engine
+from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.names import END, START, split
+
+
+class Session:
+    """One conversation with a graph, checkpointed at every step."""
+
+    id: str
+    user_id: str
+    graph: Graph
+
+    def __init__(
+        self, *, info: SessionInfo, deps: Dependencies, snapshot: Snapshot, events: list[Event]
+    ) -> None:
+        self.id, self.user_id, self.graph, self.info = info.id, info.user_id, deps.graph, info
+        self.model, self.memory, self.store = deps.model, deps.memory, deps.store
+        self.deps = deps
+        self.recovered: Turn | None = None
+        """The turn an interrupted process left unfinished, completed by `resume`."""
+        self.opening: Turn | None = None
+        """The first turn of a graph that `speaks_first`, taken by `start` (user None)."""
+        self._maybe_stored = False
+        """The latest turn's memories are not logged, but the store may hold them: an
+        earlier process finished the turn (and may have died storing them), or their
+        extraction failed here after storing."""
+        self._engine = Engine(deps, snapshot, events)
+        graphs = self._engine.graphs
+        isolated = [
+            (tool, graphs.folder_of(graph))
+            for graph in graphs.reachable()
+            for tool in graph.tools
+            if tool.isolation == "process"
+        ]
+        if isolated:  # a tool worker boots, and imports them, while the conversation starts
+            deps.tools.warm(isolated)
+
+    @classmethod
+    def start(
+        cls,
+        graph: Graph | str | Path,
+        *,
+        model: ChatModel | str | None = None,
+        user_id: str = "local",
+        session_id: str | None = None,
+        store: Any = None,
+        memory: MemoryStore | None = None,
+        api_base: str | None = None,
+        clock: Callable[[], float] | None = None,
+        state: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        tools: ToolRunner | None = None,
+    ) -> Session:
+        """Start a new session. `store` is a `SessionStore`, a folder (its `sessions.sqlite`
+        is used), a `.sqlite` file, or None (in memory).
+
+        `model` is a `ChatModel`, a model name (see `cgraph.backends.llm`), or None (the graph's
+        `model.name`, else the offline semantic model). `memory` defaults to `NullMemory`.
+        `state` starts the session in that root state, as if the conversation had already
+        entered it (its `say:` is not repeated); `variables` override the graph's values.
+        `tools` runs the tools (a new `ToolRunner`, its own worker, by default); sessions
+        run one after another may share one, and its workers.
+        """
+        spec = graph_of(graph)
+        chat = chat_model(spec, model, api_base)
+        snapshot = initial_snapshot(spec, state, variables)
+        sid = session_id or uuid.uuid4().hex[:12]
+        deps = Dependencies(
+            spec,
+            chat,
+            memory or NullMemory(),
+            open_store(store),
+            clock or time.time,
+            sid,
+            user_id,
+            tools or ToolRunner(),
+        )
+        info, first = create(deps, snapshot)
+        session = cls(info=info, deps=deps, snapshot=snapshot, events=[first])
+        if spec.speaks_first and state is None:
+            session.opening = session._speak_first()
+        return session
+
+    def _speak_first(self) -> Turn:
+        """The start state's words before the user types (`speaks_first: true`)."""
+        with self._turn():
+            self._engine.begin_turn("", opening=True)
+            self._engine.run()
+        return self._built_turn(self.turn_number)
+
+    @classmethod
+    def resume(
+        cls,
+        session_id: str,
+        *,
+        store: Any,
+        model: ChatModel | str | None = None,
+        memory: MemoryStore | None = None,
+        graph: Graph | str | Path | None = None,
+        api_base: str | None = None,
+        clock: Callable[[], float] | None = None,
+        finish: bool = True,
+        user_id: str | None = None,
+    ) -> Session:
+        """Continue a stored session from its last committed step (the graph file is
+        re-read from the path recorded at start unless `graph` is given).
+
+        With `finish` (the default) a turn the previous process left unfinished is
+        completed now — no committed step runs again — and returned as `recovered`; a
+        finished turn whose memories were never extracted (the process died between the
+        two) has them extracted now. A session belongs to its user: with `user_id`, another
+        user's session is refused.
+        """
+        backend = open_store(store)
+        stored = backend.load(session_id)
+        if user_id is not None and user_id != stored.info.user_id:
+            raise SessionError(f"session `{session_id}` belongs to another user than `{user_id}`")
+        info = stored.info
+        if graph is None and not info.graph:
+            raise ConfigError(
+                f"session `{session_id}` was started from a graph built in code; "
+                "pass `graph=` to resume it"
+            )
+        spec = graph_of(graph if graph is not None else info.graph)
+        snapshot = Snapshot.from_dict(stored.snapshot)
+        problem = _not_resumable(spec, info, snapshot)
+        if problem:
+            raise SessionError(f"session `{session_id}` {problem}")
+        chat = chat_model(spec, model or info.model or None, api_base)
+        deps = Dependencies(
+            spec, chat, memory or NullMemory(), backend, clock or time.time, info.id, info.user_id
+        )
+        session = cls(info=info, deps=deps, snapshot=snapshot, events=stored.events)
+        session._maybe_stored = session._engine.extraction_pending()
+        if finish and session.interrupted is not None:
+            session.recovered = session.finish_turn()
+        elif finish:
+            session.extract_memories()
+        return session
+
+    @staticmethod
+    def list_sessions(store: Any, user_id: str | None = None) -> list[SessionInfo]:
+        """The sessions in a store, most recently updated first."""
+        return open_store(store).sessions(user_id)
+
+    # ----- turns --------------------------------------------------------------------------
+
+    def send(self, message: str, *, key: str | None = None, remember: bool = True) -> Turn:
+        """Run one user turn; raises `SessionCompleted` after END.
+
+        `key` is stored with the message so that a client re-sending it after a crash can
+        find the turn it already made (`turn_with_key`) instead of making a second one.
+
+        With `remember=False` the turn is returned as soon as its reply is committed, and
+        its memories (per the graph's `memory.store`) are extracted later: by
+        `extract_memories()`, else before the next turn, at `close()` or on resume. A
+        front end shows the reply first that way.
+        """
+        self.extract_memories()
+        if self.completed:
+            raise SessionCompleted(
+                f"session `{self.id}` reached END at turn {self.turn_number}; "
+                "start a new session to talk again"
+            )
+        if self.interrupted is not None:
+            raise SessionError(
+                f"turn {self.turn_number} of session `{self.id}` was interrupted; "
+                "call finish_turn() to complete it or cancel_turn() to drop it"
+            )
+        with self._turn():
+            self._engine.begin_turn(message, key=key)
+            self._engine.run()
+        return (remember and self.extract_memories()) or self._built_turn(self.turn_number)
+
+    def stream(
+        self, message: str, *, key: str | None = None, remember: bool = True
+    ) -> Iterator[Chunk | Turn]:
+        """`send`, yielding the reply as the model writes it: `Delta`s of its text (and a
+        `Retracted` when an answer shown so far was rejected and the model is asked
+        again), then the `Turn`. With a model that cannot stream (offline, scripted without
+        `stream`), the whole reply comes as one `Delta` once the turn is done."""
+        if not can_stream(self._engine.deps.model):
+            turn = self.send(message, key=key, remember=remember)
+            yield from ((Delta(turn.reply), turn) if turn.reply else (turn,))
+            return
+        yield from run_streamed(
+            lambda sink: self.send_streaming(message, sink, key=key, remember=remember)
+        )
+
+    def send_streaming(
+        self,
+        message: str,
+        on_chunk: Callable[[Chunk], None],
+        *,
+        key: str | None = None,
+        remember: bool = True,
+    ) -> Turn:
+        """`send`, calling `on_chunk` in this thread with the reply's pieces as the model
+        writes them (see `stream`); a terminal prints them as they come, and Ctrl-C still
+        cancels the turn as it does during `send`."""
+        engine, deps = self._engine, self._engine.deps
+        if not can_stream(deps.model):
+            return self.send(message, key=key, remember=remember)
+        engine.deps = replace(deps, model=StreamingModel(deps.model, on_chunk))
+        try:
+            return self.send(message, key=key, remember=remember)
+        finally:
+            engine.deps = deps
+
+    def finish_turn(self) -> Turn:
+        """Complete an interrupted turn from its last committed step (and extract its
+        memories: a recovered turn's reply was never shown, so nothing waits for it)."""
+        if self.interrupted is None:
+            raise SessionError(f"session `{self.id}` has no interrupted turn")
+        with self._turn():
+            self._engine.run()
+        return self.extract_memories() or self._built_turn(self.turn_number)
+
+    def extract_memories(self) -> Turn | None:
+        """Extract the latest turn's memories if they are due and not extracted yet (see
+        the graph's `memory.store`); returns that turn, now with its `memory_calls`."""
+        if not self._engine.extraction_pending():
+            return None
+        try:
+            with self._turn():
+                self._engine.extract_memories(recovering=self._maybe_stored)
+        except BaseException:
+            self._maybe_stored = True
+            raise
+        self._maybe_stored = False
+        return self._built_turn(self.turn_number)
+
+    def cancel_turn(self) -> None:
+        """Drop a turn in progress: the session is as it was before its message."""
+        if self.interrupted is not None:
+            self._engine.rewind(self.turn_number, cancelled=True)
+
+    def undo(self) -> Turn | None:
+        """Take back the last turn (state, variables, notes, transcript); returns it."""
+        if self.interrupted is not None:
+            number = self.turn_number
+            self.cancel_turn()
+            return log.build_turn(self.id, number, [])
+        number = self.turn_number
+        if number == 0:
+            return None
+        taken = self._built_turn(number)
+        self._engine.rewind(number, cancelled=False)
+        return taken
+
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        """On any escape, return to the last committed step; Ctrl-C also drops the turn."""
+        begin_turn(self.model)  # the model's deadline covers this turn's calls and retries
+        try:
+            yield
+        except KeyboardInterrupt:
+            self._engine = Engine.load(self.deps)
+            self.cancel_turn()
+            raise
+        except BaseException:
+            self._engine = Engine.load(self.deps)
+            raise
+
+    def _built_turn(self, number: int) -> Turn:
+        events = self._engine.log.events
+        said = log.lasting_notes(e for e in events if e.turn < number)
+        return log.build_turn(self.id, number, self._engine.log.turn_events(number), said)
+
+    # ----- what the session shows ---------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        """The current state's qualified id (`START` before a conditional start is chosen)."""
+        return self._engine.qualified()
+
+    @property
+    def current_graph(self) -> Graph:
+        """The graph the current state belongs to (a sub-graph while inside one)."""
+        return self._engine.current_graph()
+
+    def current_state(self) -> AnyState | None:
+        """The current state's spec (None before a conditional start is chosen)."""
+        return self._engine.current_state()
+
+    def state_spec(self, name: str) -> AnyState | None:
+        """The spec of a state this session has been in, by its qualified id (a decision's
+        `state`); None for `START`, `END` or a graph it never entered."""
+        graph_key, state_id = split(name)
+        try:
+            graph = self._engine.graphs.get(graph_key)
+        except CgraphError:
+            return None
+        return graph.states.get(state_id)
+
+    @property
+    def completed(self) -> bool:
+        """True once the conversation reached `END`; `send` then raises `SessionCompleted`."""
+        return self._engine.snap.completed
+
+    @property
+    def interrupted(self) -> str | None:
+        """The user message of a turn that started but did not finish, if any."""
+        return self._engine.snap.pending
+
+    @property
+    def turn_number(self) -> int:
+        """The number of the latest turn still in effect (0 before the first message)."""
+        return self._engine.snap.turn
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        """A copy of the session's variables (the graph's, as set by states and tools)."""
+        return dict(self._engine.snap.variables)
+
+    @property
+    def notes(self) -> list[str]:
+        """Reflection notes (internal; never shown to the user as replies)."""
+        return list(self._engine.snap.notes)
+
+    @property
+    def annotations(self) -> list[str]:
+        """Tags written by annotation states so far, oldest first."""
+        return list(self._engine.snap.annotations)
+
+    @property
+    def transcript(self) -> list[dict[str, str]]:
+        """`{"role": "user"|"assistant", "content": ...}` messages."""
+        return [dict(m) for m in self._engine.log.transcript]
+
+    @property
+    def summary(self) -> str:
+        """The running summary of the messages that left the prompt's window ("" if none)."""
+        return self._engine.snap.summary
+
+    @property
+    def audit(self) -> list[TransitionRecord]:
+        """Every transition still in effect, oldest first (undone turns left out)."""
+        return log.audit(self._engine.log.events)
+
+    @property
+    def last_decisions(self) -> list[Decision]:
+        """The choices made during the latest turn, by the model or the engine."""
+        return log.decisions(log.turn_events(self._engine.log.events, self.turn_number))
+
+    @property
+    def last_turn(self) -> Turn | None:
+        """The latest turn still in effect, or None before the first message."""
+        number = self.turn_number
+        if number == 0:
+            return None
+        return self._built_turn(number)
+
+    def turn_with_key(self, key: str) -> Turn | None:
+        """The turn still in effect whose message was sent with this `key`, if any."""
+        for event in self._engine.log.events:
+            if event.kind == "user_message" and event.data.get("key") == key:
+                return self._built_turn(event.turn)
+        return None
+
+    def turns(self) -> list[Turn]:
+        """Every turn still in effect (undone turns left out), oldest first."""
+        return [self._built_turn(n) for n in range(1, self.turn_number + 1)]
+
+    def events(self) -> list[Event]:
+        """The append-only event log, undone turns included (each undo is an event too)."""
+        return self.store.load(self.id).events
+
+    def memories(self, query: str | None = None) -> list[Memory]:
+        """What this session knows of its user: their memories (task-tier ones only this
+        session's), or those most similar to `query`."""
+        self.extract_memories()
+        mine = self.id
+        if query:
+            top_k = self.graph.memory.top_k
+            return self.memory.recall(self.user_id, [query], top_k=top_k, session_id=mine)
+        return self.memory.list(self.user_id, session_id=mine)
+
+    def close(self) -> None:
+        """Extract what is due, stop the tool workers, then close the session store; the
+        session is kept and can be resumed later."""
+        try:
+            self.extract_memories()
+        finally:
+            self.deps.tools.close()
+        self.store.close()
+
+    def __repr__(self) -> str:
+        info = replace(self.info, turn=self.turn_number, state=self.state)
+        return f"Session(id={info.id!r}, user={info.user_id!r}, state={info.state!r})"
+
+
+def _not_resumable(graph: Graph, info: SessionInfo, snapshot: Snapshot) -> str | None:
+    """Why `graph` cannot carry on the stored session, if it cannot: another graph, or an
+    edit that removed a state the session stands in (its root frames)."""
+    if info.graph_name and graph.name != info.graph_name:
+        return f"runs graph `{info.graph_name}`, not `{graph.name}`; start a new session"
+    for frame in snapshot.stack:
+        if not frame.graph and frame.state not in (*graph.states, START, END):
+            return f"is in state `{frame.state}`, which graph `{graph.name}` no longer has"
+    return None
