@@ -13,6 +13,12 @@ bytes per step are the SQLite file (WAL checkpointed) divided by the steps taken
 Run: `.venv/bin/python bench/bench_engine.py [--turns N]`. Needs the `bench` extra
 (langgraph, langgraph-checkpoint-sqlite); without it only cgraph's figures are printed.
 
+`--long N` runs one session of N turns (10,000 by default) on SQLite and prints the CPU
+ms per step of each tenth of it (a flat curve: the last block costs what the first does),
+the process's RSS at each block's end, then resumes the stored session in a fresh process
+and times it (seconds and peak RSS: what a resume costs must not grow with the session),
+next to LangGraph without a checkpointer over the same turns.
+
 `--instructions [--against REV]` counts CPU instructions per step under valgrind's
 callgrind (which a busy machine cannot skew) for this tree and for a git revision checked
 out into a temporary folder (by default the last commit before the folder layout; `--also
@@ -261,6 +267,99 @@ def measure(turns: int, repeat: int) -> None:
         print(f"durable per-step with fsync every step (sync=FULL): {full:.1f}x")
 
 
+def rss_mb() -> float:
+    """This process's resident memory now (Linux), in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+RESUME = """
+import resource, sys, time
+started = time.perf_counter()
+from bench_engine import instant_model
+from cgraph.session import Session
+session = Session.resume(sys.argv[1], store=sys.argv[2], model=instant_model())
+session.send("one more")
+seconds = time.perf_counter() - started
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(f"{seconds:.3f} {peak:.0f}")
+"""
+
+
+def resumed(session_id: str, folder: Path) -> tuple[float, float]:
+    """(seconds, peak MB) of a fresh process that resumes the session and takes a turn."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    script = f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r})\n" + RESUME
+    done = subprocess.run(
+        [sys.executable, "-c", script, session_id, str(folder)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if done.returncode:
+        raise RuntimeError(done.stderr)
+    seconds, peak = done.stdout.split()
+    return float(seconds), float(peak)
+
+
+def long_session(turns: int) -> None:
+    """One session of `turns` turns: CPU ms per step by tenth, RSS, and a resume."""
+    blocks = 10
+    size = max(turns // blocks, 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        model = instant_model()
+        session = Session.start(load_graph(FLOW), model=model, store=folder, memory=InstantMemory())
+        session.send("hello")
+        rows = []
+        for block in range(blocks):
+            cpu = time.process_time()
+            for number in range(block * size, (block + 1) * size):
+                session.send(message(number))
+            cpu = time.process_time() - cpu
+            model.requests.clear()  # the scripted model keeps every request; cgraph does not
+            rows.append((block, cpu, rss_mb()))
+        session.close()
+        steps = 6 * size  # a turn of the flow is 6 steps
+        lg: list[float | None] = []
+        try:
+            app = langgraph_app(None)
+        except ImportError:
+            app = None
+        if app is not None:
+            config = {"configurable": {"thread_id": "long"}}
+            app.invoke(
+                {"messages": [{"role": "user", "content": "hi"}], "memories": [], "route": ""},
+                config,
+            )
+            for block in range(blocks):
+                cpu = time.process_time()
+                for number in range(block * size, (block + 1) * size):
+                    app.invoke({"messages": [{"role": "user", "content": message(number)}]}, config)
+                lg.append((time.process_time() - cpu) / (LANGGRAPH_STEPS * size) * 1000)
+        seconds, peak = resumed(session.id, folder)
+        fresh = Session.start(load_graph(FLOW), model=instant_model(), store=folder)
+        fresh.send("hello")
+        fresh.close()
+        first_seconds, first_peak = resumed(fresh.id, folder)
+    print(f"one session of {turns} turns, SQLite store; CPU ms per step by block of {size} turns\n")
+    head = "block      cgraph ms/step   RSS MB   LangGraph (no checkpointer) ms/step"
+    print(head)
+    for (block, cpu, rss), other in zip(rows, lg or [None] * blocks, strict=True):
+        lg_text = f"{other:.3f}" if other is not None else "-"
+        span = f"{block * size + 1}-{(block + 1) * size}"
+        print(f"{span:<12} {cpu / steps * 1000:>12.3f} {rss:>8.0f} {lg_text:>20}")
+    print(f"\nlast block / first block: {rows[-1][1] / rows[0][1]:.2f}x")
+    for label, took, most in (
+        (f"{turns}-turn session", seconds, peak),
+        ("1-turn session", first_seconds, first_peak),
+    ):
+        print(f"resume + one turn, {label:<20} {took:.3f} s, peak RSS {most:.0f} MB")
+
+
 def profile(turns: int) -> None:
     import cProfile
     import pstats
@@ -345,8 +444,19 @@ def main(argv: list[str] | None = None) -> None:
         help="another revision to count in the same run (repeatable)",
     )
     parser.add_argument("--store", choices=["memory", "sqlite"], default="memory")
+    parser.add_argument(
+        "--long",
+        type=int,
+        nargs="?",
+        const=10_000,
+        default=0,
+        metavar="TURNS",
+        help="one long session: the per-block cost curve and a resume (10,000 turns)",
+    )
     args = parser.parse_args(argv)
-    if args.instructions:
+    if args.long:
+        long_session(args.long)
+    elif args.instructions:
         instructions(args.turns, [args.against, *args.also], args.store, args.repeat)
     elif args.profile:
         profile(args.turns)

@@ -27,6 +27,7 @@ from cgraph.compose import chat_model, create, graph_of, initial_snapshot, open_
 from cgraph.errors import CgraphError, ConfigError, SessionCompleted, SessionError
 from cgraph.runtime.ask.streaming import Chunk, Delta, StreamingModel, can_stream, run_streamed
 from cgraph.runtime.log import reading as log
+from cgraph.runtime.log.snapshots import read_snapshot
 from cgraph.runtime.ports import ChatModel, Memory, MemoryStore, NullMemory, SessionInfo, begin_turn
 from cgraph.runtime.state.records import Decision, Event, TransitionRecord, Turn
 from cgraph.runtime.state.snapshot import Snapshot
@@ -156,7 +157,7 @@ class Session:
                 "pass `graph=` to resume it"
             )
         spec = graph_of(graph if graph is not None else info.graph)
-        snapshot = Snapshot.from_dict(stored.snapshot)
+        snapshot = read_snapshot(stored.snapshot, lambda: stored.events)
         problem = _not_resumable(spec, info, snapshot)
         if problem:
             raise SessionError(f"session `{session_id}` {problem}")
@@ -297,9 +298,7 @@ class Session:
             raise
 
     def _built_turn(self, number: int) -> Turn:
-        events = self._engine.log.events
-        said = log.lasting_notes(e for e in events if e.turn < number)
-        return log.build_turn(self.id, number, self._engine.log.turn_events(number), said)
+        return log.build_turn(self.id, number, self._engine.log.turn_events(number))
 
     # ----- what the session shows ---------------------------------------------------------
 
@@ -369,13 +368,18 @@ class Session:
 
     @property
     def audit(self) -> list[TransitionRecord]:
-        """Every transition still in effect, oldest first (undone turns left out)."""
-        return log.audit(self._engine.log.events)
+        """Every transition still in effect, oldest first (undone turns left out; read from
+        the store)."""
+        return log.audit(log.effective(self.events()))
 
     @property
     def last_decisions(self) -> list[Decision]:
         """The choices made during the latest turn, by the model or the engine."""
-        return log.decisions(log.turn_events(self._engine.log.events, self.turn_number))
+        return log.decisions(self.turn_events())
+
+    def turn_events(self, number: int | None = None) -> list[Event]:
+        """The events of a turn still in effect (the latest by default)."""
+        return self._engine.log.turn_events(self.turn_number if number is None else number)
 
     @property
     def last_turn(self) -> Turn | None:
@@ -386,19 +390,23 @@ class Session:
         return self._built_turn(number)
 
     def turn_with_key(self, key: str) -> Turn | None:
-        """The turn still in effect whose message was sent with this `key`, if any."""
-        for event in self._engine.log.events:
-            if event.kind == "user_message" and event.data.get("key") == key:
-                return self._built_turn(event.turn)
-        return None
+        """The turn still in effect whose message was sent with this `key`, if any (the
+        store indexes keys: a lookup does not read the log)."""
+        found = self.store.turn_of_key(self.id, str(key))
+        if found is None:
+            return None
+        turn, seq = found
+        return log.build_turn(self.id, turn, self._engine.log.turn_events(turn, since=seq))
 
     def turns(self) -> list[Turn]:
         """Every turn still in effect (undone turns left out), oldest first."""
-        return [self._built_turn(n) for n in range(1, self.turn_number + 1)]
+        events = log.effective(self.events())
+        numbers = range(1, self.turn_number + 1)
+        return [log.build_turn(self.id, n, log.turn_events(events, n)) for n in numbers]
 
     def events(self) -> list[Event]:
         """The append-only event log, undone turns included (each undo is an event too)."""
-        return self.store.load(self.id).events
+        return self.store.events(self.id)
 
     def memories(self, query: str | None = None) -> list[Memory]:
         """What this session knows of its user: their memories (task-tier ones only this

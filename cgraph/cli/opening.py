@@ -204,9 +204,7 @@ class Opened:
 
 def permanent_failure(session: Session) -> str | None:
     """The error of the last turn's model call that failed for a lasting reason, if any."""
-    for event in reversed(session.events()):
-        if event.turn != session.turn_number:
-            return None
+    for event in reversed(session.turn_events()):
         if event.kind == "llm_error" and event.data.get("permanent"):
             return str(event.data.get("error", ""))
     return None

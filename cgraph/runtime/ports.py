@@ -254,7 +254,8 @@ class SessionInfo:
 
 @dataclass(slots=True)
 class StoredSession:
-    """What `SessionStore.load` returns: the session's summary, last snapshot and events."""
+    """What `SessionStore.load` returns: the session's summary, its last committed snapshot
+    and the events of its latest turn (every event from the snapshot's `turn_seq` on)."""
 
     info: SessionInfo
     snapshot: dict[str, Any]
@@ -263,7 +264,15 @@ class StoredSession:
 
 @runtime_checkable
 class SessionStore(Protocol):
-    """The checkpoint store behind sessions."""
+    """The checkpoint store behind sessions: an append-only event log, the last snapshot,
+    a checkpoint per turn, and the few lookups a running session needs without reading
+    the whole log (a turn's cost and a resume must not grow with the session).
+
+    Two derived lookups follow the log: a message event (`user_message`, `reply`) carries
+    its place in the transcript as `data["msg"]`, and a user message sent with an
+    idempotency key carries it as `data["key"]`. After an undo, a message's place is taken
+    again by the next message, so the latest event at a place is the message in effect.
+    """
 
     def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
         """Record a new session with its first snapshot and events."""
@@ -276,14 +285,32 @@ class SessionStore(Protocol):
         snapshot: dict[str, Any],
         *,
         checkpoint: int | None = None,
-        drop_checkpoints_after: int | None = None,
+        rewind_to: int | None = None,
     ) -> None:
         """One step, atomically: append `events`, replace the snapshot, and (at the end of a
-        turn) keep it as the checkpoint of turn `checkpoint`."""
+        turn) keep it as the checkpoint of turn `checkpoint`. `rewind_to` (an undo back to
+        the end of that turn): later turns' checkpoints and keys are dropped."""
         ...
 
     def load(self, session_id: str) -> StoredSession:
-        """The session's info, snapshot and whole event log; `SessionNotFound` if absent."""
+        """The session's info, last snapshot, and the events from the snapshot's `turn_seq`
+        on (its latest turn; all of them for a snapshot without one); `SessionNotFound`
+        if absent."""
+        ...
+
+    def events(self, session_id: str, *, after: int = -1, limit: int | None = None) -> list[Event]:
+        """The append-only log, in order: the events whose `seq` is above `after`, at most
+        `limit` of them (undone turns included: each undo is an event too)."""
+        ...
+
+    def message_events(self, session_id: str, start: int, end: int) -> list[Event]:
+        """The events of the transcript's messages from place `start` up to (not
+        including) `end`, as they stand after every undo."""
+        ...
+
+    def turn_of_key(self, session_id: str, key: str) -> tuple[int, int] | None:
+        """(turn, seq of its user message) of the turn in effect sent with idempotency
+        `key`, or None."""
         ...
 
     def checkpoint(self, session_id: str, turn: int) -> dict[str, Any] | None:
@@ -292,6 +319,11 @@ class SessionStore(Protocol):
 
     def sessions(self, user_id: str | None = None) -> list[SessionInfo]:
         """Stored sessions, most recently updated first."""
+        ...
+
+    def delete(self, session_id: str) -> bool:
+        """Remove a session: its events, checkpoints and snapshot (a user's right to be
+        forgotten); False when there was none."""
         ...
 
     def close(self) -> None:

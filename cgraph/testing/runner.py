@@ -247,10 +247,9 @@ def _type(session: Session, state: str) -> str | None:
 
 def _stored(session: Session) -> tuple[str, ...]:
     """The texts of the memories the latest turn stored."""
-    from cgraph.runtime.log.reading import stored, turn_events
+    from cgraph.runtime.log.reading import stored
 
-    events = turn_events(session.events(), session.turn_number)
-    return tuple(str(m.get("text", "")) for m in stored(events))
+    return tuple(str(m.get("text", "")) for m in stored(session.turn_events()))
 
 
 def _memory(tests: TestFile) -> MemoryStore:

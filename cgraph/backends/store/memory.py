@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from cgraph.backends.store.rows import dumps, last_at, summary_row
+from cgraph.backends.store.rows import dumps, in_effect, key_of, last_at, place, summary_row
 from cgraph.errors import SessionNotFound, StoreError
 from cgraph.runtime.ports import SessionInfo, StoredSession
 from cgraph.runtime.state.records import Event
@@ -20,6 +20,7 @@ class InMemorySessionStore:
         self._snapshots: dict[str, str] = {}
         self._events: dict[str, list[Event]] = {}
         self._checkpoints: dict[tuple[str, int], str] = {}
+        self._keys: dict[tuple[str, str], tuple[int, int]] = {}
         # The listing's summary (turn, state) is derived from the snapshot when asked for,
         # not rebuilt at every step's commit.
         self._updated: dict[str, float] = {}
@@ -29,7 +30,8 @@ class InMemorySessionStore:
             raise StoreError(f"session `{info.id}` already exists")
         self._info[info.id] = info
         self._updated[info.id] = info.created_at
-        self._events[info.id] = list(events)
+        self._events[info.id] = []
+        self._append(info.id, events)
         # Kept as text so a caller mutating its snapshot afterwards cannot change the store.
         self._snapshots[info.id] = dumps(snapshot)
         self._checkpoints[(info.id, 0)] = self._snapshots[info.id]
@@ -41,20 +43,25 @@ class InMemorySessionStore:
         snapshot: dict[str, Any],
         *,
         checkpoint: int | None = None,
-        drop_checkpoints_after: int | None = None,
+        rewind_to: int | None = None,
     ) -> None:
         self._require(session_id)
         log = self._events[session_id]
         if events and log and events[0].seq <= log[-1].seq:
             raise StoreError(f"event {events[0].seq} of `{session_id}` was already committed")
         text = dumps(snapshot)
-        log.extend(events)
+        if rewind_to is not None:
+            for turn_key in [k for k in self._checkpoints if k[0] == session_id]:
+                if turn_key[1] > rewind_to:
+                    del self._checkpoints[turn_key]
+            # The key of an undone turn may be sent again.
+            for key in [
+                k for k, v in self._keys.items() if k[0] == session_id and v[0] > rewind_to
+            ]:
+                del self._keys[key]
+        self._append(session_id, events)
         self._snapshots[session_id] = text
         self._updated[session_id] = last_at(events, self._updated[session_id])
-        if drop_checkpoints_after is not None:
-            for key in [k for k in self._checkpoints if k[0] == session_id]:
-                if key[1] > drop_checkpoints_after:
-                    del self._checkpoints[key]
         if checkpoint is not None:
             self._checkpoints[(session_id, checkpoint)] = text
 
@@ -62,7 +69,20 @@ class InMemorySessionStore:
         info = self._require(session_id)
         snapshot = json.loads(self._snapshots[session_id])
         info = summary_row(info, snapshot, self._updated[session_id])
-        return StoredSession(info, snapshot, list(self._events[session_id]))
+        since = int(snapshot.get("turn_seq", 0))
+        return StoredSession(info, snapshot, self.events(session_id, after=since - 1))
+
+    def events(self, session_id: str, *, after: int = -1, limit: int | None = None) -> list[Event]:
+        self._require(session_id)
+        found = [e for e in self._events[session_id] if e.seq > after]
+        return found if limit is None else found[:limit]
+
+    def message_events(self, session_id: str, start: int, end: int) -> list[Event]:
+        self._require(session_id)
+        return in_effect(((place(e), e) for e in self._events[session_id]), start, end)
+
+    def turn_of_key(self, session_id: str, key: str) -> tuple[int, int] | None:
+        return self._keys.get((session_id, str(key)))
 
     def checkpoint(self, session_id: str, turn: int) -> dict[str, Any] | None:
         text = self._checkpoints.get((session_id, turn))
@@ -76,8 +96,26 @@ class InMemorySessionStore:
         ]
         return sorted(found, key=lambda i: i.updated_at, reverse=True)
 
+    def delete(self, session_id: str) -> bool:
+        if self._info.pop(session_id, None) is None:
+            return False
+        for table in (self._snapshots, self._events, self._updated):
+            table.pop(session_id, None)
+        for checkpoint in [k for k in self._checkpoints if k[0] == session_id]:
+            del self._checkpoints[checkpoint]
+        for key in [k for k in self._keys if k[0] == session_id]:
+            del self._keys[key]
+        return True
+
     def close(self) -> None:
         return None
+
+    def _append(self, session_id: str, events: Sequence[Event]) -> None:
+        self._events[session_id].extend(events)
+        for event in events:
+            key = key_of(event)
+            if key is not None:
+                self._keys[(session_id, key)] = (event.turn, event.seq)
 
     def _require(self, session_id: str) -> SessionInfo:
         info = self._info.get(session_id)

@@ -1,14 +1,19 @@
-"""What every session store shares: a session's summary row and one JSON encoder."""
+"""What every session store shares: a session's summary row, the lookups a running session
+needs (a message's place, a turn's key), and one JSON encoder."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from cgraph.runtime.ports import SessionInfo
-from cgraph.runtime.state.records import Event
+from cgraph.runtime.state.records import Event, message_of
+
+SCHEMA_VERSION = 2
+"""The layout of a store's tables: 1 had no message places and no keys (a session read its
+whole log to find them); 2 indexes both."""
 
 
 def summary_row(info: SessionInfo, snapshot: dict[str, Any], at: float) -> SessionInfo:
@@ -26,6 +31,53 @@ def summary_row(info: SessionInfo, snapshot: dict[str, Any], at: float) -> Sessi
 
 def last_at(events: Sequence[Event], default: float) -> float:
     return events[-1].at if events else default
+
+
+def place(event: Event) -> int | None:
+    """A message event's place in the transcript (`data["msg"]`), else None."""
+    value = event.data.get("msg") if event.kind in ("user_message", "reply") else None
+    return value if isinstance(value, int) else None
+
+
+def key_of(event: Event) -> str | None:
+    """The idempotency key a user message was sent with, as text, else None."""
+    if event.kind != "user_message":
+        return None
+    key = event.data.get("key")
+    return None if key is None else str(key)
+
+
+def in_effect(placed: Iterable[tuple[int | None, Event]], start: int, end: int) -> list[Event]:
+    """The message events in effect at places `start` to `end` (excluded), from (place,
+    event) pairs in log order: after an undo a place is taken again, and the latest event
+    there holds."""
+    latest: dict[int, Event] = {}
+    for at, event in placed:
+        if at is not None and start <= at < end:
+            latest[at] = event
+    return [latest[at] for at in range(start, end) if at in latest]
+
+
+def replayed(events: Iterable[Event]) -> tuple[dict[int, int], dict[str, tuple[int, int]]]:
+    """For a log written before places and keys were recorded: seq → place of each message
+    event, and the keys in effect with (turn, seq). The log is replayed, and each undo
+    gives the places of the turns it took back again and frees their keys."""
+    found: dict[int, int] = {}
+    kept: list[int] = []  # the turn of each message in effect, by place
+    keys: dict[str, tuple[int, int]] = {}
+    for event in events:
+        if event.kind == "undo":
+            back = int(event.data.get("turn", event.turn))
+            kept = [turn for turn in kept if turn < back]
+            keys = {k: v for k, v in keys.items() if v[0] < back}
+            continue
+        if message_of(event) is not None:
+            found[event.seq] = len(kept)
+            kept.append(event.turn)
+        key = key_of(event)
+        if key is not None:
+            keys[key] = (event.turn, event.seq)
+    return found, keys
 
 
 ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)

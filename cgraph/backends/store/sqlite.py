@@ -17,7 +17,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from cgraph.backends.store.rows import dumps, last_at, summary_row
+from cgraph.backends.store.rows import (
+    SCHEMA_VERSION,
+    dumps,
+    in_effect,
+    key_of,
+    last_at,
+    place,
+    replayed,
+    summary_row,
+)
 from cgraph.errors import SessionNotFound, StoreError
 from cgraph.runtime.ports import SessionInfo, StoredSession
 from cgraph.runtime.state.records import Event
@@ -33,10 +42,19 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE INDEX IF NOT EXISTS sessions_user ON sessions(user_id);
 CREATE TABLE IF NOT EXISTS events (
     session TEXT NOT NULL, seq INTEGER NOT NULL, turn INTEGER NOT NULL, kind TEXT NOT NULL,
-    at REAL NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session, seq)) WITHOUT ROWID;
+    at REAL NOT NULL, data TEXT NOT NULL, msg INTEGER,
+    PRIMARY KEY (session, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoints (
     session TEXT NOT NULL, turn INTEGER NOT NULL, snapshot TEXT NOT NULL,
     PRIMARY KEY (session, turn)) WITHOUT ROWID;
+"""
+# Version 2: a message event's place in the transcript, and the keys of the turns in effect,
+# so a session reads the window of its conversation and finds a key without its whole log.
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS events_msg ON events(session, msg) WHERE msg IS NOT NULL;
+CREATE TABLE IF NOT EXISTS keys (
+    session TEXT NOT NULL, key TEXT NOT NULL, turn INTEGER NOT NULL, seq INTEGER NOT NULL,
+    PRIMARY KEY (session, key)) WITHOUT ROWID;
 """
 
 
@@ -58,13 +76,27 @@ class SQLiteStore:
             raise StoreError(
                 f"cannot create the session store folder {self.path.parent}: {err.strerror or err}"
             ) from err
+        self._synchronous = synchronous
+        self._open: sqlite3.Connection | None = None
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={synchronous}")
-            self._db.executescript(_SCHEMA)
+            with self._transaction() as db:
+                _migrate(db, self.path)
         except sqlite3.Error as err:
             raise StoreError(f"cannot open session store {self.path}: {err}") from err
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The connection; a closed store opens it again when it is used (a session's
+        history can still be read after the session closed)."""
+        if self._open is None:
+            try:
+                db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(f"PRAGMA synchronous={self._synchronous}")
+            except sqlite3.Error as err:
+                raise StoreError(f"cannot open session store {self.path}: {err}") from err
+            self._open = db
+        return self._open
 
     def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
         text = dumps(snapshot)
@@ -87,7 +119,7 @@ class SQLiteStore:
         snapshot: dict[str, Any],
         *,
         checkpoint: int | None = None,
-        drop_checkpoints_after: int | None = None,
+        rewind_to: int | None = None,
     ) -> None:
         text = dumps(snapshot)
         with self._transaction() as db:
@@ -98,12 +130,12 @@ class SQLiteStore:
             ).rowcount
             if not changed:
                 raise SessionNotFound(f"no session `{session_id}` in {self.path}")
+            if rewind_to is not None:
+                for table in ("checkpoints", "keys"):
+                    db.execute(
+                        f"DELETE FROM {table} WHERE session=? AND turn>?", (session_id, rewind_to)
+                    )
             self._append(db, session_id, events)
-            if drop_checkpoints_after is not None:
-                db.execute(
-                    "DELETE FROM checkpoints WHERE session=? AND turn>?",
-                    (session_id, drop_checkpoints_after),
-                )
             if checkpoint is not None:
                 db.execute(
                     "INSERT OR REPLACE INTO checkpoints VALUES (?,?,?)",
@@ -115,13 +147,50 @@ class SQLiteStore:
             row = self._db.execute("SELECT * FROM sessions WHERE id=?", (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(f"no session `{session_id}` in {self.path}")
+            snapshot = json.loads(row[7])
             rows = self._db.execute(
-                "SELECT seq, turn, kind, at, data FROM events WHERE session=? ORDER BY seq",
-                (session_id,),
+                f"{_EVENTS} WHERE session=? AND seq>=? ORDER BY seq",
+                (session_id, int(snapshot.get("turn_seq", 0))),
             ).fetchall()
-        snapshot = json.loads(row[7])
         events = [_event(session_id, r) for r in rows]
         return StoredSession(_info(row, snapshot), snapshot, events)
+
+    def events(self, session_id: str, *, after: int = -1, limit: int | None = None) -> list[Event]:
+        with self._lock:
+            self._require(session_id)
+            rows = self._db.execute(
+                f"{_EVENTS} WHERE session=? AND seq>? ORDER BY seq LIMIT ?",
+                (session_id, after, -1 if limit is None else limit),
+            ).fetchall()
+        return [_event(session_id, r) for r in rows]
+
+    def message_events(self, session_id: str, start: int, end: int) -> list[Event]:
+        with self._lock:
+            self._require(session_id)
+            rows = self._db.execute(
+                "SELECT seq, turn, kind, at, data, msg FROM events"
+                " WHERE session=? AND msg>=? AND msg<? ORDER BY seq",
+                (session_id, start, end),
+            ).fetchall()
+        return in_effect(((r[5], _event(session_id, r[:5])) for r in rows), start, end)
+
+    def turn_of_key(self, session_id: str, key: str) -> tuple[int, int] | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT turn, seq FROM keys WHERE session=? AND key=?", (session_id, str(key))
+            ).fetchone()
+        return (int(row[0]), int(row[1])) if row else None
+
+    def delete(self, session_id: str) -> bool:
+        with self._transaction() as db:
+            for table in ("events", "checkpoints", "keys"):
+                db.execute(f"DELETE FROM {table} WHERE session=?", (session_id,))
+            return bool(db.execute("DELETE FROM sessions WHERE id=?", (session_id,)).rowcount)
+
+    def _require(self, session_id: str) -> None:
+        found = self._db.execute("SELECT 1 FROM sessions WHERE id=?", (session_id,)).fetchone()
+        if found is None:
+            raise SessionNotFound(f"no session `{session_id}` in {self.path}")
 
     def checkpoint(self, session_id: str, turn: int) -> dict[str, Any] | None:
         with self._lock:
@@ -141,16 +210,24 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._open is not None:
+                self._open.close()
+                self._open = None
 
     def _append(self, db: sqlite3.Connection, session_id: str, events: Sequence[Event]) -> None:
         try:
             db.executemany(
-                "INSERT INTO events VALUES (?,?,?,?,?,?)",
-                [(session_id, e.seq, e.turn, e.kind, e.at, dumps(e.data)) for e in events],
+                "INSERT INTO events VALUES (?,?,?,?,?,?,?)",
+                [
+                    (session_id, e.seq, e.turn, e.kind, e.at, dumps(e.data), place(e))
+                    for e in events
+                ],
             )
         except sqlite3.IntegrityError as err:
             raise StoreError(f"an event of `{session_id}` was already committed") from err
+        keyed = [(session_id, k, e.turn, e.seq) for e in events if (k := key_of(e)) is not None]
+        if keyed:
+            db.executemany("INSERT OR REPLACE INTO keys VALUES (?,?,?,?)", keyed)
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db, self._lock, self.path)
@@ -181,6 +258,41 @@ class _Transaction:
             raise StoreError(f"cannot write to {self.path}: {err}") from err
         finally:
             self.lock.release()
+
+
+_EVENTS = "SELECT seq, turn, kind, at, data FROM events"
+
+
+def _migrate(db: sqlite3.Connection, path: Path) -> None:
+    """Create the tables, or bring a store written by an earlier cgraph to this version;
+    refuse one written by a later cgraph (its layout may mean something else)."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"session store {path} has layout version {version}, newer than this cgraph's "
+            f"{SCHEMA_VERSION}: upgrade cgraph to open it"
+        )
+    older = db.execute("SELECT 1 FROM sqlite_master WHERE name='events'").fetchone() is not None
+    older = older and version < SCHEMA_VERSION
+    if older and "msg" not in {row[1] for row in db.execute("PRAGMA table_info(events)")}:
+        db.execute("ALTER TABLE events ADD COLUMN msg INTEGER")
+    # One statement at a time: `executescript` would commit the migration's transaction.
+    for statement in (_SCHEMA + _INDEXES).split(";"):
+        if statement.strip():
+            db.execute(statement)
+    if older:
+        for (session,) in db.execute("SELECT id FROM sessions").fetchall():
+            rows = db.execute(f"{_EVENTS} WHERE session=? ORDER BY seq", (session,)).fetchall()
+            found, keys = replayed(_event(session, r) for r in rows)
+            db.executemany(
+                "UPDATE events SET msg=? WHERE session=? AND seq=?",
+                [(at, session, seq) for seq, at in found.items()],
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO keys VALUES (?,?,?,?)",
+                [(session, key, turn, seq) for key, (turn, seq) in keys.items()],
+            )
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 
 def _event(session_id: str, row: tuple[Any, ...]) -> Event:

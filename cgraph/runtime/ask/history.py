@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import LLMError
-from cgraph.runtime.ask.prompts import estimate_tokens
+from cgraph.runtime.log.transcript import estimate_tokens
 from cgraph.runtime.ports import ChatModel, LLMRequest
 from cgraph.runtime.state.outcomes import Effects, Emit
 

@@ -31,8 +31,6 @@ from cgraph.spec.sandbox import BoundedSandbox
 from cgraph.spec.templating import render_template
 
 TEMPLATES = Path(__file__).parent / "templates"
-CHARS_PER_TOKEN = 4
-MESSAGE_OVERHEAD = 4  # role and separators, in tokens
 # Kinds that share a template: a graph state choosing its exit asks like a decision.
 TEMPLATE_OF = {"graph": "decision"}
 
@@ -43,42 +41,6 @@ SUMMARY_HEADING = "Summary of the conversation before the messages below:"
 def summary_message(text: str) -> dict[str, str]:
     """The running summary of older messages, as the message ahead of the history window."""
     return {"role": "system", "content": f"{SUMMARY_HEADING}\n{text}"}
-
-
-def estimate_tokens(text: str) -> int:
-    """A cheap token estimate (~4 characters per token, as for English with GPT tokenizers);
-    exact counts would need the provider's tokenizer and are not worth the cost here."""
-    return len(text) // CHARS_PER_TOKEN + MESSAGE_OVERHEAD
-
-
-def history_start(
-    messages: Sequence[Mapping[str, str]],
-    start: int,
-    budget: int,
-    sizes: Sequence[int] | None = None,
-) -> int:
-    """Where the history window begins, moved forward only when the budget is exceeded.
-
-    The oldest whole turns are *dropped* (not summarised). When the window overflows it is
-    cut back to three quarters of the budget, at a user message, so the same prefix is
-    then reused for several turns — a window that slid by one message every call would
-    change the prompt's prefix every call and defeat prompt caching. The newest message is
-    always kept, even if it alone exceeds the budget. `sizes` are the messages' token
-    estimates, if the caller keeps them.
-    """
-    start = min(max(start, 0), max(len(messages) - 1, 0))
-    if sizes is None:
-        sizes = [estimate_tokens(m["content"]) for m in messages]
-    total = sum(sizes[start:])
-    if total <= budget:
-        return start
-    target = budget * 3 // 4
-    index = start
-    last = len(messages) - 1
-    while index < last and (total > target or messages[index]["role"] != "user"):
-        total -= sizes[index]
-        index += 1
-    return index
 
 
 @cache

@@ -15,11 +15,10 @@ from typing import Any, NamedTuple
 from cgraph.runtime.ask.answers import answer_schema
 from cgraph.runtime.ask.prompts import (
     SYSTEM_CACHE_SIZE,
-    estimate_tokens,
-    history_start,
     render_messages,
     summary_message,
 )
+from cgraph.runtime.log.transcript import Transcript
 from cgraph.runtime.ports import ExitOption, LLMRequest, RequestKind, exit_ids
 from cgraph.runtime.routes.failures import rendered
 from cgraph.runtime.routes.graphs import topology_text
@@ -100,11 +99,16 @@ class Prompter:
     """Builds requests for one session; see the module docstring."""
 
     def __init__(
-        self, root: Graph, transcript: Messages, marks: HistoryMarks | None = None
+        self,
+        root: Graph,
+        transcript: Transcript | list[dict[str, str]],
+        marks: HistoryMarks | None = None,
     ) -> None:
         self.root = root
+        if not isinstance(transcript, Transcript):  # a conversation given whole (tests)
+            transcript = Transcript.whole(transcript)
         self.transcript = transcript
-        """The event log's transcript (the same list: it grows as the log does)."""
+        """The event log's transcript (the same object: it grows as the log does)."""
         self.marks = marks or HistoryMarks()
         """Where the window starts and the running summary (saved in every snapshot)."""
         self.cache: dict[Hashable, str] = {}
@@ -112,21 +116,20 @@ class Prompter:
         self._topologies: dict[int, str] = {}
         self._texts: dict[tuple[str, str], tuple[AnyState | None, Static | None]] = {}
         """By kind and state: the state, and its texts if they hold no template."""
-        self._sizes: list[int] = []
 
-    def restart(self, marks: HistoryMarks) -> None:
-        """The transcript was rewritten (an undo): forget what was measured of it."""
-        self.marks, self._sizes = marks, []
+    def restart(self, marks: HistoryMarks, transcript: Transcript | None = None) -> None:
+        """The transcript was rewritten (an undo): read it again, as it stands."""
+        self.marks = marks
+        if transcript is not None:
+            self.transcript = transcript
+        self.transcript.measure_again()
 
     def window_start(self) -> int:
-        """Where the history window begins now (`cgraph.runtime.ask.prompts.history_start`),
-        never before a context reset."""
-        sizes = self._sizes
-        for message in self.transcript[len(sizes) :]:
-            sizes.append(estimate_tokens(message["content"]))
+        """Where the history window begins now (`Transcript.window_start`), never before a
+        context reset."""
         marks = self.marks
         first = max(marks.history_start, marks.context_start)
-        start = history_start(self.transcript, first, self.root.limits.history_budget(), sizes)
+        start = self.transcript.window_start(first, self.root.limits.history_budget())
         return max(start, marks.context_start)
 
     def history(self) -> tuple[Messages, int]:

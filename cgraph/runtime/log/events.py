@@ -1,9 +1,11 @@
 """The session's event log as a running session holds it: emit, record, commit, transcript.
 
 Events are emitted into a buffer and written with the snapshot in one transaction by
-`commit`. The log held here is the *effective* one (`log_view.effective`: undone turns
-left out), and the transcript is derived from it by one rule (`log_view.message_of`),
-kept in step as events are emitted and recomputed only when an undo rewrites the log.
+`commit`. A running session holds only what a turn reads: the events of its latest turn
+(as they stand after undos, `reading.effective`) and the transcript from the history
+window on (`Transcript`); the rest stays in the store, so a turn costs the same at turn
+10,000 as at turn 10. The transcript follows the log by one rule (`records.message_of`):
+each message event carries its place in it (`msg`), which the store indexes.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cgraph.errors import SessionError
-from cgraph.runtime.log import reading as log_view
+from cgraph.runtime.log import reading
+from cgraph.runtime.log.transcript import Transcript
 from cgraph.runtime.ports import SessionStore
 from cgraph.runtime.state.outcomes import Effects, apply_effects
-from cgraph.runtime.state.records import Event, EventKind, trusted_event
+from cgraph.runtime.state.records import Event, EventKind, message_of, trusted_event
 from cgraph.runtime.state.snapshot import Snapshot, here
+
+PAGE = 200
+"""Events read back at a time when a session reads an earlier turn."""
 
 
 class EventLog:
@@ -28,28 +34,42 @@ class EventLog:
         session_id: str,
         clock: Callable[[], float],
         events: list[Event],
-        seq: int,
+        snapshot: Snapshot,
     ) -> None:
         self.store, self.session_id, self.clock = store, session_id, clock
-        self.events = log_view.effective(events)
-        self.transcript = log_view.transcript(self.events)
-        """Chat messages, in order; the list is only ever changed in place."""
-        self.seq = seq
+        self.events = reading.effective(events)
+        """The latest turn's events (from the snapshot's `turn_seq` on), undos folded."""
+        self.seq = max(snapshot.seq, self.events[-1].seq + 1 if self.events else 0)
         """The next event's sequence number (never rolled back, also not by undo)."""
+        self.transcript = self._transcript(snapshot)
         self._buffer: list[Event] = []
         self._turn, self._tool_calls = -1, 0
         self._memories: list[Mapping[str, Any]] = []
         self._fold_turn()
 
+    def _transcript(self, snapshot: Snapshot) -> Transcript:
+        """The conversation from the window's start on (older messages read back if asked)."""
+        first = min(snapshot.history_start, snapshot.context_start, snapshot.messages)
+        held = self._messages(first, snapshot.messages)
+        return Transcript(self._messages, held, first)
+
+    def _messages(self, start: int, end: int) -> list[dict[str, str]]:
+        found = self.store.message_events(self.session_id, start, end)
+        return [m for m in map(message_of, found) if m is not None]
+
     def emit(self, kind: EventKind, turn: int, data: Mapping[str, Any]) -> Event:
-        event = trusted_event(self.seq, self.session_id, turn, kind, self.clock(), dict(data))
+        values = dict(data)
+        event = trusted_event(self.seq, self.session_id, turn, kind, self.clock(), values)
+        message = message_of(event)
+        if message is not None:
+            values["msg"] = len(self.transcript)  # its place: what the store indexes
+            self.transcript.append(message)
         self.seq += 1
         self._buffer.append(event)
+        if turn > self._turn:  # a new turn: the earlier one's events stay in the store
+            self.events = []
         self.events.append(event)
         self._count(event)
-        message = log_view.message_of(event)
-        if message is not None:
-            self.transcript.append(message)
         return event
 
     def record(self, snap: Snapshot, effects: Effects) -> None:
@@ -64,32 +84,36 @@ class EventLog:
         snapshot: Snapshot,
         *,
         checkpoint: int | None = None,
-        drop_checkpoints_after: int | None = None,
+        rewind_to: int | None = None,
     ) -> None:
         """Write the buffered events and the snapshot, in one transaction."""
-        snapshot.seq = self.seq
+        snapshot.seq, snapshot.messages = self.seq, len(self.transcript)
         self.store.commit(
             self.session_id,
             self._buffer,
             snapshot.to_dict(),
             checkpoint=checkpoint,
-            drop_checkpoints_after=drop_checkpoints_after,
+            rewind_to=rewind_to,
         )
         self._buffer = []
+        # What the window no longer shows is let go (the store still holds it).
+        self.transcript.forget_before(min(snapshot.history_start, snapshot.context_start))
 
-    def checkpoint_before(self, turn: int) -> Snapshot:
+    def checkpoint_before(self, turn: int) -> dict[str, Any]:
         """The snapshot committed at the end of the turn before `turn` (what undo restores)."""
         saved = self.store.checkpoint(self.session_id, turn - 1)
         if saved is None:
             session = self.session_id
             raise SessionError(f"no checkpoint before turn {turn} of session `{session}`")
-        return Snapshot.from_dict(saved)
+        return saved
 
-    def undo(self, turn: int, *, cancelled: bool) -> None:
-        """Append the `undo` of `turn` and fold it: that turn and later ones leave the log."""
+    def undo(self, turn: int, restored: Snapshot, *, cancelled: bool) -> None:
+        """Append the `undo` of `turn`: that turn and later ones leave the log in effect,
+        which is read back as it stood at the end of the turn before (`restored`)."""
         self.emit("undo", turn - 1, {"turn": turn, "cancelled": cancelled})
-        self.events[:] = log_view.effective(self.events)
-        self.transcript[:] = log_view.transcript(self.events)
+        since = self.store.events(self.session_id, after=restored.turn_seq - 1)
+        self.events = reading.effective([*since, *self._buffer])
+        self.transcript = self._transcript(restored)
         self._fold_turn()
 
     def turn_so_far(self, turn: int) -> tuple[tuple[Mapping[str, Any], ...], int]:
@@ -108,9 +132,13 @@ class EventLog:
             start -= 1
         for event in self.events[start:]:
             self._count(event)
+        if self.events:
+            self._turn = max(self._turn, max(e.turn for e in self.events))
 
     def _count(self, event: Event) -> None:
         if event.turn != self._turn:
+            if event.turn < self._turn:  # an undo's own event: it belongs to no new turn
+                return
             self._turn, self._memories, self._tool_calls = event.turn, [], 0
         if event.kind == "recall":
             self._memories.extend(event.data.get("memories", []))
@@ -119,5 +147,22 @@ class EventLog:
             data = event.data
             self._tool_calls += data.get("by") == "model" and data.get("status") != "started"
 
-    def turn_events(self, number: int) -> list[Event]:
-        return log_view.turn_events(self.events, number)
+    def turn_events(self, number: int, *, since: int | None = None) -> list[Event]:
+        """The events of turn `number`: the latest turn's are held, an earlier one's read
+        back (from `since`, the seq of its user message, when it is known)."""
+        held = reading.turn_events(self.events, number)
+        if held or number >= self._turn:
+            return held
+        if since is None:
+            return reading.turn_events(
+                reading.effective(self.store.events(self.session_id)), number
+            )
+        found: list[Event] = []
+        after = since - 1
+        while True:  # the turn's events follow its message; read them a page at a time
+            page = self.store.events(self.session_id, after=after, limit=PAGE)
+            found += [e for e in page if e.turn == number and e.kind != "undo"]
+            ended = any(e.turn > number and e.kind == "user_message" for e in page)
+            if ended or len(page) < PAGE:
+                return found
+            after = page[-1].seq

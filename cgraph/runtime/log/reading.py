@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from cgraph.runtime.state.records import Decision, Event, RecalledMemory, TransitionRecord, Turn
+from cgraph.runtime.state.records import (
+    Decision,
+    Event,
+    RecalledMemory,
+    TransitionRecord,
+    Turn,
+    message_of,
+)
 from cgraph.spec.names import END, START
 
 
@@ -24,15 +31,6 @@ def effective(events: Iterable[Event]) -> list[Event]:
             kept = [e for e in kept if e.turn < turn]
         kept.append(event)
     return kept
-
-
-def message_of(event: Event) -> dict[str, str] | None:
-    """The chat message an event adds to the transcript: a user message or a reply."""
-    if event.kind == "user_message" and not event.data.get("opening"):
-        return {"role": "user", "content": str(event.data.get("text", ""))}
-    if event.kind == "reply" and event.data.get("text"):
-        return {"role": "assistant", "content": str(event.data["text"])}
-    return None
 
 
 def transcript(events: Iterable[Event]) -> list[dict[str, str]]:
@@ -89,11 +87,9 @@ def turn_events(events: Sequence[Event], number: int) -> list[Event]:
     return [e for e in events[start:] if e.turn == number and e.kind != "undo"]
 
 
-def build_turn(
-    session_id: str, number: int, events: Sequence[Event], said: frozenset[str] = frozenset()
-) -> Turn:
-    """The `Turn` a user saw, rebuilt from that turn's events; `said` holds lasting notes
-    (`lasting_notes`) an earlier turn gave, left out of its warnings."""
+def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
+    """The `Turn` a user saw, rebuilt from that turn's events (a lasting note an earlier
+    turn gave, marked `repeated`, is left out of its warnings)."""
     begin = _first(events, "user_message")
     end = _first(events, "turn_completed")
     reply = _last(events, "reply")
@@ -115,7 +111,7 @@ def build_turn(
         memory_calls=sum(int(e.data.get("calls", 0)) for e in events if is_extraction(e)),
         fallback=bool(reply.get("fallback", False)),
         warnings=tuple(
-            dict.fromkeys(_warning(e) for e in events if _failed(e) and not _said(e, said))
+            dict.fromkeys(_warning(e) for e in events if _failed(e) and not e.data.get("repeated"))
         ),
         tool_calls=tuple(_tool_call(e.data) for e in events if _model_call(e)),
         metadata=tuple(reply.get("metadata", ())),
@@ -123,20 +119,6 @@ def build_turn(
 
 
 _FAILURES = ("memory_error", "llm_error", "llm_notice", "tool_call")
-
-
-def lasting_notes(events: Iterable[Event]) -> frozenset[str]:
-    """What the log says of a model that calls no tools (a skipped call): true for the
-    whole session, so a turn's warnings say each once, in the turn that first gave it."""
-    return frozenset(_warning(e) for e in events if _skipped(e))
-
-
-def _skipped(event: Event) -> bool:
-    return event.kind == "tool_call" and event.data.get("status") == "skipped"
-
-
-def _said(event: Event, said: frozenset[str]) -> bool:
-    return _skipped(event) and _warning(event) in said
 
 
 def _failed(event: Event) -> bool:

@@ -132,9 +132,14 @@ def _recall_data(
 
 
 def this_turn(transcript: Sequence[dict[str, str]]) -> list[dict[str, str]]:
-    """The messages of the newest turn: the user's message and the replies after it."""
-    start = max((i for i, m in enumerate(transcript) if m["role"] == "user"), default=0)
-    return list(transcript[start:])
+    """The messages of the newest turn: the user's message and the replies after it (read
+    from the end: a long conversation's earlier messages are not read)."""
+    found: list[dict[str, str]] = []
+    for message in reversed(transcript):
+        found.append(message)
+        if message["role"] == "user":
+            break
+    return found[::-1]
 
 
 @dataclass(frozen=True, slots=True)

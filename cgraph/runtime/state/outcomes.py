@@ -64,7 +64,7 @@ def apply_effects(snap: Snapshot, effects: Effects, here: str) -> Iterator[Emit]
     """Apply a step's effects to the snapshot, in order; yields what the log records."""
     for effect in effects:
         if isinstance(effect, Emit):
-            yield effect
+            yield _noted(snap, effect)
         elif isinstance(effect, SetVariables):
             snap.set_variables(dict(effect.values))
             yield Emit("variables", {"state": here, "values": dict(effect.values)})
@@ -81,6 +81,18 @@ def apply_effects(snap: Snapshot, effects: Effects, here: str) -> Iterator[Emit]
             snap.mark_user_facing()
         elif isinstance(effect, Say):
             snap.said = [*snap.said, effect.text]
+
+
+def _noted(snap: Snapshot, effect: Emit) -> Emit:
+    """A lasting note (a model that calls no tools, said at a skipped call) is a turn's
+    warning once a session: given again, it is marked `repeated`."""
+    if effect.kind != "tool_call" or effect.data.get("status") != "skipped":
+        return effect
+    note = str(effect.data.get("error", ""))
+    if note in snap.noted:
+        return Emit(effect.kind, {**effect.data, "repeated": True})
+    snap.noted = [*snap.noted, note]
+    return effect
 
 
 def decided(decision: Decision) -> Emit:

@@ -184,3 +184,12 @@ def trusted_event(
 ) -> Event:
     """An event from trusted values (`trusted`)."""
     return trusted(Event, seq=seq, session=session, turn=turn, kind=kind, at=at, data=data)
+
+
+def message_of(event: Event) -> dict[str, str] | None:
+    """The chat message an event adds to the transcript: a user message or a reply."""
+    if event.kind == "user_message" and not event.data.get("opening"):
+        return {"role": "user", "content": str(event.data.get("text", ""))}
+    if event.kind == "reply" and event.data.get("text"):
+        return {"role": "assistant", "content": str(event.data["text"])}
+    return None

@@ -15,6 +15,8 @@ from typing import Any
 from cgraph.spec.names import qualify
 
 MAX_NOTES = 20  # older reflection notes stay in the event log, not in prompts
+SNAPSHOT_VERSION = 2
+"""1: no version; the whole log was read to find the transcript and the notes given."""
 
 
 @dataclass(slots=True)
@@ -80,6 +82,15 @@ class Snapshot:
     """Lines silent states said this turn (`say:`), put before the turn's reply."""
     limited: str | None = None
     """The guard whose `on_limit` route was taken this turn (a second guard stops the turn)."""
+    turn_seq: int = 0
+    """The `seq` of the latest turn's first event: a session loads its log from there on."""
+    messages: int = 0
+    """How many messages the transcript holds (the events hold them; the store indexes
+    each by its place)."""
+    noted: list[str] = field(default_factory=list)
+    """Lasting notes the session has given (a model that calls no tools): each is a turn's
+    warning once, and later events of it are marked `repeated`."""
+    version: int = SNAPSHOT_VERSION
 
     @property
     def frame(self) -> Frame:
@@ -111,6 +122,10 @@ class Snapshot:
             "turns_here": self.turns_here,
             "said": list(self.said),
             "limited": self.limited,
+            "turn_seq": self.turn_seq,
+            "messages": self.messages,
+            "noted": list(self.noted),
+            "version": self.version,
         }
 
     def dumps(self) -> str:
@@ -122,8 +137,6 @@ class Snapshot:
         values["stack"] = [Frame(**f) for f in data["stack"]]
         last = data.get("last_action")
         values["last_action"] = [Frame(**f) for f in last] if last else None
-        if isinstance(values.get("limited"), bool):  # stored when it was a flag, unnamed
-            values["limited"] = None
         return cls(**values)
 
     @classmethod

@@ -21,6 +21,7 @@ from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.entering import choose_start
 from cgraph.runtime.log import reading as log_view
 from cgraph.runtime.log.events import EventLog
+from cgraph.runtime.log.snapshots import read_snapshot
 from cgraph.runtime.memory import extraction
 from cgraph.runtime.memory.gateway import MemoryGateway
 from cgraph.runtime.routes.failures import StepRenderFailed, failed_step
@@ -41,7 +42,7 @@ class Engine:
     def __init__(self, deps: Dependencies, snapshot: Snapshot, events: list[Event]) -> None:
         self.deps, self.snap = deps, snapshot
         self.graphs = Graphs(deps.graph)
-        self.log = EventLog(deps.store, deps.session_id, deps.clock, events, snapshot.seq)
+        self.log = EventLog(deps.store, deps.session_id, deps.clock, events, snapshot)
         self.prompter = Prompter(deps.graph, self.log.transcript, snapshot.history_marks())
         self.memory = MemoryGateway(
             deps.memory, deps.graph.memory, user_id=deps.user_id, session_id=deps.session_id
@@ -51,7 +52,7 @@ class Engine:
     def load(cls, deps: Dependencies) -> Engine:
         """The engine at the session's last committed step."""
         stored = deps.store.load(deps.session_id)
-        return cls(deps, Snapshot.from_dict(stored.snapshot), stored.events)
+        return cls(deps, read_snapshot(stored.snapshot, lambda: stored.events), stored.events)
 
     def qualified(self) -> str:
         return here(self.snap)
@@ -73,7 +74,7 @@ class Engine:
             said["key"] = key
         if opening:
             said["opening"] = True
-        self.log.emit("user_message", self.snap.turn, said)
+        self.snap.turn_seq = self.log.emit("user_message", self.snap.turn, said).seq
         self._commit()
 
     def run(self) -> None:
@@ -158,14 +159,15 @@ class Engine:
     def rewind(self, number: int, *, cancelled: bool) -> None:
         """Take back turn `number` (the latest): back to the checkpoint before it, and
         (an undo, not a cancel) forget the memories it stored."""
-        saved = self.log.checkpoint_before(number)
+        store, sid = self.deps.store, self.deps.session_id
+        saved = read_snapshot(self.log.checkpoint_before(number), lambda: store.events(sid))
         if not cancelled:
             ids = [m["id"] for m in log_view.stored(self.log.turn_events(number))]
             self.log.record(self.snap, self.memory.forget(ids))
         self.snap = saved
-        self.log.undo(number, cancelled=cancelled)
-        self.prompter.restart(self.snap.history_marks())
-        self._commit(drop_checkpoints_after=number - 1)
+        self.log.undo(number, saved, cancelled=cancelled)
+        self.prompter.restart(self.snap.history_marks(), self.log.transcript)
+        self._commit(rewind_to=number - 1)
 
     def _commit(self, **where: int) -> None:
         self.snap.keep_history_marks(self.prompter.marks)

@@ -9,7 +9,8 @@ import pytest
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.errors import RenderError
 from cgraph.runtime.ask import prompts
-from cgraph.runtime.ask.prompts import estimate_tokens, history_start, render_messages
+from cgraph.runtime.ask.prompts import render_messages
+from cgraph.runtime.log.transcript import estimate_tokens, history_start
 from cgraph.session import Session
 from tests.conftest import GRAPHS
 from tests.unit.runtime._runtime import go, stay

@@ -54,7 +54,7 @@ def test_create_commit_load_and_checkpoints(tmp_path: Path, kind: str) -> None:
         "s",
         [event(3)],
         {"stack": [{"graph": "", "state": "a"}], "turn": 0},
-        drop_checkpoints_after=0,
+        rewind_to=0,
     )
     assert store.checkpoint("s", 1) is None
     with pytest.raises(StoreError):

@@ -27,10 +27,14 @@ from bench.semantic_cases import (
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.runtime.ports import LLMRequest
 
-SETS = [LABELS, DEV, DEV2, DEV3, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4]
+HELDOUT5 = HELDOUT4.parent.parent / "heldout5" / "heldout_labels.yaml"
+"""A fifth held-out set in six more domains, written blind (issue 24): report it, never fit it."""
+SETS = [LABELS, DEV, DEV2, DEV3, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5]
 GLOBAL_TARGETS = {"emergency_line", "staff_handoff"}
 GLOBAL_TARGETS_3 = {"emergency_help", "human_handoff", "danger_line"}
 GLOBAL_TARGETS_4 = {"scam_warning", "hazard_waste", "emergency_care"}
+GLOBAL_TARGETS_5 = {"food_safety", "vulnerable_support", "injury_help", "vet_now"}
+GLOBAL_TARGETS_5 |= {"safeguarding", "pcn_team"}
 GLOBAL_TARGETS_DEV3 = {"roadside_help", "librarian_handoff", "cancel_move"}
 
 
@@ -125,7 +129,7 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9']+", text.lower()))
 
 
-@pytest.mark.parametrize("path", [HELDOUT4, DEV3], ids=["heldout4", "dev3"])
+@pytest.mark.parametrize("path", [HELDOUT4, HELDOUT5, DEV3], ids=["heldout4", "heldout5", "dev3"])
 def test_a_set_written_blind_copies_no_example(path: Path) -> None:
     # A message sharing more than half its words with an example of its graph is a copy;
     # bare one-word answers ("no", "nope") are what people type, not copies.
@@ -146,6 +150,46 @@ def test_a_set_written_blind_copies_no_example(path: Path) -> None:
 def test_the_fourth_held_out_set_offers_its_global_exits_first() -> None:
     taking = [c for c in load_cases(HELDOUT4) if c.expect in GLOBAL_TARGETS_4]
     assert len(taking) == 14 and {c.expect for c in taking} == GLOBAL_TARGETS_4
+    assert all(_request(c).options[0].anywhere for c in taking)
+
+
+HELDOUT5_GRAPHS = {
+    "grocery_order.yaml",
+    "mortgage_hardship.yaml",
+    "ski_rental.yaml",
+    "pet_claim.yaml",
+    "school_admissions.yaml",
+    "parking_permits.yaml",
+}
+KINDS_5 = {"opening", "negated", "hedge", "offtopic", "question", "plain", "paraphrase", "multi"}
+KINDS_5 |= {"decision", "correction", "not_leaving"}
+
+
+def test_the_fifth_held_out_set_has_the_kinds_it_promises() -> None:
+    cases = load_cases(HELDOUT5)
+    kinds = [c.label for c in cases]
+    minimum = {"opening": 30, "negated": 60, "multi": 20, "correction": 30, "not_leaving": 25}
+    assert len(cases) >= 300 and {c.graph for c in cases} == HELDOUT5_GRAPHS
+    assert set(kinds) <= KINDS_5 and all(kinds.count(kind) >= n for kind, n in minimum.items())
+    per_graph = [sum(c.graph == g for c in cases) for g in HELDOUT5_GRAPHS]
+    assert all(50 <= n <= 60 for n in per_graph)
+    assert all(c.expect == "stay" for c in cases if c.label in ("hedge", "offtopic", "question"))
+
+
+def test_the_fifth_held_out_set_sits_where_its_kinds_say() -> None:
+    cases = load_cases(HELDOUT5)
+    opening = [c for c in cases if c.opening]
+    assert all(not c.before and graph_of(c).start == c.state for c in opening)
+    assert all(c.before for c in cases if not c.opening)
+    decided = {
+        c.label == "decision" for c in cases if graph_of(c).states[c.state].type == "decision"
+    }
+    assert decided == {True} and len({c.message.lower() for c in cases}) == len(cases)
+
+
+def test_the_fifth_held_out_set_offers_its_global_exits_first() -> None:
+    taking = [c for c in load_cases(HELDOUT5) if c.expect in GLOBAL_TARGETS_5]
+    assert len(taking) >= 12 and {c.expect for c in taking} == GLOBAL_TARGETS_5
     assert all(_request(c).options[0].anywhere for c in taking)
 
 

@@ -1,0 +1,105 @@
+"""Every session store answers the same: the log, the lookups a running session makes
+without reading it whole, undo, and forgetting a session (each store runs every test)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cgraph.backends.store.memory import InMemorySessionStore
+from cgraph.backends.store.sqlite import SQLiteStore
+from cgraph.errors import SessionNotFound
+from cgraph.runtime.ports import SessionInfo, SessionStore
+from cgraph.runtime.state.records import Event, EventKind
+
+KINDS = ["memory", "sqlite"]
+
+
+@pytest.fixture(params=KINDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
+    made: SessionStore = (
+        InMemorySessionStore() if request.param == "memory" else SQLiteStore(tmp_path / "s.db")
+    )
+    yield made
+    made.close()
+
+
+class Log:
+    """Writes a session as the runtime does: events with their places and keys."""
+
+    def __init__(self, store: SessionStore, session: str = "s", user: str = "ann") -> None:
+        self.store, self.session, self.seq, self.messages = store, session, 1, 0
+        info = SessionInfo(session, user, "/g.yaml", "g", "scripted", created_at=1.0)
+        first = Event(seq=0, session=session, turn=0, kind="session_started", at=1.0)
+        store.create(info, {"stack": [{"graph": "", "state": "a"}], "turn": 0}, [first])
+
+    def event(self, number: int, kind: EventKind, **data: Any) -> Event:
+        if kind in ("user_message", "reply"):
+            data["msg"], self.messages = self.messages, self.messages + 1
+        made = Event(seq=self.seq, session=self.session, turn=number, kind=kind, at=2.0, data=data)
+        self.seq += 1
+        return made
+
+    def turn(self, turn: int, text: str, key: str | None = None) -> int:
+        keyed = {"key": key} if key is not None else {}
+        said = self.event(turn, "user_message", text=text, **keyed)
+        events = [said, self.event(turn, "reply", text=f"re {text}")]
+        snapshot = self.snapshot(turn, said.seq)
+        self.store.commit(self.session, events, snapshot, checkpoint=turn)
+        return said.seq
+
+    def snapshot(self, turn: int, turn_seq: int) -> dict[str, Any]:
+        stack = [{"graph": "", "state": "a"}]
+        return {"stack": stack, "turn": turn, "turn_seq": turn_seq, "messages": self.messages}
+
+    def undo(self, turn: int, restored: dict[str, Any]) -> None:
+        self.messages = restored["messages"]
+        undo = self.event(turn - 1, "undo", turn=turn, cancelled=False)
+        self.store.commit(self.session, [undo], restored, rewind_to=turn - 1)
+
+
+def texts(events: list[Event]) -> list[str]:
+    return [str(e.data.get("text")) for e in events]
+
+
+def test_load_reads_the_latest_turn_and_the_log_reads_in_pages(store: SessionStore) -> None:
+    log = Log(store)
+    for number in (1, 2, 3):
+        log.turn(number, f"m{number}")
+    loaded = store.load("s")
+    assert [e.turn for e in loaded.events] == [3, 3] and loaded.snapshot["turn"] == 3
+    assert [e.seq for e in store.events("s")] == list(range(7))
+    assert [e.seq for e in store.events("s", after=2, limit=3)] == [3, 4, 5]
+
+
+def test_messages_and_keys_follow_an_undo(store: SessionStore) -> None:
+    log = Log(store)
+    log.turn(1, "one", key="k1")
+    log.turn(2, "two", key="k2")
+    assert texts(store.message_events("s", 0, 4)) == ["one", "re one", "two", "re two"]
+    restored = store.checkpoint("s", 1)
+    assert restored is not None
+    log.undo(2, restored)
+    assert store.turn_of_key("s", "k2") is None  # free to be sent again
+    again = log.turn(2, "deux", key="k2")
+    assert texts(store.message_events("s", 0, 4)) == ["one", "re one", "deux", "re deux"]
+    assert texts(store.message_events("s", 1, 3)) == ["re one", "deux"]
+    assert store.turn_of_key("s", "k1") == (1, 1) and store.turn_of_key("s", "k2") == (2, again)
+    assert store.checkpoint("s", 2) is not None
+
+
+def test_a_deleted_session_leaves_nothing_and_others_stay(store: SessionStore) -> None:
+    mine, theirs = Log(store, "s", "ann"), Log(store, "t", "bob")
+    mine.turn(1, "hello", key="k")
+    theirs.turn(1, "hi")
+    assert [i.id for i in store.sessions("ann")] == ["s"]
+    assert store.delete("s") is True and store.delete("s") is False
+    with pytest.raises(SessionNotFound):
+        store.load("s")
+    with pytest.raises(SessionNotFound):
+        store.events("s")
+    assert store.turn_of_key("s", "k") is None and store.checkpoint("s", 1) is None
+    assert [i.id for i in store.sessions()] == ["t"] and texts(store.events("t"))[-1] == "re hi"
