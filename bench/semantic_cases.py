@@ -29,6 +29,9 @@ DEV2 = ROOT / "bench" / "data" / "dev2_labels.yaml"
 """Two more graphs' messages, labelled before the chooser was run on them; tuned on since."""
 DEV3 = ROOT / "bench" / "data" / "dev3_labels.yaml"
 """Three more graphs' messages, labelled before the chooser was run on them."""
+DEV4 = ROOT / "bench" / "data" / "dev4" / "dev4_labels.yaml"
+"""Seven more graphs' messages (negations, corrections, "not leaving yet", confirmations),
+written to fit the offline chooser's scorer on: development data, never held out."""
 GLOBALS = ROOT / "bench" / "data" / "global_exit_labels.yaml"
 """The example graphs' global exits: taken where they should be, and not near them; asked
 with global exits (as a session asks), never tuned on."""
@@ -42,6 +45,9 @@ once, never fit it."""
 HELDOUT4 = ROOT / "tests" / "fixtures" / "heldout4" / "heldout_labels.yaml"
 """A fourth held-out set in three more domains, written blind like the third: report it, never
 fit it."""
+HELDOUT5 = ROOT / "tests" / "fixtures" / "heldout5" / "heldout_labels.yaml"
+"""A fifth held-out set in six more domains, written blind by another author before the
+scorer was fitted: report it, never fit it."""
 GRAPHS = ROOT / "graphs"
 
 

@@ -12,12 +12,14 @@ from bench.semantic_cases import (
     DEV,
     DEV2,
     DEV3,
+    DEV4,
     GLOBALS,
     GRAPHS,
     HELDOUT,
     HELDOUT2,
     HELDOUT3,
     HELDOUT4,
+    HELDOUT5,
     LABELS,
     Case,
     graph_of,
@@ -27,9 +29,7 @@ from bench.semantic_cases import (
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.runtime.ports import LLMRequest
 
-HELDOUT5 = HELDOUT4.parent.parent / "heldout5" / "heldout_labels.yaml"
-"""A fifth held-out set in six more domains, written blind (issue 24): report it, never fit it."""
-SETS = [LABELS, DEV, DEV2, DEV3, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5]
+SETS = [LABELS, DEV, DEV2, DEV3, DEV4, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5]
 GLOBAL_TARGETS = {"emergency_line", "staff_handoff"}
 GLOBAL_TARGETS_3 = {"emergency_help", "human_handoff", "danger_line"}
 GLOBAL_TARGETS_4 = {"scam_warning", "hazard_waste", "emergency_care"}
