@@ -6,8 +6,8 @@ Runs bench/data/flow.yaml with an instant scripted model, warms up for a few tur
 calls `os.getppid()` just before and just after the measured turns: run under
 `valgrind --tool=callgrind --dump-before=getppid`, the second dump holds exactly the
 instructions of those turns. Prints the steps taken and their wall-clock seconds. It
-imports cgraph from whichever tree is on PYTHONPATH, the folder layout of today or the
-flat one before it, so one script counts both.
+imports cgraph from whichever tree is on PYTHONPATH (today's rooms, the folder layout
+before them, or the flat one before that), so one script counts them all.
 """
 
 from __future__ import annotations
@@ -18,21 +18,32 @@ import tempfile
 import time
 from typing import Any
 
-try:
+try:  # the runtime in rooms, Session beside it
     from cgraph.backends.llm.scripted import ScriptedModel
     from cgraph.backends.store.memory import InMemorySessionStore
     from cgraph.backends.store.sqlite import SQLiteStore
     from cgraph.session import Session
     from cgraph.spec import templating
     from cgraph.spec.load import load_graph
-except ImportError:  # the flat layout, before cgraph/spec, runtime, backends
-    from cgraph.loader import load_graph  # type: ignore[no-redef]
-    from cgraph.store import InMemorySessionStore, SQLiteStore  # type: ignore[no-redef]
+except ImportError:
+    try:  # the folder layout: cgraph/spec, runtime, backends
+        from cgraph.runtime.session import Session  # type: ignore[no-redef]
+        from cgraph.runtime.store import (  # type: ignore[no-redef]
+            InMemorySessionStore,
+            SQLiteStore,
+        )
 
-    from cgraph.backends.llm.scripted import ScriptedModel  # type: ignore[no-redef]
-    from cgraph.session import Session  # type: ignore[no-redef]
+        from cgraph.backends.llm.scripted import ScriptedModel  # type: ignore[no-redef]
+        from cgraph.spec import templating
+        from cgraph.spec.load import load_graph
+    except ImportError:  # the flat layout, before the folders
+        from cgraph.loader import load_graph  # type: ignore[no-redef]
+        from cgraph.store import InMemorySessionStore, SQLiteStore  # type: ignore[no-redef]
 
-    templating = None  # type: ignore[assignment]
+        from cgraph.session import Session  # type: ignore[no-redef]
+        from cgraph.testing import ScriptedModel  # type: ignore[no-redef,attr-defined]
+
+        templating = None  # type: ignore[assignment]
 
 WARM_UP = 5
 

@@ -15,7 +15,7 @@ from cgraph.errors import ConfigError, StoreError
 from cgraph.runtime.ports import ChatModel, SessionInfo, SessionStore
 from cgraph.runtime.routes.slots import slot_defaults
 from cgraph.runtime.state.records import Event
-from cgraph.runtime.state.snapshot import Frame, Snapshot, jsonable
+from cgraph.runtime.state.snapshot import Frame, LogPosition, SessionState, jsonable, stored
 from cgraph.runtime.turn.dependencies import Dependencies
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
@@ -33,9 +33,9 @@ def chat_model(spec: Graph, model: ChatModel | str | None, api_base: str | None)
     )
 
 
-def initial_snapshot(
+def initial_state(
     graph: Graph, state: str | None = None, variables: Mapping[str, Any] | None = None
-) -> Snapshot:
+) -> SessionState:
     """Where a new session stands: the graph's start, or `state` as if already entered.
 
     `variables` override the graph's initial values; a test starts a deep state this way
@@ -44,20 +44,24 @@ def initial_snapshot(
     values = jsonable({**slot_defaults(graph), **graph.variables, **(variables or {})})
     if state is None:
         first = graph.start if isinstance(graph.start, str) else START
-        return Snapshot(stack=[Frame("", first)], variables=values)
+        return SessionState(stack=(Frame("", first),), variables=values)
     if state not in graph.states:
         known = ", ".join(sorted(graph.states))
         raise ConfigError(f"graph `{graph.name}` has no state `{state}`; its states are {known}")
-    here = [Frame("", state)]
-    facing = [Frame("", state)] if graph.states[state].type == "action" else None
-    return Snapshot(
+    here = (Frame("", state),)
+    facing = here if graph.states[state].type == "action" else None
+    return SessionState(
         stack=here, variables=values, started=True, visits={state: 1}, last_action=facing
     )
 
 
-def create(deps: Dependencies, snapshot: Snapshot) -> tuple[SessionInfo, Event]:
-    """Write a new session to its store: its info, `snapshot` and the `session_started`
-    event (returned with the info; the snapshot's `seq` moves past that event)."""
+FIRST = LogPosition(seq=1)
+"""Where a new session's log stands: its `session_started` event written."""
+
+
+def create(deps: Dependencies, state: SessionState) -> tuple[SessionInfo, Event]:
+    """Write a new session to its store: its info, `state` and the `session_started`
+    event (returned with the info; the log's position is `FIRST`)."""
     spec, now = deps.graph, deps.clock()
     source = str(spec.source.resolve()) if spec.source else ""
     model = str(getattr(deps.model, "name", ""))
@@ -66,8 +70,7 @@ def create(deps: Dependencies, snapshot: Snapshot) -> tuple[SessionInfo, Event]:
     first = Event.model_construct(
         seq=0, session=info.id, turn=0, kind="session_started", at=now, data=started
     )
-    snapshot.seq = 1
-    deps.store.create(info, snapshot.to_dict(), [first])
+    deps.store.create(info, stored(state, FIRST), [first])
     return info, first
 
 

@@ -23,17 +23,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cgraph.compose import chat_model, create, graph_of, initial_snapshot, open_store
+from cgraph.compose import FIRST, chat_model, create, graph_of, initial_state, open_store
 from cgraph.errors import CgraphError, ConfigError, SessionCompleted, SessionError
-from cgraph.runtime.ask.streaming import Chunk, Delta, StreamingModel, can_stream, run_streamed
+from cgraph.runtime.ask.streaming import Chunk, Delta, can_stream, run_streamed
 from cgraph.runtime.log import reading as log
 from cgraph.runtime.log.snapshots import read_snapshot
 from cgraph.runtime.ports import ChatModel, Memory, MemoryStore, NullMemory, SessionInfo, begin_turn
 from cgraph.runtime.state.records import Decision, Event, TransitionRecord, Turn
-from cgraph.runtime.state.snapshot import Snapshot
+from cgraph.runtime.state.snapshot import LogPosition, SessionState
 from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.runtime.turn.dependencies import Dependencies
-from cgraph.runtime.turn.engine import Engine
+from cgraph.runtime.turn.engine import Engine, Sink
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START, split
 
@@ -46,7 +46,13 @@ class Session:
     graph: Graph
 
     def __init__(
-        self, *, info: SessionInfo, deps: Dependencies, snapshot: Snapshot, events: list[Event]
+        self,
+        *,
+        info: SessionInfo,
+        deps: Dependencies,
+        state: SessionState,
+        events: list[Event],
+        position: LogPosition,
     ) -> None:
         self.id, self.user_id, self.graph, self.info = info.id, info.user_id, deps.graph, info
         self.model, self.memory, self.store = deps.model, deps.memory, deps.store
@@ -59,7 +65,7 @@ class Session:
         """The latest turn's memories are not logged, but the store may hold them: an
         earlier process finished the turn (and may have died storing them), or their
         extraction failed here after storing."""
-        self._engine = Engine(deps, snapshot, events)
+        self._engine = Engine(deps, state, events, position)
         graphs = self._engine.graphs
         isolated = [
             (tool, graphs.folder_of(graph))
@@ -98,7 +104,7 @@ class Session:
         """
         spec = graph_of(graph)
         chat = chat_model(spec, model, api_base)
-        snapshot = initial_snapshot(spec, state, variables)
+        first_state = initial_state(spec, state, variables)
         sid = session_id or uuid.uuid4().hex[:12]
         deps = Dependencies(
             spec,
@@ -110,8 +116,8 @@ class Session:
             user_id,
             tools or ToolRunner(),
         )
-        info, first = create(deps, snapshot)
-        session = cls(info=info, deps=deps, snapshot=snapshot, events=[first])
+        info, first = create(deps, first_state)
+        session = cls(info=info, deps=deps, state=first_state, events=[first], position=FIRST)
         if spec.speaks_first and state is None:
             session.opening = session._speak_first()
         return session
@@ -157,15 +163,15 @@ class Session:
                 "pass `graph=` to resume it"
             )
         spec = graph_of(graph if graph is not None else info.graph)
-        snapshot = read_snapshot(stored.snapshot, lambda: stored.events)
-        problem = _not_resumable(spec, info, snapshot)
+        state, position = read_snapshot(stored.snapshot, lambda: stored.events)
+        problem = _not_resumable(spec, info, state)
         if problem:
             raise SessionError(f"session `{session_id}` {problem}")
         chat = chat_model(spec, model or info.model or None, api_base)
         deps = Dependencies(
             spec, chat, memory or NullMemory(), backend, clock or time.time, info.id, info.user_id
         )
-        session = cls(info=info, deps=deps, snapshot=snapshot, events=stored.events)
+        session = cls(info=info, deps=deps, state=state, events=stored.events, position=position)
         session._maybe_stored = session._engine.extraction_pending()
         if finish and session.interrupted is not None:
             session.recovered = session.finish_turn()
@@ -191,6 +197,9 @@ class Session:
         `extract_memories()`, else before the next turn, at `close()` or on resume. A
         front end shows the reply first that way.
         """
+        return self._send(message, key, remember, None)
+
+    def _send(self, message: str, key: str | None, remember: bool, sink: Sink | None) -> Turn:
         self.extract_memories()
         if self.completed:
             raise SessionCompleted(
@@ -204,7 +213,7 @@ class Session:
             )
         with self._turn():
             self._engine.begin_turn(message, key=key)
-            self._engine.run()
+            self._engine.run(sink)
         return (remember and self.extract_memories()) or self._built_turn(self.turn_number)
 
     def stream(
@@ -233,14 +242,8 @@ class Session:
         """`send`, calling `on_chunk` in this thread with the reply's pieces as the model
         writes them (see `stream`); a terminal prints them as they come, and Ctrl-C still
         cancels the turn as it does during `send`."""
-        engine, deps = self._engine, self._engine.deps
-        if not can_stream(deps.model):
-            return self.send(message, key=key, remember=remember)
-        engine.deps = replace(deps, model=StreamingModel(deps.model, on_chunk))
-        try:
-            return self.send(message, key=key, remember=remember)
-        finally:
-            engine.deps = deps
+        sink = on_chunk if can_stream(self._engine.deps.model) else None
+        return self._send(message, key, remember, sink)
 
     def finish_turn(self) -> Turn:
         """Complete an interrupted turn from its last committed step (and extract its
@@ -329,32 +332,32 @@ class Session:
     @property
     def completed(self) -> bool:
         """True once the conversation reached `END`; `send` then raises `SessionCompleted`."""
-        return self._engine.snap.completed
+        return self._engine.state.completed
 
     @property
     def interrupted(self) -> str | None:
         """The user message of a turn that started but did not finish, if any."""
-        return self._engine.snap.pending
+        return self._engine.state.pending
 
     @property
     def turn_number(self) -> int:
         """The number of the latest turn still in effect (0 before the first message)."""
-        return self._engine.snap.turn
+        return self._engine.state.turn
 
     @property
     def variables(self) -> dict[str, Any]:
         """A copy of the session's variables (the graph's, as set by states and tools)."""
-        return dict(self._engine.snap.variables)
+        return dict(self._engine.state.variables)
 
     @property
     def notes(self) -> list[str]:
         """Reflection notes (internal; never shown to the user as replies)."""
-        return list(self._engine.snap.notes)
+        return list(self._engine.state.notes)
 
     @property
     def annotations(self) -> list[str]:
         """Tags written by annotation states so far, oldest first."""
-        return list(self._engine.snap.annotations)
+        return list(self._engine.state.annotations)
 
     @property
     def transcript(self) -> list[dict[str, str]]:
@@ -364,7 +367,7 @@ class Session:
     @property
     def summary(self) -> str:
         """The running summary of the messages that left the prompt's window ("" if none)."""
-        return self._engine.snap.summary
+        return self._engine.state.marks.summary
 
     @property
     def audit(self) -> list[TransitionRecord]:
@@ -432,7 +435,7 @@ class Session:
         return f"Session(id={info.id!r}, user={info.user_id!r}, state={info.state!r})"
 
 
-def _not_resumable(graph: Graph, info: SessionInfo, snapshot: Snapshot) -> str | None:
+def _not_resumable(graph: Graph, info: SessionInfo, snapshot: SessionState) -> str | None:
     """Why `graph` cannot carry on the stored session, if it cannot: another graph, or an
     edit that removed a state the session stands in (its root frames)."""
     if info.graph_name and graph.name != info.graph_name:

@@ -292,6 +292,11 @@ class SessionStore(Protocol):
         the end of that turn): later turns' checkpoints and keys are dropped."""
         ...
 
+    def append(self, session_id: str, events: Sequence[Event]) -> None:
+        """Append events at once, the snapshot unchanged: an intent written ahead of an
+        irreversible call (a tool), so a crash during the call leaves a record of it."""
+        ...
+
     def load(self, session_id: str) -> StoredSession:
         """The session's info, last snapshot, and the events from the snapshot's `turn_seq`
         on (its latest turn; all of them for a snapshot without one); `SessionNotFound`

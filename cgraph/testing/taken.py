@@ -25,7 +25,6 @@ from collections.abc import Iterable
 from cgraph.runtime.routes.exits import ON_ERROR as ERROR_EXIT
 from cgraph.runtime.routes.exits import exit_options, unique_ids
 from cgraph.runtime.state.records import TransitionRecord
-from cgraph.runtime.turn.guards import capped_state
 from cgraph.spec.model import GlobalExit, Graph
 from cgraph.spec.topology import ANY, ON_ERROR, ON_LIMIT
 
@@ -120,8 +119,7 @@ def _route(graph: Graph, t: TransitionRecord) -> Exit | None:
         return (t.from_state, ERROR_ROUTE) if taken else None
     if t.exit_id != LIMIT_EXIT:
         return None
-    guard = t.description.removeprefix(f"{LIMIT_ROUTE} ")
-    capped = capped_state(t.reason) if guard in ("max_visits", "max_turns") else None
+    guard, capped = t.guard or "", t.capped
     state = graph.states.get(capped or "")
     if capped and state is not None and state.on_limit == t.to_state:
         return capped, own_limit(graph, capped)

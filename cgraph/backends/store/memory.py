@@ -65,6 +65,14 @@ class InMemorySessionStore:
         if checkpoint is not None:
             self._checkpoints[(session_id, checkpoint)] = text
 
+    def append(self, session_id: str, events: Sequence[Event]) -> None:
+        self._require(session_id)
+        log = self._events[session_id]
+        if events and log and events[0].seq <= log[-1].seq:
+            raise StoreError(f"event {events[0].seq} of `{session_id}` was already committed")
+        self._append(session_id, events)
+        self._updated[session_id] = last_at(events, self._updated[session_id])
+
     def load(self, session_id: str) -> StoredSession:
         info = self._require(session_id)
         snapshot = json.loads(self._snapshots[session_id])

@@ -142,6 +142,11 @@ class SQLiteStore:
                     (session_id, checkpoint, text),
                 )
 
+    def append(self, session_id: str, events: Sequence[Event]) -> None:
+        with self._transaction() as db:
+            self._require(session_id)
+            self._append(db, session_id, events)
+
     def load(self, session_id: str) -> StoredSession:
         with self._lock:
             row = self._db.execute("SELECT * FROM sessions WHERE id=?", (session_id,)).fetchone()

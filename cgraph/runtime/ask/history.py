@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from cgraph.errors import LLMError
 from cgraph.runtime.log.transcript import estimate_tokens
 from cgraph.runtime.ports import ChatModel, LLMRequest
-from cgraph.runtime.state.outcomes import Effects, Emit
+from cgraph.runtime.state.outcomes import Effect, Effects, Emit, SetMarks
+from cgraph.runtime.state.snapshot import HistoryMarks
 
 if TYPE_CHECKING:
     from cgraph.runtime.ask.requests import Prompter
@@ -47,34 +48,58 @@ _FIRST_PERSON = re.compile(r"\b(i|my|me|mine|we|our)\b", re.I)
 STATEMENT_CHARS = 240
 
 
-def keep_summary(prompter: Prompter, model: ChatModel, here: str) -> Effects:
-    """Before a step: with `strategy: summarize`, fold the messages about to leave the
-    window into the summary, so the step's prompts show it."""
+def before_step(
+    prompter: Prompter, marks: HistoryMarks, context: str | None, model: ChatModel, here: str
+) -> Effects:
+    """Before a step: the `context:` strategy of the state just entered, then (with
+    `strategy: summarize`) the messages about to leave the window folded into the summary,
+    then the window's start moved; the new marks as a `SetMarks` effect (none when nothing
+    changed), so the step's prompts show them."""
+    effects: list[Effect] = []
+    start = marks
+    if context is not None:
+        marks, done = apply_context(context, prompter, marks, model, here)
+        effects += done
+    marks, done = keep_summary(prompter, marks, model, here)
+    effects += done
+    moved = prompter.window_start(marks)
+    if moved != marks.history_start:
+        marks = marks._replace(history_start=moved)
+    if marks != start or context is not None:
+        effects.append(SetMarks(marks))
+    return tuple(effects)
+
+
+def keep_summary(
+    prompter: Prompter, marks: HistoryMarks, model: ChatModel, here: str
+) -> tuple[HistoryMarks, Effects]:
+    """With `strategy: summarize`, the messages about to leave the window folded into the
+    summary."""
     limits = prompter.root.limits
     if not limits.summarizes():
-        return ()
-    start = prompter.window_start()
-    if start <= prompter.marks.summary_upto:
-        return ()
-    return fold(prompter, model, here, start, "window")
+        return marks, ()
+    start = prompter.window_start(marks)
+    if start <= marks.summary_upto:
+        return marks, ()
+    return fold(prompter, marks, model, here, start, "window")
 
 
-def apply_context(strategy: str, prompter: Prompter, model: ChatModel, here: str) -> Effects:
+def apply_context(
+    strategy: str, prompter: Prompter, marks: HistoryMarks, model: ChatModel, here: str
+) -> tuple[HistoryMarks, Effects]:
     """A state's `context` strategy, on entry: the window restarts at the newest user message
     (`reset` drops the summary; `reset_with_summary` first folds what came before into it)."""
     if strategy == "keep":
-        return ()
-    marks = prompter.marks
+        return marks, ()
     cut = _newest_user(prompter.transcript)
     effects: Effects = ()
     if strategy == "reset_with_summary" and cut > marks.summary_upto:
-        effects = fold(prompter, model, here, cut, strategy)
+        marks, effects = fold(prompter, marks, model, here, cut, strategy)
     elif strategy == "reset" and (marks.summary or marks.summary_upto != cut):
-        marks.summary, marks.summary_upto = "", cut
+        marks = marks._replace(summary="", summary_upto=cut)
         data = {"state": here, "text": "", "upto": cut, "reason": strategy, "writer": "none"}
         effects = (Emit("summary", data),)
-    marks.context_start = marks.history_start = cut
-    return effects
+    return marks._replace(context_start=cut, history_start=cut), effects
 
 
 def _newest_user(transcript: Sequence[Message]) -> int:
@@ -84,18 +109,18 @@ def _newest_user(transcript: Sequence[Message]) -> int:
     return len(transcript)
 
 
-def fold(prompter: Prompter, model: ChatModel, here: str, upto: int, reason: str) -> Effects:
+def fold(
+    prompter: Prompter, marks: HistoryMarks, model: ChatModel, here: str, upto: int, reason: str
+) -> tuple[HistoryMarks, Effects]:
     """Fold the messages between the summary's end and `upto` into the summary."""
-    marks = prompter.marks
     older = prompter.transcript[marks.summary_upto : upto]
     budget = prompter.root.limits.history_budget() // 4
     failures: list[Emit] = []
     text, writer = _written(model, here, marks.summary, older, budget, failures)
     if text is None:
         text, writer = extractive(marks.summary, older, budget), "extractive"
-    marks.summary, marks.summary_upto = text, upto
     data = {"state": here, "text": text, "upto": upto, "reason": reason, "writer": writer}
-    return (*failures, Emit("summary", data))
+    return marks._replace(summary=text, summary_upto=upto), (*failures, Emit("summary", data))
 
 
 def _written(

@@ -102,43 +102,38 @@ class Prompter:
         self,
         root: Graph,
         transcript: Transcript | list[dict[str, str]],
-        marks: HistoryMarks | None = None,
     ) -> None:
         self.root = root
         if not isinstance(transcript, Transcript):  # a conversation given whole (tests)
             transcript = Transcript.whole(transcript)
         self.transcript = transcript
         """The event log's transcript (the same object: it grows as the log does)."""
-        self.marks = marks or HistoryMarks()
-        """Where the window starts and the running summary (saved in every snapshot)."""
         self.cache: dict[Hashable, str] = {}
         """Rendered system prompts of this session, by graph, state and texts."""
         self._topologies: dict[int, str] = {}
         self._texts: dict[tuple[str, str], tuple[AnyState | None, Static | None]] = {}
         """By kind and state: the state, and its texts if they hold no template."""
 
-    def restart(self, marks: HistoryMarks, transcript: Transcript | None = None) -> None:
+    def restart(self, transcript: Transcript | None = None) -> None:
         """The transcript was rewritten (an undo): read it again, as it stands."""
-        self.marks = marks
         if transcript is not None:
             self.transcript = transcript
         self.transcript.measure_again()
 
-    def window_start(self) -> int:
+    def window_start(self, marks: HistoryMarks) -> int:
         """Where the history window begins now (`Transcript.window_start`), never before a
         context reset."""
-        marks = self.marks
         first = max(marks.history_start, marks.context_start)
         start = self.transcript.window_start(first, self.root.limits.history_budget())
         return max(start, marks.context_start)
 
-    def history(self) -> tuple[Messages, int]:
+    def history(self, marks: HistoryMarks) -> tuple[Messages, int]:
         """The messages prompts show — the running summary first, if any, then the window —
         and how many older messages the window leaves out."""
-        start = self.marks.history_start = self.window_start()
+        start = self.window_start(marks)
         shown = self.transcript[start:]
-        if self.marks.summary:
-            shown = [summary_message(self.marks.summary), *shown]
+        if marks.summary:
+            shown = [summary_message(marks.summary), *shown]
         return shown, start
 
     def recent_user_messages(self, count: int = RECENT_USER_MESSAGES) -> tuple[str, ...]:
@@ -183,7 +178,7 @@ class Prompter:
         else:
             texts = static.texts
         memory = dict(extra or {})
-        window, dropped = (history, 0) if history is not None else self.history()
+        window, dropped = (history, 0) if history is not None else self.history(view.marks)
         variables = {
             **self._variables(view, kind, graph, state_id, texts, options),
             "allow_stay": allow_stay,

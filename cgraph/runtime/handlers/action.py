@@ -188,7 +188,7 @@ def _ask_with_tools(
         ctx.view.idempotency_key,
         state.tools,
         budget,
-        ctx.record_intent,
+        ctx.journal,
         ctx.tools,
     )
     tools = offered(graph, state.tools) if budget else ()

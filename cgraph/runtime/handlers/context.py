@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -11,7 +11,7 @@ from cgraph.runtime.memory.gateway import Recalled
 from cgraph.runtime.ports import ChatModel, ExitOption, LLMRequest, RequestKind
 from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.view import View
-from cgraph.runtime.tools.calls import ToolCaller
+from cgraph.runtime.tools.calls import Journal, ToolCaller
 from cgraph.spec.model import AnyState, Graph
 
 
@@ -67,8 +67,8 @@ class StepContext:
     requests: RequestBuilder
     model: ChatModel
     memory: MemoryGate
-    record_intent: Callable[[Emit], None]
-    """Log and commit at once, before an irreversible call (a tool) runs."""
+    journal: Journal
+    """Writes a tool call's intent ahead of the call (the one write a step makes)."""
     tools: ToolCaller
 
     @property

@@ -129,7 +129,7 @@ def _call(ctx: StepContext, graph: Graph, state: SideEffectState) -> Any:
     # The intent is committed before the call: a crash during the call leaves a record
     # that this key was attempted, and the resumed step calls again with the same key.
     started = {"status": "started", "arguments": arguments}
-    ctx.record_intent(
+    ctx.journal.write_ahead(
         Emit("tool_call", {"state": ctx.view.here, "tool": tool.name, "key": key, **started})
     )
     return ctx.tools.call(tool, ctx.graphs.folder_of(graph), arguments, key)

@@ -1,11 +1,12 @@
-"""The session's event log as a running session holds it: emit, record, commit, transcript.
+"""The session's event log as a running session holds it: emit, commit, transcript.
 
-Events are emitted into a buffer and written with the snapshot in one transaction by
-`commit`. A running session holds only what a turn reads: the events of its latest turn
-(as they stand after undos, `reading.effective`) and the transcript from the history
-window on (`Transcript`); the rest stays in the store, so a turn costs the same at turn
-10,000 as at turn 10. The transcript follows the log by one rule (`records.message_of`):
-each message event carries its place in it (`msg`), which the store indexes.
+Events are emitted into a buffer and written with the session's state in one transaction
+by `commit`; a tool call's intent is written ahead at once (`write_ahead`), before the
+call. A running session holds only what a turn reads: the events of its latest turn (as
+they stand after undos, `reading.effective`) and the transcript from the history window
+on (`Transcript`); the rest stays in the store, so a turn costs the same at turn 10,000 as
+at turn 10. The transcript follows the log by one rule (`records.message_of`): each
+message event carries its place in it (`msg`), which the store indexes.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from cgraph.errors import SessionError
 from cgraph.runtime.log import reading
 from cgraph.runtime.log.transcript import Transcript
 from cgraph.runtime.ports import SessionStore
-from cgraph.runtime.state.outcomes import Effects, apply_effects
+from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.records import Event, EventKind, message_of, trusted_event
-from cgraph.runtime.state.snapshot import Snapshot, here
+from cgraph.runtime.state.snapshot import HistoryMarks, LogPosition, SessionState, stored
 
 PAGE = 200
 """Events read back at a time when a session reads an earlier turn."""
@@ -34,23 +35,27 @@ class EventLog:
         session_id: str,
         clock: Callable[[], float],
         events: list[Event],
-        snapshot: Snapshot,
+        position: LogPosition,
+        state: SessionState,
     ) -> None:
         self.store, self.session_id, self.clock = store, session_id, clock
         self.events = reading.effective(events)
         """The latest turn's events (from the snapshot's `turn_seq` on), undos folded."""
-        self.seq = max(snapshot.seq, self.events[-1].seq + 1 if self.events else 0)
+        # An intent written ahead of a tool call is in the store but not in the snapshot.
+        self.seq = max(position.seq, self.events[-1].seq + 1 if self.events else 0)
         """The next event's sequence number (never rolled back, also not by undo)."""
-        self.transcript = self._transcript(snapshot)
+        self.turn_seq = position.turn_seq
+        """The `seq` where the latest turn begins (its user message)."""
+        self.transcript = self._transcript(state.marks, position.messages)
         self._buffer: list[Event] = []
         self._turn, self._tool_calls = -1, 0
         self._memories: list[Mapping[str, Any]] = []
         self._fold_turn()
 
-    def _transcript(self, snapshot: Snapshot) -> Transcript:
+    def _transcript(self, marks: HistoryMarks, messages: int) -> Transcript:
         """The conversation from the window's start on (older messages read back if asked)."""
-        first = min(snapshot.history_start, snapshot.context_start, snapshot.messages)
-        held = self._messages(first, snapshot.messages)
+        first = min(marks.history_start, marks.context_start, messages)
+        held = self._messages(first, messages)
         return Transcript(self._messages, held, first)
 
     def _messages(self, start: int, end: int) -> list[dict[str, str]]:
@@ -68,36 +73,43 @@ class EventLog:
         self._buffer.append(event)
         if turn > self._turn:  # a new turn: the earlier one's events stay in the store
             self.events = []
+        if kind == "user_message":
+            self.turn_seq = event.seq
         self.events.append(event)
         self._count(event)
         return event
 
-    def record(self, snap: Snapshot, effects: Effects) -> None:
-        """Apply a step's effects to the snapshot and emit what the log keeps of them."""
-        if not effects:  # most calls: no summary, no context strategy
-            return
-        for event in apply_effects(snap, effects, here(snap)):
-            self.emit(event.kind, snap.turn, event.data)
+    def write_ahead(self, intent: Emit) -> None:
+        """Write an event at once, before an irreversible call (a tool): a crash during the
+        call leaves a record that it was attempted. It changes no state; the step's own
+        events and the next state are committed after the call, as for any step."""
+        self.emit(intent.kind, self._turn, intent.data)
+        self.store.append(self.session_id, self._buffer)
+        self._buffer = []
+
+    def position(self) -> LogPosition:
+        return LogPosition(self.seq, len(self.transcript), self.turn_seq)
 
     def commit(
         self,
-        snapshot: Snapshot,
+        state: SessionState,
         *,
         checkpoint: int | None = None,
         rewind_to: int | None = None,
     ) -> None:
-        """Write the buffered events and the snapshot, in one transaction."""
-        snapshot.seq, snapshot.messages = self.seq, len(self.transcript)
+        """Write the buffered events and the state with the log's position, in one
+        transaction."""
         self.store.commit(
             self.session_id,
             self._buffer,
-            snapshot.to_dict(),
+            stored(state, self.position()),
             checkpoint=checkpoint,
             rewind_to=rewind_to,
         )
         self._buffer = []
         # What the window no longer shows is let go (the store still holds it).
-        self.transcript.forget_before(min(snapshot.history_start, snapshot.context_start))
+        marks = state.marks
+        self.transcript.forget_before(min(marks.history_start, marks.context_start))
 
     def checkpoint_before(self, turn: int) -> dict[str, Any]:
         """The snapshot committed at the end of the turn before `turn` (what undo restores)."""
@@ -107,13 +119,17 @@ class EventLog:
             raise SessionError(f"no checkpoint before turn {turn} of session `{session}`")
         return saved
 
-    def undo(self, turn: int, restored: Snapshot, *, cancelled: bool) -> None:
+    def undo(
+        self, turn: int, restored: SessionState, position: LogPosition, *, cancelled: bool
+    ) -> None:
         """Append the `undo` of `turn`: that turn and later ones leave the log in effect,
-        which is read back as it stood at the end of the turn before (`restored`)."""
+        which is read back as it stood at the end of the turn before (`restored`, with its
+        log's `position`)."""
         self.emit("undo", turn - 1, {"turn": turn, "cancelled": cancelled})
-        since = self.store.events(self.session_id, after=restored.turn_seq - 1)
+        since = self.store.events(self.session_id, after=position.turn_seq - 1)
         self.events = reading.effective([*since, *self._buffer])
-        self.transcript = self._transcript(restored)
+        self.turn_seq = position.turn_seq
+        self.transcript = self._transcript(restored.marks, position.messages)
         self._fold_turn()
 
     def turn_so_far(self, turn: int) -> tuple[tuple[Mapping[str, Any], ...], int]:

@@ -48,6 +48,8 @@ def transition_record(event: Event) -> TransitionRecord:
         description=data.get("description", ""),
         reason=data.get("reason", ""),
         at=event.at,
+        guard=data.get("guard"),
+        capped=data.get("capped"),
     )
 
 

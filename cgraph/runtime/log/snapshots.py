@@ -12,7 +12,7 @@ from typing import Any
 
 from cgraph.runtime.log.reading import effective
 from cgraph.runtime.state.records import Event, message_of
-from cgraph.runtime.state.snapshot import SNAPSHOT_VERSION, Snapshot
+from cgraph.runtime.state.snapshot import SNAPSHOT_VERSION, LogPosition, SessionState
 
 Events = Callable[[], list[Event]]
 
@@ -39,10 +39,11 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any], Events], dict[str, Any]]] = {1: 
 """Version → the function that brings a snapshot of that version to the next."""
 
 
-def read_snapshot(data: dict[str, Any], events: Events) -> Snapshot:
-    """A stored snapshot as this version's `Snapshot`, migrated step by step."""
+def read_snapshot(data: dict[str, Any], events: Events) -> tuple[SessionState, LogPosition]:
+    """A stored snapshot as this version's state and its log's position, migrated step by
+    step."""
     version = int(data.get("version", 1))
     while version < SNAPSHOT_VERSION:
         data = {**MIGRATIONS[version](data, events), "version": version + 1}
         version += 1
-    return Snapshot.from_dict(data)
+    return SessionState.from_dict(data), LogPosition.from_dict(data)

@@ -17,19 +17,19 @@ from cgraph.runtime.memory.gateway import MemoryGateway, this_turn
 from cgraph.runtime.ports import ChatModel
 from cgraph.runtime.state.outcomes import Effects
 from cgraph.runtime.state.records import Event
-from cgraph.runtime.state.snapshot import Snapshot
+from cgraph.runtime.state.snapshot import SessionState
 from cgraph.runtime.state.view import View
 from cgraph.spec.model import AnyState, Graph
 
 
 def pending(
-    snap: Snapshot, memory: MemoryGateway, turn_events: Callable[[], Sequence[Event]]
+    state: SessionState, memory: MemoryGateway, turn_events: Callable[[], Sequence[Event]]
 ) -> bool:
     """The latest turn finished and its memories, wanted, were not extracted yet (the
     turn's events are read last: most calls are answered before)."""
-    if not snap.turn or snap.pending is not None:
+    if not state.turn or state.pending is not None:
         return False
-    if not memory.wants_extraction(snap.completed):
+    if not memory.wants_extraction(state.completed):
         return False
     return not any(log_view.is_extraction(e) for e in turn_events())
 
@@ -45,7 +45,7 @@ def extract(
 ) -> Effects:
     """Ask the `extract` question and store what it found; the log entries it leaves."""
     every_turn = root.memory.store == "every_turn"
-    history = this_turn(transcript) if every_turn else prompter.history()[0]
+    history = this_turn(transcript) if every_turn else prompter.history(view.marks)[0]
     request = prompter.build(
         view, "extract", graph=root, state_id=view.here, state=state, history=history
     )

@@ -8,12 +8,12 @@ order they happened; the engine applies the effects, then the outcome, and commi
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cgraph.runtime.state.records import Decision, EventKind
-from cgraph.runtime.state.snapshot import Snapshot
+from cgraph.runtime.state.snapshot import HistoryMarks
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,43 +56,15 @@ class Say:
     text: str
 
 
-Effect = Emit | SetVariables | AddNote | AddTags | CountReflection | MarkUserFacing | Say
+@dataclass(frozen=True, slots=True)
+class SetMarks:
+    """The history window moved, or its summary or context changed (`ask.history`)."""
+
+    marks: HistoryMarks
+
+
+Effect = Emit | SetVariables | AddNote | AddTags | CountReflection | MarkUserFacing | Say | SetMarks
 Effects = tuple[Effect, ...]
-
-
-def apply_effects(snap: Snapshot, effects: Effects, here: str) -> Iterator[Emit]:
-    """Apply a step's effects to the snapshot, in order; yields what the log records."""
-    for effect in effects:
-        if isinstance(effect, Emit):
-            yield _noted(snap, effect)
-        elif isinstance(effect, SetVariables):
-            snap.set_variables(dict(effect.values))
-            yield Emit("variables", {"state": here, "values": dict(effect.values)})
-        elif isinstance(effect, AddNote):
-            snap.add_note(effect.note)
-            yield Emit("note", {"state": here, "note": effect.note})
-        elif isinstance(effect, AddTags):
-            snap.add_tags(effect.tags)
-            if effect.tags:
-                yield Emit("annotation", {"state": here, "tags": list(effect.tags)})
-        elif isinstance(effect, CountReflection):
-            snap.reflections += 1
-        elif isinstance(effect, MarkUserFacing):
-            snap.mark_user_facing()
-        elif isinstance(effect, Say):
-            snap.said = [*snap.said, effect.text]
-
-
-def _noted(snap: Snapshot, effect: Emit) -> Emit:
-    """A lasting note (a model that calls no tools, said at a skipped call) is a turn's
-    warning once a session: given again, it is marked `repeated`."""
-    if effect.kind != "tool_call" or effect.data.get("status") != "skipped":
-        return effect
-    note = str(effect.data.get("error", ""))
-    if note in snap.noted:
-        return Emit(effect.kind, {**effect.data, "repeated": True})
-    snap.noted = [*snap.noted, note]
-    return effect
 
 
 def decided(decision: Decision) -> Emit:
@@ -112,6 +84,10 @@ class Move:
     owner: str | None = None
     """For a global exit or `on_limit`: the key of the graph declaring it (its sub-graphs
     are left); None for the current state's own exits."""
+    guard: str | None = None
+    """For an `on_limit` route: the guard that took it."""
+    capped: str | None = None
+    """For a `max_visits` or `max_turns` route: the state capped (qualified)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +119,8 @@ class Stop:
     capped: str | None = None
     """For `max_visits` and `max_turns`: the state that may not be entered again or answer
     again (its `on_limit` routes)."""
+    capped_at: str | None = None
+    """The same state's qualified name, as the transition of its route records it."""
 
 
 Outcome = Move | Enter | Reply | Stop

@@ -22,6 +22,10 @@ class TransitionRecord(Record):
     reason: str
     at: float
     """Unix time."""
+    guard: str | None = None
+    """For an `on_limit` route: the guard that took it."""
+    capped: str | None = None
+    """For a `max_visits` or `max_turns` route: the state capped (qualified)."""
 
 
 class Decision(Record):

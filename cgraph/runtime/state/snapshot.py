@@ -1,26 +1,32 @@
-"""The small, JSON-serialisable state of a running session, replaced at every step.
+"""The session's state: a frozen value, and how it is stored (a snapshot, versioned).
 
-The transcript is *not* here: it lives in the event log. A snapshot holds only where the
-session is (a stack of frames, one per graph entered), its variables, notes, tags,
-counters and the bookkeeping of a turn in progress, so a checkpoint stays a few hundred
-bytes however long the conversation gets.
+The transcript is *not* here: it lives in the event log. The state holds where the session
+is (a stack of frames, one per graph entered), its variables, notes, tags, counters and the
+window of history its prompts show; `TurnScratch` holds what the turn in progress keeps
+between its steps. Both are frozen (named tuples: a step makes several new states, and
+`_replace` costs a quarter of `dataclasses.replace`): the applier
+(`cgraph.runtime.turn.applying`) is the only code that makes the next state, from the
+last one and an outcome. A stored snapshot
+is the state's dict plus where the log stands (`LogPosition`) and a version; an older
+version is read through one migration table (`cgraph.runtime.log.snapshots`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from cgraph.spec.names import qualify
 
+_EMPTY: Mapping[str, Any] = {}  # a shared default: states never change a mapping in place
 MAX_NOTES = 20  # older reflection notes stay in the event log, not in prompts
 SNAPSHOT_VERSION = 2
 """1: no version; the whole log was read to find the transcript and the notes given."""
 
 
-@dataclass(slots=True)
-class Frame:
+class Frame(NamedTuple):
     """Where the session is inside one graph: `graph` is "" for the root file."""
 
     graph: str
@@ -29,38 +35,9 @@ class Frame:
     """True on a `graph` state whose sub-graph has just reached its END."""
 
 
-@dataclass(slots=True)
-class HistoryMarks:
+class HistoryMarks(NamedTuple):
     """Where the prompts' history window stands, and the running summary before it."""
 
-    history_start: int = 0
-    context_start: int = 0
-    summary: str = ""
-    summary_upto: int = 0
-
-
-@dataclass(slots=True)
-class Snapshot:
-    stack: list[Frame]
-    variables: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    annotations: list[str] = field(default_factory=list)
-    visits: dict[str, int] = field(default_factory=dict)
-    turn: int = 0
-    seq: int = 0
-    """The next event's sequence number (never rolled back, also not by undo)."""
-    started: bool = False
-    completed: bool = False
-    pending: str | None = None
-    """The user message of a turn that has started but not finished (crash or Ctrl-C)."""
-    step: int = 0
-    """Steps committed in the turn in progress; part of every idempotency key."""
-    transitions: int = 0
-    reflections: int = 0
-    entered: bool = False
-    """The current state was entered during this turn."""
-    last_action: list[Frame] | None = None
-    """The stack at the last user-facing state: where a guard stops a turn."""
     history_start: int = 0
     """First transcript message still shown in prompts (the window moves in steps)."""
     context_start: int = 0
@@ -69,36 +46,66 @@ class Snapshot:
     """The running summary of the messages before `summary_upto`, shown ahead of the window."""
     summary_upto: int = 0
 
-    def history_marks(self) -> HistoryMarks:
-        return HistoryMarks(self.history_start, self.context_start, self.summary, self.summary_upto)
 
-    def keep_history_marks(self, marks: HistoryMarks) -> None:
-        self.history_start, self.context_start = marks.history_start, marks.context_start
-        self.summary, self.summary_upto = marks.summary, marks.summary_upto
+class TurnScratch(NamedTuple):
+    """What the turn in progress keeps between its steps (a new turn starts it afresh)."""
 
-    turns_here: int = 0
-    """Turns that ended in the current state since it was entered (for `max_turns`)."""
-    said: list[str] = field(default_factory=list)
+    pending: str | None = None
+    """The user message of a turn that has started but not finished (crash or Ctrl-C)."""
+    step: int = 0
+    """Steps committed in the turn; part of every idempotency key."""
+    transitions: int = 0
+    reflections: int = 0
+    entered: bool = False
+    """The current state was entered during this turn."""
+    said: tuple[str, ...] = ()
     """Lines silent states said this turn (`say:`), put before the turn's reply."""
     limited: str | None = None
     """The guard whose `on_limit` route was taken this turn (a second guard stops the turn)."""
-    turn_seq: int = 0
-    """The `seq` of the latest turn's first event: a session loads its log from there on."""
-    messages: int = 0
-    """How many messages the transcript holds (the events hold them; the store indexes
-    each by its place)."""
-    noted: list[str] = field(default_factory=list)
-    """Lasting notes the session has given (a model that calls no tools): each is a turn's
-    warning once, and later events of it are marked `repeated`."""
-    version: int = SNAPSHOT_VERSION
+    context: str | None = None
+    """The `context:` strategy of a state just entered, applied before its first step."""
+
+
+class SessionState(NamedTuple):
+    """Where a session stands; see the module docstring."""
+
+    stack: tuple[Frame, ...]
+    variables: Mapping[str, Any] = _EMPTY
+    """Never changed in place: a new state holds a new mapping."""
+    notes: tuple[str, ...] = ()
+    annotations: tuple[str, ...] = ()
+    visits: Mapping[str, int] = _EMPTY
+    turn: int = 0
+    started: bool = False
+    completed: bool = False
+    last_action: tuple[Frame, ...] | None = None
+    """The stack at the last user-facing state: where a guard stops a turn."""
+    marks: HistoryMarks = HistoryMarks()
+    turns_here: int = 0
+    """Turns that ended in the current state since it was entered (for `max_turns`)."""
+    noted: tuple[str, ...] = ()
+    """Lasting notes given (a model that calls no tools): a turn's warning once a session."""
+    scratch: TurnScratch = TurnScratch()
 
     @property
     def frame(self) -> Frame:
         return self.stack[-1]
 
+    @property
+    def here(self) -> str:
+        """The current state's qualified name (`file#state` inside a sub-graph)."""
+        return qualify(self.frame.graph, self.frame.state)
+
+    @property
+    def pending(self) -> str | None:
+        return self.scratch.pending
+
+    def with_scratch(self, **changes: Any) -> SessionState:
+        return self._replace(scratch=self.scratch._replace(**changes))
+
     def to_dict(self) -> dict[str, Any]:
-        # By hand: `dataclasses.asdict` deep-copies every value and costs more than the
-        # SQLite commit itself. Values are only read (serialised) by the store.
+        """The state as stored: flat keys (the layout of version 1, plus its new fields)."""
+        scratch, marks = self.scratch, self.marks
         return {
             "stack": [_frame(f) for f in self.stack],
             "variables": self.variables,
@@ -106,76 +113,88 @@ class Snapshot:
             "annotations": list(self.annotations),
             "visits": dict(self.visits),
             "turn": self.turn,
-            "seq": self.seq,
             "started": self.started,
             "completed": self.completed,
-            "pending": self.pending,
-            "step": self.step,
-            "transitions": self.transitions,
-            "reflections": self.reflections,
-            "entered": self.entered,
+            "pending": scratch.pending,
+            "step": scratch.step,
+            "transitions": scratch.transitions,
+            "reflections": scratch.reflections,
+            "entered": scratch.entered,
             "last_action": [_frame(f) for f in self.last_action] if self.last_action else None,
-            "history_start": self.history_start,
-            "context_start": self.context_start,
-            "summary": self.summary,
-            "summary_upto": self.summary_upto,
+            "history_start": marks.history_start,
+            "context_start": marks.context_start,
+            "summary": marks.summary,
+            "summary_upto": marks.summary_upto,
             "turns_here": self.turns_here,
-            "said": list(self.said),
-            "limited": self.limited,
-            "turn_seq": self.turn_seq,
-            "messages": self.messages,
+            "said": list(scratch.said),
+            "limited": scratch.limited,
+            "context_due": scratch.context,
             "noted": list(self.noted),
-            "version": self.version,
+            "version": SNAPSHOT_VERSION,
         }
 
-    def dumps(self) -> str:
-        return json.dumps(self.to_dict(), separators=(",", ":"), default=str)
-
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Snapshot:
-        values = dict(data)
-        values["stack"] = [Frame(**f) for f in data["stack"]]
+    def from_dict(cls, data: Mapping[str, Any]) -> SessionState:
+        """A state from a stored snapshot of this version (`read_snapshot` migrates older)."""
         last = data.get("last_action")
-        values["last_action"] = [Frame(**f) for f in last] if last else None
-        return cls(**values)
+        return cls(
+            stack=tuple(Frame(**f) for f in data["stack"]),
+            variables=dict(data.get("variables", {})),
+            notes=tuple(data.get("notes", ())),
+            annotations=tuple(data.get("annotations", ())),
+            visits=dict(data.get("visits", {})),
+            turn=int(data.get("turn", 0)),
+            started=bool(data.get("started", False)),
+            completed=bool(data.get("completed", False)),
+            last_action=tuple(Frame(**f) for f in last) if last else None,
+            marks=HistoryMarks(
+                int(data.get("history_start", 0)),
+                int(data.get("context_start", 0)),
+                str(data.get("summary", "")),
+                int(data.get("summary_upto", 0)),
+            ),
+            turns_here=int(data.get("turns_here", 0)),
+            noted=tuple(data.get("noted", ())),
+            scratch=TurnScratch(
+                pending=data.get("pending"),
+                step=int(data.get("step", 0)),
+                transitions=int(data.get("transitions", 0)),
+                reflections=int(data.get("reflections", 0)),
+                entered=bool(data.get("entered", False)),
+                said=tuple(data.get("said", ())),
+                limited=data.get("limited"),
+                context=data.get("context_due"),
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LogPosition:
+    """Where the session's log stands, stored beside the state: the next event's `seq`,
+    the number of messages of the transcript, and the `seq` where the latest turn begins
+    (a session loads its log from there on)."""
+
+    seq: int = 0
+    messages: int = 0
+    turn_seq: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {"seq": self.seq, "messages": self.messages, "turn_seq": self.turn_seq}
 
     @classmethod
-    def loads(cls, text: str) -> Snapshot:
-        return cls.from_dict(json.loads(text))
-
-    def begin_turn(self, message: str) -> None:
-        self.turn += 1
-        self.pending, self.step, self.transitions, self.reflections = message, 0, 0, 0
-        self.entered, self.said, self.limited = False, [], None
-
-    def mark_user_facing(self) -> None:
-        self.last_action = copy_frames(self.stack)
-
-    def back_to_user_facing(self) -> None:
-        """Where a stopped turn ends: the last user-facing state, not entered this turn."""
-        if self.last_action:
-            self.stack = copy_frames(self.last_action)
-        self.entered = False
-
-    def set_variables(self, values: dict[str, Any]) -> None:
-        self.variables = {**self.variables, **values}
-
-    def adopt_variables(self, declared: dict[str, Any]) -> None:
-        """A sub-graph's declared variables join the session's, without overwriting."""
-        missing = {k: v for k, v in declared.items() if k not in self.variables}
-        if missing:
-            self.variables = {**self.variables, **jsonable(missing)}
-
-    def add_note(self, note: str) -> None:
-        self.notes = [*self.notes, note][-MAX_NOTES:]
-
-    def add_tags(self, tags: tuple[str, ...]) -> None:
-        self.annotations = [*self.annotations, *(t for t in tags if t not in self.annotations)]
+    def from_dict(cls, data: Mapping[str, Any]) -> LogPosition:
+        return cls(
+            int(data.get("seq", 0)), int(data.get("messages", 0)), int(data.get("turn_seq", 0))
+        )
 
 
-def copy_frames(frames: list[Frame]) -> list[Frame]:
-    """Frames are changed in place as the session moves: a saved stack is a copy."""
-    return [Frame(f.graph, f.state, f.returned) for f in frames]
+def stored(state: SessionState, position: LogPosition) -> dict[str, Any]:
+    """What a store keeps of a session after a step: its state and its log's position."""
+    return {**state.to_dict(), **position.to_dict()}
+
+
+def dumps(state: SessionState, position: LogPosition) -> str:
+    return json.dumps(stored(state, position), separators=(",", ":"), default=str)
 
 
 def _frame(frame: Frame) -> dict[str, Any]:
@@ -194,8 +213,3 @@ def jsonable(value: Any) -> Any:
     ):
         return dict(value)  # the usual `set:` values: plain JSON already, no round trip
     return json.loads(json.dumps(value, default=str))
-
-
-def here(snap: Snapshot) -> str:
-    frame = snap.frame
-    return qualify(frame.graph, frame.state)

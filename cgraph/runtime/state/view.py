@@ -1,10 +1,8 @@
-"""What a step handler may see and use: a narrow, read-only `StepContext`.
+"""The session as one step sees it (`View`), and what a designer's templates may read.
 
-A handler gets the graphs, a frozen `View` of the session, a request builder, the model,
-the memory gateway, a way to record a tool call's intent and the session's tool runner —
-never the engine. Between two parts of one step (recall, then route) a handler sees its
-own effects through `StepContext.seeing`, which returns a new context; nothing is written
-until the engine applies the outcome.
+A view is taken from the session's state and its log at the start of a step; a handler
+reads it and never changes the session (a later part of the step sees its own effects
+through a changed copy, `StepContext.seeing`).
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from cgraph.runtime.state.snapshot import Snapshot
+from cgraph.runtime.state.snapshot import HistoryMarks, SessionState
 from cgraph.spec.model import Graph
 from cgraph.spec.names import qualify
 
@@ -50,6 +48,8 @@ class View(NamedTuple):
     """Tool calls the model made this turn (for `limits.max_tool_calls`)."""
     frames: tuple[tuple[str, str], ...] = ()
     """(graph key, state) of every graph entered, root first (the current one last)."""
+    marks: HistoryMarks = HistoryMarks()
+    """Where the prompts' history window stands, and the running summary."""
 
     @property
     def idempotency_key(self) -> str:
@@ -58,15 +58,15 @@ class View(NamedTuple):
 
 
 def view_of(
-    snap: Snapshot,
+    state: SessionState,
     transcript: Sequence[Mapping[str, str]],
     turn_so_far: tuple[tuple[Mapping[str, Any], ...], int],
     session_id: str,
     user_id: str,
 ) -> View:
-    """The view of a step, taken from the snapshot and the log: the transcript, and the
+    """The view of a step, taken from the state and the log: the transcript, and the
     memories recalled and tool calls made so far this turn (`EventLog.turn_so_far`)."""
-    frame = snap.frame
+    frame, scratch = state.frame, state.scratch
     memories, tool_calls = turn_so_far
     return View(
         session_id,
@@ -75,18 +75,19 @@ def view_of(
         frame.state,
         qualify(frame.graph, frame.state),
         frame.returned,
-        snap.turn,
-        snap.step,
-        snap.pending or _last_user_message(transcript),
-        snap.variables,
-        snap.notes,
-        snap.annotations,
+        state.turn,
+        scratch.step,
+        scratch.pending or _last_user_message(transcript),
+        state.variables,
+        state.notes,
+        state.annotations,
         memories,
-        snap.entered,
-        snap.last_action is None,
-        snap.reflections,
+        scratch.entered,
+        state.last_action is None,
+        scratch.reflections,
         tool_calls,
-        tuple((f.graph, f.state) for f in snap.stack),
+        tuple((f.graph, f.state) for f in state.stack),
+        state.marks,
     )
 
 

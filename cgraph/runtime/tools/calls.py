@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -60,7 +60,7 @@ class Calling:
     """The tools the state offers."""
     budget: int
     """Calls left in this turn (`limits.max_tool_calls` less the calls already made)."""
-    record_intent: Callable[[Emit], None]
+    journal: Journal
     runner: ToolCaller
     """Runs a call as a side-effect state's call runs (`cgraph.runtime.tools.runner`)."""
 
@@ -116,7 +116,7 @@ def run_calls(calls: Sequence[ToolCall], calling: Calling, made: int) -> list[Ra
     prepared = [_prepare(call, calling, key) for call, key in zip(allowed, keys, strict=False)]
     for ready in prepared:
         if isinstance(ready, tuple):
-            calling.record_intent(Emit("tool_call", {**ready[2], "status": "started"}))
+            calling.journal.write_ahead(Emit("tool_call", {**ready[2], "status": "started"}))
     with ThreadPoolExecutor(max_workers=max(len(prepared), 1)) as pool:
         done = list(pool.map(lambda ready: _run(ready, calling), prepared))
     limit = calling.graph.limits.max_tool_calls
@@ -210,6 +210,13 @@ def _text(arguments: Any) -> str:
 def calls_made(events: Sequence[Mapping[str, Any]]) -> int:
     """Model tool calls among a turn's `tool_call` event data (intents not counted)."""
     return sum(1 for e in events if e.get("by") == "model" and e.get("status") != "started")
+
+
+class Journal(Protocol):
+    """Where a call's intent is written before the call (`cgraph.runtime.log.events.EventLog`):
+    at once, so a crash during the call leaves a record that it was attempted."""
+
+    def write_ahead(self, intent: Emit) -> None: ...
 
 
 class ToolCaller(Protocol):

@@ -10,15 +10,15 @@ from cgraph.runtime.log.events import EventLog
 from cgraph.runtime.log.reading import recalled
 from cgraph.runtime.ports import SessionInfo
 from cgraph.runtime.state.records import Decision, Event, trusted, trusted_event
-from cgraph.runtime.state.snapshot import Frame, Snapshot
+from cgraph.runtime.state.snapshot import Frame, LogPosition, SessionState, stored
 
 
-def opened() -> tuple[EventLog, InMemorySessionStore, Snapshot]:
+def opened() -> tuple[EventLog, InMemorySessionStore, SessionState]:
     store = InMemorySessionStore()
-    snap = Snapshot(stack=[Frame("", "a")])
+    state = SessionState(stack=(Frame("", "a"),))
     info = SessionInfo(id="s1", user_id="ann", graph="", graph_name="g", model="", created_at=0.0)
-    store.create(info, snap.to_dict(), [])
-    return EventLog(store, "s1", lambda: 1.0, [], snap), store, snap
+    store.create(info, stored(state, LogPosition()), [])
+    return EventLog(store, "s1", lambda: 1.0, [], LogPosition(), state), store, state
 
 
 def test_the_transcript_follows_the_events_and_nothing_is_stored_before_commit() -> None:
@@ -34,7 +34,7 @@ def test_the_transcript_follows_the_events_and_nothing_is_stored_before_commit()
     assert store.events("s1") == []
     log.commit(snap, checkpoint=1)
     assert [e.seq for e in store.events("s1")] == [0, 1, 2, 3]
-    assert store.load("s1").snapshot["seq"] == 4 == snap.seq
+    assert store.load("s1").snapshot["seq"] == 4 == log.seq
     # Each message is stored with its place in the transcript, which the store indexes.
     assert [e.data.get("msg") for e in store.events("s1")] == [0, None, 1, None]
     assert [e.data["text"] for e in store.message_events("s1", 0, 2)] == ["hi", "hello"]
@@ -45,9 +45,9 @@ def test_an_undo_drops_the_turn_from_log_and_transcript_but_never_reuses_a_seq()
     for turn, text in ((1, "first"), (2, "second")):
         log.emit("user_message", turn, {"text": text})
         log.emit("reply", turn, {"text": f"re {text}"})
-    first_turn = Snapshot(stack=[Frame("", "a")], turn=1, turn_seq=0, messages=2)
+    first_turn = SessionState(stack=(Frame("", "a"),), turn=1)
     log.commit(snap)
-    log.undo(2, first_turn, cancelled=False)
+    log.undo(2, first_turn, LogPosition(seq=2, messages=2, turn_seq=0), cancelled=False)
     assert [m["content"] for m in log.transcript] == ["first", "re first"]
     assert [e.kind for e in log.events] == ["user_message", "reply", "undo"]
     log.commit(first_turn, rewind_to=1)
@@ -63,9 +63,8 @@ def test_an_undo_drops_the_turn_from_log_and_transcript_but_never_reuses_a_seq()
 
 
 def test_an_undo_restores_the_checkpoint_before_its_turn_and_a_missing_one_is_named() -> None:
-    log, _, snap = opened()
-    snap.stack = [Frame("", "b")]
-    log.commit(snap, checkpoint=1)
+    log, _, _ = opened()
+    log.commit(SessionState(stack=(Frame("", "b"),)), checkpoint=1)
     assert log.checkpoint_before(1)["stack"][0]["state"] == "a"  # as the session started
     assert log.checkpoint_before(2)["stack"][0]["state"] == "b"
     with pytest.raises(SessionError, match="no checkpoint before turn 3 of session `s1`"):
@@ -102,12 +101,12 @@ def test_the_turn_so_far_follows_emits_undo_and_reopening() -> None:
     log.emit("tool_call", 1, {"status": "done"})  # a side-effect state's tool
     assert log.turn_so_far(1) == ((found,), 1)
     log.commit(snap)
-    reopened = EventLog(store, "s1", lambda: 1.0, store.load("s1").events, snap)
+    reopened = EventLog(store, "s1", lambda: 1.0, store.load("s1").events, log.position(), snap)
     assert reopened.turn_so_far(1) == ((found,), 1)
     log.emit("user_message", 2, {"text": "again"})
     assert log.turn_so_far(2) == ((), 0) and log.turn_so_far(1) == ((), 0)
     log.emit("recall", 2, {"memories": [found, found]})
-    log.undo(2, snap, cancelled=False)
+    log.undo(2, snap, log.position(), cancelled=False)
     assert log.turn_so_far(2) == ((), 0)
 
 

@@ -16,7 +16,7 @@ INNER = "flows/order.yaml"
 
 def _depth(session: Session) -> int:
     """How many graphs deep the session is (1: the root's states)."""
-    return len(session._engine.snap.stack)
+    return len(session._engine.state.stack)
 
 
 CANCEL = [
@@ -133,7 +133,7 @@ def test_a_graph_state_enter_counts_as_a_visit_of_that_state(tmp_path: Path) -> 
     session = Session.start(_shop(tmp_path, enter="size"), model="semantic")
     session.send("hello")
     session.send("I want to order.")
-    assert session._engine.snap.visits == {"a": 1, "order": 1, f"{INNER}#size": 1}
+    assert session._engine.state.visits == {"a": 1, "order": 1, f"{INNER}#size": 1}
 
 
 # ----- next_state: other.yaml#state ----------------------------------------------------------

@@ -92,7 +92,10 @@ def test_an_undeclared_move_is_never_applied_even_if_a_handler_asks(tmp_path: Pa
     session.send("hi")
     engine = session._engine
     engine.begin_turn("tampered")
-    assert engine._apply(Move("a", "a", "not declared here", "forced")) is True
+    applied = engine.applier.apply(engine.state, Move("a", "a", "not declared here", "forced"))
+    assert applied.done
+    engine._take(applied)
+    engine._commit()
     assert session.state == "a" and session.audit[-1].to_state == "a"
     assert len(session.audit) == 1  # only the start: the forced move was not recorded
     guard = [e.data for e in session.events() if e.kind == "guard"][-1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -292,7 +293,8 @@ def context_at(
     memory = MemoryGateway(NullMemory(), spec.memory, user_id="ann", session_id="s1")
     prompter = Prompter(spec, [{"role": "user", "content": "hello"}])
     recorded = intents if intents is not None else []
-    return StepContext(seen, Graphs(spec), prompter, model, memory, recorded.append, ToolRunner())
+    journal = SimpleNamespace(write_ahead=recorded.append)
+    return StepContext(seen, Graphs(spec), prompter, model, memory, journal, ToolRunner())
 
 
 def test_a_handler_returns_its_effects_and_changes_nothing(tmp_path: Path) -> None:

@@ -68,11 +68,11 @@ def test_the_history_window_moves_only_forward_and_restarts_after_an_undo(
     spec = two_actions(tmp_path)
     transcript = [{"role": "user", "content": "word " * 400} for _ in range(20)]
     prompter = Prompter(spec, transcript)
-    window, start = prompter.history()
+    window, start = prompter.history(HistoryMarks())
     assert start > 0 and window == transcript[start:]
     transcript[:] = transcript[:2]
-    prompter.restart(HistoryMarks())
-    assert prompter.history() == (transcript, 0)
+    prompter.restart()
+    assert prompter.history(HistoryMarks()) == (transcript, 0)
 
 
 def test_texts_that_read_variables_are_rendered_at_every_request(tmp_path: Path) -> None:

@@ -3,26 +3,54 @@
 from __future__ import annotations
 
 
-def test_snapshot_serialisation_covers_every_field() -> None:
-    from dataclasses import fields
+def test_a_stored_snapshot_keeps_every_field_of_the_state_and_reads_back_equal() -> None:
+    import json
 
-    from cgraph.runtime.state.snapshot import Frame, Snapshot
+    from cgraph.runtime.log.snapshots import read_snapshot
+    from cgraph.runtime.state.snapshot import (
+        Frame,
+        HistoryMarks,
+        LogPosition,
+        SessionState,
+        TurnScratch,
+        dumps,
+    )
 
-    snap = Snapshot(stack=[Frame("", "a")], last_action=[Frame("sub.yaml", "b", True)])
-    assert set(snap.to_dict()) == {f.name for f in fields(Snapshot)}
-    assert Snapshot.loads(snap.dumps()) == snap
+    scratch = TurnScratch("hi", 3, 2, 1, True, ("said",), "max_visits", "reset")
+    state = SessionState(
+        stack=(Frame("", "a"), Frame("sub.yaml", "b", True)),
+        variables={"x": 1},
+        notes=("n",),
+        annotations=("t",),
+        visits={"a": 2},
+        turn=4,
+        started=True,
+        completed=True,
+        last_action=(Frame("sub.yaml", "b", True),),
+        marks=HistoryMarks(5, 4, "sum", 3),
+        turns_here=2,
+        noted=("no tools",),
+        scratch=scratch,
+    )
+    position = LogPosition(seq=40, messages=8, turn_seq=31)
+    # Every field differs from its default, so a field the dict forgot would show.
+    for kind in (SessionState, TurnScratch, HistoryMarks):
+        made = {SessionState: state, TurnScratch: scratch, HistoryMarks: state.marks}[kind]
+        defaults = kind._field_defaults
+        assert all(getattr(made, name) != defaults.get(name) for name in kind._fields)
+    assert read_snapshot(json.loads(dumps(state, position)), list) == (state, position)
 
 
 def test_a_snapshot_stored_when_limited_was_a_flag_still_loads() -> None:
     from cgraph.runtime.log.snapshots import read_snapshot
-    from cgraph.runtime.state.snapshot import Frame, Snapshot
+    from cgraph.runtime.state.snapshot import Frame, SessionState
 
-    stored = Snapshot(stack=[Frame("", "a")]).to_dict()
-    del stored["version"], stored["turn_seq"], stored["messages"], stored["noted"]
+    stored = SessionState(stack=(Frame("", "a"),)).to_dict()
+    del stored["version"], stored["noted"]
     routed, plain = {**stored, "limited": True}, {**stored, "limited": False}
     # The routing guard's name was not kept: the turn reads as one no guard routed.
-    assert read_snapshot(routed, list).limited is None
-    assert read_snapshot(plain, list).limited is None
+    assert read_snapshot(routed, list)[0].scratch.limited is None
+    assert read_snapshot(plain, list)[0].scratch.limited is None
 
 
 def test_a_value_is_made_plain_json_as_a_json_round_trip_makes_it() -> None:
