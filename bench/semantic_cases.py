@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from cgraph.runtime.ask.requests import Prompter
-from cgraph.runtime.ports import ChatModel, ExitOption, LLMRequest, RequestKind
+from cgraph.runtime.ports import ChatModel, ExitOption, LLMRequest, Question, RequestKind
 from cgraph.runtime.routes.exits import exit_options, global_exits, holds, options_with_globals
 from cgraph.runtime.routes.failures import StepRenderFailed
 from cgraph.runtime.state.view import View, template_context
@@ -162,6 +162,52 @@ def request_for(case: Case, model: ChatModel) -> LLMRequest:
         # A `say:` that reads what earlier steps set ("{{ file.name }}") fails on the bare
         # variables of a labelled case; the exit is what is measured, not the reply.
         return build(replace(state, say=None))
+
+
+def question_for(case: Case) -> Question:
+    """The question a session at `case.state` asks its chooser after `case.message`: the
+    structured half of `request_for`'s request (no model is needed to build it)."""
+    request = request_for(case, _NO_MODEL)
+    graph = graph_of(case)
+    options = tuple(
+        replace(option, irreversible=_irreversible(graph, option.target))
+        for option in request.options
+    )
+    return Question(
+        kind=request.kind,
+        state=request.state,
+        options=options,
+        allow_stay=request.allow_stay,
+        user_messages=request.user_messages,
+        objective=request.objective,
+        stay_prototypes=request.stay_prototypes,
+        authored_reply=request.authored_reply,
+        entered_this_turn=request.entered_this_turn,
+        opening=request.opening,
+        graph=request.graph,
+        turn=request.turn,
+        annotations=request.annotations,
+        has_memories=request.has_memories,
+        memory_count=request.memory_count,
+        slots=request.slots,
+        collect=request.collect,
+    )
+
+
+def _irreversible(graph: Graph, target: str) -> bool:
+    """The runtime's rule (`cgraph.runtime.routes.exits.irreversible`), for the bench."""
+    state = graph.states.get(target)
+    return target == "END" or "#" in target or (state is not None and state.type == "side_effect")
+
+
+class _NoModel:
+    name = "none"
+
+    def complete(self, request: LLMRequest) -> str:
+        raise RuntimeError("question_for asks no model")
+
+
+_NO_MODEL = _NoModel()
 
 
 def _options(graph: Graph, state: AnyState, view: View) -> tuple[ExitOption, ...]:

@@ -36,6 +36,124 @@ class ExitOption:
     examples: tuple[str, ...] = ()
     anywhere: bool = False
     """A global exit: it holds in every state (an emergency, "cancel"); listed first."""
+    irreversible: bool = False
+    """Taking it cannot be taken back by the next message: it ends the conversation, leads
+    into a side effect, or leaves the flow (a chooser needs more confidence for it)."""
+    confirm: bool = False
+    """The designer wants the user asked before it is taken (`confirm: true`)."""
+
+
+CLARIFY = "clarify"
+"""The answer that asks the user which of a few options they meant, instead of guessing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What a choice is about, as data: the state, its options, the conversation, and the
+    state's own texts (rendered). An `ExitChooser` reads it; a language model reads the
+    prompt rendered from it (`LLMRequest`)."""
+
+    kind: RequestKind
+    state: str
+    """The qualified id of the state asking (`sub.yaml#triage` inside a sub-graph)."""
+    options: tuple[ExitOption, ...] = ()
+    allow_stay: bool = False
+    user_messages: tuple[str, ...] = ()
+    """Recent user messages, newest last."""
+    objective: str = ""
+    stay_prototypes: tuple[str, ...] = ()
+    """Texts that describe staying: the state's objective, actions and intra-state guidelines."""
+    authored_reply: str = ""
+    """The state's authored text (`say:` rendered, or its actions): the reply of a chooser
+    that writes none."""
+    entered_this_turn: bool = False
+    """True when the newest user message already moved the conversation into this state."""
+    opening: bool = False
+    """The newest user message opens the conversation and no state has answered it yet: it
+    is judged against this state's exits although the state was entered this turn."""
+    graph: str = ""
+    """The name of the graph the asking state belongs to."""
+    turn: int = 0
+    annotations: tuple[str, ...] = ()
+    """The session's findings so far (annotation tags)."""
+    has_memories: bool = False
+    """For `start` questions: whether the user has memories."""
+    memory_count: int = 0
+    slots: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Slots the answer may fill, as nullable JSON Schemas."""
+    collect: tuple[str, ...] = ()
+    """The slots this state asks for (the others are filled only when the user volunteers them)."""
+    rejected: str = ""
+    """On a re-ask: why the previous answer was refused."""
+    clarifying: tuple[str, ...] = ()
+    """The options the previous turn's clarifying question named: the user's answer is
+    judged against them first."""
+    may_clarify: bool = True
+    """The designer lets this state ask instead of guessing (`clarify:`)."""
+
+    @property
+    def exit_ids(self) -> tuple[str, ...]:
+        """Every answer `exit` may take: the options' ids, then `stay` when allowed."""
+        return exit_ids(self.options, self.allow_stay)
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """Why a choice was made, as data; `str(reason)` renders it, once, for people.
+
+    `kind` names the rule (`model`: a language model's own words in `text`; the offline
+    chooser's kinds are its own), `scores` the figures it weighed, `facts` anything else
+    a reader of `/why` needs (the bar a score faced, the runner-up)."""
+
+    kind: str
+    text: str = ""
+    facts: tuple[tuple[str, Any], ...] = ()
+
+    def fact(self, name: str, default: Any = None) -> Any:
+        return next((value for key, value in self.facts if key == name), default)
+
+    def __str__(self) -> str:
+        return self.text or self.kind
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What an `ExitChooser` decided: an option's id, `stay`, or `clarify` (ask which of
+    `candidates` the user meant), with a confidence per option and why."""
+
+    exit: str
+    reason: Reason
+    confidence: dict[str, float] = field(default_factory=dict)
+    """Per option id (and `stay`): how likely the chooser holds each to be meant, 0–1."""
+    reply: str = ""
+    """The chooser's own words ("" for one that writes none: the state's authored text)."""
+    note: str = ""
+    """A reflection's internal note."""
+    slots: dict[str, Any] = field(default_factory=dict)
+    """Slot values read from the message (valid ones only; absent is "not said")."""
+    slot_problems: tuple[str, ...] = ()
+    """Why other values were refused (asked for once more, then left unset)."""
+    candidates: tuple[str, ...] = ()
+    """For `clarify`: the options the question names, likeliest first."""
+    question: str = ""
+    """For `clarify`: the question, when the chooser writes one."""
+
+
+@runtime_checkable
+class ExitChooser(Protocol):
+    """Chooses among a state's exits (or to stay, or to ask), without being asked to talk:
+    the offline chooser reads the question itself; a language model is asked through
+    `ChatModel` by the runtime's own chooser (`cgraph.runtime.ask.choosing`)."""
+
+    name: str
+
+    def choose(self, question: Question) -> Choice:
+        """The choice for `question`; never raises for what the user said."""
+        ...
+
+    def remember(self, user_messages: Sequence[str]) -> list[tuple[Tier, str]]:
+        """What of the newest user message is worth remembering, as (tier, text)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
