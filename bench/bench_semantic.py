@@ -16,7 +16,7 @@ misses are not printed). `--global-exits` asks every set as a session does, with
 graph's global exits offered in action states (by default the sets on the repository's
 graphs are asked without them, as they were calibrated).
 For every `--model NAME` whose credentials are present the same table is printed for that
-model through `cgraph.backends.llm.registry.resolve_model(NAME)`; requests are built by the
+model through `cgraph.models.resolve_model(NAME)`; requests are built by the
 engine's own `Prompter`.
 """
 
@@ -52,9 +52,9 @@ from bench.semantic_cases import (
     load_cases,
     request_for,
 )
-from cgraph.backends.llm.registry import has_credentials, resolve_model
 from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.errors import CgraphError, RenderError
+from cgraph.models import has_credentials, resolve_model
 from cgraph.runtime.ports import ChatModel, LLMRequest
 
 

@@ -16,12 +16,11 @@ second one was read as "contradicts" from probes like "A man plays a guitar." /
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cgraph.runtime.ports import STAY, ChatModel, LLMRequest
+from cgraph.runtime.ports import STAY, Choice, ExitChooser, Question, Reason
 
 
 class PairClassifier:
@@ -61,9 +60,12 @@ class PairClassifier:
 
 
 class NliVeto:
-    """A `ChatModel`: `semantic`'s exit unless `classifier` says the message contradicts it."""
+    """An `ExitChooser`: `semantic`'s exit unless `classifier` says the message contradicts
+    it."""
 
-    def __init__(self, semantic: ChatModel, classifier: PairClassifier, threshold: float) -> None:
+    def __init__(
+        self, semantic: ExitChooser, classifier: PairClassifier, threshold: float
+    ) -> None:
         self.name = f"{semantic.name}+nli{threshold}"
         self._semantic = semantic
         self._classifier = classifier
@@ -72,21 +74,20 @@ class NliVeto:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._semantic, name)
 
-    def complete(self, request: LLMRequest) -> str:
-        raw = self._semantic.complete(request)
-        if request.kind != "action" or not request.user_messages:
-            return raw
-        message = request.user_messages[-1]
+    def choose(self, question: Question) -> Choice:
+        choice = self._semantic.choose(question)
+        if question.kind != "action" or not question.user_messages:
+            return choice
+        message = question.user_messages[-1]
         while True:
-            chosen = str(json.loads(raw).get("exit"))
-            option = next((o for o in request.options if o.id == chosen), None)
+            option = next((o for o in question.options if o.id == choice.exit), None)
             if option is None or self._contradicts(message, option.description) is False:
-                return raw
-            left = tuple(o for o in request.options if o.id != chosen)
+                return choice
+            left = tuple(o for o in question.options if o.id != choice.exit)
             if not left:
-                return json.dumps({"exit": STAY, "reply": request.authored_reply})
-            request = replace(request, options=left)
-            raw = self._semantic.complete(request)
+                return Choice(STAY, Reason("nli_veto"), reply=question.authored_reply)
+            question = replace(question, options=left)
+            choice = self._semantic.choose(question)
 
     def _contradicts(self, message: str, description: str) -> bool:
         return self._classifier.contradiction(message, description) >= self._threshold

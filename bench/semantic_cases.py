@@ -173,25 +173,7 @@ def question_for(case: Case) -> Question:
         replace(option, irreversible=_irreversible(graph, option.target))
         for option in request.options
     )
-    return Question(
-        kind=request.kind,
-        state=request.state,
-        options=options,
-        allow_stay=request.allow_stay,
-        user_messages=request.user_messages,
-        objective=request.objective,
-        stay_prototypes=request.stay_prototypes,
-        authored_reply=request.authored_reply,
-        entered_this_turn=request.entered_this_turn,
-        opening=request.opening,
-        graph=request.graph,
-        turn=request.turn,
-        annotations=request.annotations,
-        has_memories=request.has_memories,
-        memory_count=request.memory_count,
-        slots=request.slots,
-        collect=request.collect,
-    )
+    return replace(request.asked, options=options, render=None)
 
 
 def _irreversible(graph: Graph, target: str) -> bool:

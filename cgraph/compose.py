@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cgraph.backends.llm.registry import resolve_model
 from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.backends.store.sqlite import SQLiteStore
 from cgraph.errors import ConfigError, StoreError
-from cgraph.runtime.ports import ChatModel, SessionInfo, SessionStore
+from cgraph.models import Models, models_of, resolve_model
+from cgraph.runtime.ports import ChatModel, ExitChooser, SessionInfo, SessionStore
 from cgraph.runtime.routes.slots import slot_defaults
 from cgraph.runtime.state.records import Event
 from cgraph.runtime.state.snapshot import Frame, LogPosition, SessionState, jsonable, stored
@@ -26,11 +26,14 @@ def graph_of(graph: Graph | str | Path) -> Graph:
     return graph if isinstance(graph, Graph) else load_graph(graph)
 
 
-def chat_model(spec: Graph, model: ChatModel | str | None, api_base: str | None) -> ChatModel:
-    """The model a session talks to: `model`, else the graph's (see `resolve_model`)."""
-    return resolve_model(
+def session_models(
+    spec: Graph, model: ChatModel | ExitChooser | str | None, api_base: str | None
+) -> Models:
+    """What a session chooses and talks with: `model`, else the graph's (`resolve_model`)."""
+    made = resolve_model(
         model, spec.model, api_base=api_base, embedding_model=spec.embedding_source()
     )
+    return models_of(made)
 
 
 def initial_state(
@@ -64,7 +67,7 @@ def create(deps: Dependencies, state: SessionState) -> tuple[SessionInfo, Event]
     event (returned with the info; the log's position is `FIRST`)."""
     spec, now = deps.graph, deps.clock()
     source = str(spec.source.resolve()) if spec.source else ""
-    model = str(getattr(deps.model, "name", ""))
+    model = deps.model.name
     info = SessionInfo(deps.session_id, deps.user_id, source, spec.name, model, created_at=now)
     started = {"graph": source, "graph_name": spec.name, "user": deps.user_id, "model": model}
     first = Event.model_construct(

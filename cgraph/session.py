@@ -23,12 +23,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cgraph.compose import FIRST, chat_model, create, graph_of, initial_state, open_store
+from cgraph.compose import FIRST, create, graph_of, initial_state, open_store, session_models
 from cgraph.errors import CgraphError, ConfigError, SessionCompleted, SessionError
 from cgraph.runtime.ask.streaming import Chunk, Delta, can_stream, run_streamed
 from cgraph.runtime.log import reading as log
 from cgraph.runtime.log.snapshots import read_snapshot
-from cgraph.runtime.ports import ChatModel, Memory, MemoryStore, NullMemory, SessionInfo, begin_turn
+from cgraph.runtime.ports import (
+    ChatModel,
+    ExitChooser,
+    Memory,
+    MemoryStore,
+    NullMemory,
+    SessionInfo,
+)
 from cgraph.runtime.state.records import Decision, Event, TransitionRecord, Turn
 from cgraph.runtime.state.snapshot import LogPosition, SessionState
 from cgraph.runtime.tools.runner import ToolRunner
@@ -81,7 +88,7 @@ class Session:
         cls,
         graph: Graph | str | Path,
         *,
-        model: ChatModel | str | None = None,
+        model: ChatModel | ExitChooser | str | None = None,
         user_id: str = "local",
         session_id: str | None = None,
         store: Any = None,
@@ -95,26 +102,29 @@ class Session:
         """Start a new session. `store` is a `SessionStore`, a folder (its `sessions.sqlite`
         is used), a `.sqlite` file, or None (in memory).
 
-        `model` is a `ChatModel`, a model name (see `cgraph.backends.llm`), or None (the graph's
-        `model.name`, else the offline semantic model). `memory` defaults to `NullMemory`.
+        `model` is a `ChatModel`, an `ExitChooser` that reads messages itself, a model name
+        (see `cgraph.models`), or None (the graph's `model.name`, else the offline mode).
+        `memory` defaults to `NullMemory`.
         `state` starts the session in that root state, as if the conversation had already
         entered it (its `say:` is not repeated); `variables` override the graph's values.
         `tools` runs the tools (a new `ToolRunner`, its own worker, by default); sessions
         run one after another may share one, and its workers.
         """
         spec = graph_of(graph)
-        chat = chat_model(spec, model, api_base)
+        models = session_models(spec, model, api_base)
         first_state = initial_state(spec, state, variables)
         sid = session_id or uuid.uuid4().hex[:12]
         deps = Dependencies(
-            spec,
-            chat,
-            memory or NullMemory(),
-            open_store(store),
-            clock or time.time,
-            sid,
-            user_id,
-            tools or ToolRunner(),
+            graph=spec,
+            chooser=models.chooser,
+            chat=models.chat,
+            memory=memory or NullMemory(),
+            store=open_store(store),
+            clock=clock or time.time,
+            session_id=sid,
+            user_id=user_id,
+            tools=tools or ToolRunner(),
+            rememberer=models.rememberer,
         )
         info, first = create(deps, first_state)
         session = cls(info=info, deps=deps, state=first_state, events=[first], position=FIRST)
@@ -135,7 +145,7 @@ class Session:
         session_id: str,
         *,
         store: Any,
-        model: ChatModel | str | None = None,
+        model: ChatModel | ExitChooser | str | None = None,
         memory: MemoryStore | None = None,
         graph: Graph | str | Path | None = None,
         api_base: str | None = None,
@@ -167,9 +177,17 @@ class Session:
         problem = _not_resumable(spec, info, state)
         if problem:
             raise SessionError(f"session `{session_id}` {problem}")
-        chat = chat_model(spec, model or info.model or None, api_base)
+        models = session_models(spec, model or info.model or None, api_base)
         deps = Dependencies(
-            spec, chat, memory or NullMemory(), backend, clock or time.time, info.id, info.user_id
+            graph=spec,
+            chooser=models.chooser,
+            chat=models.chat,
+            memory=memory or NullMemory(),
+            store=backend,
+            clock=clock or time.time,
+            session_id=info.id,
+            user_id=info.user_id,
+            rememberer=models.rememberer,
         )
         session = cls(info=info, deps=deps, state=state, events=stored.events, position=position)
         session._maybe_stored = session._engine.extraction_pending()
@@ -223,7 +241,7 @@ class Session:
         `Retracted` when an answer shown so far was rejected and the model is asked
         again), then the `Turn`. With a model that cannot stream (offline, scripted without
         `stream`), the whole reply comes as one `Delta` once the turn is done."""
-        if not can_stream(self._engine.deps.model):
+        if not can_stream(self.deps.chat):
             turn = self.send(message, key=key, remember=remember)
             yield from ((Delta(turn.reply), turn) if turn.reply else (turn,))
             return
@@ -242,7 +260,7 @@ class Session:
         """`send`, calling `on_chunk` in this thread with the reply's pieces as the model
         writes them (see `stream`); a terminal prints them as they come, and Ctrl-C still
         cancels the turn as it does during `send`."""
-        sink = on_chunk if can_stream(self._engine.deps.model) else None
+        sink = on_chunk if can_stream(self.deps.chat) else None
         return self._send(message, key, remember, sink)
 
     def finish_turn(self) -> Turn:
@@ -289,7 +307,8 @@ class Session:
     @contextmanager
     def _turn(self) -> Iterator[None]:
         """On any escape, return to the last committed step; Ctrl-C also drops the turn."""
-        begin_turn(self.model)  # the model's deadline covers this turn's calls and retries
+        if self.deps.chat is not None:  # its deadline covers this turn's calls and retries
+            self.deps.chat.begin_turn()
         try:
             yield
         except KeyboardInterrupt:
@@ -328,6 +347,11 @@ class Session:
         except CgraphError:
             return None
         return graph.states.get(state_id)
+
+    @property
+    def streams(self) -> bool:
+        """The reply can be shown as the model writes it (`stream`, `send_streaming`)."""
+        return can_stream(self.deps.chat)
 
     @property
     def completed(self) -> bool:

@@ -29,7 +29,7 @@ from cgraph.spec.model import TIERS, Graph, Tier
 if TYPE_CHECKING:
     from cgraph.backends.memory.background import BackgroundMemory
     from cgraph.diagnostics import Diagnostic
-    from cgraph.runtime.ports import ChatModel, SessionInfo
+    from cgraph.runtime.ports import ChatModel, ExitChooser, SessionInfo
     from cgraph.runtime.state.records import Turn
     from cgraph.session import Session
 
@@ -94,10 +94,10 @@ def load_checked(
 # ----- model --------------------------------------------------------------------------------
 
 
-def build_model(graph: Graph, name: str, options: RunOptions) -> ChatModel:
+def build_model(graph: Graph, name: str, options: RunOptions) -> ChatModel | ExitChooser:
     """The chat model by name, with the graph's settings under the flags given; an unknown
     model or a missing key fails here, before the first turn."""
-    from cgraph.backends.llm.registry import resolve_model
+    from cgraph.models import resolve_model
 
     chat = resolve_model(
         name,
@@ -110,10 +110,10 @@ def build_model(graph: Graph, name: str, options: RunOptions) -> ChatModel:
         retries=options.retries,
     )
     if options.record is not None:
-        from cgraph.backends.llm.replay import RecordingModel
+        from cgraph.backends.llm.replay import recording
 
         try:
-            chat = RecordingModel(chat, options.record)
+            chat = recording(chat, options.record)
         except OSError as err:
             raise ConfigError(cannot_write("--record", options.record, err)) from err
     return chat
@@ -212,7 +212,7 @@ def permanent_failure(session: Session) -> str | None:
 
 def open_session(graph: Graph, options: RunOptions) -> Opened:
     """Check the store, the session and the model, then open the session."""
-    from cgraph.backends.llm.registry import choose
+    from cgraph.models import choose
 
     store = usable_folder(options.store)
     if options.session:

@@ -22,7 +22,7 @@ from rich.table import Table
 from cgraph.cli import commands
 from cgraph.cli.opening import SEMANTIC, Opened, banner
 from cgraph.errors import CgraphError, SessionCompleted
-from cgraph.runtime.ask.streaming import CallingTools, Chunk, Retracted, can_stream
+from cgraph.runtime.ask.streaming import CallingTools, Chunk, Retracted
 
 if TYPE_CHECKING:
     from cgraph.runtime.state.records import Turn
@@ -129,7 +129,7 @@ class Repl:
             return
         printer = ReplyPrinter(self.console, self.agent)
         try:
-            if self.opened.model_name != SEMANTIC and can_stream(session.model):
+            if self.opened.model_name != SEMANTIC and session.streams:
                 turn = session.send_streaming(message, printer, remember=False)
             else:
                 with late_status(self.console, self._status()):

@@ -1,8 +1,11 @@
-"""What the engine asks of a language model: the request, and the protocol a backend follows.
+"""The runtime's ports: what it needs from outside, owned here and implemented by backends.
 
-A backend receives an `LLMRequest` — the rendered prompt *and* a structured view of the
-same question — and returns the raw text of its answer. The engine validates that text
-itself, so a backend can never make a transition the graph does not declare.
+Choosing is apart from talking. An `ExitChooser` reads a `Question` (a state, its options,
+the conversation) and returns a `Choice`; the offline chooser implements it directly, and
+the runtime's own chooser (`cgraph.runtime.ask.choosing`) implements it by asking a
+`ChatModel`: a prompt in (`LLMRequest`), the raw text of its answer out, which the
+runtime validates itself, so a model can never make a transition the graph does not
+declare. `MemoryStore` and `SessionStore` are the other two ports.
 
 Answers are JSON objects:
 - action:     {"exit": "<exit id>" | "stay", "reason": str, "reply": str}
@@ -15,7 +18,7 @@ A backend may add "scores": {exit id: float} to explain its choice (shown by `/w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -90,6 +93,13 @@ class Question:
     judged against them first."""
     may_clarify: bool = True
     """The designer lets this state ask instead of guessing (`clarify:`)."""
+    render: Callable[[], LLMRequest] | None = field(default=None, compare=False, repr=False)
+    """The prompt of this question, rendered when a chooser asks a language model."""
+    talk: Callable[[ChatModel, LLMRequest], tuple[LLMRequest, str]] | None = field(
+        default=None, compare=False, repr=False
+    )
+    """For a model that calls the state's tools: the first attempt as a conversation with
+    tool calls (the request as it ended, and the answer)."""
 
     @property
     def exit_ids(self) -> tuple[str, ...]:
@@ -117,6 +127,21 @@ class Reason:
 
 
 @dataclass(frozen=True, slots=True)
+class Trace:
+    """How a choice was reached by asking a model, for the log and `/why`."""
+
+    calls: int = 0
+    events: tuple[tuple[str, dict[str, Any]], ...] = ()
+    """What the log keeps of the asking: (kind, data) of each failed attempt (`llm_error`)
+    and each thing the user should hear (`llm_notice`)."""
+    prompt_hash: str = ""
+    window: int = 0
+    """Conversation messages the prompt held."""
+    summary: bool = False
+    """The prompt held a summary of earlier messages."""
+
+
+@dataclass(frozen=True, slots=True)
 class Choice:
     """What an `ExitChooser` decided: an option's id, `stay`, or `clarify` (ask which of
     `candidates` the user meant), with a confidence per option and why."""
@@ -137,6 +162,13 @@ class Choice:
     """For `clarify`: the options the question names, likeliest first."""
     question: str = ""
     """For `clarify`: the question, when the chooser writes one."""
+    trace: Trace = Trace()
+    """How it was reached, when a model was asked."""
+
+    @property
+    def failed(self) -> bool:
+        """No usable answer: the runtime falls back (`exit` is "")."""
+        return not self.exit
 
 
 @runtime_checkable
@@ -151,6 +183,12 @@ class ExitChooser(Protocol):
         """The choice for `question`; never raises for what the user said."""
         ...
 
+
+@runtime_checkable
+class Rememberer(Protocol):
+    """Picks what to remember of a message without a language model (the offline mode);
+    with one, the runtime asks it an `extract` question instead."""
+
     def remember(self, user_messages: Sequence[str]) -> list[tuple[Tier, str]]:
         """What of the newest user message is worth remembering, as (tier, text)."""
         ...
@@ -158,7 +196,8 @@ class ExitChooser(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class LLMRequest:
-    """One question to a model."""
+    """One question to a language model: the rendered prompt, and the `Question` it asks
+    (what the runtime validates the answer against; a scripted test model reads it too)."""
 
     kind: RequestKind
     messages: tuple[dict[str, str], ...]
@@ -168,44 +207,54 @@ class LLMRequest:
     schema_name: str
     state: str
     """The qualified id of the state asking (`sub.yaml#triage` inside a sub-graph)."""
-    objective: str = ""
-    options: tuple[ExitOption, ...] = ()
-    allow_stay: bool = False
-    user_messages: tuple[str, ...] = ()
-    """Recent user messages, newest last."""
-    stay_prototypes: tuple[str, ...] = ()
-    """Texts that describe staying: the state's objective, actions and intra-state guidelines."""
-    authored_reply: str = ""
-    """The state's authored text (`say:` rendered, or its actions) for models that cannot write."""
-    entered_this_turn: bool = False
-    """True when the newest user message already moved the conversation into this state."""
-    opening: bool = False
-    """The newest user message opens the conversation and no state has answered it yet: it
-    is judged against this state's exits although the state was entered this turn."""
     tools: tuple[dict[str, Any], ...] = ()
     """Functions the model may call before it answers (`name`, `description`, `parameters`).
     A backend answers with `{"tool_calls": [{"id", "name", "arguments"}]}` to call them; in
     `messages`, an assistant message's `tool_calls` is that list as JSON text, and each
     result is a `tool` message with its `tool_call_id`."""
-    graph: str = ""
-    """The name of the graph the asking state belongs to."""
-    turn: int = 0
-    annotations: tuple[str, ...] = ()
-    """The session's findings so far (annotation tags), for backends that weigh evidence."""
-    has_memories: bool = False
-    """For `start` requests: whether the user has memories."""
-    memory_count: int = 0
-    slots: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Slots the answer may fill (`"slots": {name: value or null}`), as nullable JSON Schemas."""
-    collect: tuple[str, ...] = ()
-    """The slots this state asks for (the others are filled only when the user volunteers them)."""
-    rejected: str = ""
-    """On a re-ask: why the previous answer was refused (the last message quotes it too)."""
+    question: Question | None = None
+    """What is asked, as data (None for a summary: it chooses nothing)."""
+
+    @property
+    def asked(self) -> Question:
+        return self.question if self.question is not None else Question(self.kind, self.state)
+
+    @property
+    def options(self) -> tuple[ExitOption, ...]:
+        return self.asked.options
+
+    @property
+    def allow_stay(self) -> bool:
+        return self.asked.allow_stay
+
+    @property
+    def slots(self) -> dict[str, dict[str, Any]]:
+        return self.asked.slots
+
+    @property
+    def collect(self) -> tuple[str, ...]:
+        return self.asked.collect
+
+    @property
+    def user_messages(self) -> tuple[str, ...]:
+        return self.asked.user_messages
+
+    @property
+    def entered_this_turn(self) -> bool:
+        return self.asked.entered_this_turn
+
+    @property
+    def rejected(self) -> str:
+        return self.asked.rejected
+
+    @property
+    def has_memories(self) -> bool:
+        return self.asked.has_memories
 
     @property
     def exit_ids(self) -> tuple[str, ...]:
         """Every answer `exit` may take: the options' ids, then `stay` when allowed."""
-        return exit_ids(self.options, self.allow_stay)
+        return self.asked.exit_ids
 
 
 def exit_ids(options: Sequence[ExitOption], allow_stay: bool) -> tuple[str, ...]:
@@ -221,36 +270,60 @@ class Whole:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a model can do, declared by the model (the runtime never probes for it)."""
+
+    streams: bool = False
+    """`stream(request)` gives an answer's text as it is written."""
+    calls_tools: bool = True
+    """It calls the tools a request offers (`LLMRequest.tools`)."""
+    writes_prose: bool = True
+    """It writes summaries (`summary` requests); without, the runtime extracts them."""
+    offline: bool = False
+    """Its answers were read from the user's messages, not written by a language model (a
+    recording of the offline chooser, replayed): a value a slot refuses is the user's."""
+
+
 @runtime_checkable
 class ChatModel(Protocol):
-    """A language model backend.
+    """A language model: a prompt in, the text of its answer (or tool calls) out.
 
-    A backend may also define `begin_turn()` (called when a turn or its memory extraction
-    starts: where a turn's deadline begins) and `notices()` (things the user should hear
-    once, such as a structured-output mode the server refused; drained after each call),
-    and `stream(request)`: the answer's text in pieces as the model writes it (the content,
-    or the answer function's arguments; never an offered tool's), optionally ended by a
+    `begin_turn()` is called when a turn or its memory extraction starts (where a turn's
+    deadline begins); `notices()` drains what the user should hear once (a structured-
+    output mode the server refused); `stream(request)`, for a model whose capabilities
+    say it streams, gives the answer's text in pieces as it is written (the content, or
+    the answer function's arguments; never an offered tool's), optionally ended by a
     `Whole` that stands for the complete answer.
     """
 
     name: str
 
+    @property
+    def capabilities(self) -> Capabilities: ...
+
     def complete(self, request: LLMRequest) -> str:
         """Answer `request` with raw text (JSON expected). Raise `LLMError` on failure."""
         ...
 
+    def stream(self, request: LLMRequest) -> Iterator[str | Whole]: ...
 
-def begin_turn(model: ChatModel) -> None:
-    """Tell `model` a turn starts, if it keeps a per-turn deadline."""
-    hook = getattr(model, "begin_turn", None)
-    if callable(hook):
-        hook()
+    def begin_turn(self) -> None: ...
+
+    def notices(self) -> tuple[str, ...]: ...
 
 
-def notices(model: ChatModel) -> tuple[str, ...]:
-    """What `model` has to say since it was last asked (empty for most backends)."""
-    drain = getattr(model, "notices", None)
-    return tuple(str(n) for n in drain()) if callable(drain) else ()
+class Quiet:
+    """What most chat models do about turns and notices: nothing (a base to inherit)."""
+
+    def begin_turn(self) -> None:
+        return None
+
+    def notices(self) -> tuple[str, ...]:
+        return ()
+
+    def stream(self, request: LLMRequest) -> Iterator[str | Whole]:
+        raise NotImplementedError(f"{type(self).__name__} does not stream")
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cgraph.backends.llm.registry import resolve_model
 from cgraph.diagnostics import Diagnostic, Severity, has_errors
 from cgraph.errors import CgraphError, GraphError
 from cgraph.lint.gate import Gate, gate
-from cgraph.runtime.ports import ChatModel, MemoryStore, NewMemory, NullMemory
+from cgraph.models import resolve_model
+from cgraph.runtime.ports import ChatModel, ExitChooser, MemoryStore, NewMemory, NullMemory
 from cgraph.runtime.state.records import step_name
 from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.session import Session
@@ -93,7 +93,7 @@ class Runner:
     def __init__(self, options: Options, on_run: Callable[[RunResult], None] | None = None) -> None:
         self.options = options
         self.on_run = on_run or (lambda result: None)
-        self._models: dict[str, ChatModel] = {}
+        self._models: dict[str, ChatModel | ExitChooser] = {}
         self.tools = ToolRunner()
         """One tool worker for every run: the runs take turns, as tools ran in-process."""
         self.stopped = False
@@ -141,7 +141,9 @@ class Runner:
         self._run_cases(tests, result, model)
         return result
 
-    def _run_cases(self, tests: TestFile, result: FileResult, model: ChatModel) -> None:
+    def _run_cases(
+        self, tests: TestFile, result: FileResult, model: ChatModel | ExitChooser
+    ) -> None:
         assert result.graph_spec is not None and result.graph is not None
         memory = _memory(tests)
         for case in tests.cases:
@@ -169,7 +171,7 @@ class Runner:
             return None
         return self.options.model or str(tests.model)
 
-    def _model(self, tests: TestFile, graph: Graph) -> ChatModel:
+    def _model(self, tests: TestFile, graph: Graph) -> ChatModel | ExitChooser:
         name = self._model_name(tests)
         if name is None:
             from cgraph.backends.llm.scripted import ScriptedModel
@@ -188,7 +190,7 @@ class Runner:
 def run_one(
     tests: TestFile,
     graph: Graph,
-    model: ChatModel,
+    model: ChatModel | ExitChooser,
     memory: MemoryStore,
     run: Run,
     path: Path,
@@ -217,7 +219,7 @@ def run_one(
 def _session(
     tests: TestFile,
     graph: Graph,
-    model: ChatModel,
+    model: ChatModel | ExitChooser,
     memory: MemoryStore,
     run: Run,
     tools: ToolRunner | None,
@@ -272,17 +274,17 @@ def _relative(name: str, tests: TestFile) -> str:
     return name
 
 
-def _recording(name: str, graph: Graph, tests: TestFile, folder: Path) -> ChatModel:
-    from cgraph.backends.llm.replay import RecordingModel
+def _recording(name: str, graph: Graph, tests: TestFile, folder: Path) -> ChatModel | ExitChooser:
+    from cgraph.backends.llm.replay import recording
 
     file = tests.source or Path("tests.test.yaml")
     stem = next((file.name.removesuffix(s) for s in SUFFIXES if file.name.endswith(s)), file.stem)
     cassette = folder / f"{stem}.jsonl"
     cassette.unlink(missing_ok=True)
-    return RecordingModel(_resolve(name, graph), cassette)
+    return recording(_resolve(name, graph), cassette)
 
 
-def _resolve(name: str, graph: Graph) -> ChatModel:
+def _resolve(name: str, graph: Graph) -> ChatModel | ExitChooser:
     return resolve_model(name, graph.model, embedding_model=graph.embedding_source())
 
 

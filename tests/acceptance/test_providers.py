@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cgraph.backends.llm.registry import resolve_model
+from cgraph.models import resolve_model
 from cgraph.session import Session
 from cgraph.spec.model import ModelConfig
 from tests.servers.chat import (

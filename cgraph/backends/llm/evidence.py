@@ -6,10 +6,10 @@ graph's own record (annotation tags) comes before the recent user messages.
 
 from __future__ import annotations
 
-from cgraph.runtime.ports import LLMRequest
+from cgraph.runtime.ports import Question
 
 
-def decision_evidence(request: LLMRequest) -> list[tuple[str, list[str]]]:
+def decision_evidence(request: Question) -> list[tuple[str, list[str]]]:
     """What a silent state can weigh, strongest first: the session's findings (annotation
     tags), then the recent user messages."""
     findings = [tag.replace("_", " ") for tag in request.annotations]

@@ -36,7 +36,7 @@ from cgraph.backends.llm.providers import (
 )
 from cgraph.backends.llm.structured import mode_arguments, mode_messages
 from cgraph.errors import ConfigError, LLMError, UnknownModel
-from cgraph.runtime.ports import LLMRequest, Whole
+from cgraph.runtime.ports import Capabilities, LLMRequest, Whole
 from cgraph.spec.model import Structured
 
 
@@ -83,6 +83,8 @@ MAX_STREAMED_CHARS = 100_000
 
 class LiteLLMModel:
     """A `ChatModel` backed by `litellm.completion`."""
+
+    capabilities = Capabilities(streams=True, calls_tools=True, writes_prose=True)
 
     def __init__(
         self,
@@ -186,10 +188,10 @@ class LiteLLMModel:
         )
         return True
 
-    def notices(self) -> list[str]:
+    def notices(self) -> tuple[str, ...]:
         """What the user should hear once (a mode the server refused); then forgotten."""
         found, self._notices = self._notices, []
-        return found
+        return tuple(found)
 
     def begin_turn(self) -> None:
         """Start the turn's deadline: every call and retry until the next one shares it.

@@ -2,9 +2,12 @@
 
 `RecordingModel` wraps any `ChatModel` (`cgraph run --record FILE`) and appends one JSON
 line per call: the request's kind, state, schema and rendered messages, and the raw
-answer (or the error). `ReplayModel` (`--model replay:FILE`) answers the same calls from
-that file, in order, so a session once run against a real provider becomes a
-reproducible test.
+answer (or the error). `RecordingChooser` does the same for a chooser that reads messages
+itself (the offline mode): each choice is written as a model's answer would be, with the
+question it answered (its kind, state, options and the user's messages) instead of a
+prompt, which that chooser never renders. `ReplayModel` (`--model replay:FILE`) answers
+the same calls from that file, in order, so a session once run becomes a reproducible
+test.
 
 Replay is strict: the kind, the state, the schema and *every* rendered message must equal
 the recorded ones. Anything that changes what the model would be shown — an edited graph
@@ -19,14 +22,27 @@ from __future__ import annotations
 import difflib
 import json
 import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from cgraph.backends.llm.registry import SEMANTIC
 from cgraph.errors import ConfigError, LLMError
-from cgraph.runtime.ports import ChatModel, LLMRequest
+from cgraph.runtime.ports import (
+    Capabilities,
+    ChatModel,
+    Choice,
+    ExitChooser,
+    LLMRequest,
+    Question,
+    Quiet,
+    Rememberer,
+    Whole,
+)
+from cgraph.spec.model import Tier
 
 COMPARED = ("kind", "state", "schema_name", "schema", "messages", "tools")
+ASKED = ("kind", "state", "question")
+"""What a replay compares of a recorded choice: the question, not a prompt."""
 _DIFF_LINES = 40
 
 
@@ -44,23 +60,60 @@ def exchange_of(request: LLMRequest) -> dict[str, Any]:
     }
 
 
-class RecordingModel:
-    """Delegates to `inner` and appends every exchange to a JSONL file."""
+def question_of(question: Question) -> dict[str, Any]:
+    """What a recording keeps of a question a chooser answered by reading it."""
+    return {
+        "options": [o.id for o in question.options],
+        "allow_stay": question.allow_stay,
+        "user_messages": list(question.user_messages),
+        "rejected": question.rejected,
+    }
 
-    def __init__(self, inner: ChatModel, path: str | Path) -> None:
-        self.inner = inner
-        self.name = inner.name
+
+class _Recorder:
+    """Appends entries to a JSONL file, one writer at a time."""
+
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
 
-    @property
-    def writes_summaries(self) -> bool:
-        return bool(getattr(self.inner, "writes_summaries", True))
+    def _append(self, entry: dict[str, Any]) -> None:
+        line = json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as out:
+            out.write(line)
+
+
+class RecordingModel(_Recorder):
+    """Delegates to `inner` and appends every exchange to a JSONL file."""
+
+    def __init__(self, inner: ChatModel, path: str | Path) -> None:
+        super().__init__(path)
+        self.inner = inner
+        self.name = inner.name
 
     @property
-    def offline(self) -> bool:
-        return bool(getattr(self.inner, "offline", False))
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    def begin_turn(self) -> None:
+        self.inner.begin_turn()
+
+    def notices(self) -> tuple[str, ...]:
+        return self.inner.notices()
+
+    def stream(self, request: LLMRequest) -> Iterator[str | Whole]:
+        entry = {**exchange_of(request), "model": self.inner.name}
+        pieces: list[str] = []
+        try:
+            for piece in self.inner.stream(request):
+                pieces.append(piece.text if isinstance(piece, Whole) else piece)
+                yield piece
+        except LLMError as err:
+            self._append({**entry, "error": err.message})
+            raise
+        whole = pieces[-1] if pieces and isinstance(piece, Whole) else "".join(pieces)
+        self._append({**entry, "answer": whole})
 
     def complete(self, request: LLMRequest) -> str:
         entry = {**exchange_of(request), "model": self.inner.name}
@@ -72,13 +125,39 @@ class RecordingModel:
         self._append({**entry, "answer": answer})
         return answer
 
-    def _append(self, entry: dict[str, Any]) -> None:
-        line = json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as out:
-            out.write(line)
+
+class RecordingChooser(_Recorder):
+    """Delegates to a chooser that reads messages itself and records each choice (and
+    what it picked to remember) as a model's answer would be recorded."""
+
+    def __init__(self, inner: ExitChooser, path: str | Path) -> None:
+        super().__init__(path)
+        self.inner = inner
+        self.name = inner.name
+
+    def choose(self, question: Question) -> Choice:
+        choice = self.inner.choose(question)
+        answer: dict[str, Any] = {"exit": choice.exit, "reason": str(choice.reason)}
+        answer |= {"reply": choice.reply or question.authored_reply, "scores": choice.confidence}
+        if choice.note:
+            answer["note"] = choice.note
+        if question.slots:
+            answer["slots"] = {name: choice.slots.get(name) for name in question.slots}
+        asked = {"kind": question.kind, "state": question.state, "question": question_of(question)}
+        self._append({**asked, "model": self.name, "offline": True, "answer": json.dumps(answer)})
+        return choice
+
+    def remember(self, user_messages: Sequence[str]) -> list[tuple[Tier, str]]:
+        assert isinstance(self.inner, Rememberer)
+        found = self.inner.remember(user_messages)
+        memories = [{"tier": tier, "text": text} for tier, text in found]
+        asked = {"kind": "extract", "state": "", "question": {"user_messages": list(user_messages)}}
+        answer = json.dumps({"memories": memories})
+        self._append({**asked, "model": self.name, "offline": True, "answer": answer})
+        return found
 
 
-class ReplayModel:
+class ReplayModel(Quiet):
     """Answers from a recording, in order; a request that differs fails loudly."""
 
     def __init__(self, rest: str = "", **options: Any) -> None:
@@ -91,14 +170,15 @@ class ReplayModel:
         self.failure: str | None = None
 
     @property
-    def writes_summaries(self) -> bool:
-        """As the recorded model did: summaries it wrote are replayed, else extracted again."""
-        return any(entry["kind"] == "summary" for entry in self.entries)
-
-    @property
-    def offline(self) -> bool:
-        """As the recorded model was: the offline mode, which reads messages itself."""
-        return any(entry.get("model") == SEMANTIC for entry in self.entries)
+    def capabilities(self) -> Capabilities:
+        """As the recorded model was: summaries it wrote are replayed, else extracted again;
+        a recording of the offline chooser replays its choices as the offline mode's."""
+        return Capabilities(
+            streams=False,
+            calls_tools=True,
+            writes_prose=any(entry["kind"] == "summary" for entry in self.entries),
+            offline=any(entry.get("offline") for entry in self.entries),
+        )
 
     @property
     def remaining(self) -> int:
@@ -113,7 +193,7 @@ class ReplayModel:
                 f"used; the session asked one more ({request.kind} in `{request.state}`)"
             )
         expected = self.entries[self.position]
-        difference = compare(expected, exchange_of(request))
+        difference = compare(expected, _asked(expected, request))
         if difference:
             self._fail(
                 f"{self.path}: exchange {self.position + 1} does not match the recording\n"
@@ -148,9 +228,19 @@ def load_recording(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
+def _asked(expected: dict[str, Any], request: LLMRequest) -> dict[str, Any]:
+    """What a replay compares: the prompt; for a recorded choice, the question it answered."""
+    if not expected.get("offline"):
+        return exchange_of(request)
+    if request.kind == "extract":
+        said = {"user_messages": list(request.asked.user_messages)}
+        return {"kind": "extract", "state": "", "question": said}
+    return {"kind": request.kind, "state": request.state, "question": question_of(request.asked)}
+
+
 def compare(expected: dict[str, Any], actual: dict[str, Any]) -> str:
     """A diff of the first compared field that differs, or "" when they match."""
-    for key in COMPARED:
+    for key in ASKED if expected.get("offline") else COMPARED:
         want, got = expected.get(key), actual.get(key)
         if want == got:
             continue
@@ -166,3 +256,10 @@ def _lines(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True).splitlines()
+
+
+def recording(made: ChatModel | ExitChooser, path: str | Path) -> ChatModel | ExitChooser:
+    """`made`, with every exchange (or choice) appended to `path`."""
+    if isinstance(made, ChatModel):
+        return RecordingModel(made, path)
+    return RecordingChooser(made, path)

@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from cgraph.errors import CgraphError, LLMError
-from cgraph.runtime.ports import LLMRequest
+from cgraph.runtime.ports import Capabilities, LLMRequest, Quiet, Whole
 from cgraph.spec.names import bare
 from cgraph.spec.yaml_syntax import explain
 
@@ -41,7 +41,7 @@ class ScriptError(CgraphError):
     """The script has no answer for a request: the test expected fewer model calls."""
 
 
-class ScriptedModel:
+class ScriptedModel(Quiet):
     """Answers from a script; records every request for assertions."""
 
     def __init__(
@@ -51,9 +51,11 @@ class ScriptedModel:
         name: str = "scripted",
         sleep: Callable[[float], None] = time.sleep,
         chunk: int = 7,
+        calls_tools: bool = True,
         **_options: Any,
     ) -> None:
         self.chunk = chunk
+        self._calls_tools = calls_tools
         if isinstance(script, str | Path):
             name = f"scripted:{script}"
             script = load_script(script)
@@ -69,11 +71,14 @@ class ScriptedModel:
                 self._repeat[key] = value
 
     @property
-    def writes_summaries(self) -> bool:
-        """Only a script with a `summary` key writes summaries; else cgraph extracts them."""
-        return "summary" in self._queues or "summary" in self._repeat
+    def capabilities(self) -> Capabilities:
+        """It streams (in pieces of `chunk` characters); only a script with a `summary` key
+        writes summaries (else cgraph extracts them); `calls_tools=False` plays a model
+        that calls none."""
+        summaries = "summary" in self._queues or "summary" in self._repeat
+        return Capabilities(streams=True, calls_tools=self._calls_tools, writes_prose=summaries)
 
-    def stream(self, request: LLMRequest) -> Iterator[str]:
+    def stream(self, request: LLMRequest) -> Iterator[str | Whole]:
         """The answer `complete` gives, in pieces of `chunk` characters (a streaming test)."""
         text = self.complete(request)
         for start in range(0, len(text), self.chunk):

@@ -68,7 +68,6 @@ reflections are templated notes; extraction keeps the user's own statements verb
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -76,7 +75,8 @@ from typing import Any
 from cgraph.backends.embed import Embedder, Vector, cosine, shared_embedder
 from cgraph.backends.llm.acts import ACTS, Act, as_user, negative_description
 from cgraph.backends.llm.calibration import Calibration
-from cgraph.backends.llm.choice import Choice, choose
+from cgraph.backends.llm.choice import Choice as RuleChoice
+from cgraph.backends.llm.choice import choose
 from cgraph.backends.llm.denial import denial_scores
 from cgraph.backends.llm.endings import guarded
 from cgraph.backends.llm.evidence import decision_evidence
@@ -104,7 +104,8 @@ from cgraph.backends.llm.utterances import (
     without_greeting,
 )
 from cgraph.backends.llm.yesno import answer_scores
-from cgraph.runtime.ports import STAY, ExitOption, LLMRequest
+from cgraph.runtime.ports import STAY, Choice, ExitOption, Question, Reason
+from cgraph.spec.model import Tier
 
 # Conversational moves that never answer a state's question: greetings, clarifications,
 # hesitation. They give "stay" a prototype in every state, whatever its objective says.
@@ -124,15 +125,11 @@ CONVERSATIONAL = (
 
 
 class SemanticModel:
-    """A `ChatModel` that needs no LLM: see the module docstring for the rule."""
+    """An `ExitChooser` that needs no LLM: see the module docstring for the rule. It calls
+    no tools (action states' `tools` are not offered; side-effect states run theirs) and
+    writes no prose (history summaries are extracted from the user's statements)."""
 
     name = "semantic"
-    offline = True
-    """It reads the user's messages itself: no language model is asked."""
-    writes_summaries = False
-    calls_tools = False
-    """It calls no tools: action states' `tools` are not offered; side-effect states run."""
-    """It writes no prose: history summaries are extracted from the user's statements."""
 
     def __init__(
         self,
@@ -156,20 +153,30 @@ class SemanticModel:
             self._embedder = shared_embedder(self._embedding_model)
         return self._embedder
 
-    def complete(self, request: LLMRequest) -> str:
-        if request.kind == "extract":
-            answer: dict[str, Any] = {"memories": extract_memories(request.user_messages)}
-        elif request.kind == "action":
-            answer = self._action(request)
-        elif request.kind == "reflection":
-            answer = self._reflection(request)
+    def choose(self, question: Question) -> Choice:
+        if question.kind == "action":
+            answer = self._action(question)
+        elif question.kind == "reflection":
+            answer = self._reflection(question)
         else:  # decision, start, graph
-            answer = self._decision(request)
-        return json.dumps(answer, ensure_ascii=False)
+            answer = self._decision(question)
+        # Values are checked by the runtime against their slots, as a model's are.
+        slots = {k: v for k, v in answer.get("slots", {}).items() if v is not None}
+        return Choice(
+            exit=str(answer["exit"]),
+            reason=Reason("semantic", str(answer.get("reason", ""))),
+            confidence=dict(answer.get("scores", {})),
+            reply=str(answer.get("reply", "")),
+            note=str(answer.get("note", "")),
+            slots=slots,
+        )
+
+    def remember(self, user_messages: Sequence[str]) -> list[tuple[Tier, str]]:
+        return [(m["tier"], m["text"]) for m in extract_memories(user_messages)]  # type: ignore[misc]
 
     # -- action states -------------------------------------------------------------------
 
-    def _action(self, request: LLMRequest) -> dict[str, Any]:
+    def _action(self, request: Question) -> dict[str, Any]:
         answer = self._action_exit(request)
         just_entered = request.entered_this_turn and not request.opening
         if request.slots and request.user_messages and not just_entered:
@@ -188,7 +195,7 @@ class SemanticModel:
         best = max(range(len(values)), key=scores.__getitem__)
         return values[best], scores[best]
 
-    def _action_exit(self, request: LLMRequest) -> dict[str, Any]:
+    def _action_exit(self, request: Question) -> dict[str, Any]:
         """Global exits first, on the message and its clauses (`global_exits`); else own."""
         anywhere = [o for o in request.options if o.anywhere]
         local = [o for o in request.options if not o.anywhere]
@@ -214,7 +221,7 @@ class SemanticModel:
                 return {**taken, "reason": f"global exit: {taken['reason']}", "scores": scores}
         return own
 
-    def _exit_among(self, request: LLMRequest, options: Sequence[ExitOption]) -> dict[str, Any]:
+    def _exit_among(self, request: Question, options: Sequence[ExitOption]) -> dict[str, Any]:
         stay = {"exit": STAY, "reply": request.authored_reply}
         just_entered = request.entered_this_turn and not request.opening
         if just_entered or not request.user_messages or not options:
@@ -234,10 +241,10 @@ class SemanticModel:
         )
         if request.allow_stay and is_hedge(message):
             # An unsure answer is asked again, not taken as an answer.
-            choice = Choice(STAY, "the message hedges: asked again")
+            choice = RuleChoice(STAY, "the message hedges: asked again")
         if request.allow_stay and is_greeting(request.user_messages[-1]):
             # A greeting alone answers nothing; the state asks its question.
-            choice = Choice(STAY, "only a greeting: asked again")
+            choice = RuleChoice(STAY, "only a greeting: asked again")
         shown = {**_rounded(scores), STAY: round(stay_score, 3)}
         if choice.exit == STAY:
             return {**stay, "reason": choice.reason, "scores": shown}
@@ -308,7 +315,7 @@ class SemanticModel:
 
     # -- silent states -------------------------------------------------------------------
 
-    def _decision(self, request: LLMRequest) -> dict[str, Any]:
+    def _decision(self, request: Question) -> dict[str, Any]:
         if not request.options:
             return {"exit": "", "reason": "no exits", "scores": {}}
         if len(request.options) == 1:
@@ -337,7 +344,7 @@ class SemanticModel:
                 lead[option.id] = max(lead[option.id], scores[option.id] - others)
         return lead
 
-    def _reflection(self, request: LLMRequest) -> dict[str, Any]:
+    def _reflection(self, request: Question) -> dict[str, Any]:
         said = request.user_messages[-1] if request.user_messages else ""
         note = f"Reviewed: {request.objective}".rstrip()
         if said:
@@ -346,7 +353,7 @@ class SemanticModel:
         return {"note": note, **decided}
 
 
-def _refused(answer: dict[str, Any], request: LLMRequest, said: dict[str, str]) -> dict[str, Any]:
+def _refused(answer: dict[str, Any], request: Question, said: dict[str, str]) -> dict[str, Any]:
     """The re-ask after an invalid slot value: the value left unset and, when this state
     asks for it, the question asked again naming what was wrong (a global exit stands)."""
     slots = {name: None if name in said else value for name, value in answer["slots"].items()}
@@ -357,7 +364,7 @@ def _refused(answer: dict[str, Any], request: LLMRequest, said: dict[str, str]) 
     return {**answer, "exit": STAY, "reason": "an invalid value: asked again", "reply": reply}
 
 
-def _global(exit_id: str, request: LLMRequest) -> bool:
+def _global(exit_id: str, request: Question) -> bool:
     return any(o.anywhere for o in request.options if o.id == exit_id)
 
 

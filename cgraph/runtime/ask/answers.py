@@ -85,11 +85,19 @@ def _slots(data: dict[str, Any], request: LLMRequest) -> tuple[dict[str, Any], t
         return {}, ()
     if not isinstance(given, dict):
         return {}, ('"slots" must be an object of slot values',)
+    return check_slots(given, request.slots)
+
+
+def check_slots(
+    given: dict[str, Any], schemas: dict[str, dict[str, Any]]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The valid, non-null values of `given` (as their slots keep them), and a problem
+    per value a slot refuses; a slot not asked for is ignored, as a null is "not said"."""
     values, problems = {}, []
     for name, value in given.items():
-        schema = request.slots.get(str(name))
+        schema = schemas.get(str(name))
         if schema is None or value is None:
-            continue  # a slot not asked for is ignored, as a null is "not said"
+            continue
         slot = slots.from_answer_schema(schema)
         problem = slots.problem(slot, slots.normalised(slot, value))
         if problem is None:

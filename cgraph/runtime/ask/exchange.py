@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from cgraph.errors import LLMError
 from cgraph.runtime.ask.answers import CAPS, Answer, AnswerError, parse_answer
 from cgraph.runtime.ask.fingerprint import prompt_facts
-from cgraph.runtime.ports import ChatModel, LLMRequest, notices
+from cgraph.runtime.ports import ChatModel, LLMRequest
 from cgraph.runtime.state.outcomes import Effects, Emit, decided
 from cgraph.runtime.state.records import Decision, trusted
 
@@ -77,10 +77,10 @@ def ask(model: ChatModel, request: LLMRequest, *, talk: Talk | None = None) -> A
         # An invalid slot value is asked for once more; the answer so far stands meanwhile.
         problems = "; ".join(parsed.slot_problems)
         # Offline, no model failed: the user's message held a value the slot refuses.
-        offline = {"offline": True} if getattr(model, "offline", False) else {}
+        offline = {"offline": True} if model.capabilities.offline else {}
         wrong = {"invalid_answer": str(raw)[:500], "attempt": 1, **offline}
         failures.append(_failure(request, problems, **wrong))
-        current = _reask(current, raw, problems + " (answer null for a value you cannot give)")
+        current = _reask(current, raw, problems, " (answer null for a value you cannot give)")
     return Asked(answer, _decision(model, request, answer, attempts), tuple(failures))
 
 
@@ -91,7 +91,7 @@ def _failure(request: LLMRequest, error: str, **extra: object) -> Emit:
 
 def _notices(model: ChatModel, request: LLMRequest) -> list[Emit]:
     """What the backend wants said once (a structured-output mode the server refused)."""
-    return [_notice(request, text) for text in notices(model)]
+    return [_notice(request, str(text)) for text in model.notices()]
 
 
 def _notice(request: LLMRequest, text: str) -> Emit:
@@ -102,16 +102,19 @@ def _cut(name: str) -> str:
     return f"the model's {name} was over {CAPS[name]} characters and was cut"
 
 
-def _reask(request: LLMRequest, raw: str, error: str) -> LLMRequest:
+def _reask(request: LLMRequest, raw: str, error: str, hint: str = "") -> LLMRequest:
+    """The request again, the answer and why it was refused appended (with `hint` for the
+    model); the question records why, as a chooser that reads messages itself sees it."""
+    asked = replace(request.question, rejected=error) if request.question else None
     follow_up = (
         {"role": "assistant", "content": str(raw or "")},
         {
             "role": "user",
-            "content": f"[cgraph] Your answer was rejected: {error}. "
+            "content": f"[cgraph] Your answer was rejected: {error}{hint}. "
             "Answer again with one JSON object that follows the schema.",
         },
     )
-    return replace(request, messages=request.messages + follow_up, tools=(), rejected=error)
+    return replace(request, messages=request.messages + follow_up, tools=(), question=asked)
 
 
 def _decision(
@@ -127,11 +130,12 @@ def _decision(
         candidates=request.exit_ids,
         scores=answer.scores if answer else {},
         prompt_hash=facts.hash,
-        model=str(getattr(model, "name", "")),
+        model=str(model.name),
         attempts=attempts,
         fallback=answer is None,
         window=facts.window,
         summary=facts.summary,
+        why={},
     )
 
 

@@ -49,7 +49,7 @@ STATEMENT_CHARS = 240
 
 
 def before_step(
-    prompter: Prompter, marks: HistoryMarks, context: str | None, model: ChatModel, here: str
+    prompter: Prompter, marks: HistoryMarks, context: str | None, model: ChatModel | None, here: str
 ) -> Effects:
     """Before a step: the `context:` strategy of the state just entered, then (with
     `strategy: summarize`) the messages about to leave the window folded into the summary,
@@ -71,7 +71,7 @@ def before_step(
 
 
 def keep_summary(
-    prompter: Prompter, marks: HistoryMarks, model: ChatModel, here: str
+    prompter: Prompter, marks: HistoryMarks, model: ChatModel | None, here: str
 ) -> tuple[HistoryMarks, Effects]:
     """With `strategy: summarize`, the messages about to leave the window folded into the
     summary."""
@@ -85,7 +85,7 @@ def keep_summary(
 
 
 def apply_context(
-    strategy: str, prompter: Prompter, marks: HistoryMarks, model: ChatModel, here: str
+    strategy: str, prompter: Prompter, marks: HistoryMarks, model: ChatModel | None, here: str
 ) -> tuple[HistoryMarks, Effects]:
     """A state's `context` strategy, on entry: the window restarts at the newest user message
     (`reset` drops the summary; `reset_with_summary` first folds what came before into it)."""
@@ -110,7 +110,12 @@ def _newest_user(transcript: Sequence[Message]) -> int:
 
 
 def fold(
-    prompter: Prompter, marks: HistoryMarks, model: ChatModel, here: str, upto: int, reason: str
+    prompter: Prompter,
+    marks: HistoryMarks,
+    model: ChatModel | None,
+    here: str,
+    upto: int,
+    reason: str,
 ) -> tuple[HistoryMarks, Effects]:
     """Fold the messages between the summary's end and `upto` into the summary."""
     older = prompter.transcript[marks.summary_upto : upto]
@@ -124,7 +129,7 @@ def fold(
 
 
 def _written(
-    model: ChatModel,
+    model: ChatModel | None,
     here: str,
     previous: str,
     older: Sequence[Message],
@@ -132,7 +137,7 @@ def _written(
     failures: list[Emit],
 ) -> tuple[str | None, str]:
     """The model's summary, or None when it writes none (offline) or fails."""
-    if not getattr(model, "writes_summaries", True):
+    if model is None or not model.capabilities.writes_prose:
         return None, ""
     try:
         raw = model.complete(summary_request(here, previous, older, budget))
@@ -147,7 +152,7 @@ def _written(
     if not isinstance(text, str) or not text.strip():
         failures.append(_failure(here, "the summary is empty"))
         return None, ""
-    return text.strip(), str(getattr(model, "name", "model"))
+    return text.strip(), model.name
 
 
 def _failure(here: str, error: str) -> Emit:

@@ -9,7 +9,8 @@ never changes the session.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
+from functools import partial
 from typing import Any, NamedTuple
 
 from cgraph.runtime.ask.answers import answer_schema
@@ -19,7 +20,7 @@ from cgraph.runtime.ask.prompts import (
     summary_message,
 )
 from cgraph.runtime.log.transcript import Transcript
-from cgraph.runtime.ports import ExitOption, LLMRequest, RequestKind, exit_ids
+from cgraph.runtime.ports import ExitOption, LLMRequest, Question, RequestKind
 from cgraph.runtime.routes.failures import rendered
 from cgraph.runtime.routes.graphs import topology_text
 from cgraph.runtime.state.snapshot import HistoryMarks
@@ -151,7 +152,13 @@ class Prompter:
             cached = self._topologies[id(graph)] = topology_text(graph)
         return cached
 
-    def build(
+    def build(self, view: View, kind: RequestKind, **asked: Any) -> LLMRequest:
+        """The prompt of the question `kind` at a state, rendered at once (`question`)."""
+        render = self.question(view, kind, **asked).render
+        assert render is not None
+        return render()
+
+    def question(
         self,
         view: View,
         kind: RequestKind,
@@ -166,37 +173,70 @@ class Prompter:
         opening: bool = False,
         slots: Mapping[str, dict[str, Any]] | None = None,
         collect: tuple[str, ...] = (),
-    ) -> LLMRequest:
-        """The request `kind` asks at `state_id`, with the window of history (or `history`)."""
+        clarifying: tuple[str, ...] = (),
+        may_clarify: bool = False,
+    ) -> Question:
+        """The question `kind` asks at `state_id`: its texts rendered (a failing one fails
+        the step, `StepRenderFailed`), and its prompt rendered only when a chooser asks a
+        language model (`Question.render`), with the window of history (or `history`)."""
         static = self._static(kind, state_id, state)
-        context: Mapping[str, Any] = {}
         if static is None:
             context = template_context(view, graph, state_id)
             # The extraction prompt shows no state texts: a state's failing text (already
             # reported when its turn failed) must not stop the memories being kept.
             texts = state_texts(None if kind == "extract" else state, context, state_id)
+            authored, text_key = _authored(kind, state_id, state, context), _flat(texts)
         else:
-            texts = static.texts
+            texts, authored, text_key = static.texts, static.authored, static.key
         memory = dict(extra or {})
+        shown = (texts["objective"], *texts["actions"], *texts["intra_state_navigation_guidelines"])
+        question = Question(
+            kind=kind,
+            state=state_id,
+            options=options,
+            allow_stay=allow_stay,
+            user_messages=self.recent_user_messages(),
+            objective=texts["objective"],
+            stay_prototypes=tuple(t for t in shown if t),
+            authored_reply=authored,
+            entered_this_turn=view.entered,
+            opening=opening,
+            graph=graph.name,
+            turn=view.turn,
+            annotations=tuple(view.annotations),
+            has_memories=bool(memory.get("has_memories", False)),
+            memory_count=int(memory.get("memory_count", 0)),
+            slots=dict(slots or {}),
+            collect=collect,
+            clarifying=clarifying,
+            may_clarify=may_clarify,
+        )
+        prompt = _Prompt(view, graph, texts, text_key, history)
+        return replace(question, render=partial(self._request, question, prompt))
+
+    def _request(self, question: Question, prompt: _Prompt) -> LLMRequest:
+        """The prompt of `question`, rendered (`prompts.render_messages`)."""
+        view, graph, kind = prompt.view, prompt.graph, question.kind
+        history = prompt.history
         window, dropped = (history, 0) if history is not None else self.history(view.marks)
         variables = {
-            **self._variables(view, kind, graph, state_id, texts, options),
-            "allow_stay": allow_stay,
+            **self._variables(view, kind, graph, question.state, prompt.texts, question.options),
+            "allow_stay": question.allow_stay,
             "dropped": dropped,
-            "has_memories": bool(memory.get("has_memories", False)),
-            "memory_count": int(memory.get("memory_count", 0)),
-            "slots": dict(slots or {}),
-            "collect": list(collect),
+            "has_memories": question.has_memories,
+            "memory_count": question.memory_count,
+            "slots": dict(question.slots),
+            "collect": list(question.collect),
         }
         # The system part lists the offered exits, which `when:` and global exits change
         # from step to step within one state.
         key = (
             id(graph),
             kind,
-            state_id,
-            static.key if static else _flat(texts),
-            options,
-            allow_stay,
+            question.state,
+            prompt.text_key,
+            question.options,
+            question.allow_stay,
         )
         overrides = graph.prompts or self.root.prompts
         return LLMRequest(
@@ -204,32 +244,10 @@ class Prompter:
             messages=render_messages(
                 kind, variables, window, overrides, system_key=key, cache=self.cache
             ),
-            schema=answer_schema(kind, exit_ids(options, allow_stay), dict(slots or {})),
+            schema=answer_schema(kind, question.exit_ids, dict(question.slots)),
             schema_name=f"cgraph_{kind}",
-            state=state_id,
-            objective=texts["objective"],
-            options=options,
-            allow_stay=allow_stay,
-            user_messages=self.recent_user_messages(),
-            stay_prototypes=tuple(
-                t
-                for t in (
-                    texts["objective"],
-                    *texts["actions"],
-                    *texts["intra_state_navigation_guidelines"],
-                )
-                if t
-            ),
-            authored_reply=static.authored if static else _authored(kind, state_id, state, context),
-            entered_this_turn=view.entered,
-            opening=opening,
-            graph=graph.name,
-            turn=view.turn,
-            annotations=tuple(view.annotations),
-            has_memories=variables["has_memories"],
-            memory_count=variables["memory_count"],
-            slots=dict(slots or {}),
-            collect=collect,
+            state=question.state,
+            question=question,
         )
 
     def _static(self, kind: RequestKind, state_id: str, state: AnyState | None) -> Static | None:
@@ -271,6 +289,16 @@ class Prompter:
             "entered_this_turn": view.entered,
             "message": view.message,
         }
+
+
+class _Prompt(NamedTuple):
+    """What a question's prompt is rendered from, besides the question."""
+
+    view: View
+    graph: Graph
+    texts: dict[str, Any]
+    text_key: tuple[Any, ...]
+    history: Sequence[Mapping[str, str]] | None
 
 
 class Static(NamedTuple):

@@ -28,7 +28,7 @@ from typing import Any
 
 from cgraph.errors import LLMError
 from cgraph.runtime.ask.answers import CAPS, tool_calls_of
-from cgraph.runtime.ports import STAY, LLMRequest, Whole, notices
+from cgraph.runtime.ports import STAY, ChatModel, LLMRequest, Whole
 from cgraph.spec.names import END
 
 
@@ -81,11 +81,10 @@ class StreamingModel:
     """Wraps a model that can stream: action answers are streamed, their reply passed to
     `sink` as it grows; every other request is asked as usual."""
 
-    def __init__(self, inner: Any, sink: Callable[[Chunk], None]) -> None:
+    def __init__(self, inner: ChatModel, sink: Callable[[Chunk], None]) -> None:
         self.inner, self.sink = inner, sink
         self.name = inner.name
-        self.writes_summaries = getattr(inner, "writes_summaries", True)
-        self.calls_tools = getattr(inner, "calls_tools", True)
+        self.capabilities = inner.capabilities
         self.shown = ""
 
     def complete(self, request: LLMRequest) -> str:
@@ -109,8 +108,14 @@ class StreamingModel:
             raise
         return raw
 
-    def notices(self) -> list[str]:
-        return list(notices(self.inner))
+    def notices(self) -> tuple[str, ...]:
+        return self.inner.notices()
+
+    def begin_turn(self) -> None:
+        self.inner.begin_turn()
+
+    def stream(self, request: LLMRequest) -> Iterator[str | Whole]:
+        return self.inner.stream(request)
 
     def _calling(self, request: LLMRequest, raw: str) -> None:
         calls = tool_calls_of(raw) if request.tools else ()
@@ -133,8 +138,8 @@ def _keeps_reply(request: LLMRequest, exit_id: str) -> bool:
     return any(o.id == exit_id and o.target == END for o in request.options)
 
 
-def can_stream(model: Any) -> bool:
-    return callable(getattr(model, "stream", None))
+def can_stream(model: ChatModel | None) -> bool:
+    return model is not None and model.capabilities.streams
 
 
 def run_streamed(

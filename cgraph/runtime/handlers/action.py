@@ -8,10 +8,10 @@ filled.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from cgraph.runtime.ask.exchange import Asked, engine_decision
+from cgraph.runtime.ask.choosing import Decided
+from cgraph.runtime.ask.exchange import engine_decision
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import ask_state, option_by_id, take
 from cgraph.runtime.ports import STAY, ExitOption
@@ -54,7 +54,7 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
     schemas, collect = slot_schemas(graph, state)
     # No user-facing state before this one: the user's first message is still unanswered.
     opening = ctx.view.opening
-    if state.tools and getattr(ctx.model, "calls_tools", True):
+    if state.tools and ctx.calls_tools:
         asked, calls = _ask_with_tools(ctx, graph, state, options, opening, schemas, collect)
         effects += calls
     else:
@@ -71,7 +71,7 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
         )
         effects += _offline_tools(ctx, state)
     effects += asked.effects
-    answer = asked.answer
+    answer = asked.choice
     if answer is None:
         if context is None:
             context = template_context(ctx.view, graph, ctx.view.state_id)
@@ -85,7 +85,7 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
             option.id,
             option.target,
             option.description,
-            answer.reason,
+            str(answer.reason),
             answer.reply,
             effects,
             owner,
@@ -166,9 +166,9 @@ def _ask_with_tools(
     opening: bool,
     slots: dict[str, Any],
     collect: tuple[str, ...],
-) -> tuple[Asked, Effects]:
+) -> tuple[Decided, Effects]:
     """The action's question with the state's tools offered (see `cgraph.runtime.tools.calls`)."""
-    request = ctx.requests.build(
+    question = ctx.requests.question(
         ctx.view,
         "action",
         graph=graph,
@@ -192,7 +192,7 @@ def _ask_with_tools(
         ctx.tools,
     )
     tools = offered(graph, state.tools) if budget else ()
-    return ask_with_tools(ctx.model, replace(request, tools=tools), calling)
+    return ask_with_tools(ctx.chooser, question, tools, calling)
 
 
 def _offline_tools(ctx: StepContext, state: ActionState) -> Effects:
@@ -203,7 +203,7 @@ def _offline_tools(ctx: StepContext, state: ActionState) -> Effects:
     names = ", ".join(f"`{t}`" for t in state.tools)
     verb = "is" if len(state.tools) == 1 else "are"
     note = (
-        f"the {getattr(ctx.model, 'name', 'offline')} model calls no tools: {names}, offered "
+        f"the {ctx.chooser.name} model calls no tools: {names}, offered "
         f"here, {verb} not called (side-effect states still run theirs)"
     )
     return (Emit("tool_call", {"state": ctx.view.here, "status": "skipped", "error": note}),)

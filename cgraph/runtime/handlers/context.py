@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cgraph.runtime.memory.gateway import Recalled
-from cgraph.runtime.ports import ChatModel, ExitOption, LLMRequest, RequestKind
+from cgraph.runtime.ports import ExitChooser, ExitOption, Question, RequestKind
 from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.view import View
 from cgraph.runtime.tools.calls import Journal, ToolCaller
@@ -28,9 +28,9 @@ class GraphLookup(Protocol):
 
 
 class RequestBuilder(Protocol):
-    """Renders the request of one question (`cgraph.runtime.ask.requests.Prompter`)."""
+    """Builds the question of a step, and its prompt (`cgraph.runtime.ask.requests.Prompter`)."""
 
-    def build(
+    def question(
         self,
         view: View,
         kind: RequestKind,
@@ -45,7 +45,9 @@ class RequestBuilder(Protocol):
         opening: bool = False,
         slots: Mapping[str, dict[str, Any]] | None = None,
         collect: tuple[str, ...] = (),
-    ) -> LLMRequest: ...
+        clarifying: tuple[str, ...] = (),
+        may_clarify: bool = False,
+    ) -> Question: ...
 
 
 class MemoryGate(Protocol):
@@ -65,7 +67,11 @@ class StepContext:
     view: View
     graphs: GraphLookup
     requests: RequestBuilder
-    model: ChatModel
+    chooser: ExitChooser
+    """Chooses the exits (the offline chooser, or a language model asked through the
+    runtime's own chooser)."""
+    calls_tools: bool
+    """The model calls the tools an action state offers (a language model that can)."""
     memory: MemoryGate
     journal: Journal
     """Writes a tool call's intent ahead of the call (the one write a step makes)."""

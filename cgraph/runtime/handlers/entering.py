@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from cgraph.runtime.ask.exchange import ask, engine_decision
+from cgraph.runtime.ask.choosing import decide
+from cgraph.runtime.ask.exchange import engine_decision
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import option_by_id, route
 from cgraph.runtime.routes.exits import start_options
@@ -40,13 +41,13 @@ def choose_start(ctx: StepContext, key: str, *, push: bool) -> Outcome:
         chosen = (engine_decision(here, "start", first.id, reason),)
         return Enter(key, first.target, first.id, first.description, reason, push, chosen)
     known, failures = ctx.memory.metadata()
-    request = ctx.requests.build(
+    question = ctx.requests.question(
         ctx.view, "start", graph=graph, state_id=here, state=None, options=options, extra=known
     )
-    asked = ask(ctx.model, request)
+    asked = decide(ctx.chooser, question)
     effects = (*failures, *asked.effects)
-    if asked.answer is None:
+    if asked.choice is None:
         return Stop(None, "the model could not choose where to start", effects=effects)
-    option = option_by_id(options, asked.answer.exit)
-    reason = asked.answer.reason
+    option = option_by_id(options, asked.choice.exit)
+    reason = str(asked.choice.reason)
     return Enter(key, option.target, option.id, option.description, reason, push, effects)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cgraph.runtime.ask.exchange import Asked, ask, engine_decision
+from cgraph.runtime.ask.choosing import Decided, decide
+from cgraph.runtime.ask.exchange import engine_decision
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.ports import ExitOption, RequestKind
 from cgraph.runtime.routes.exits import first_holding, holds, state_exits
@@ -29,11 +30,12 @@ def option_by_id(options: tuple[ExitOption, ...], exit_id: str) -> ExitOption:
 
 def ask_state(
     ctx: StepContext, kind: RequestKind, graph: Graph, state: AnyState, **more: Any
-) -> Asked:
-    request = ctx.requests.build(
+) -> Decided:
+    """The chooser asked about `state`; its choice checked (`choosing.decide`)."""
+    question = ctx.requests.question(
         ctx.view, kind, graph=graph, state_id=ctx.view.here, state=state, **more
     )
-    return ask(ctx.model, request)
+    return decide(ctx.chooser, question)
 
 
 def route(
@@ -79,7 +81,8 @@ def _said(here: str, state: AnyState, context: dict[str, Any]) -> Effects:
     return (Say(text),) if text else ()
 
 
-def routed(asked: Asked, options: tuple[ExitOption, ...], effects: Effects) -> Outcome:
-    if asked.answer is None:
+def routed(asked: Decided, options: tuple[ExitOption, ...], effects: Effects) -> Outcome:
+    choice = asked.choice
+    if choice is None:
         return Stop(None, "the model gave no usable answer", effects=effects)
-    return take(option_by_id(options, asked.answer.exit), asked.answer.reason, effects)
+    return take(option_by_id(options, choice.exit), str(choice.reason), effects)

@@ -49,7 +49,7 @@ def step_reflection(ctx: StepContext, graph: Graph, state: ReflectionState) -> O
         return Stop("max_reflections", f"more than {limit} reflections in one turn")
     options = exit_options(state)
     asked = ask_state(ctx, "reflection", graph, state, options=options)
-    noted = (AddNote(asked.answer.note),) if asked.answer is not None else ()
+    noted = (AddNote(asked.choice.note),) if asked.choice is not None else ()
     effects = (CountReflection(), *asked.failures, *noted, decided(asked.decision))
     return routed(asked, options, effects)
 

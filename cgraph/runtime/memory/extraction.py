@@ -14,7 +14,7 @@ from cgraph.runtime.ask.exchange import ask
 from cgraph.runtime.ask.requests import Prompter
 from cgraph.runtime.log import reading as log_view
 from cgraph.runtime.memory.gateway import MemoryGateway, this_turn
-from cgraph.runtime.ports import ChatModel
+from cgraph.runtime.ports import ChatModel, Rememberer
 from cgraph.runtime.state.outcomes import Effects
 from cgraph.runtime.state.records import Event
 from cgraph.runtime.state.snapshot import SessionState
@@ -39,14 +39,23 @@ def extract(
     root: Graph,
     state: AnyState | None,
     prompter: Prompter,
-    model: ChatModel,
+    chat: ChatModel | None,
+    rememberer: Rememberer | None,
     memory: MemoryGateway,
-    transcript: Sequence[dict[str, str]],
 ) -> Effects:
-    """Ask the `extract` question and store what it found; the log entries it leaves."""
+    """Ask the `extract` question (or, without a language model, the rememberer) and store
+    what it found; the log entries it leaves."""
+    if chat is None:
+        assert rememberer is not None, "a session without a chat model has a rememberer"
+        found = rememberer.remember(prompter.recent_user_messages())
+        return memory.store_extracted(found, 1, (), view.here, view.turn)
     every_turn = root.memory.store == "every_turn"
+    transcript = prompter.transcript
     history = this_turn(transcript) if every_turn else prompter.history(view.marks)[0]
     request = prompter.build(
         view, "extract", graph=root, state_id=view.here, state=state, history=history
     )
-    return memory.store_extracted(ask(model, request), view.here, view.turn)
+    asked = ask(chat, request)
+    answer, calls = asked.answer, asked.decision.attempts
+    memories = list(answer.memories) if answer is not None else None
+    return memory.store_extracted(memories, calls, asked.failures, view.here, view.turn)

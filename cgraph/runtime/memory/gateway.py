@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from cgraph.runtime.ask.exchange import Asked
 from cgraph.runtime.ports import Memory, MemoryStore, NewMemory, NullMemory
 from cgraph.runtime.state.outcomes import Emit
 from cgraph.spec.model import TIERS, MemoryConfig, Tier
@@ -75,23 +74,27 @@ class MemoryGateway:
             return False
         return mode == "every_turn" or completed
 
-    def store_extracted(self, asked: Asked, here: str, turn: int) -> tuple[Emit, ...]:
-        """Store what an `extract` question found; the events say what happened."""
-        calls = asked.decision.attempts
-        if asked.answer is None:
+    def store_extracted(
+        self,
+        found: Sequence[tuple[Tier, str]] | None,
+        calls: int,
+        failures: Sequence[Emit],
+        here: str,
+        turn: int,
+    ) -> tuple[Emit, ...]:
+        """Store what an extraction found (None: no usable answer, after `calls` calls and
+        their `failures`); the events say what happened."""
+        if found is None:
             error = {"operation": "extract", "error": "no usable answer", "calls": calls}
-            return (*asked.failures, Emit("memory_error", error))
-        items = [
-            NewMemory(text, tier, self.session_id, here, turn)
-            for tier, text in asked.answer.memories
-        ]
+            return (*failures, Emit("memory_error", error))
+        items = [NewMemory(text, tier, self.session_id, here, turn) for tier, text in found]
         stored, not_stored = self._attempt(
             "add", lambda: self.store.add(self.user_id, items) if items else [], calls=calls
         )
         if not_stored is not None:
-            return (*asked.failures, not_stored)
+            return (*failures, not_stored)
         views = [memory_view(m) for m in stored or ()]
-        return (*asked.failures, Emit("memory_stored", {"calls": calls, "memories": views}))
+        return (*failures, Emit("memory_stored", {"calls": calls, "memories": views}))
 
     def already_stored(self, turn: int) -> tuple[Emit, ...] | None:
         """After a crash between storing turn `turn`'s memories and logging it: the

@@ -45,6 +45,9 @@ class Decision(Record):
     """Conversation messages (user and agent) the prompt held."""
     summary: bool = False
     """The prompt held a summary of earlier messages ahead of them."""
+    why: dict[str, Any] = Field(default_factory=dict)
+    """The reason as data (its kind and the figures it was made on), where the chooser
+    gives one: what `reason` says in words."""
 
 
 def step_name(decision: Decision, state_type: str | None) -> str:

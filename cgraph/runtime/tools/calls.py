@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 from cgraph.errors import CgraphError, ToolError
 from cgraph.runtime.ask.answers import ToolCall, tool_calls_of
-from cgraph.runtime.ask.exchange import Asked, ask
-from cgraph.runtime.ports import ChatModel, LLMRequest
+from cgraph.runtime.ask.choosing import Decided, decide
+from cgraph.runtime.ports import ChatModel, ExitChooser, LLMRequest, Question
 from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.snapshot import jsonable
 from cgraph.runtime.tools.arguments import argument_errors
@@ -76,16 +76,23 @@ def _function(tool: Tool) -> dict[str, Any]:
 
 
 def ask_with_tools(
-    model: ChatModel, request: LLMRequest, calling: Calling
-) -> tuple[Asked, tuple[Emit, ...]]:
-    """`cgraph.runtime.ask.exchange.ask`, the first attempt a conversation with tool calls; the
-    calls' events come first (they happened before the answer)."""
+    chooser: ExitChooser, question: Question, tools: tuple[dict[str, Any], ...], calling: Calling
+) -> tuple[Decided, tuple[Emit, ...]]:
+    """`cgraph.runtime.ask.choosing.decide`, the model's first attempt a conversation with
+    the state's tools offered; the calls' events come first (they happened before the
+    answer)."""
     events: list[Emit] = []
+    render = question.render
 
-    def talk(first: LLMRequest) -> tuple[LLMRequest, str]:
+    def offering() -> LLMRequest:
+        assert render is not None
+        return replace(render(), tools=tools)
+
+    def talk(model: ChatModel, first: LLMRequest) -> tuple[LLMRequest, str]:
         return converse(model, first, calling, events)
 
-    return ask(model, request, talk=talk), tuple(events)
+    asked = replace(question, render=offering, talk=talk)
+    return decide(chooser, asked), tuple(events)
 
 
 def converse(

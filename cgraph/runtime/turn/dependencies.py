@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cgraph.runtime.ports import ChatModel, MemoryStore, SessionStore
+from cgraph.runtime.ports import ChatModel, ExitChooser, MemoryStore, Rememberer, SessionStore
 from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.spec.model import Graph
 
@@ -15,7 +15,11 @@ class Dependencies:
     """Built once by `Session` and handed to its `Engine`."""
 
     graph: Graph
-    model: ChatModel
+    chooser: ExitChooser
+    """Chooses the exits: the offline chooser, or `ask.choosing.ModelChooser` over `chat`."""
+    chat: ChatModel | None
+    """The language model, when there is one (its summaries, memory extraction, streaming
+    and turn deadline); None offline."""
     memory: MemoryStore
     store: SessionStore
     clock: Callable[[], float]
@@ -23,3 +27,10 @@ class Dependencies:
     user_id: str
     tools: ToolRunner = field(default_factory=ToolRunner)
     """The session's tool workers."""
+    rememberer: Rememberer | None = None
+    """What picks memories without a language model (offline); None: `chat` is asked."""
+
+    @property
+    def model(self) -> ChatModel | ExitChooser:
+        """The model the session runs with, as a user named it."""
+        return self.chat if self.chat is not None else self.chooser

@@ -16,6 +16,7 @@ from typing import Any
 
 from cgraph.errors import RenderError, ValueTooLarge
 from cgraph.runtime.ask import history
+from cgraph.runtime.ask.choosing import ModelChooser
 from cgraph.runtime.ask.requests import Prompter
 from cgraph.runtime.ask.streaming import Chunk, StreamingModel
 from cgraph.runtime.handlers import HANDLERS
@@ -26,7 +27,7 @@ from cgraph.runtime.log.events import EventLog
 from cgraph.runtime.log.snapshots import read_snapshot
 from cgraph.runtime.memory import extraction
 from cgraph.runtime.memory.gateway import MemoryGateway
-from cgraph.runtime.ports import ChatModel
+from cgraph.runtime.ports import ChatModel, ExitChooser
 from cgraph.runtime.routes.failures import StepRenderFailed, failed_step
 from cgraph.runtime.routes.graphs import Graphs
 from cgraph.runtime.state.outcomes import Effects, Outcome
@@ -93,13 +94,14 @@ class Engine:
     def run(self, sink: Sink | None = None) -> None:
         """Step until the turn ends; every step is committed before the next begins. With a
         `sink`, an action's reply goes there as the model writes it."""
-        model: ChatModel = self.deps.model
-        if sink is not None:
-            model = StreamingModel(model, sink)
+        chat, chooser = self.deps.chat, self.deps.chooser
+        if sink is not None and chat is not None and chat.capabilities.streams:
+            chat = StreamingModel(chat, sink)
+            chooser = ModelChooser(chat)
         while True:
             try:
-                self._prepare(model)
-                outcome = self._outcome(model)
+                self._prepare(chat)
+                outcome = self._outcome(chooser, chat)
             except StepRenderFailed as failure:
                 outcome = failed_step(failure)
             except (RenderError, ValueTooLarge) as err:  # a render outside the handlers' own
@@ -111,7 +113,7 @@ class Engine:
                 return
             self._commit()
 
-    def _prepare(self, model: ChatModel) -> None:
+    def _prepare(self, model: ChatModel | None) -> None:
         """Before a step: the entered state's `context:`, the summary, the window's start
         (committed when they change, so a tool's intent written ahead follows them). The
         transcript grows only between turns, so the window moves only before a turn's first
@@ -125,12 +127,13 @@ class Engine:
             self._take(self.applier.effects(state, effects))
             self._commit()
 
-    def _outcome(self, model: ChatModel) -> Outcome:
+    def _outcome(self, chooser: ExitChooser, chat: ChatModel | None) -> Outcome:
         context = StepContext(
             view=self._view(),
             graphs=self.graphs,
             requests=self.prompter,
-            model=model,
+            chooser=chooser,
+            calls_tools=chat is not None and chat.capabilities.calls_tools,
             memory=self.memory,
             journal=self.log,
             tools=self.deps.tools,
@@ -175,10 +178,9 @@ class Engine:
             if recovering:
                 found = self.memory.already_stored(self.state.turn)
             if found is None:
-                view, root, model = self._view(), self.deps.graph, self.deps.model
-                state, transcript = self.current_state(), self.log.transcript
+                deps, state, view = self.deps, self.current_state(), self._view()
                 found = extraction.extract(
-                    view, root, state, self.prompter, model, self.memory, transcript
+                    view, deps.graph, state, self.prompter, deps.chat, deps.rememberer, self.memory
                 )
             self._take(self.applier.effects(self.state, found))
             self._commit()

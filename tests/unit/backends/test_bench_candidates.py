@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +13,8 @@ from tokenizers.pre_tokenizers import Whitespace
 
 from bench.embedding_candidates import embedder
 from bench.nli_veto import NliVeto
-from bench.semantic_cases import LABELS, load_cases, request_for
-from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.ports import STAY, LLMRequest
+from bench.semantic_cases import LABELS, load_cases, question_for
+from cgraph.runtime.ports import STAY, Choice, Question, Reason
 
 
 def _static_model(folder: Path) -> Path:
@@ -50,8 +48,8 @@ class FirstExit:
 
     name = "first"
 
-    def complete(self, request: LLMRequest) -> str:
-        return json.dumps({"exit": request.options[0].id if request.options else STAY})
+    def choose(self, question: Question) -> Choice:
+        return Choice(question.options[0].id if question.options else STAY, Reason("first"))
 
 
 class Contradicts:
@@ -65,10 +63,10 @@ class Contradicts:
         return 0.99 if hypothesis in self.descriptions else 0.01
 
 
-def _action_request() -> LLMRequest:
+def _action_request() -> Question:
     cases = load_cases(LABELS)
     case = next(c for c in cases if not c.entered and c.state == "medication_adherence_check")
-    request = request_for(case, ScriptedModel())
+    request = question_for(case)
     assert request.kind == "action" and len(request.options) >= 2
     return request
 
@@ -77,13 +75,13 @@ def test_the_veto_strikes_off_a_contradicted_exit_and_asks_again() -> None:
     request = _action_request()
     first, second = request.options[:2]
     veto = NliVeto(FirstExit(), Contradicts({first.description}), 0.5)  # type: ignore[arg-type]
-    assert json.loads(veto.complete(request))["exit"] == second.id
+    assert veto.choose(request).exit == second.id
     kept = NliVeto(FirstExit(), Contradicts({first.description}), 0.995)  # type: ignore[arg-type]
-    assert json.loads(kept.complete(request))["exit"] == first.id
+    assert kept.choose(request).exit == first.id
 
 
 def test_the_veto_stays_when_every_exit_is_contradicted() -> None:
     request = _action_request()
     everything = Contradicts({o.description for o in request.options})
     veto = NliVeto(FirstExit(), everything, 0.5)  # type: ignore[arg-type]
-    assert json.loads(veto.complete(request))["exit"] == STAY
+    assert veto.choose(request).exit == STAY

@@ -148,7 +148,8 @@ def test_a_mismatching_replay_fails_loudly(
     )
     assert result.returncode == 1
     assert "does not match the recording" in result.stderr
-    assert '+    "content": "I skipped my evening pill."' in result.stderr
+    # An offline run's recording keeps the question each choice answered: its messages.
+    assert '+    "I skipped my evening pill."' in result.stderr
     assert len(turns(result)) == 2  # nothing printed after the mismatch
 
 

@@ -5,19 +5,19 @@ from __future__ import annotations
 import pytest
 
 from cgraph.runtime.ask.answers import AnswerError, answer_schema, parse_answer
-from cgraph.runtime.ports import ExitOption, LLMRequest
+from cgraph.runtime.ports import ExitOption, LLMRequest, Question
 
 
 def request(kind: str = "action", stay: bool = True) -> LLMRequest:
     options = (ExitOption("b", "to b", "b"), ExitOption("END", "finish", "END"))
+    asked = Question(kind, "a", options=options, allow_stay=stay)  # type: ignore[arg-type]
     return LLMRequest(
-        kind=kind,
+        kind=kind,  # type: ignore[arg-type]
         messages=(),
         schema={},
         schema_name="x",
-        state="a",  # type: ignore[arg-type]
-        options=options,
-        allow_stay=stay,
+        state="a",
+        question=asked,
     )
 
 

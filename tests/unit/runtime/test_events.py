@@ -113,7 +113,7 @@ def test_the_turn_so_far_follows_emits_undo_and_reopening() -> None:
 def test_a_decision_built_unvalidated_is_the_validated_model() -> None:
     values = dict(state="a", kind="decision", chosen="b", reason="r", candidates=("b",))
     values |= dict(scores={}, prompt_hash="h", model="m", attempts=1, fallback=False)
-    values |= dict(window=2, summary=False)
+    values |= dict(window=2, summary=False, why={"kind": "model"})
     built = trusted(Decision, **values)
     valid = Decision(**values)  # type: ignore[arg-type]
     assert built == valid and built.model_dump() == valid.model_dump()

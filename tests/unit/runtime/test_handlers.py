@@ -283,6 +283,7 @@ def context_at(
     spec: Graph, state: str, model: ScriptedModel, intents: list[Emit] | None = None, **view: object
 ) -> StepContext:
     """A step's context built by hand: no engine, no session, no store."""
+    from cgraph.runtime.ask.choosing import ModelChooser
     from cgraph.runtime.ask.requests import Prompter
     from cgraph.runtime.memory.gateway import MemoryGateway
     from cgraph.runtime.ports import NullMemory
@@ -294,7 +295,9 @@ def context_at(
     prompter = Prompter(spec, [{"role": "user", "content": "hello"}])
     recorded = intents if intents is not None else []
     journal = SimpleNamespace(write_ahead=recorded.append)
-    return StepContext(seen, Graphs(spec), prompter, model, memory, journal, ToolRunner())
+    chooser = ModelChooser(model)
+    tools = ToolRunner()
+    return StepContext(seen, Graphs(spec), prompter, chooser, True, memory, journal, tools)
 
 
 def test_a_handler_returns_its_effects_and_changes_nothing(tmp_path: Path) -> None:

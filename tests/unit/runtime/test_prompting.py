@@ -94,7 +94,10 @@ def test_texts_that_read_variables_are_rendered_at_every_request(tmp_path: Path)
             options=options,
             allow_stay=True,
         )
-        assert request.objective == f"Greet {name}." and request.authored_reply == f"Hi {name}."
+        assert (
+            request.asked.objective == f"Greet {name}."
+            and request.asked.authored_reply == f"Hi {name}."
+        )
         assert f"Objective: Greet {name}." in request.messages[0]["content"]
 
 
@@ -107,10 +110,10 @@ def test_a_state_s_fixed_texts_are_its_own_in_every_kind_of_request(tmp_path: Pa
             view(), "action", graph=spec, state_id=state_id, state=state, allow_stay=True
         )
         extract = prompter.build(view(), "extract", graph=spec, state_id=state_id, state=state)
-        assert asked.objective == f"Objective of {state_id}."
+        assert asked.asked.objective == f"Objective of {state_id}."
         said = "Welcome to b." if state_id == "b" else "Do the work of a."
-        assert asked.authored_reply == said
-        assert extract.objective == "" and extract.authored_reply == ""
+        assert asked.asked.authored_reply == said
+        assert extract.asked.objective == "" and extract.asked.authored_reply == ""
 
 
 def test_staying_is_described_by_the_states_objective_actions_and_guidelines(
@@ -124,5 +127,5 @@ def test_staying_is_described_by_the_states_objective_actions_and_guidelines(
     request = Prompter(spec, [{"role": "user", "content": "hello"}]).build(
         view(), "action", graph=spec, state_id="a", state=state, options=exit_options(state)
     )
-    assert request.stay_prototypes[0] == state.objective
-    assert request.stay_prototypes[-1] == guidelines[0]
+    assert request.asked.stay_prototypes[0] == state.objective
+    assert request.asked.stay_prototypes[-1] == guidelines[0]

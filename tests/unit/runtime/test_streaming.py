@@ -7,6 +7,7 @@ from typing import Any
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.runtime.ask.streaming import Delta, Retracted, partial_answer
+from cgraph.runtime.ports import Capabilities, Quiet
 from cgraph.runtime.state.records import Turn
 from cgraph.session import Session
 from tests.unit.runtime._runtime import action, go, simple, stay, write
@@ -56,8 +57,9 @@ def test_partial_answers_are_read_by_a_partial_json_parser() -> None:
 
 
 def test_a_model_that_cannot_stream_gives_the_reply_whole(tmp_path: Path) -> None:
-    class Whole:
+    class Whole(Quiet):
         name = "whole"
+        capabilities = Capabilities(streams=False)
 
         def complete(self, request: Any) -> str:
             return '{"exit": "stay", "reason": "r", "reply": "All at once."}'

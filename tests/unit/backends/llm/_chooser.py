@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.runtime.ports import ExitOption, LLMRequest
+from cgraph.runtime.ports import ExitOption, Question
 
 
-def action_request(message: str, options: tuple[ExitOption, ...], asked: str) -> LLMRequest:
+def action_request(message: str, options: tuple[ExitOption, ...], asked: str) -> Question:
     """The request of an action state whose one action is `asked`, after `message`."""
-    return LLMRequest(
+    return Question(
         kind="action",
-        messages=(),
-        schema={},
-        schema_name="x",
         state="here",
         objective=asked,
         options=options,
@@ -26,7 +23,22 @@ def action_request(message: str, options: tuple[ExitOption, ...], asked: str) ->
     )
 
 
+def answer_of(model: SemanticModel, question: Question) -> dict[str, Any]:
+    """The chooser's choice as the answer a model would give (`exit`, `reason`, `reply`,
+    `scores`, `slots`, `note`), for tests that read its parts."""
+    choice = model.choose(question)
+    slots = {name: choice.slots.get(name) for name in question.slots}
+    return {
+        "exit": choice.exit,
+        "reason": str(choice.reason),
+        "reply": choice.reply,
+        "scores": dict(choice.confidence),
+        "slots": slots,
+        "note": choice.note,
+    }
+
+
 def chosen(message: str, *options: ExitOption, asked: str) -> str:
     """The exit the chooser (real MiniLM) takes for `message`."""
     model = SemanticModel(embedder=shared_embedder())
-    return str(json.loads(model.complete(action_request(message, options, asked)))["exit"])
+    return str(answer_of(model, action_request(message, options, asked))["exit"])

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.runtime.ports import ExitOption, LLMRequest
+from cgraph.runtime.ports import ExitOption, Question
+from tests.unit.backends.llm._chooser import answer_of
 
 
 def _option(exit_id: str, description: str) -> ExitOption:
@@ -28,17 +28,14 @@ def test_asking_for_a_person_and_a_crisis_are_lent_their_utterances() -> None:
 
 def test_a_global_hand_off_without_examples_hears_a_request_for_a_person() -> None:
     order = _option("order", "The customer wants to return something they bought.")
-    request = LLMRequest(
+    request = Question(
         kind="action",
-        messages=(),
-        schema={},
-        schema_name="x",
         state="welcome",
         options=(replace(HANDOFF, anywhere=True), order, DONE),
         allow_stay=True,
         user_messages=("could you put me through to a real human",),
     )
-    answer = json.loads(SemanticModel(embedder=shared_embedder()).complete(request))
+    answer = answer_of(SemanticModel(embedder=shared_embedder()), request)
     assert answer["exit"] == "handoff"
 
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 
-from bench.semantic_cases import DEV, LABELS, load_cases, request_for
+from bench.semantic_cases import DEV, LABELS, load_cases, question_for
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.calibration import Calibration
 from cgraph.backends.llm.choice import choose
 from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.runtime.ports import STAY
+from tests.unit.backends.llm._chooser import answer_of
 
 CAL = Calibration()
 BOTH = frozenset({"a", "b"})
@@ -59,10 +59,10 @@ def test_every_reason_agrees_with_its_choice_on_the_labelled_sets() -> None:
     model = SemanticModel(embedder=shared_embedder())
     checked = 0
     for case in load_cases(LABELS) + load_cases(DEV)[:150]:
-        request = request_for(case, model)
+        request = question_for(case)
         if request.kind != "action":
             continue
-        answer = json.loads(model.complete(request))
+        answer = answer_of(model, request)
         reason = answer["reason"].removeprefix("global exit: ")
         taken, stayed = _TAKEN.search(reason), _STAYED.search(reason)
         if answer["exit"] != STAY and taken:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-from bench.semantic_cases import Case, request_for
+from bench.semantic_cases import Case, question_for
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.global_exits import (
     CLAUSE_GATE,
@@ -15,7 +13,7 @@ from cgraph.backends.llm.global_exits import (
 )
 from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.runtime.ports import ExitOption
-from tests.unit.backends.llm._chooser import action_request, chosen
+from tests.unit.backends.llm._chooser import action_request, answer_of, chosen
 
 
 def test_a_message_of_several_clauses_is_weighed_whole_then_clause_by_clause() -> None:
@@ -65,7 +63,7 @@ def test_a_global_exit_that_wins_keeps_the_scores_of_the_exits_it_beat() -> None
     asked = "Greet the guest and ask how you can help."
     said = "Help, there's smoke coming from the room next door"
     request = action_request(said, (problem, food, emergency), asked)
-    answer = json.loads(SemanticModel(embedder=shared_embedder()).complete(request))
+    answer = answer_of(SemanticModel(embedder=shared_embedder()), request)
     assert answer["exit"] == "emergency", answer
     scores = answer["scores"]
     assert set(scores) == {"problem", "food", "emergency", "stay"}, scores
@@ -105,7 +103,7 @@ def test_a_message_on_the_states_own_topic_does_not_take_a_global_exit() -> None
             label="opening",
             global_exits=True,
         )
-        return str(json.loads(model.complete(request_for(case, model)))["exit"])
+        return str(answer_of(model, question_for(case))["exit"])
 
     assert exit_for("Hi, a table for 4") == "stay"
     assert exit_for("Hi, I want to cancel my booking") == "cancelled"

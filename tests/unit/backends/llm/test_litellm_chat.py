@@ -11,7 +11,7 @@ import pytest
 from cgraph.backends.llm.litellm_chat import LiteLLMModel
 from cgraph.errors import LLMError
 from cgraph.runtime.ask.answers import answer_schema
-from cgraph.runtime.ports import ExitOption, LLMRequest
+from cgraph.runtime.ports import ExitOption, LLMRequest, Question
 
 REQUEST = LLMRequest(
     kind="action",
@@ -23,8 +23,7 @@ REQUEST = LLMRequest(
     schema=answer_schema("action", ("b", "stay")),
     schema_name="cgraph_action",
     state="a",
-    options=(ExitOption("b", "to b", "b"),),
-    allow_stay=True,
+    question=Question("action", "a", options=(ExitOption("b", "to b", "b"),), allow_stay=True),
 )
 
 
@@ -140,11 +139,11 @@ def test_auto_moves_to_the_next_mode_once_and_remembers_it() -> None:
     assert chat.complete(REQUEST) == '{"exit": "b"}'
     assert chat.mode() == "tool" and chat.calls == 2
     assert "response_format" in completion.sent[0] and "tools" in completion.sent[1]
-    assert chat.notices() == [
+    assert chat.notices() == (
         "the server refused `json_schema` structured output (response_format: bad); "
-        "using `tool` for the rest of the session"
-    ]
-    assert chat.notices() == []  # said once
+        "using `tool` for the rest of the session",
+    )
+    assert chat.notices() == ()  # said once
     chat.complete(REQUEST)
     assert "tools" in completion.sent[2]
 

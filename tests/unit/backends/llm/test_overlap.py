@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.calibration import Calibration
 from cgraph.backends.llm.overlap import overlaps, said, stem, stems
 from cgraph.backends.llm.semantic import SemanticModel
-from cgraph.runtime.ports import ExitOption, LLMRequest
+from cgraph.runtime.ports import ExitOption, Question
+from tests.unit.backends.llm._chooser import answer_of
 
 
 def test_a_words_inflections_share_a_stem() -> None:
@@ -33,12 +33,9 @@ def test_a_word_every_exit_uses_counts_less_than_a_rare_one() -> None:
     assert overlaps("hello", texts) == {"a": 0.0, "b": 0.0}
 
 
-def _request(message: str, *options: ExitOption) -> LLMRequest:
-    return LLMRequest(
+def _request(message: str, *options: ExitOption) -> Question:
+    return Question(
         kind="action",
-        messages=(),
-        schema={},
-        schema_name="x",
         state="welcome",
         options=options,
         allow_stay=True,
@@ -54,8 +51,8 @@ def test_shared_words_tell_two_near_exits_apart() -> None:
     embedder = shared_embedder()
     plain = SemanticModel(embedder=embedder, calibration=Calibration(overlap_weight=0.0))
     fused = SemanticModel(embedder=embedder)
-    assert json.loads(plain.complete(request))["exit"] == "none"
-    assert json.loads(fused.complete(request))["exit"] == "sent"
+    assert answer_of(plain, request)["exit"] == "none"
+    assert answer_of(fused, request)["exit"] == "sent"
     # A clarifying question shares the state's words without answering it.
     asked = replace(request, user_messages=("what do you mean, sent where?",))
-    assert json.loads(fused.complete(asked))["exit"] == "stay"
+    assert answer_of(fused, asked)["exit"] == "stay"

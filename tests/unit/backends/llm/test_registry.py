@@ -8,17 +8,19 @@ from typing import Any
 
 import pytest
 
-from cgraph.backends.llm import registry
+from cgraph import models as registry
 from cgraph.backends.llm.litellm_chat import LiteLLMModel
-from cgraph.backends.llm.registry import choose, has_credentials, register, resolve_model
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.errors import ConfigError, UnknownModel
-from cgraph.runtime.ports import LLMRequest
+from cgraph.models import choose, has_credentials, register, resolve_model
+from cgraph.runtime.ports import Capabilities, LLMRequest, Quiet
 from cgraph.spec.model import ModelConfig
 
 
-class Echo:
+class Echo(Quiet):
     """A backend registered from outside cgraph."""
+
+    capabilities = Capabilities()
 
     def __init__(self, rest: str, **options: Any) -> None:
         self.name, self.options = f"echo:{rest}", options

@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from cgraph.backends.llm.registry import resolve_model as resolve
 from cgraph.backends.llm.replay import RecordingModel, ReplayModel
 from cgraph.errors import ConfigError, LLMError
-from cgraph.runtime.ports import LLMRequest
+from cgraph.models import resolve_model as resolve
+from cgraph.runtime.ports import Capabilities, LLMRequest, Question, Quiet
 
 
-class Echo:
+class Echo(Quiet):
     """A stand-in model: answers with the state it was asked about."""
 
     name = "echo"
+    capabilities = Capabilities()
 
     def __init__(self) -> None:
         self.calls = 0
@@ -35,7 +36,7 @@ def _request(state: str = "greet", text: str = "hello") -> LLMRequest:
         schema={"type": "object", "properties": {"exit": {"enum": ["stay", "END"]}}},
         schema_name="cgraph_action",
         state=state,
-        allow_stay=True,
+        question=Question("action", state, allow_stay=True),
     )
 
 

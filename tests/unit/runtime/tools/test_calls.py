@@ -142,7 +142,10 @@ def test_several_calls_in_one_answer_run_and_the_budget_cuts_the_rest(tmp_path: 
 
 
 class NoToolsModel(ScriptedModel):
-    calls_tools = False
+    """A scripted model that calls no tools, as a model without tool calling would."""
+
+    def __init__(self, script: dict[str, object]) -> None:
+        super().__init__(script, calls_tools=False)
 
 
 def test_a_model_that_calls_no_tools_is_not_offered_them_and_says_so(tmp_path: Path) -> None:

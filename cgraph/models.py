@@ -3,21 +3,26 @@
 `semantic`, `replay:FILE` and `scripted:FILE` are entries like any other; so is
 `litellm`, the entry for every name no other entry claims (`gpt-4o-mini`,
 `anthropic/claude-3-5-haiku-latest`, `ollama/llama3.2`, ...). `register(prefix, factory)`
-adds an entry: `prefix:REST` then resolves to `factory(REST, **options)`.
+adds an entry: `prefix:REST` then resolves to `factory(REST, **options)`. An entry makes
+a `ChatModel` (a language model, which the runtime's own chooser asks) or an
+`ExitChooser` that reads messages itself (the offline mode); `models_of` says which parts
+a session gets. The table names backends of every kind, so it lives where they are
+composed, above them.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from cgraph.errors import ConfigError, UnknownModel
-from cgraph.runtime.ports import ChatModel
+from cgraph.runtime.ask.choosing import ModelChooser
+from cgraph.runtime.ports import ChatModel, ExitChooser, Rememberer
 from cgraph.spec.model import ModelConfig
 
-ModelFactory = Callable[..., ChatModel]
+ModelFactory = Callable[..., ChatModel | ExitChooser]
 SEMANTIC = "semantic"
 LITELLM = "litellm"
 # Entries imported only when asked for, so that light commands stay light.
@@ -44,12 +49,12 @@ def valid_names() -> str:
 
 
 def resolve_model(
-    model: ChatModel | str | None,
+    model: ChatModel | ExitChooser | str | None,
     config: ModelConfig | None = None,
     *,
     embedding_model: str = "",
     **overrides: Any,
-) -> ChatModel:
+) -> ChatModel | ExitChooser:
     """The backend for `model`: a `ChatModel` as given, else by name (`config.name`, else
     `semantic`), built with `config`'s settings and `overrides` (None means "not given");
     every entry receives the same options (`embedding_model` is the semantic entry's).
@@ -126,3 +131,21 @@ def choose(given: str | None, config: ModelConfig) -> str:
     if wanted and has_credentials(wanted, config.api_base):
         return wanted
     return SEMANTIC
+
+
+@dataclass(frozen=True, slots=True)
+class Models:
+    """What a session chooses and talks with: an `ExitChooser`, and the language model
+    behind it (None offline, where the chooser also picks what to remember)."""
+
+    chooser: ExitChooser
+    chat: ChatModel | None
+    rememberer: Rememberer | None
+
+
+def models_of(made: ChatModel | ExitChooser) -> Models:
+    """A session's models: a chooser that reads messages itself, or a language model asked
+    through the runtime's own chooser."""
+    if isinstance(made, ExitChooser):
+        return Models(made, None, made if isinstance(made, Rememberer) else None)
+    return Models(ModelChooser(made), made, None)

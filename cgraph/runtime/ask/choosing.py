@@ -1,0 +1,154 @@
+"""Choosing an exit: the chooser asked, its choice checked, the decision recorded.
+
+Every choice goes through `decide`, whoever makes it: the offline chooser reads the
+question itself, and `ModelChooser` (the runtime's own `ExitChooser` for a language
+model) renders the question's prompt and asks the model (`exchange.ask`: call, validate,
+re-ask once). A choice is never applied as it comes: its exit must be one offered, and
+its slot values must be ones their slots accept; a chooser that reads messages itself is
+asked once more, naming what was wrong, when a value is refused (a model is re-asked
+inside `exchange.ask`). No usable choice gives `Decided(choice=None)`: the caller falls
+back. Failures come back as events, never raised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+from cgraph.runtime.ask.answers import check_slots
+from cgraph.runtime.ask.exchange import ask
+from cgraph.runtime.ports import (
+    CLARIFY,
+    STAY,
+    Capabilities,
+    ChatModel,
+    Choice,
+    ExitChooser,
+    Question,
+    Reason,
+    Trace,
+)
+from cgraph.runtime.state.outcomes import Effects, Emit, decided
+from cgraph.runtime.state.records import Decision, trusted
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """A checked choice (None when the engine must fall back) and how it was reached."""
+
+    choice: Choice | None
+    decision: Decision
+    failures: tuple[Emit, ...] = ()
+    """An `llm_error` event per failed attempt, and an `llm_notice` per thing the user
+    should hear (a structured-output mode the server refused, a reply cut to its cap)."""
+
+    @property
+    def effects(self) -> Effects:
+        """What the log keeps of the question: its failures, then the decision."""
+        return (*self.failures, decided(self.decision))
+
+
+class ModelChooser:
+    """The `ExitChooser` of a language model: the question's prompt, asked and validated."""
+
+    def __init__(self, chat: ChatModel) -> None:
+        self.chat = chat
+        self.name = chat.name
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.chat.capabilities
+
+    def choose(self, question: Question) -> Choice:
+        if question.render is None:
+            raise ValueError("a model is asked a question rendered as a prompt")
+        talk = partial(question.talk, self.chat) if question.talk is not None else None
+        asked = ask(self.chat, question.render(), talk=talk)
+        made = asked.decision
+        trace = Trace(
+            calls=made.attempts,
+            events=tuple((e.kind, dict(e.data)) for e in asked.failures),
+            prompt_hash=made.prompt_hash,
+            window=made.window,
+            summary=made.summary,
+        )
+        answer = asked.answer
+        if answer is None:
+            return Choice("", Reason("failed", "the model failed; fallback"), trace=trace)
+        return Choice(
+            exit=answer.exit,
+            reason=Reason("model", answer.reason),
+            confidence=dict(answer.scores),
+            reply=answer.reply,
+            note=answer.note,
+            slots=dict(answer.slots),
+            slot_problems=answer.slot_problems,
+            trace=trace,
+        )
+
+
+def decide(chooser: ExitChooser, question: Question) -> Decided:
+    """Ask `chooser`, check its choice, re-ask once for a refused slot value (a chooser
+    that reads messages itself), and record the decision."""
+    choice = chooser.choose(question)
+    failures = [Emit(kind, data) for kind, data in choice.trace.events]  # type: ignore[arg-type]
+    calls = choice.trace.calls
+    if not isinstance(chooser, ModelChooser) and not choice.failed:
+        calls = 1
+        choice, problem = _checked(choice, question)
+        if problem:
+            failures.append(_failure(question, problem, offline=True))
+            again = chooser.choose(replace(question, rejected=problem))
+            choice, calls = (_checked(again, question)[0] if not again.failed else again), 2
+    if choice.failed:
+        return Decided(None, _decision(chooser, question, None, calls), tuple(failures))
+    if choice.exit == STAY and not choice.reply:  # a chooser that writes no words
+        choice = replace(choice, reply=question.authored_reply)
+    return Decided(choice, _decision(chooser, question, choice, calls), tuple(failures))
+
+
+def _checked(choice: Choice, question: Question) -> tuple[Choice, str]:
+    """The choice with only the slot values their slots accept, and what was refused; an
+    exit not offered makes it a failed choice."""
+    allowed = (*question.exit_ids, *((CLARIFY,) if question.may_clarify else ()))
+    if choice.exit not in allowed:
+        offered = ", ".join(allowed)
+        return Choice("", Reason("invalid", f"`{choice.exit}` is not one of {offered}")), ""
+    if not question.slots or not choice.slots:
+        return choice, ""
+    values, problems = check_slots(choice.slots, question.slots)
+    return replace(choice, slots=values, slot_problems=problems), "; ".join(problems)
+
+
+def _failure(question: Question, error: str, **extra: Any) -> Emit:
+    data = {"state": question.state, "kind": question.kind, "error": error, **extra}
+    return Emit("llm_error", data)
+
+
+def _decision(
+    chooser: ExitChooser, question: Question, choice: Choice | None, calls: int
+) -> Decision:
+    trace = choice.trace if choice is not None else Trace()
+    reason = choice.reason if choice is not None else Reason("failed", "no usable answer")
+    facts = {"kind": reason.kind, **dict(reason.facts)} if reason.facts else {}
+    return trusted(  # every field is built right here: skip validation
+        Decision,
+        state=question.state,
+        kind=question.kind,
+        chosen=choice.exit if choice is not None else "",
+        reason=str(reason) if choice is not None else "the model failed; fallback",
+        candidates=question.exit_ids,
+        scores=dict(choice.confidence) if choice is not None else {},
+        prompt_hash=trace.prompt_hash,
+        model=str(chooser.name),
+        attempts=max(calls, 1),
+        fallback=choice is None,
+        window=trace.window,
+        summary=trace.summary,
+        why=facts,
+    )
+
+
+def stays(choice: Choice) -> bool:
+    return choice.exit == STAY
