@@ -63,9 +63,7 @@ class NliVeto:
     """An `ExitChooser`: `semantic`'s exit unless `classifier` says the message contradicts
     it."""
 
-    def __init__(
-        self, semantic: ExitChooser, classifier: PairClassifier, threshold: float
-    ) -> None:
+    def __init__(self, semantic: ExitChooser, classifier: PairClassifier, threshold: float) -> None:
         self.name = f"{semantic.name}+nli{threshold}"
         self._semantic = semantic
         self._classifier = classifier
