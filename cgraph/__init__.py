@@ -8,15 +8,10 @@ print(session.send("Hi, I'm ready").reply)
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import CgraphError, GraphError
 from cgraph.version import __version__ as __version__
-
-# pydantic scans every installed distribution for plugins on first use; cgraph uses none,
-# and the scan is a large share of `cgraph lint`'s cold start.
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 __all__ = ["CgraphError", "GraphError", "Session", "load_graph"]
 

@@ -52,6 +52,10 @@ def _is_the_command() -> bool:
 
 
 if _is_the_command():
+    # pydantic scans every installed distribution for plugins on first use; the command
+    # uses none, and the scan is a large share of `cgraph lint`'s cold start. Set for this
+    # process only: a program importing cgraph keeps its own plugins.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     # Start-up (typer, the format's classes, lint's modules) only creates objects that live
     # as long as the process: the cyclic collector scanned them ~a tenth of `cgraph lint`'s
     # start-up for nothing. `app.main` turns it back on for every command but `lint`, which

@@ -15,7 +15,7 @@ from cgraph.cli.usage import choices
 
 
 class PictureFormat(StrEnum):
-    """Formats of `cgraph render` (`cgraph.testing.draw.FORMATS`)."""
+    """Formats of `cgraph render` (`cgraph.draw.picture.FORMATS`)."""
 
     svg = "svg"
     png = "png"
@@ -43,9 +43,9 @@ def render(
     ] = Path(".cgraph"),
 ) -> None:
     """Draw a graph with Graphviz: states shaped and coloured by type, START and END."""
+    from cgraph.draw.picture import picture, session_highlight
     from cgraph.errors import CgraphError, GraphError
     from cgraph.spec.load import load_graph
-    from cgraph.testing.draw import picture, session_highlight
 
     problem = not_a_graph_file(graph)
     if problem:

@@ -7,7 +7,7 @@ tool, or ran out of tries and handed off.
 
 An exit is a (state, exit id) pair as the runtime names it (`cgraph.runtime.routes.exits`), so a
 state with two exits to one target counts both. A global exit is one exit of the graph,
-keyed (`ANY`, id) and taken when any run takes it from any state (`cgraph.testing.taken`):
+keyed (`ANY`, id) and taken when any run takes it from any state (`cgraph.draw.taken`):
 it is written once, so it is counted once — per state it would count states where it was
 never meant to be tried, and a graph's `except:` list would change its share; so is a
 `limits.on_limit` route. Exits no run takes are reported with the `file:line:col` of
@@ -22,14 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cgraph.diagnostics import shown_path
-from cgraph.runtime.routes.exits import exit_options
-from cgraph.runtime.routes.graphs import Graphs
-from cgraph.runtime.state.records import TransitionRecord
-from cgraph.spec.model import CROSS, Graph
-from cgraph.spec.read import read_file
-from cgraph.spec.topology import ANY
-from cgraph.testing.runner import FileResult
-from cgraph.testing.taken import (
+from cgraph.draw.taken import (
     ERROR_ROUTE,
     LIMIT_ROUTE,
     Exit,
@@ -39,6 +32,13 @@ from cgraph.testing.taken import (
     is_route,
     targets,
 )
+from cgraph.runtime.routes.exits import exit_options
+from cgraph.runtime.routes.graphs import Graphs
+from cgraph.runtime.state.records import TransitionRecord
+from cgraph.spec.model import CROSS, Graph
+from cgraph.spec.read import read_file
+from cgraph.spec.topology import ANY
+from cgraph.testing.runner import FileResult
 
 
 def _code(name: str) -> str:

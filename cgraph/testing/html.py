@@ -10,9 +10,9 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from cgraph.draw.picture import Highlight, dot_source, render
 from cgraph.errors import ConfigError
 from cgraph.testing.coverage import GraphCoverage, Uncovered
-from cgraph.testing.draw import Highlight, dot_source, render
 from cgraph.testing.reporters import run_failure, summary
 from cgraph.testing.runner import FileResult, RunResult
 

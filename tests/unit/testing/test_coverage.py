@@ -8,11 +8,11 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from cgraph.draw.picture import Highlight, dot_source
 from cgraph.spec.load import load_graph
 from cgraph.spec.read import read_file
 from cgraph.spec.topology import ANY
 from cgraph.testing.coverage import GraphCoverage, coverage
-from cgraph.testing.draw import Highlight, dot_source
 from cgraph.testing.html import report
 from cgraph.testing.reporters import REPORTERS
 from cgraph.testing.runner import FileResult, Options, Runner

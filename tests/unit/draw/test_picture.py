@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
+from cgraph.draw.picture import Highlight, dot_source, edges
 from cgraph.runtime.routes.exits import exit_options
 from cgraph.spec.load import load_graph
-from cgraph.testing.draw import Highlight, dot_source, edges
 from tests.conftest import GRAPHS
 
 ASSISTANT = load_graph(GRAPHS / "assistant.yaml")

@@ -14,18 +14,18 @@ import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from cgraph.errors import ConfigError, SessionError
-from cgraph.runtime.routes.exits import exit_options
-from cgraph.spec.model import AnyState, Graph
-from cgraph.spec.names import END, START
-from cgraph.spec.topology import ANY
-from cgraph.testing.taken import (
+from cgraph.draw.taken import (
     ERROR_ROUTE,
     exits_taken,
     global_exits,
     limit_key,
     own_limit,
 )
+from cgraph.errors import ConfigError, SessionError
+from cgraph.runtime.routes.exits import exit_options
+from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.names import END, START
+from cgraph.spec.topology import ANY
 
 FORMATS = ("svg", "png", "dot", "mermaid")
 INSTALL_HINT = (
@@ -49,7 +49,7 @@ ANY_STYLE = 'shape=circle, label="ANY", fillcolor="#475569", fontcolor=white'
 
 @dataclass(frozen=True, slots=True)
 class Highlight:
-    """What to mark: exits taken, keyed as `cgraph.testing.taken` keys them, and states
+    """What to mark: exits taken, keyed as `cgraph.draw.taken` keys them, and states
     entered."""
 
     taken: frozenset[tuple[str, str]] = field(default_factory=frozenset)
@@ -187,13 +187,13 @@ def session_highlight(store: object, session_id: str, graph: Graph | None = None
 
     backend = open_store(store)
     try:
-        stored = backend.load(session_id)
+        ran = backend.load(session_id).info.graph_name
+        log = backend.events(session_id)  # the whole log: every turn it took
     finally:
         backend.close()
-    ran = stored.info.graph_name
     if graph is not None and ran and ran != graph.name:
         raise SessionError(f"session `{session_id}` ran graph `{ran}`, not `{graph.name}`")
-    records = audit(effective(stored.events))
+    records = audit(effective(log))
     if graph is None:
         taken = frozenset((r.from_state, r.exit_id) for r in records)
     else:

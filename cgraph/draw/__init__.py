@@ -1,0 +1,1 @@
+"""Pictures of graphs and of what conversations did in them: one home for drawing."""
