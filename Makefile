@@ -12,7 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install demo test stress check lint-graphs schema bench clean test-tools
+.PHONY: install demo test test-fast stress check lint-graphs schema bench clean test-tools
 
 install: $(STAMP)
 
@@ -32,6 +32,11 @@ demo: $(STAMP)
 TEST_TOOLS := graphviz:dot chromium:chromium
 test: $(STAMP) test-tools
 	$(BIN)/pytest -n 2 -q
+
+# The edit loop: everything but what runs real processes, servers and models (under a
+# minute); `make test` runs it all.
+test-fast: $(STAMP)
+	$(BIN)/pytest -n 2 -q -m "not slow"
 
 test-tools:
 	@missing=""; for pair in $(TEST_TOOLS); do \

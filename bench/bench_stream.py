@@ -2,7 +2,7 @@
 
     python bench/bench_stream.py [--runs 5] [--pieces 40] [--delay 0.02]
 
-One local OpenAI-compatible server (`bench/stream_server.py`) writes the same answer in
+One local OpenAI-compatible server (`tests/servers/stream.py`) writes the same answer in
 `pieces` chunks `delay` seconds apart, streamed or (for the non-streamed call) sent whole
 after the same total time, like a model writing tokens. Each run starts a session through
 the real litellm and times one turn: `Session.stream` to its first `Delta`, and
@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENAI_API_KEY", "sk-local-bench")
 
-from bench.stream_server import StreamServer  # noqa: E402
 from cgraph.runtime.ask.streaming import Delta  # noqa: E402
 from cgraph.session import Session  # noqa: E402
+from tests.servers.stream import StreamServer  # noqa: E402
 
 REPLY = (
     "Thanks for checking in. Tell me how you have been since we last spoke, and whether "

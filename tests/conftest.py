@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -14,3 +15,18 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parent.parent
 GRAPHS = ROOT / "graphs"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+SLOW_FOLDERS = ("acceptance", "robustness", "providers")
+"""Tests that run the real `cgraph` command, servers or crash campaigns: slow by nature."""
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    """`make test-fast` (`-m "not slow"`) leaves out what runs real processes and models:
+    every test in the slow folders, and those marked `slow` where they are written."""
+    import pytest
+
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(ROOT / "tests").parts
+        if parts and parts[0] in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from bench.stream_server import StreamServer
 from cgraph.backends.llm.litellm_chat import LiteLLMModel
 from cgraph.runtime.ask.streaming import CallingTools, Delta, Retracted
 from cgraph.runtime.state.records import Turn
@@ -25,6 +24,7 @@ from tests.servers.chat import (
     conversation_problem,
     serve,
 )
+from tests.servers.stream import StreamServer
 from tests.unit.runtime._runtime import action, simple, write
 from tests.unit.runtime.test_streaming import LONG, two_states
 from tests.unit.runtime.tools.test_calls import TOOLS

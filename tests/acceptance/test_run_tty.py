@@ -144,7 +144,7 @@ def test_every_command_and_a_dead_memory_server(tmp_path: Path) -> None:
 def test_with_a_model_the_reply_is_printed_as_it_streams(tmp_path: Path) -> None:
     import json
 
-    from bench.stream_server import StreamServer
+    from tests.servers.stream import StreamServer
 
     reply = "Good to see you. How have you been feeling since your last visit?"
     answer = json.dumps({"exit": "stay", "reason": "greeting", "reply": reply})

@@ -30,6 +30,8 @@ from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # real `cgraph` processes, models or Chroma
+
 
 class FakeArray(list[float]):
     def tolist(self) -> list[float]:

@@ -20,6 +20,9 @@ from cgraph.backends.onnx_embed import (
 )
 from cgraph.backends.onnx_prepare import fold_int8, optimise
 
+pytestmark = pytest.mark.slow  # real `cgraph` processes, models or Chroma
+
+
 TEXTS = ["No side effects, I feel fine.", "My card was stolen on the tram.", "hello"]
 LONGER = [*TEXTS, "Can I change my flight to tomorrow morning, please? " * 12, "ok", "¿Qué tal?"]
 

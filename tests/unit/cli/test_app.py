@@ -6,6 +6,8 @@ import gc
 import subprocess
 import sys
 
+import pytest
+
 CHECK = "import gc, sys; {setup}; import cgraph.cli.app as app; print(gc.isenabled())"
 
 
@@ -25,6 +27,7 @@ def test_the_cgraph_command_starts_with_the_collector_paused() -> None:
     assert run("sys.argv[0] = '/usr/bin/cgraph'").strip() == "False"
 
 
+@pytest.mark.slow
 def test_cgraph_run_keeps_it_paused_until_its_first_reply_then_freezes_the_start_up() -> None:
     code = """
 import gc, sys

@@ -22,6 +22,9 @@ from cgraph.spec.load import load_graph
 from tests.commands import CGRAPH, environment, ran
 from tests.conftest import GRAPHS
 
+pytestmark = pytest.mark.slow  # real `cgraph` processes, models or Chroma
+
+
 CHECKIN = GRAPHS / "medical_checkin.yaml"
 
 

@@ -101,6 +101,7 @@ def test_conform_and_jsonschema_agree_on_every_fixture(path: Path) -> None:
     assert (graph is None) == bool(violations)
 
 
+@pytest.mark.slow
 def test_conform_and_jsonschema_agree_on_mutated_examples() -> None:
     rejected = 0
     mutants = _mutants()

@@ -4,6 +4,8 @@ into `tests/fixtures/release_0_1/`)."""
 
 from __future__ import annotations
 
+import pytest
+
 from cgraph.testing.coverage import coverage
 from cgraph.testing.runner import Options, Runner
 from tests.conftest import FIXTURES
@@ -11,6 +13,7 @@ from tests.conftest import FIXTURES
 RELEASE = FIXTURES / "release_0_1"
 
 
+@pytest.mark.slow
 def test_every_release_graph_passes_its_release_tests_with_every_exit_covered() -> None:
     results = Runner(Options()).run_paths([RELEASE / "tests"])
     assert {r.graph.name for r in results if r.graph} == {p.name for p in RELEASE.glob("*.yaml")}

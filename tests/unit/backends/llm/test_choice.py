@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from bench.semantic_cases import DEV, LABELS, load_cases, question_for
 from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.calibration import Calibration
@@ -55,6 +57,7 @@ _TAKEN = re.compile(rf"^closest to (\S+) \({_SCORE} ≥ (\d\.\d\d): .*stay (-?\d
 _STAYED = re.compile(rf"no exit is close enough \(best (\S+) {_SCORE} < (-?\d\.\d\d)")
 
 
+@pytest.mark.slow
 def test_every_reason_agrees_with_its_choice_on_the_labelled_sets() -> None:
     model = SemanticModel(embedder=shared_embedder())
     checked = 0

@@ -40,6 +40,7 @@ def test_a_registered_prefix_resolves_with_the_graphs_settings() -> None:
     assert model.options["structured"] == "auto"
 
 
+@pytest.mark.slow
 def test_litellm_is_the_entry_for_every_other_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     config = ModelConfig(timeout=9.0, structured="tool", api_base="http://127.0.0.1:1/v1")

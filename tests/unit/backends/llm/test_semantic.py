@@ -122,6 +122,7 @@ def test_extraction_keeps_statements_verbatim_with_tiers() -> None:
     assert extract_memories(("Okay.",)) == []
 
 
+@pytest.mark.slow
 def test_accuracy_on_the_labelled_set(model: SemanticModel) -> None:
     cases = load_cases()
     assert len(cases) >= 60

@@ -24,6 +24,9 @@ from cgraph.runtime.ports import Memory, MemoryStore, NewMemory
 from cgraph.spec.model import MemoryConfig
 from tests.conftest import FIXTURES, ROOT
 
+pytestmark = pytest.mark.slow  # real `cgraph` processes, models or Chroma
+
+
 DAY = 86_400.0
 
 

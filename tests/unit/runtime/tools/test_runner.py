@@ -152,6 +152,7 @@ def slow_module(folder: Path, seconds: float) -> Tool:
     return Tool(name="quick", handler="slow_import:quick", timeout=0.5)
 
 
+@pytest.mark.slow
 def test_the_timeout_counts_the_handler_not_the_import_of_its_module(
     runner: ToolRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
