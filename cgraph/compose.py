@@ -13,13 +13,14 @@ from cgraph.backends.store.sqlite import SQLiteStore
 from cgraph.errors import ConfigError, StoreError
 from cgraph.models import Models, models_of, resolve_model
 from cgraph.runtime.ports import ChatModel, ExitChooser, SessionInfo, SessionStore
-from cgraph.runtime.routes.slots import slot_defaults
+from cgraph.runtime.routes.graphs import Graphs
+from cgraph.runtime.routes.slots import frame_defaults, slot_defaults
 from cgraph.runtime.state.records import Event
 from cgraph.runtime.state.snapshot import Frame, LogPosition, SessionState, jsonable, stored
 from cgraph.runtime.turn.dependencies import Dependencies
 from cgraph.spec.load import load_graph
-from cgraph.spec.model import Graph
-from cgraph.spec.names import START
+from cgraph.spec.model import Graph, GraphState
+from cgraph.spec.names import SEPARATOR, START
 
 
 def graph_of(graph: Graph | str | Path) -> Graph:
@@ -48,14 +49,45 @@ def initial_state(
     if state is None:
         first = graph.start if isinstance(graph.start, str) else START
         return SessionState(stack=(Frame("", first),), variables=values)
-    if state not in graph.states:
-        known = ", ".join(sorted(graph.states))
-        raise ConfigError(f"graph `{graph.name}` has no state `{state}`; its states are {known}")
-    here = (Frame("", state),)
-    facing = here if graph.states[state].type == "action" else None
+    here = _stack_at(graph, state)
+    inner = Graphs(graph)
+    spec = inner.get(here[-1].graph).states[here[-1].state]
+    facing = here if spec.type == "action" else None
+    # A sub-graph's own variables join as they would when it is entered.
+    for frame in here[1:]:
+        declared = inner.get(frame.graph).variables
+        values = {**jsonable({k: v for k, v in declared.items() if k not in values}), **values}
     return SessionState(
         stack=here, variables=values, started=True, visits={state: 1}, last_action=facing
     )
+
+
+def _stack_at(graph: Graph, state: str) -> tuple[Frame, ...]:
+    """The stack of a session standing at `state`: a root state, or `file.yaml#state` in a
+    sub-graph, under the `graph` states that enter it (found from the root, breadth
+    first); `ConfigError` naming what there is when there is no such state."""
+    key, _, name = state.rpartition(SEPARATOR)
+    graphs = Graphs(graph)
+    paths: dict[str, tuple[Frame, ...]] = {"": ()}
+    queue = [""]
+    while queue and key not in paths:
+        parent = queue.pop(0)
+        for state_id, spec in graphs.get(parent).states.items():
+            if isinstance(spec, GraphState):
+                child = graphs.child_key(parent, spec.graph)
+                if child not in paths:
+                    paths[child] = (*paths[parent], Frame(parent, state_id))
+                    queue.append(child)
+    if key not in paths:
+        raise ConfigError(
+            f"graph `{graph.name}` enters no sub-graph `{key}`; see its `graph` states"
+        )
+    inner = graphs.get(key)
+    if name not in inner.states:
+        known = ", ".join(sorted(inner.states))
+        raise ConfigError(f"graph `{inner.name}` has no state `{name}`; its states are {known}")
+    slots = jsonable(frame_defaults(inner)) if key else {}
+    return (*paths[key], Frame(key, name, slots=slots))
 
 
 FIRST = LogPosition(seq=1)

@@ -370,8 +370,9 @@ class Session:
 
     @property
     def variables(self) -> dict[str, Any]:
-        """A copy of the session's variables (the graph's, as set by states and tools)."""
-        return dict(self._engine.state.variables)
+        """A copy of the session's variables (the graph's, as set by states and tools), with
+        the slots of the sub-graphs running now."""
+        return dict(self._engine.state.readable)
 
     @property
     def notes(self) -> list[str]:

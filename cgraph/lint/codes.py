@@ -27,6 +27,14 @@ CODES: dict[str, str] = {
         " names no state."
     ),
     "unreachable-state": "No path from START leads to the state.",
+    "resume-unreachable": "A `RESUME` lies on no path a `resume: true` exit starts.",
+    "exit-waits-for-slots": (
+        "An exit of a state that collects slots says neither `early: true` nor `early: false`:"
+        " it now waits for the slots."
+    ),
+    "slot-not-returned": (
+        "A graph reads a slot of its sub-graph that the sub-graph does not return."
+    ),
     "no-path-to-end": "END can never be reached from the state.",
     "silent-cycle": "Silent states form an unbounded loop inside one turn.",
     "decision-exits": "A decision state has fewer than two exits.",
@@ -48,7 +56,10 @@ CODES: dict[str, str] = {
     "no-else": "Every exit of a silent state has a `when` and none is the `else`.",
     "slot-type": "A slot's keywords do not fit its type (or its default does not fit it).",
     "slot-conflict": "A slot has the name of a variable or a built-in template name.",
-    "unknown-slot": "A state collects a slot that is not declared under `slots:`.",
+    "unknown-slot": (
+        "`collect`, `reset`, `returns` or a `graph` state's `with` names a slot that is not"
+        " declared under `slots:`."
+    ),
     "ask-without-collect": "A state has `ask_before_filling` but collects no slots.",
     "unknown-graph-target": "A `file.yaml#state` target or `enter:` names no state of that file.",
     # tools (cgraph.lint.tools)

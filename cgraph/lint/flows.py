@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
-from cgraph.lint.templates import allowed_names
+from cgraph.lint.templates import allowed_names, not_returned
 from cgraph.spec import conditions, slots
 from cgraph.spec.load import did_you_mean, parse_graph
 from cgraph.spec.model import CROSS, ExitCondition, Graph, GraphState, Slot, is_cross
@@ -47,7 +47,9 @@ def check_conditions(ctx: GraphContext) -> Iterator[Diagnostic]:
                 "`not result.available`",
             )
             continue
-        for name in sorted(used - allowed):
+        for name in sorted((used - allowed) & set(ctx.dropped_slots)):
+            yield not_returned(ctx, where, name)
+        for name in sorted(used - allowed - set(ctx.dropped_slots)):
             yield ctx.diag(
                 where,
                 "undefined-variable",
@@ -207,7 +209,7 @@ def check_cross_graph(ctx: GraphContext) -> Iterator[Diagnostic]:
 def _foreign_state(
     ctx: GraphContext, folder: Path, file: str, state: str, path: DataPath
 ) -> Iterator[Diagnostic]:
-    sub = _graph_at(os.path.normpath(folder / file))
+    sub = graph_at(os.path.normpath(folder / file))
     if sub is None:
         yield ctx.diag(
             path,
@@ -225,7 +227,7 @@ def _foreign_state(
         )
 
 
-def _graph_at(file: str) -> Graph | None:
+def graph_at(file: str) -> Graph | None:
     if not os.path.isfile(file):
         return None
     graph, _ = parse_graph(read_file(file))

@@ -14,7 +14,7 @@ from typing import Any
 from cgraph.diagnostics import DataPath, Diagnostic, Severity
 from cgraph.spec.load import closest, did_you_mean
 from cgraph.spec.model import SILENT_TYPES, AnyState, Graph, anywhere_targets, is_cross
-from cgraph.spec.names import END
+from cgraph.spec.names import END, RESUME
 from cgraph.spec.read import Document
 from cgraph.spec.templating import BUILTIN_NAMES
 
@@ -51,7 +51,11 @@ class GraphContext:
     talking_subgraphs: frozenset[str] = frozenset()
     """`graph` states whose sub-graph has a user-facing state (so they are not silent)."""
     subgraph_names: frozenset[str] = frozenset()
-    """Variables its sub-graphs declare: they join the session's when one is entered."""
+    """Variables its sub-graphs declare (they join the session's when one is entered), and
+    the slots they return."""
+    dropped_slots: dict[str, str] = field(default_factory=dict)
+    """Slots of its sub-graphs that they do not return, with the file declaring each: gone
+    when the sub-graph ends, so this graph cannot read them."""
     edges: dict[str, list[Located]] = field(init=False)
     """Every state's targets, computed once for all checks."""
 
@@ -91,7 +95,7 @@ def anywhere_located(graph: Graph) -> Iterator[Located]:
 def check_references(ctx: GraphContext) -> Iterator[Diagnostic]:
     """`next_state`, `start`, `on_error`, `on_limit` and `limits.max_visits` name states."""
     names = list(ctx.graph.states)
-    known = set(names) | {END}
+    known = set(names) | {END, RESUME}
     located = [*start_targets(ctx.graph), *anywhere_located(ctx.graph)]
     for found in ctx.edges.values():
         located.extend(found)
@@ -101,7 +105,8 @@ def check_references(ctx: GraphContext) -> Iterator[Diagnostic]:
                 path,
                 "unknown-state",
                 f"`{path[-1]}` names `{target}`, which is not a state",
-                did_you_mean(target, [*names, END]) + "use a state id from `states:` or `END`",
+                did_you_mean(target, [*names, END, RESUME])
+                + "use a state id from `states:`, `END`, or `RESUME` (after a `resume: true` exit)",
             )
     for name in ctx.graph.limits.max_visits:
         if name not in ctx.graph.states:
@@ -118,13 +123,13 @@ def _successors(ctx: GraphContext) -> dict[str, list[str]]:
     """Each state's targets; a misspelt one (already an unknown-state error) as the state
     it suggests, so one typo is one error, not one more per state it cuts off."""
     states = ctx.graph.states
-    known = [*states, END]
+    known = [*states, END, RESUME]
     found = {name: [_meant(t, states, known) for t, _ in e] for name, e in ctx.edges.items()}
     return {name: [t for t in meant if t is not None] for name, meant in found.items()}
 
 
 def _meant(target: str, states: Mapping[str, AnyState], known: list[str]) -> str | None:
-    if target in states or target == END:
+    if target in states or target in (END, RESUME):
         return target
     return None if is_cross(target) else closest(target, known)
 
@@ -157,7 +162,8 @@ def check_reachability(ctx: GraphContext) -> Iterator[Diagnostic]:
     dangling = [
         n for n, found in ctx.edges.items() if any(t not in states and t != END for t, _ in found)
     ]
-    finishing = _reach([END, *dangling], preds)
+    # RESUME goes back to a state the conversation was in: it finishes as that state does.
+    finishing = _reach([END, RESUME, *dangling], preds)
     for name in graph.states:
         if name not in reached:
             yield ctx.diag(

@@ -50,11 +50,18 @@ NOT_TEMPLATES = frozenset(
         "except",
         "enter",
         "on_limit",
+        "reset",
     }
 )
 # Keys whose values are mappings the designer names (`set: {mood: ...}`): their keys are
 # names, not fields, so none of them is skipped.
-_NAMED = frozenset({"set", "arguments"})
+_NAMED = frozenset({"set", "arguments", "with"})
+CLARIFY_NAMES = frozenset({"candidates"})
+"""What a `clarify:` question may read besides the graph's names: the exits it names."""
+CORRECTION_NAMES = frozenset({"slot", "old", "new"})
+"""What a slot's `correction_question` may read besides the graph's names."""
+Extra = frozenset[str] | None
+"""Names a text may read besides the graph's own; None: its names are not checked."""
 
 
 Analysis = tuple[tuple[int, str] | None, frozenset[str]]
@@ -94,27 +101,39 @@ def _analyse_fast(source: str) -> Analysis:
     return error, names
 
 
-def template_strings(data: Any) -> Iterator[tuple[DataPath, str, bool]]:
-    """(path, text, names checked?) of every templated string a graph renders."""
+def template_strings(data: Any) -> Iterator[tuple[DataPath, str, Extra]]:
+    """(path, text, names it may read besides the graph's, or None when its names are
+    not checked) of every templated string a graph renders."""
     if not isinstance(data, dict):
         return
-    yield from _strings(data.get("agent"), ("agent",), True)
-    yield from _strings(data.get("fallback"), ("fallback",), True)
+    none: frozenset[str] = frozenset()
+    yield from _strings(data.get("agent"), ("agent",), none)
+    yield from _strings(data.get("fallback"), ("fallback",), none)
+    yield from _strings(data.get("clarify"), ("clarify",), CLARIFY_NAMES)
     states = data.get("states")
     if isinstance(states, dict):
         for name, state in states.items():
             if isinstance(state, dict):
-                fields = {k: v for k, v in state.items() if k != "description"}
-                yield from _strings(fields, ("states", name), True)
+                fields = {k: v for k, v in state.items() if k not in ("description", "clarify")}
+                yield from _strings(fields, ("states", name), none)
+                clarify = state.get("clarify")
+                yield from _strings(clarify, ("states", name, "clarify"), CLARIFY_NAMES)
+    slots = data.get("slots")
+    if isinstance(slots, dict):
+        for name, slot in slots.items():
+            if isinstance(slot, dict):
+                asked = slot.get("correction_question")
+                where = ("slots", name, "correction_question")
+                yield from _strings(asked, where, CORRECTION_NAMES)
     prompts = data.get("prompts")
     if isinstance(prompts, dict):
         # Prompt templates see the engine's prompt context, not graph variables.
-        yield from _strings(prompts, ("prompts",), False)
+        yield from _strings(prompts, ("prompts",), None)
 
 
 def _strings(
-    value: Any, path: DataPath, names: bool, fields: bool = True
-) -> Iterator[tuple[DataPath, str, bool]]:
+    value: Any, path: DataPath, names: Extra, fields: bool = True
+) -> Iterator[tuple[DataPath, str, Extra]]:
     if isinstance(value, str):
         if is_template(value):
             yield path, value, names
@@ -146,7 +165,7 @@ def allowed_names(ctx: GraphContext) -> frozenset[str]:
 
 def check_templates(ctx: GraphContext) -> Iterator[Diagnostic]:
     allowed = allowed_names(ctx)
-    for path, text, check_names in template_strings(ctx.doc.data):
+    for path, text, extra in template_strings(ctx.doc.data):
         error, used = _analyse_fast(text)
         if error is not None:
             line, column, message = _position(ctx.doc, path, error)
@@ -158,10 +177,12 @@ def check_templates(ctx: GraphContext) -> Iterator[Diagnostic]:
             )
             yield _moved(diag, line, column)
             continue
-        if not check_names:
+        if extra is None:
             continue
         yield from _self_reference(ctx, path, used)
-        for name in sorted(used - allowed):
+        for name in sorted((used - allowed - extra) & set(ctx.dropped_slots)):
+            yield not_returned(ctx, path, name)
+        for name in sorted(used - allowed - extra - set(ctx.dropped_slots)):
             yield ctx.diag(
                 path,
                 "undefined-variable",
@@ -235,3 +256,17 @@ def _line_start(text: str, index: int) -> tuple[int, int]:
 
 def _moved(diag: Diagnostic, line: int, column: int) -> Diagnostic:
     return replace(diag, line=line, column=column)
+
+
+def not_returned(ctx: GraphContext, path: DataPath, name: str) -> Diagnostic:
+    """A read of a sub-graph's slot that the sub-graph does not return (a warning: graphs
+    written before slots belonged to their graph read them)."""
+    file = ctx.dropped_slots[name]
+    return ctx.diag(
+        path,
+        "slot-not-returned",
+        f"`{name}` is a slot of the sub-graph `{file}`, which does not return it: it is "
+        "gone when the sub-graph ends",
+        f"list it under `returns:` in `{file}` (`returns: [{name}]`), or declare it here",
+        warning=True,
+    )

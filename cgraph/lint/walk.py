@@ -20,6 +20,7 @@ from pathlib import Path
 from cgraph.diagnostics import Diagnostic, Severity, has_errors
 from cgraph.lint.arguments import check_argument_types
 from cgraph.lint.flows import check_flows
+from cgraph.lint.scopes import check_scopes
 from cgraph.lint.structure import GraphContext, check_graph
 from cgraph.lint.templates import check_templates, declared_names
 from cgraph.lint.tools import check_tools
@@ -36,6 +37,7 @@ Check = Callable[[GraphContext], Iterable[Diagnostic]]
 CHECKS: tuple[Check, ...] = (
     check_graph,
     check_flows,
+    check_scopes,
     check_tools,
     check_argument_types,
     check_templates,
@@ -85,7 +87,10 @@ class _Outcome:
     talks: bool = True
     """Whether entering this graph can reach a user-facing state (unknown counts as yes)."""
     names: frozenset[str] = frozenset()
-    """The variables it and its sub-graphs declare (they join a parent's session)."""
+    """The variables it and its sub-graphs declare (they join a parent's session), and the
+    slots it returns to its caller."""
+    dropped: frozenset[str] = frozenset()
+    """Its slots that it does not return: they are gone when it ends."""
 
 
 class _Linter:
@@ -127,6 +132,7 @@ class _Linter:
             return _Outcome(None), diagnostics
         talking: set[str] = set()
         inherited: set[str] = set()
+        dropped: dict[str, str] = {}
         for name, state in graph.states.items():
             if state.type == "graph":
                 sub, problem = self._subgraph(doc, path, name, state.graph)
@@ -135,7 +141,8 @@ class _Linter:
                 if sub is None or sub.talks:
                     talking.add(name)
                 inherited.update(sub.names if sub else ())
-        ctx = GraphContext(doc, graph, frozenset(talking), frozenset(inherited))
+                dropped.update(dict.fromkeys(sub.dropped if sub else (), state.graph))
+        ctx = GraphContext(doc, graph, frozenset(talking), frozenset(inherited), dropped)
         for check in self.checks:
             try:
                 diagnostics.extend(check(ctx))
@@ -149,7 +156,10 @@ class _Linter:
                     )
                 )
         talks = any(s.type == "action" for s in graph.states.values()) or bool(talking)
-        return _Outcome(graph, talks, declared_names(graph) | inherited), diagnostics
+        # A sub-graph's slots are its own while it runs; only those it returns outlive it.
+        kept = frozenset(graph.slots) - frozenset(graph.returns)
+        exposed = (declared_names(graph) - kept) | inherited
+        return _Outcome(graph, talks, exposed, kept), diagnostics
 
     def _subgraph(
         self, doc: Document, path: Path, state: str, target: str

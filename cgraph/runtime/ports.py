@@ -44,6 +44,11 @@ class ExitOption:
     into a side effect, or leaves the flow (a chooser needs more confidence for it)."""
     confirm: bool = False
     """The designer wants the user asked before it is taken (`confirm: true`)."""
+    early: bool = False
+    """It may be taken before the state's `collect` slots are filled (a global exit, or
+    `early: true`)."""
+    resume: bool = False
+    """Taking it interrupts: the conversation comes back here afterwards (`resume: true`)."""
 
 
 CLARIFY = "clarify"

@@ -124,6 +124,16 @@ class ExitCondition:
     """A Jinja expression over variables and slots, e.g. `party_size > 12`. Without a
     `description` the exit is deterministic: the first whose `when` holds is taken, no model
     asked. With one, the model may choose it only while `when` holds."""
+    early: bool | None = None
+    """In a state that `collect`s slots: this exit may be taken before they are all filled
+    (cancel, "not now", a hand-off). Without it, an exit of such a state waits for them."""
+    resume: bool = False
+    """Remember where the user was: the conversation comes back to this state when the
+    path this exit starts reaches `RESUME`, or when the sub-graph it enters ends, and the
+    state asks its question again. Interruptions nest."""
+    confirm: bool = False
+    """Ask the user before taking this exit, whatever the chooser's confidence ("Do you
+    want to place the order?")."""
 
     @property
     def label(self) -> str:
@@ -160,6 +170,12 @@ class Slot:
     """What the slot holds, shown to the model."""
     default: Any = None
     """The value before anything is collected (unset: null)."""
+    confirm_correction: bool = False
+    """A new value for this slot, once it holds one, is not taken silently: the agent asks
+    ("Change the handle from @sam to @sammy?") and the user's yes or no settles it."""
+    correction_question: str | None = None
+    """The question asked for such a correction: a template reading `slot`, `old` and
+    `new` (default: "Change <slot> from <old> to <new>?")."""
 
 
 @_compared
@@ -183,6 +199,12 @@ class _State:
     say: str | None = None
     """A Jinja template. On an action state: the reply when no LLM writes one (offline). On a
     silent state: a line added to the turn's reply as the conversation passes through."""
+    reset: tuple[Identifier, ...] = ()
+    """Slots cleared (back to their default) each time this state is entered."""
+    clarify: bool | Text | None = None
+    """Whether a chooser unsure between exits may ask which one the user meant (default:
+    the graph's `clarify`), or the question to ask: a template reading `candidates` (the
+    exits' descriptions, likeliest first)."""
 
 
 @_compared
@@ -302,6 +324,8 @@ class GraphState(_Routed):
     """Path of the sub-graph file, relative to this file."""
     enter: Identifier | None = None
     """The sub-graph's state to begin in (instead of its `start`)."""
+    with_: dict[Identifier, str] = field(default_factory=dict, metadata={KEY: "with"})
+    """Values passed in to the sub-graph's slots: slot → template (read in this graph)."""
 
 
 State = Annotated[
@@ -457,6 +481,14 @@ class Graph:
     """Typed variables filled from what the user says (in states that `collect` them)."""
     global_exits: tuple[GlobalExit, ...] = ()
     """Exits offered in every action state (and inherited by sub-graphs), checked first."""
+    returns: tuple[Identifier, ...] = ()
+    """For a graph entered as a sub-graph: the slots copied to the caller's slots of the
+    same name when it ends. Its other slots live only while it runs: they start at their
+    defaults each time it is entered and are dropped when it ends."""
+    clarify: bool | Text = True
+    """Whether a chooser unsure between exits may ask which one the user meant ("Do you
+    want to change the date, or have the tickets sent again?"), or the question to ask: a
+    template reading `candidates` (the exits' descriptions, likeliest first)."""
     speaks_first: bool = False
     """The start state replies before the user types."""
     limits: Limits = field(default_factory=Limits)

@@ -1,7 +1,8 @@
 """The reserved state names and how states inside sub-graphs are named.
 
 `START` is where a graph is entered (a conditional start is a choice made "at START"),
-`END` where a conversation, or a sub-graph, finishes. States inside a sub-graph are named
+`END` where a conversation, or a sub-graph, finishes, `RESUME` where an interruption
+returns to the state it interrupted. States inside a sub-graph are named
 `<file>#<state>`, the file relative to the root graph's folder (`research.yaml#search`,
 `sub/deep.yaml#pick`); root states keep their plain id. `#` cannot appear in a state id
 (see `model.ID_PATTERN`), so a qualified name is never ambiguous.
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 START = "START"
 END = "END"
+RESUME = "RESUME"
+"""Where an interruption ends: back to the state a `resume: true` exit left."""
 SEPARATOR = "#"
 TESTS_KEY = "cgraph-test"
 """The top-level key of a conversation-test file (`*.test.yaml`), which a graph never has."""

@@ -40,7 +40,10 @@ def test_problems_exit_1_with_located_lines_and_hints() -> None:
     first = LINE.match(lines[0])
     assert first is not None
     assert (first["line"], first["col"], first["code"]) == ("3", "8", "unknown-state")
-    assert lines[1] == "  hint: did you mean `welcome`? use a state id from `states:` or `END`"
+    assert lines[1] == (
+        "  hint: did you mean `welcome`? use a state id from `states:`, `END`, or `RESUME` "
+        "(after a `resume: true` exit)"
+    )
     assert lines[-1] == "5 errors, 0 warnings in 1 file"
 
 

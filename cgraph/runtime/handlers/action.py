@@ -29,7 +29,6 @@ from cgraph.runtime.state.outcomes import (
     Effects,
     Emit,
     MarkUserFacing,
-    Move,
     Outcome,
     Reply,
     SetVariables,
@@ -80,16 +79,7 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
     ctx, effects = _fill(ctx, answer.slots, effects)
     if answer.exit != STAY:
         option = option_by_id(options, answer.exit)
-        owner = owners.get(option.id)
-        return Move(
-            option.id,
-            option.target,
-            option.description,
-            str(answer.reason),
-            answer.reply,
-            effects,
-            owner,
-        )
+        return take(option, str(answer.reason), effects, answer.reply, owners.get(option.id))
     if not ctx.view.entered or not state.ask_before_filling:
         taken = _deterministic(ctx, graph, state, effects)
         if taken is not None:

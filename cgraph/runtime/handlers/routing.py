@@ -20,8 +20,20 @@ from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.templating import is_template, render_text
 
 
-def take(option: ExitOption, reason: str, effects: Effects, reply: str = "") -> Move:
-    return Move(option.id, option.target, option.description, reason, reply, effects)
+def take(
+    option: ExitOption, reason: str, effects: Effects, reply: str = "", owner: str | None = None
+) -> Move:
+    """The move of taking `option` (`owner`: the graph declaring it, for a global exit)."""
+    return Move(
+        option.id,
+        option.target,
+        option.description,
+        reason,
+        reply,
+        effects,
+        owner,
+        resume=option.resume,
+    )
 
 
 def option_by_id(options: tuple[ExitOption, ...], exit_id: str) -> ExitOption:

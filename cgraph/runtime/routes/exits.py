@@ -26,7 +26,7 @@ from cgraph.spec.model import (
     is_cross,
     targets_of,
 )
-from cgraph.spec.names import END
+from cgraph.spec.names import END, RESUME
 
 ON_ERROR = "on_error"
 
@@ -88,12 +88,17 @@ def _options(exits: tuple[ExitCondition, ...]) -> tuple[ExitOption, ...]:
     return tuple(_option(i, e) for i, e in zip(ids, exits, strict=True))
 
 
-def _option(exit_id: str, condition: ExitCondition) -> ExitOption:
+def _option(exit_id: str, condition: ExitCondition, anywhere: bool = False) -> ExitOption:
     return ExitOption(
         id=exit_id,
         description=condition.label,
         target=condition.next_state,
         examples=condition.examples,
+        anywhere=anywhere,
+        irreversible=condition.next_state == END,
+        confirm=condition.confirm,
+        early=anywhere or bool(condition.early),
+        resume=condition.resume,
     )
 
 
@@ -127,7 +132,7 @@ def check_transition(graph: Graph, source: str, target: str) -> None:
             f"`{source}` → `{target}` is not declared in graph `{graph.name}` "
             f"(its exits lead to {allowed})"
         )
-    if target != END and not is_cross(target) and target not in graph.states:
+    if target not in (END, RESUME) and not is_cross(target) and target not in graph.states:
         raise TransitionError(f"`{target}` is not a state of graph `{graph.name}`")
 
 
@@ -190,13 +195,7 @@ def options_with_globals(
     exits: list[ExitCondition] = [e for _, e in offered] + list(own)
     ids = unique_ids(tuple(e.next_state for e in exits))
     options = tuple(
-        ExitOption(
-            id=i,
-            description=e.label,
-            target=e.next_state,
-            examples=e.examples,
-            anywhere=n < len(offered),
-        )
+        _option(i, e, anywhere=n < len(offered))
         for n, (i, e) in enumerate(zip(ids, exits, strict=True))
     )
     owners = {options[n].id: key for n, (key, _) in enumerate(offered)}

@@ -1,9 +1,7 @@
-"""The flow keys at run time: slots asked for, `when` exits, global exits, `on_limit`.
-
-Pure functions of the graph and the session's variables; handlers and the engine call
-them. A `when` is evaluated in the sandbox (`cgraph.spec.conditions.holds`); one that
-fails for want of a value (a slot still unset) does not hold, one that fails otherwise
-fails the step (`StepRenderFailed`, field `when`).
+"""Slots at run time: their defaults, the schemas an answer may fill, the values checked,
+and where they live: the root graph's in the session's variables, for the whole session;
+a sub-graph's in its frame, only while it runs (`returns:` copies some back to the
+caller when it ends). Pure functions of the graph and the session's state.
 """
 
 from __future__ import annotations
@@ -12,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cgraph.errors import SlotValueError
-from cgraph.runtime.routes.graphs import location
+from cgraph.runtime.routes.graphs import Graphs, location
+from cgraph.runtime.state.snapshot import SessionState
 from cgraph.spec import slots
 from cgraph.spec.model import ActionState, AnyState, Graph
 
@@ -34,21 +33,30 @@ def slot_schemas(graph: Graph, state: AnyState) -> tuple[dict[str, Any], tuple[s
     return schemas, state.collect
 
 
-def set_slots(graph: Graph, state_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
-    """A `set:`'s values with each slot's value as the slot keeps it (`25.0` → 25 on an
-    integer slot); `SlotValueError`, located at its `set:` entry, for a value the slot's
-    schema refuses. Names that are not slots are plain variables: any value goes."""
+def set_slots(
+    graph: Graph,
+    state_id: str,
+    values: Mapping[str, Any],
+    *,
+    declared: Graph | None = None,
+    field: str = "set",
+) -> dict[str, Any]:
+    """A `set:`'s values (or `field`'s: a `graph` state's `with:`, for the slots of the
+    graph `declared` it enters) with each slot's value as the slot keeps it (`25.0` → 25
+    on an integer slot); `SlotValueError`, located at its entry in `graph`, for a value
+    the slot's schema refuses. Names that are not slots are plain variables."""
     kept = dict(values)
+    owner = declared or graph
     for name, value in values.items():
-        slot = graph.slots.get(name)
+        slot = owner.slots.get(name)
         if slot is None:
             continue
         kept[name] = slots.normalised(slot, value)
         why = slots.problem(slot, kept[name])
         if why is not None:
-            where = location(graph, ("states", state_id, "set", name))
+            where = location(graph, ("states", state_id, field, name))
             raise SlotValueError(
-                f"{where}: `set` of state `{state_id}`: slot `{name}`: {why}", name
+                f"{where}: `{field}` of state `{state_id}`: slot `{name}`: {why}", name
             )
     return kept
 
@@ -64,3 +72,33 @@ def slot_changes(
     new = {k: v for k, v in found.items() if variables.get(k) != v}
     corrected = {k: variables[k] for k in new if variables.get(k) is not None}
     return new, corrected
+
+
+def frame_defaults(graph: Graph) -> dict[str, Any]:
+    """A sub-graph's slots as it starts, each time it is entered: their defaults."""
+    return {name: slot.default for name, slot in graph.slots.items()}
+
+
+def routed(state: SessionState, graphs: Graphs, values: Mapping[str, Any]) -> SessionState:
+    """`values` set where they live: a slot of a sub-graph running now in its frame (the
+    innermost that declares it), anything else in the session's variables."""
+    stack, rest = list(state.stack), {}
+    for name, value in values.items():
+        for index in range(len(stack) - 1, -1, -1):
+            frame = stack[index]
+            if frame.graph and name in graphs.get(frame.graph).slots:
+                stack[index] = frame._replace(slots={**frame.slots, name: value})
+                break
+        else:
+            rest[name] = value
+    variables = {**state.variables, **rest} if rest else state.variables
+    return state._replace(stack=tuple(stack), variables=variables)
+
+
+def cleared(state: SessionState, graphs: Graphs, names: Sequence[str]) -> SessionState:
+    """`reset:` slots back to their defaults, where they live."""
+    if not names:
+        return state
+    graph = graphs.get(state.frame.graph)
+    declared = {**graphs.root.slots, **graph.slots}
+    return routed(state, graphs, {n: declared[n].default for n in names if n in declared})

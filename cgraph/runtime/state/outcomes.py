@@ -9,7 +9,7 @@ order they happened; the engine applies the effects, then the outcome, and commi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cgraph.runtime.state.records import Decision, EventKind
@@ -88,6 +88,9 @@ class Move:
     """For an `on_limit` route: the guard that took it."""
     capped: str | None = None
     """For a `max_visits` or `max_turns` route: the state capped (qualified)."""
+    resume: bool = False
+    """An interruption (`resume: true`): where the session is now is taken up again when
+    the path it starts reaches `RESUME` (or the sub-graph it enters ends)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,9 @@ class Enter:
     reason: str
     push: bool
     effects: Effects = ()
+    slots: Mapping[str, Any] = field(default_factory=dict)
+    """A sub-graph's slots as it starts: their defaults, then what its `graph` state
+    passes in (`with:`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,8 @@ class Turn(Record):
     error, duration in seconds."""
     metadata: tuple[str, ...] = ()
     """The replying state's `message_metadata` tags."""
+    interrupted: tuple[str, ...] = ()
+    """The states interruptions will go back to (`resume: true` exits), the next last."""
 
     def as_json(self) -> dict[str, Any]:
         """The turn as one JSON object (a line of `cgraph run --jsonl`): what was said, the
@@ -127,6 +129,7 @@ class Turn(Record):
             "warnings": list(self.warnings),
             "tool_calls": [dict(call) for call in self.tool_calls],
             "metadata": list(self.metadata),
+            "interrupted": list(self.interrupted),
         }
 
 

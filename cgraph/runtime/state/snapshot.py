@@ -33,6 +33,11 @@ class Frame(NamedTuple):
     state: str
     returned: bool = False
     """True on a `graph` state whose sub-graph has just reached its END."""
+    slots: Mapping[str, Any] = _EMPTY
+    """A sub-graph's own slots while it runs (the root's live in the session's variables)."""
+    resumes: bool = False
+    """A state a `resume: true` exit entered: when the sub-graph it enters ends, the
+    interruption ends (the conversation goes back to where it was)."""
 
 
 class HistoryMarks(NamedTuple):
@@ -85,6 +90,9 @@ class SessionState(NamedTuple):
     """Turns that ended in the current state since it was entered (for `max_turns`)."""
     noted: tuple[str, ...] = ()
     """Lasting notes given (a model that calls no tools): a turn's warning once a session."""
+    interrupted: tuple[tuple[Frame, ...], ...] = ()
+    """Where interruptions left the conversation (`resume: true` exits), the latest last:
+    each stack is taken up again when its interruption ends."""
     scratch: TurnScratch = TurnScratch()
 
     @property
@@ -99,6 +107,23 @@ class SessionState(NamedTuple):
     @property
     def pending(self) -> str | None:
         return self.scratch.pending
+
+    @property
+    def readable(self) -> Mapping[str, Any]:
+        """What templates and conditions read: the session's variables, then the slots of
+        each sub-graph running now (the innermost win over the root's of the same name)."""
+        frames = [f.slots for f in self.stack if f.graph and f.slots]
+        if not frames:
+            return self.variables
+        merged = dict(self.variables)
+        for values in frames:
+            merged.update(values)
+        return merged
+
+    @property
+    def waiting(self) -> tuple[str, ...]:
+        """The states interruptions will go back to, the one taken up next last."""
+        return tuple(qualify(s[-1].graph, s[-1].state) for s in self.interrupted)
 
     def with_scratch(self, **changes: Any) -> SessionState:
         return self._replace(scratch=self.scratch._replace(**changes))
@@ -130,6 +155,7 @@ class SessionState(NamedTuple):
             "limited": scratch.limited,
             "context_due": scratch.context,
             "noted": list(self.noted),
+            "interrupted": [[_frame(f) for f in stack] for stack in self.interrupted],
             "version": SNAPSHOT_VERSION,
         }
 
@@ -155,6 +181,9 @@ class SessionState(NamedTuple):
             ),
             turns_here=int(data.get("turns_here", 0)),
             noted=tuple(data.get("noted", ())),
+            interrupted=tuple(
+                tuple(Frame(**f) for f in stack) for stack in data.get("interrupted", ())
+            ),
             scratch=TurnScratch(
                 pending=data.get("pending"),
                 step=int(data.get("step", 0)),
@@ -198,7 +227,13 @@ def dumps(state: SessionState, position: LogPosition) -> str:
 
 
 def _frame(frame: Frame) -> dict[str, Any]:
-    return {"graph": frame.graph, "state": frame.state, "returned": frame.returned}
+    kept: dict[str, Any] = {"graph": frame.graph, "state": frame.state}
+    kept["returned"] = frame.returned
+    if frame.slots:
+        kept["slots"] = dict(frame.slots)
+    if frame.resumes:
+        kept["resumes"] = True
+    return kept
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})

@@ -78,7 +78,7 @@ def view_of(
         state.turn,
         scratch.step,
         scratch.pending or _last_user_message(transcript),
-        state.variables,
+        state.readable,
         state.notes,
         state.annotations,
         memories,

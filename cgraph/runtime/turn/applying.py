@@ -17,6 +17,7 @@ from typing import Any
 
 from cgraph.runtime.routes.failures import fallback
 from cgraph.runtime.routes.graphs import Graphs
+from cgraph.runtime.routes.slots import routed
 from cgraph.runtime.state.outcomes import (
     AddNote,
     AddTags,
@@ -119,6 +120,10 @@ class Applier:
         moved["reason"] = outcome.reason
         if isinstance(outcome, Move) and outcome.guard is not None:
             moved |= {"guard": outcome.guard, "capped": outcome.capped}
+        if isinstance(outcome, Move) and outcome.resume:
+            moved["interrupts"] = True  # where it left is taken up again later
+        if arrival.resumed:
+            moved["resumed"] = True
         events.append(Emit("transition", moved))
         context = state.scratch.context
         if arrival.entered:  # its `context:` applies before its first step (`ask.history`)
@@ -180,7 +185,10 @@ class Applier:
         # A guard that stopped the turn, else the one whose `on_limit` route it took.
         guard = guard or state.scratch.limited
         transitions = state.scratch.transitions
-        ended = {"completed": state.completed, "guard": guard, "transitions": transitions}
+        ended: dict[str, Any] = {"completed": state.completed, "guard": guard}
+        ended["transitions"] = transitions
+        if state.interrupted:
+            ended["interrupted"] = list(state.waiting)
         events.append(Emit("turn_completed", {"state": state.here, **ended}))
         return state._replace(turns_here=state.turns_here + 1).with_scratch(pending=None)
 
@@ -193,7 +201,7 @@ class Applier:
                 events.append(kept)
             elif isinstance(effect, SetVariables):
                 values = dict(effect.values)
-                state = state._replace(variables={**state.variables, **values})
+                state = routed(state, self.graphs, values)
                 events.append(_record("variables", here, values=values))
             elif isinstance(effect, AddNote):
                 state = state._replace(notes=(*state.notes, effect.note)[-MAX_NOTES:])

@@ -8,7 +8,7 @@ from cgraph.runtime.routes.graphs import Graphs
 from cgraph.runtime.state.outcomes import Enter, Move, Stop
 from cgraph.runtime.state.snapshot import SessionState
 from cgraph.spec.model import is_cross
-from cgraph.spec.names import END, qualify
+from cgraph.spec.names import END, RESUME, qualify
 
 
 def guard(outcome: Move | Enter, graphs: Graphs, state: SessionState) -> Stop | None:
@@ -28,7 +28,7 @@ def guard(outcome: Move | Enter, graphs: Graphs, state: SessionState) -> Stop | 
     key = outcome.graph if isinstance(outcome, Enter) else state.frame.graph
     if isinstance(outcome, Move) and outcome.owner is not None:
         key = outcome.owner
-    if outcome.target == END or is_cross(outcome.target):
+    if outcome.target in (END, RESUME) or is_cross(outcome.target):
         return None
     cap = visit_cap(graphs, key, outcome.target)
     name = qualify(key, outcome.target)

@@ -1,21 +1,28 @@
-"""Where an applied move takes the session: the stack of graphs, the visits, the variables.
+"""Where an applied move takes the session: the stack of graphs, the visits, the slots,
+and the interruptions waiting to be taken up again.
 
 The applier has checked the outcome against the guards; these pure functions return the
 next state and what was crossed (an `Arrival`), which the applier records as a
 `transition` event. No events, no model: the stack rules in one place.
+
+A sub-graph's slots live in its frame: they start at their defaults (and what its
+`graph` state passes in) each time it is entered, and go with it when it ends, but for
+those it `returns`. A `resume: true` move saves the stack first; `RESUME` (or the end of
+the sub-graph such a move entered) takes the latest saved stack up again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cgraph.runtime.routes.graphs import Graphs
-from cgraph.runtime.routes.slots import slot_defaults
+from cgraph.runtime.routes.slots import cleared, frame_defaults, routed
 from cgraph.runtime.state.outcomes import Enter, Move
 from cgraph.runtime.state.snapshot import Frame, SessionState, jsonable
 from cgraph.spec.model import CROSS, AnyState, Graph, is_cross
-from cgraph.spec.names import END, START
+from cgraph.spec.names import END, RESUME, START
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +33,9 @@ class Arrival:
     target: str
     entered: bool = True
     """A state was entered (a visit, its context strategy); False when a sub-graph ended
-    back into its parent's `graph` state, or the session ended."""
+    back into its parent's `graph` state, an interruption ended, or the session ended."""
+    resumed: bool = False
+    """An interruption ended: the conversation is back where it was."""
 
 
 def current(state: SessionState, graphs: Graphs) -> tuple[Graph, AnyState | None]:
@@ -36,35 +45,64 @@ def current(state: SessionState, graphs: Graphs) -> tuple[Graph, AnyState | None
 
 
 def enter(state: SessionState, graphs: Graphs, outcome: Enter) -> tuple[SessionState, Arrival]:
-    """Start a graph: the root (replacing the stack) or a sub-graph (pushed)."""
+    """Start a graph: the root (replacing the stack) or a sub-graph (pushed, with its own
+    slots)."""
     source = state.here if state.started else START
-    frame = Frame(outcome.graph, outcome.target)
+    slots = jsonable(dict(outcome.slots)) if outcome.push else {}
+    frame = Frame(outcome.graph, outcome.target, slots=slots)
     stack = (*state.stack, frame) if outcome.push else (frame,)
     moved = state._replace(stack=stack, started=True)
     if outcome.push:
-        moved = adopted(moved, initial_variables(graphs.get(outcome.graph)))
-    return _arrived(moved, source)
+        moved = adopted(moved, graphs.get(outcome.graph).variables)
+    return _arrived(moved, graphs, source)
 
 
 def move(state: SessionState, graphs: Graphs, outcome: Move) -> tuple[SessionState, Arrival]:
-    """Take an exit; a target of END ends a sub-graph (back to its parent) or the session
-    (the Arrival's target is END and the stack is left where it was)."""
+    """Take an exit; a target of END ends a sub-graph (back to its parent, or out of the
+    interruption that entered it) or the session (the Arrival's target is END and the
+    stack is left where it was); `RESUME` ends an interruption."""
     source, stack = state.here, state.stack
+    if outcome.resume:  # where to come back to, before anything is left
+        state = state._replace(interrupted=(*state.interrupted, stack))
     if outcome.owner is not None:  # a global exit or `on_limit` leaves inner graphs
         while len(stack) > 1 and stack[-1].graph != outcome.owner:
             stack = stack[:-1]
         state = state._replace(stack=stack)
+    if outcome.target == RESUME:
+        return resumed(state, source)
     if is_cross(outcome.target):
         return _cross(state, graphs, source, outcome.target)
     if outcome.target != END:
-        stack = (*stack[:-1], Frame(stack[-1].graph, outcome.target))
-        return _arrived(state._replace(stack=stack), source)
+        frame = stack[-1]._replace(state=outcome.target, returned=False, resumes=outcome.resume)
+        return _arrived(state._replace(stack=(*stack[:-1], frame)), graphs, source)
     if len(stack) > 1:  # a sub-graph ended: back to the parent's `graph` state
-        parent = stack[-2]
-        back = state._replace(stack=(*stack[:-2], parent._replace(returned=True)), turns_here=0)
-        back = back.with_scratch(entered=True)
-        return back, Arrival(source, back.here, entered=False)
+        return _returned(state, graphs, source)
     return state, Arrival(source, END, entered=False)
+
+
+def resumed(state: SessionState, source: str) -> tuple[SessionState, Arrival]:
+    """The latest interruption ends: its saved stack is taken up again, and the state it
+    left asks its question again (it counts as entered this turn, not as a new visit)."""
+    if not state.interrupted:  # nothing to go back to: the conversation stays where it is
+        return state, Arrival(source, source, entered=False)
+    *older, saved = state.interrupted
+    back = state._replace(stack=saved, interrupted=tuple(older), turns_here=0)
+    back = back.with_scratch(entered=True)
+    return back, Arrival(source, back.here, entered=False, resumed=True)
+
+
+def _returned(state: SessionState, graphs: Graphs, source: str) -> tuple[SessionState, Arrival]:
+    """A sub-graph ended: the slots it `returns` go to the caller, and the parent's
+    `graph` state continues (or, when an interruption entered it, the interruption ends)."""
+    ended, parent = state.stack[-1], state.stack[-2]
+    returns = graphs.get(ended.graph).returns
+    handed = {name: ended.slots[name] for name in returns if name in ended.slots}
+    back = state._replace(stack=(*state.stack[:-2], parent._replace(returned=True)))
+    back = routed(back, graphs, handed) if handed else back
+    if parent.resumes and back.interrupted:
+        return resumed(back, source)
+    back = back._replace(turns_here=0).with_scratch(entered=True)
+    return back, Arrival(source, back.here, entered=False)
 
 
 def _cross(
@@ -74,25 +112,26 @@ def _cross(
     it ends, the conversation goes on where this graph would have."""
     file, _, name = target.partition(CROSS)
     key = graphs.child_key(state.frame.graph, file)
-    crossed = state._replace(stack=(*state.stack[:-1], Frame(key, name)))
-    return _arrived(adopted(crossed, initial_variables(graphs.get(key))), source)
+    graph = graphs.get(key)
+    frame = Frame(key, name, slots=jsonable(frame_defaults(graph)))
+    crossed = state._replace(stack=(*state.stack[:-1], frame))
+    return _arrived(adopted(crossed, graph.variables), graphs, source)
 
 
-def _arrived(state: SessionState, source: str) -> tuple[SessionState, Arrival]:
+def _arrived(state: SessionState, graphs: Graphs, source: str) -> tuple[SessionState, Arrival]:
     target = state.here
     visits = {**state.visits, target: state.visits.get(target, 0) + 1}
     scratch = state.scratch._replace(entered=True)
-    return state._replace(visits=visits, turns_here=0, scratch=scratch), Arrival(source, target)
+    arrived = state._replace(visits=visits, turns_here=0, scratch=scratch)
+    spec = current(arrived, graphs)[1]
+    reset = getattr(spec, "reset", ())
+    return cleared(arrived, graphs, reset) if reset else arrived, Arrival(source, target)
 
 
-def adopted(state: SessionState, declared: dict[str, Any]) -> SessionState:
-    """A sub-graph's declared variables join the session's, without overwriting."""
+def adopted(state: SessionState, declared: Mapping[str, Any]) -> SessionState:
+    """A sub-graph's declared variables join the session's, without overwriting (its slots
+    are its own: they live in its frame)."""
     missing = {k: v for k, v in declared.items() if k not in state.variables}
     if not missing:
         return state
     return state._replace(variables={**state.variables, **jsonable(missing)})
-
-
-def initial_variables(graph: Graph) -> dict[str, Any]:
-    """What a graph starts with: its slots' defaults, then its declared variables."""
-    return {**slot_defaults(graph), **graph.variables}

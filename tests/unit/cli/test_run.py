@@ -111,6 +111,7 @@ def test_a_whole_checkin_reaches_end(recorded: tuple[Path, list[dict[str, object
         "warnings",
         "tool_calls",
         "metadata",
+        "interrupted",
     }
 
 

@@ -35,10 +35,12 @@ RENDERED = frozenset(
         "persona",
         "directives",
         "exit_conditions",
+        "with",
+        "clarify",
     }
 )
 # Keys that hold no text at all: a switch, a number or a fixed word.
-NOT_TEXT = frozenset({"ask_before_filling", "context", "tools"})
+NOT_TEXT = frozenset({"ask_before_filling", "context", "tools", "early", "resume", "confirm"})
 STATES = typing.get_args(typing.get_args(m.State)[0])  # State is Annotated[A | B | ..., ...]
 WALKED = (m.Agent, m.ExitCondition, *STATES)
 

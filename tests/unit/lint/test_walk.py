@@ -264,7 +264,8 @@ def test_variables_a_subgraph_declares_are_known_to_the_graph_that_enters_it(
 ) -> None:
     # They join the session's variables when the sub-graph is entered, at any depth.
     (tmp_path / "inner.yaml").write_text(
-        "cgraph: 1\nname: inner\nstart: t\nslots: {card: {type: string}}\nstates:\n"
+        "cgraph: 1\nname: inner\nstart: t\nslots: {card: {type: string}}\nreturns: [card]\n"
+        "states:\n"
         "  t: {type: annotation, objective: Tag., set: {card_ok: '{{ true }}'}, next_state: END}\n"
     )
     (tmp_path / "sub.yaml").write_text(

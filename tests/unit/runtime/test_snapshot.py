@@ -18,7 +18,7 @@ def test_a_stored_snapshot_keeps_every_field_of_the_state_and_reads_back_equal()
 
     scratch = TurnScratch("hi", 3, 2, 1, True, ("said",), "max_visits", "reset")
     state = SessionState(
-        stack=(Frame("", "a"), Frame("sub.yaml", "b", True)),
+        stack=(Frame("", "a"), Frame("sub.yaml", "b", True, {"size": 2}, True)),
         variables={"x": 1},
         notes=("n",),
         annotations=("t",),
@@ -30,12 +30,18 @@ def test_a_stored_snapshot_keeps_every_field_of_the_state_and_reads_back_equal()
         marks=HistoryMarks(5, 4, "sum", 3),
         turns_here=2,
         noted=("no tools",),
+        interrupted=((Frame("", "a"), Frame("sub.yaml", "c", False, {"size": 1})),),
         scratch=scratch,
     )
     position = LogPosition(seq=40, messages=8, turn_seq=31)
     # Every field differs from its default, so a field the dict forgot would show.
-    for kind in (SessionState, TurnScratch, HistoryMarks):
-        made = {SessionState: state, TurnScratch: scratch, HistoryMarks: state.marks}[kind]
+    for kind in (SessionState, TurnScratch, HistoryMarks, Frame):
+        made = {
+            SessionState: state,
+            TurnScratch: scratch,
+            HistoryMarks: state.marks,
+            Frame: state.stack[-1],
+        }[kind]
         defaults = kind._field_defaults
         assert all(getattr(made, name) != defaults.get(name) for name in kind._fields)
     assert read_snapshot(json.loads(dumps(state, position)), list) == (state, position)

@@ -1,0 +1,123 @@
+"""Checks of slots that belong to their graph, and of interruptions that come back.
+
+`reset:` and `returns:` name slots of this graph; a `graph` state's `with:` names slots of
+the sub-graph it enters. A state that collects slots keeps the user until they are filled,
+but for exits marked `early: true`: an exit that says neither, which an older graph could
+take before the slots were filled, is worth a look (a warning). `RESUME` ends an
+interruption, so a path to it must start at a `resume: true` exit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from cgraph.diagnostics import DataPath, Diagnostic
+from cgraph.lint.flows import graph_at
+from cgraph.lint.structure import GraphContext, field_of
+from cgraph.spec.load import did_you_mean
+from cgraph.spec.model import Graph, GraphState
+from cgraph.spec.names import RESUME
+
+
+def _unknown_slot(
+    ctx: GraphContext, path: DataPath, name: str, graph: Graph, what: str
+) -> Diagnostic:
+    return ctx.diag(
+        path,
+        "unknown-slot",
+        f"{what} names `{name}`, which is not a slot of graph `{graph.name}`",
+        did_you_mean(name, sorted(graph.slots)) + f"declare it under `slots:` of `{graph.name}`",
+    )
+
+
+def check_named_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """`reset:` and `returns:` name this graph's slots."""
+    graph = ctx.graph
+    for index, name in enumerate(graph.returns):
+        if name not in graph.slots:
+            yield _unknown_slot(ctx, ("returns", index), name, graph, "`returns`")
+    for state_name, state in graph.states.items():
+        for index, name in enumerate(field_of(state, "reset") or ()):
+            if name not in graph.slots:
+                where = ("states", state_name, "reset", index)
+                yield _unknown_slot(ctx, where, name, graph, f"`reset` of state `{state_name}`")
+
+
+def check_passed_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """A `graph` state's `with:` names slots of the sub-graph it enters."""
+    folder = Path(ctx.doc.file).parent
+    for state_name, state in ctx.graph.states.items():
+        if not isinstance(state, GraphState) or not state.with_:
+            continue
+        sub = graph_at(os.path.normpath(folder / state.graph))
+        if sub is None:
+            continue  # a missing or broken sub-graph is reported where it is named
+        for name in state.with_:
+            if name not in sub.slots:
+                where = ("states", state_name, "with", name)
+                what = f"`with` of state `{state_name}`"
+                yield _unknown_slot(ctx, where, name, sub, what)
+
+
+def check_early_exits(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """An exit of a collecting state that says nothing about `early`: it now waits for
+    the slots, where a graph written before could take it as soon as the model chose it."""
+    for state_name, state in ctx.graph.states.items():
+        collect = field_of(state, "collect") or ()
+        if not collect:
+            continue
+        slots = ", ".join(f"`{s}`" for s in collect)
+        for index, exit_ in enumerate(field_of(state, "exit_conditions") or ()):
+            if exit_.description is None or exit_.early is not None:
+                continue
+            yield ctx.diag(
+                ("states", state_name, "exit_conditions", index),
+                "exit-waits-for-slots",
+                f"exit to `{exit_.next_state}` of state `{state_name}` is taken only once "
+                f"{slots} {'is' if len(collect) == 1 else 'are'} filled",
+                "if it may leave before (cancel, not now, a hand-off), add `early: true`; "
+                "if it should wait, add `early: false`",
+                warning=True,
+            )
+
+
+def check_resume(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """Every `RESUME` lies on a path that a `resume: true` exit starts."""
+    graph = ctx.graph
+    starts = [e.next_state for e in graph.global_exits if e.resume]
+    for state in graph.states.values():
+        starts += [e.next_state for e in field_of(state, "exit_conditions") or () if e.resume]
+    interrupted: set[str] = set()
+    queue = [s for s in starts if s in graph.states]
+    while queue:
+        name = queue.pop()
+        if name in interrupted:
+            continue
+        interrupted.add(name)
+        queue += [t for t, _ in ctx.edges.get(name, ()) if t in graph.states]
+    for index, exit_ in enumerate(graph.global_exits):
+        if exit_.next_state == RESUME and not exit_.resume:
+            yield _resume_unreachable(ctx, ("global_exits", index, "next_state"), "a global exit")
+    for name, found in ctx.edges.items():
+        for target, path in found:
+            if target == RESUME and name not in interrupted:
+                yield _resume_unreachable(ctx, path, f"state `{name}`")
+
+
+def _resume_unreachable(ctx: GraphContext, path: DataPath, where: str) -> Diagnostic:
+    return ctx.diag(
+        path,
+        "resume-unreachable",
+        f"{where} leads to `RESUME`, which no interruption reaches: no `resume: true` exit "
+        "starts a path through it",
+        "mark the exit that starts this detour `resume: true`, or lead to a state or `END`",
+    )
+
+
+SCOPE_CHECKS = (check_named_slots, check_passed_slots, check_early_exits, check_resume)
+
+
+def check_scopes(ctx: GraphContext) -> list[Diagnostic]:
+    return [d for check in SCOPE_CHECKS for d in check(ctx)]
