@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
-
-from bench.semantic_cases import Case, load_cases, question_for
-from cgraph.backends.embed import shared_embedder
 from cgraph.backends.llm.memories import extract_memories
-from cgraph.backends.llm.semantic import SemanticModel
 from cgraph.backends.llm.utterances import (
     counts_as_answer,
     is_greeting,
@@ -17,11 +14,14 @@ from cgraph.backends.llm.utterances import (
     polarity,
     without_greeting,
 )
-from cgraph.models import resolve_model as resolve
-from cgraph.runtime.ports import ExitOption, Question
+
+from bench.semantic_cases import Case, load_cases, request_for
+from cgraph.backends.embed import shared_embedder
+from cgraph.backends.llm.registry import resolve_model as resolve
+from cgraph.backends.llm.semantic import SemanticModel
+from cgraph.runtime.ports import ExitOption, LLMRequest
 from cgraph.session import Session
 from tests.conftest import ROOT
-from tests.unit.backends.llm._chooser import answer_of
 
 # Measured with bench/bench_semantic.py: 130/134 (97.0%) overall — 85/86 on the check-in the
 # rule was calibrated on, 45/48 (93.8%) on the other example graphs. The margin absorbs
@@ -37,13 +37,16 @@ def model() -> SemanticModel:
     return SemanticModel(embedder=shared_embedder())
 
 
-def _request(kind: str = "action", **fields: object) -> Question:
+def _request(kind: str = "action", **fields: object) -> LLMRequest:
     options = (
         ExitOption("go", "The user is ready to start.", "go", ("Yes, I'm ready.", "Let's start.")),
         ExitOption("END", "The user wants to stop.", "END", ("Stop, I want to quit.",)),
     )
     base: dict[str, object] = dict(
         kind=kind,
+        messages=(),
+        schema={},
+        schema_name="x",
         state="here",
         objective="Ask whether the user is ready.",
         options=options,
@@ -52,7 +55,7 @@ def _request(kind: str = "action", **fields: object) -> Question:
         authored_reply="Ready?",
     )
     base.update(fields)
-    return Question(**base)  # type: ignore[arg-type]
+    return LLMRequest(**base)  # type: ignore[arg-type]
 
 
 def test_resolves_by_name() -> None:
@@ -67,26 +70,26 @@ def test_polarity_reads_yes_and_no() -> None:
 
 
 def test_action_exit_has_scores_for_every_candidate(model: SemanticModel) -> None:
-    answer = answer_of(model, _request(user_messages=("Sure, we can begin now.",)))
+    answer = json.loads(model.complete(_request(user_messages=("Sure, we can begin now.",))))
     assert answer["exit"] == "go"
     assert set(answer["scores"]) == {"go", "END", "stay"}
     assert answer["scores"]["go"] > answer["scores"]["stay"]
 
 
 def test_question_stays_with_authored_reply(model: SemanticModel) -> None:
-    answer = answer_of(model, _request(user_messages=("What do you mean by ready?",)))
+    answer = json.loads(model.complete(_request(user_messages=("What do you mean by ready?",))))
     assert answer == {**answer, "exit": "stay", "reply": "Ready?"}
 
 
 def test_just_entered_state_stays_and_speaks(model: SemanticModel) -> None:
     request = _request(user_messages=("Yes, I'm ready.",), entered_this_turn=True)
-    answer = answer_of(model, request)
+    answer = json.loads(model.complete(request))
     assert (answer["exit"], answer["reply"]) == ("stay", "Ready?")
 
 
 def test_is_deterministic(model: SemanticModel) -> None:
     request = _request(user_messages=("ok go ahead",))
-    assert model.choose(request) == model.choose(request)
+    assert model.complete(request) == model.complete(request)
 
 
 def test_decision_prefers_session_findings(model: SemanticModel) -> None:
@@ -100,15 +103,15 @@ def test_decision_prefers_session_findings(model: SemanticModel) -> None:
         user_messages=("No chest pain.",),
         annotations=("chest_pain",),
     )
-    assert answer_of(model, request)["exit"] == "stop"
+    assert json.loads(model.complete(request))["exit"] == "stop"
     plain = _request("decision", options=options, user_messages=("No chest pain.",))
-    assert answer_of(model, plain)["exit"] == "ok"
+    assert json.loads(model.complete(plain))["exit"] == "ok"
 
 
 def test_reflection_writes_a_note_and_takes_the_only_exit(model: SemanticModel) -> None:
     options = (ExitOption("next", "continue", "next"),)
     request = _request("reflection", options=options, user_messages=("I feel fine.",))
-    answer = answer_of(model, request)
+    answer = json.loads(model.complete(request))
     assert answer["exit"] == "next"
     assert "Ask whether the user is ready." in answer["note"] and "I feel fine." in answer["note"]
 
@@ -122,11 +125,10 @@ def test_extraction_keeps_statements_verbatim_with_tiers() -> None:
     assert extract_memories(("Okay.",)) == []
 
 
-@pytest.mark.slow
 def test_accuracy_on_the_labelled_set(model: SemanticModel) -> None:
     cases = load_cases()
     assert len(cases) >= 60
-    hits = [answer_of(model, question_for(c))["exit"] == c.expect for c in cases]
+    hits = [json.loads(model.complete(request_for(c, model)))["exit"] == c.expect for c in cases]
     accuracy = sum(hits) / len(hits)
     print(f"semantic accuracy: {sum(hits)}/{len(hits)} = {accuracy:.1%}")
     assert accuracy >= MEASURED_ACCURACY - MARGIN
@@ -148,9 +150,9 @@ def test_only_clarifying_questions_pay_the_question_penalty() -> None:
 
 
 def test_a_request_phrased_as_a_question_takes_its_exit(model: SemanticModel) -> None:
-    answer = answer_of(model, _request(user_messages=("Can we start now, please?",)))
+    answer = json.loads(model.complete(_request(user_messages=("Can we start now, please?",))))
     assert answer["exit"] == "go"
-    unclear = answer_of(model, _request(user_messages=("What do you mean?",)))
+    unclear = json.loads(model.complete(_request(user_messages=("What do you mean?",))))
     assert unclear["exit"] == "stay"
 
 
@@ -169,7 +171,7 @@ def test_an_opening_message_is_judged_against_the_start_states_exits(
 
 def test_only_the_first_user_facing_state_hears_the_opening(model: SemanticModel) -> None:
     request = _request(user_messages=("Yes, I'm ready.",), entered_this_turn=True, opening=True)
-    assert answer_of(model, request)["exit"] == "go"
+    assert json.loads(model.complete(request))["exit"] == "go"
 
 
 def test_a_denied_side_effect_is_not_a_reported_one(model: SemanticModel) -> None:
@@ -246,7 +248,7 @@ def test_a_greeting_alone_never_takes_an_exit(model: SemanticModel) -> None:
     session.send("Hello Ava, good morning to you.")
     assert session.state == "welcome_patient"
     request = _request(user_messages=("Hi, stop, I want to quit now.",))
-    assert answer_of(model, request)["exit"] == "END"
+    assert json.loads(model.complete(request))["exit"] == "END"
 
 
 def test_no_problem_is_a_yes() -> None:
@@ -263,8 +265,9 @@ def test_examples_that_request_the_exit_do_not_make_it_expect_questions() -> Non
     assert not counts_as_answer("does delivery cost anything?", deliver)
 
 
-def _answer(model: SemanticModel, request: Question, message: str) -> dict[str, object]:
-    return answer_of(model, replace(request, user_messages=(message,)))
+def _answer(model: SemanticModel, request: LLMRequest, message: str) -> dict[str, object]:
+    answer = model.complete(replace(request, user_messages=(message,)))
+    return dict(json.loads(answer))
 
 
 def test_a_request_for_the_exits_action_is_not_a_clarifying_question() -> None:
@@ -296,11 +299,11 @@ def test_a_global_exit_must_beat_the_states_own_exits_clearly(model: SemanticMod
         expect="flag_chest_pain",
         global_exits=True,
     )
-    request = question_for(asked)
+    request = request_for(asked, model)
     assert request.options[0].id == "emergency"
-    assert answer_of(model, request)["exit"] == "flag_chest_pain"
+    assert json.loads(model.complete(request))["exit"] == "flag_chest_pain"
     crushing = replace(asked, message="My chest is crushing and my left arm is numb right now.")
-    assert answer_of(model, question_for(crushing))["exit"] == "emergency"
+    assert json.loads(model.complete(request_for(crushing, model)))["exit"] == "emergency"
 
 
 def test_a_denial_before_the_point_does_not_pull_towards_what_it_denies(

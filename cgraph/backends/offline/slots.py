@@ -1,4 +1,4 @@
-"""Slot values from a message without a language model (the offline semantic mode).
+"""Slot values from a message without a language model (the offline chooser).
 
 One extractor per slot type: numbers (digits and number words), booleans (yes/no and
 negations), enums (the value named, else the closest by embedding), dates and times
@@ -17,12 +17,14 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from cgraph.backends.offline import lexicon as lx
 from cgraph.spec.model import Slot
 from cgraph.spec.slots import from_answer_schema, normalised, problem
 
 Closest = Callable[[str, Sequence[str]], tuple[str, float]]
 """The enum value closest to a message, with its similarity (the embedder's)."""
 ENUM_THRESHOLD = 0.45
+"""The default of `Calibration.enum_threshold`."""
 
 _UNIT_WORDS = (
     "zero",
@@ -58,15 +60,6 @@ _TIME = re.compile(
     rf"(?:{'|'.join(_UNITS)})\s*(?:a\.?m\.?|p\.?m\.?|o'clock))(?!\w)",
     re.IGNORECASE,
 )
-_YES = re.compile(
-    r"\b(yes|yeah|yep|yup|sure|correct|right|affirmative|ok|okay|i do|i have|please do|"
-    r"of course|absolutely|definitely)\b",
-    re.IGNORECASE,
-)
-_NO = re.compile(
-    r"\b(no|nope|nah|not|don't|do not|never|none|negative|haven't|didn't|isn't|wrong)\b",
-    re.IGNORECASE,
-)
 
 
 def extract(
@@ -76,6 +69,7 @@ def extract(
     *,
     closest: Closest | None = None,
     now: datetime | None = None,
+    enum_threshold: float = ENUM_THRESHOLD,
 ) -> dict[str, Any]:
     """Slot name → value for every slot the message gives: the valid values, and for the
     slots asked here (`collect`) an invalid value too ("40" where at most 12 may come),
@@ -100,7 +94,7 @@ def extract(
     rest = _blank(message, spans)
     found.update(_numbers(wanted, collect, rest))
     for name, slot in wanted.items():
-        value = _other(slot, name in collect, message, closest)
+        value = _other(slot, name in collect, message, closest, enum_threshold)
         if value is not None and name not in found:
             found[name] = value
     return {
@@ -121,9 +115,9 @@ def refusals(schemas: Mapping[str, dict[str, Any]], found: Mapping[str, Any]) ->
     return said
 
 
-def _other(slot: Slot, asked: bool, message: str, closest: Closest | None) -> Any:
+def _other(slot: Slot, asked: bool, message: str, closest: Closest | None, threshold: float) -> Any:
     if slot.enum:
-        return _enum(slot, asked, message, closest)
+        return _enum(slot, asked, message, closest, threshold)
     if slot.type == "boolean":
         return _boolean(message) if asked else None
     if slot.type == "string" and slot.pattern and not slot.format:
@@ -132,7 +126,7 @@ def _other(slot: Slot, asked: bool, message: str, closest: Closest | None) -> An
     return None
 
 
-def _enum(slot: Slot, asked: bool, message: str, closest: Closest | None) -> Any:
+def _enum(slot: Slot, asked: bool, message: str, closest: Closest | None, threshold: float) -> Any:
     lowered = message.casefold()
     for value in slot.enum:
         words = str(value).casefold().replace("_", " ")
@@ -142,11 +136,11 @@ def _enum(slot: Slot, asked: bool, message: str, closest: Closest | None) -> Any
         return None
     texts = [str(v).replace("_", " ") for v in slot.enum]
     best, score = closest(message, texts)
-    return slot.enum[texts.index(best)] if score >= ENUM_THRESHOLD else None
+    return slot.enum[texts.index(best)] if score >= threshold else None
 
 
 def _boolean(message: str) -> bool | None:
-    first_yes, first_no = _YES.search(message), _NO.search(message)
+    first_yes, first_no = lx.ANY_YES.search(message), lx.ANY_NO.search(message)
     if first_no and (not first_yes or first_no.start() <= first_yes.start()):
         return False
     return True if first_yes else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cgraph.backends.llm.stand_ins import alternatives, first_person, stand_ins
+from cgraph.backends.offline.options import alternatives, first_person, stand_ins
 
 
 def test_the_narrator_is_dropped_and_the_alternatives_split() -> None:

@@ -1,4 +1,4 @@
-"""What the offline semantic mode remembers of a message: the user's own statements.
+"""What the offline chooser remembers of a message: the user's own statements.
 
 With no model to write summaries, extraction keeps the newest user statement verbatim;
 first-person statements about lasting things are the user's `personal` memories.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from cgraph.backends.llm.utterances import is_question
+from cgraph.backends.offline.reading import is_question
 
 # First-person statements with these words describe the user, not today's task.
 _DURABLE = re.compile(

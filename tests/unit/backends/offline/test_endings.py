@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cgraph.backends.llm.endings import closes, ends_conversation, guarded
+from cgraph.backends.offline.options import ends_conversation
+from cgraph.backends.offline.reading import closes
 from cgraph.runtime.ports import ExitOption
 
 GO_ON = ExitOption("next", "The patient is ready to proceed with the check-in.", "next")
@@ -54,9 +55,3 @@ def test_acknowledgements_thanks_and_farewells_close(message: str) -> None:
 )
 def test_a_message_that_says_or_asks_something_else_does_not_close(message: str) -> None:
     assert not closes(message)
-
-
-def test_ending_exits_are_guarded_unless_the_message_closes_or_every_exit_ends() -> None:
-    assert guarded("I took all my pills, no side effects", (GO_ON, QUIT)) == {"quit"}
-    assert guarded("no thanks, bye", (GO_ON, QUIT)) == frozenset()
-    assert guarded("the fire alarm stopped, it was just toast", (BYE,)) == frozenset()

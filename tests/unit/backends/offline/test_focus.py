@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cgraph.backends.llm.focus import contrast_focus, derived_texts, first_request, focus
+from cgraph.backends.offline.reading import contrast_focus, first_request, focus, message_texts
 from cgraph.runtime.ports import ExitOption
-from tests.unit.backends.llm._chooser import chosen
+from tests.unit.backends.offline._chooser import chosen
 
 
 @pytest.mark.parametrize(
@@ -51,10 +51,10 @@ def test_what_follows_but_decides_not_what_was_denied() -> None:
 
 def test_the_texts_read_from_a_message_are_embedded_together() -> None:
     said = "no injuries, but I do have high blood pressure and I want to cancel"
-    alone = derived_texts(said, clauses=False)
-    assert alone[:2] == [said, "I do have high blood pressure and I want to cancel"]
-    assert "want to cancel" not in alone  # nothing denied after the contrast
-    assert "I want to cancel" in derived_texts(said, clauses=True)
+    texts = message_texts(said)
+    assert texts[:2] == [said, "I do have high blood pressure and I want to cancel"]
+    assert "want to cancel" not in texts  # nothing denied after the contrast
+    assert "I want to cancel" in texts  # a clause, for the exits a clause may take
 
 
 @pytest.mark.parametrize(

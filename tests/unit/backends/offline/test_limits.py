@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cgraph.backends.llm.limits import states_limit, without_limits
-from cgraph.backends.llm.negation import denied_phrases
-from cgraph.backends.llm.utterances import polarity
+from cgraph.backends.offline.reading import denied_phrases, polarity, states_limit, without_limits
 from cgraph.runtime.ports import ExitOption
-from tests.unit.backends.llm._chooser import chosen
+from tests.unit.backends.offline._chooser import chosen
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from cgraph.backends.llm.negation import (
+from cgraph.backends.offline.reading import (
     affirmed,
-    answer_polarity,
     denied_phrases,
     is_hedge,
     is_negated,
@@ -30,13 +29,6 @@ def test_words_ending_in_nt_are_not_negators() -> None:
 
 def test_affirmed_drops_the_negators() -> None:
     assert affirmed("No chest pain was reported") == "chest pain was reported"
-
-
-def test_answer_polarity_tells_bare_answers_from_statements() -> None:
-    assert answer_polarity("Yes, all of them") == 1
-    assert answer_polarity("Nope.") == -1
-    assert answer_polarity("not really") == -1
-    assert answer_polarity("No side effects") == 0
 
 
 def test_hedges_are_unsure_answers() -> None:
