@@ -35,6 +35,7 @@ from bench.decision_eval import (
     FIT_SETS,
     HELD_OUT,
     KINDS,
+    Figures,
     Outcome,
     breakdown,
     outcome,
@@ -78,18 +79,15 @@ def model_outcomes(model: ChatModel, cases: Sequence[Case]) -> tuple[list[Outcom
 
 
 def print_figures(title: str, per_set: dict[str, list[Outcome]], misses: bool) -> None:
-    every = [o for outcomes in per_set.values() for o in outcomes]
+    held = {set_name(p) for p in HELD_OUT}
     print(f"\n== {title}")
     for name, outcomes in per_set.items():
         print(f"  {name:28s} {breakdown(outcomes)['overall'].line()}")
-    print("  -- all sets together")
-    table = breakdown(every)
-    order = ["overall", *(f"kind {k}" for k in KINDS), "exit with examples"]
-    order += ["exit without examples", "stay expected"]
-    for key in [*order, *sorted(k for k in table if k not in order)]:
-        if key in table:
-            print(f"  {key:28s} {table[key].line()}")
-    held = {set_name(p) for p in HELD_OUT}
+    for label, wanted in (("development", False), ("held-out", True)):
+        every = [o for name, got in per_set.items() if (name in held) == wanted for o in got]
+        if every:
+            print(f"  -- the {label} sets together")
+            print_table(breakdown(every))
     for name, outcomes in per_set.items() if misses else ():
         for o in outcomes if name not in held else ():
             if o.verdict != "right":
@@ -97,6 +95,14 @@ def print_figures(title: str, per_set: dict[str, list[Outcome]], misses: bool) -
                     f"  {o.verdict:7s} {name} {o.case.state}: {o.case.message!r} → {o.chosen} "
                     f"(expected {o.case.expect})"
                 )
+
+
+def print_table(table: dict[str, Figures]) -> None:
+    order = ["overall", *(f"kind {k}" for k in KINDS), "exit with examples"]
+    order += ["exit without examples", "stay expected"]
+    for key in [*order, *sorted(k for k in table if k not in order)]:
+        if key in table:
+            print(f"  {key:28s} {table[key].line()}")
 
 
 def main() -> None:

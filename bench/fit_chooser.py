@@ -11,7 +11,7 @@
 3. Cross-validation by graph (no graph in both the fitting and the judged folds) chooses
    the penalty and gives every development case an out-of-fold confidence; the ask
    policy's bars (`Calibration`) are chosen on those: the fewest wrong moves (a wrongly
-   ended session counting three) plus a third of the clarifying questions, with at most
+   ended session counting ten) plus a third of the clarifying questions, with at most
    9 % of turns asking.
 4. The weights and bars are written to `cgraph/backends/offline/weights.json`.
 
@@ -55,7 +55,7 @@ from cgraph.runtime.ports import Question
 OUT = Path(__file__).resolve().parent.parent / "cgraph" / "backends" / "offline" / WEIGHTS
 PENALTIES = (0.3, 1.0, 3.0, 10.0)
 MAX_ASKING = 0.09
-ENDED_COST = 3.0
+ENDED_COST = 10.0
 ASK_COST = 1 / 3
 CHECK_IN_WEIGHT = 3.0
 
@@ -158,7 +158,7 @@ def cost(data: list[Sample], oof: list[dict[str, float]], cal: Calibration) -> t
         ended += verdict.wrongly_ended
     n = len(data)
     total = (wrong + (ENDED_COST - 1) * ended + ASK_COST * asked) / n
-    return (total if asked / n <= MAX_ASKING else 9.0, wrong / n, asked / n)
+    return (total if asked / n <= MAX_ASKING else 9.0, wrong / n, asked / n, ended)
 
 
 def tune(data: list[Sample], oof: list[dict[str, float]]) -> Calibration:
@@ -166,7 +166,7 @@ def tune(data: list[Sample], oof: list[dict[str, float]]) -> Calibration:
     grid = itertools.product(
         (0.3, 0.4, 0.5, 0.6),  # take_floor
         (0.0, 0.05, 0.1, 0.2, 0.3),  # ask_margin
-        (0.5, 0.6, 0.7, 0.8, 0.9),  # irreversible_floor
+        (0.5, 0.6, 0.7, 0.8, 0.9, 0.95),  # irreversible_floor
         (0.0, 0.05, 0.1, 0.2),  # stay_margin
     )
     best: tuple[tuple[float, ...], Calibration] | None = None
@@ -180,7 +180,11 @@ def tune(data: list[Sample], oof: list[dict[str, float]]) -> Calibration:
         if best is None or scored < best[0]:
             best = (scored, cal)
     assert best is not None
-    print(f"policy: cost {best[0][0]:.3f}, wrong {best[0][1]:.1%}, asking {best[0][2]:.1%}")
+    cost_, wrong, asking, ended = best[0]
+    print(
+        f"policy, out of fold: cost {cost_:.3f}, wrong {wrong:.1%}, asking {asking:.1%}, "
+        f"wrongly ended {ended}"
+    )
     return best[1]
 
 

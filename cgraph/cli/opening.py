@@ -332,7 +332,7 @@ def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
             if exit_.description:
                 described = exit_.description
                 texts += [described, as_user(described), affirmed(described)]
-                texts += exit_.examples or stand_ins(described)
+                texts += [*exit_.examples, *stand_ins(described)]
     return [t for t in dict.fromkeys(texts) if t and "{" not in t]
 
 

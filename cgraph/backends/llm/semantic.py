@@ -16,6 +16,7 @@ from cgraph.backends.embed import Embedder
 from cgraph.backends.offline.calibration import Calibration
 from cgraph.backends.offline.chooser import OfflineChooser
 from cgraph.backends.offline.memories import extract_memories
+from cgraph.backends.offline.slots import extract
 from cgraph.runtime.ports import CLARIFY, STAY, Choice, LLMRequest, Question
 
 
@@ -92,7 +93,11 @@ def _answer(request: LLMRequest, choice: Choice) -> dict[str, Any]:
         answer["reply"] = spoken or (request.authored_reply if exit_id == STAY else "")
         just_entered = request.entered_this_turn and not request.opening
         if request.slots and request.user_messages and not just_entered:
-            answer["slots"] = {name: choice.slots.get(name) for name in request.slots}
+            said = dict(choice.slots)
+            if choice.slot_problems and not request.rejected:
+                # The runtime refuses an invalid value itself and asks once more.
+                said = extract(request.slots, request.collect, request.user_messages[-1])
+            answer["slots"] = {name: said.get(name) for name in request.slots}
     if request.kind == "reflection":
         answer["note"] = choice.note
     answer["scores"] = dict(choice.confidence)

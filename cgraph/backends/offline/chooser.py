@@ -92,9 +92,10 @@ class OfflineChooser:
 
     def _action(self, question: Question) -> Choice:
         just_entered = question.entered_this_turn and not question.opening
-        if just_entered or not question.user_messages or not question.options:
-            kind = "entered" if just_entered else "nothing"
-            return Choice(STAY, reason(kind))
+        if just_entered or not question.user_messages:
+            return Choice(STAY, reason("entered" if just_entered else "nothing"))
+        if not question.options:
+            return self._slots(question, Choice(STAY, reason("nothing")))
         scored = self.score(question)
         verdict = (
             answer(question, scored.confidence, self.calibration) if question.clarifying else None
@@ -153,6 +154,11 @@ class OfflineChooser:
         values = {k: v for k, v in found.items() if k in question.slots and k not in said}
         choice = replace(choice, slots=values, slot_problems=tuple(said.values()))
         anywhere = {o.id for o in question.options if o.anywhere}
+        own = [o for o in question.options if not o.anywhere]
+        filled = bool(question.collect) and all(n in values for n in question.collect)
+        if filled and len(own) == 1 and choice.exit in (STAY, CLARIFY):
+            # What the state asks for is given: its one way on is taken.
+            return replace(choice, exit=own[0].id, reason=reason("slots_filled", best=own[0].id))
         if not set(said) & set(question.collect) or choice.exit in anywhere:
             return choice
         reply = " ".join([*said.values(), question.authored_reply]).strip()

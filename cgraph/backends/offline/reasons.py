@@ -29,6 +29,7 @@ _TEXTS = {
     "greeting": "only a greeting: asked again",
     "hedge": "the message hedges: asked again",
     "invalid_slot": "an invalid value: asked again",
+    "slots_filled": "what the state asks for is given: {best}",
     "no_exits": "no exits",
     "only_exit": "the only way out",
     "evidence": "{source} point to {best} (lead {lead:.2f})",
