@@ -83,7 +83,8 @@ class OfflineChooser:
     def choose(self, question: Question) -> Choice:
         if question.kind == "action":
             return self._action(question)
-        return decide_silently(question, self)
+        confidence = lambda asked: self.score(asked).confidence  # noqa: E731
+        return decide_silently(question, confidence, self.calibration.decisive_lead)
 
     def remember(self, user_messages: Sequence[str]) -> list[tuple[Tier, str]]:
         return [(m["tier"], m["text"]) for m in extract_memories(user_messages)]  # type: ignore[misc]

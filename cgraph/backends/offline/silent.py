@@ -9,18 +9,18 @@ one piece favours most clearly (its lead in confidence over the next exit, at le
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from cgraph.backends.offline.reasons import reason
 from cgraph.runtime.ports import Choice, Question
 
-if TYPE_CHECKING:
-    from cgraph.backends.offline.chooser import OfflineChooser
+Score = Callable[[Question], dict[str, float]]
+"""The confidence of each candidate of an action question (the chooser's scorer)."""
 
 
-def decide_silently(question: Question, chooser: OfflineChooser) -> Choice:
-    choice = _decision(question, chooser)
+def decide_silently(question: Question, score: Score, decisive_lead: float) -> Choice:
+    choice = _decision(question, score, decisive_lead)
     if question.kind != "reflection":
         return choice
     said = question.user_messages[-1] if question.user_messages else ""
@@ -46,7 +46,7 @@ def evidence(question: Question) -> list[tuple[str, list[str]]]:
     ]
 
 
-def _decision(question: Question, chooser: OfflineChooser) -> Choice:
+def _decision(question: Question, score: Score, decisive_lead: float) -> Choice:
     if not question.options:
         return Choice("", reason("no_exits"))
     if len(question.options) == 1:
@@ -56,12 +56,12 @@ def _decision(question: Question, chooser: OfflineChooser) -> Choice:
         lead = {o.id: -1.0 for o in question.options}
         for item in items:
             asked = replace(question, kind="action", allow_stay=False, user_messages=(item,))
-            scored = chooser.score(asked).confidence
+            scored = score(asked)
             for key, value in scored.items():
                 others = max(v for k, v in scored.items() if k != key)
                 lead[key] = max(lead[key], value - others)
         chosen = max(lead, key=lambda k: lead[k])
-        if lead[chosen] >= chooser.calibration.decisive_lead:
+        if lead[chosen] >= decisive_lead:
             shown = {k: round(max(v, 0.0), 3) for k, v in lead.items()}
             why = reason("evidence", source=label, best=chosen, lead=round(lead[chosen], 3))
             return Choice(chosen, why, confidence=shown)
