@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from cgraph.backends.llm.registry import resolve_model as resolve
 
 from cgraph.backends.embed import shared_embedder
-from cgraph.backends.llm.registry import resolve_model as resolve
 from cgraph.backends.llm.semantic import SemanticModel, question_of
 from cgraph.runtime.ports import ExitOption, LLMRequest
 
@@ -87,3 +87,6 @@ def test_extraction_keeps_statements_verbatim(model: SemanticModel) -> None:
     assert json.loads(model.complete(request)) == {
         "memories": [{"tier": "personal", "text": "I always walk my dog after lunch."}]
     }
+
+
+pytestmark = pytest.mark.slow  # the real embedding model

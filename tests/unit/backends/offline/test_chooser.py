@@ -170,3 +170,6 @@ def test_what_is_remembered_is_the_users_own_statement() -> None:
     remembered = chooser().remember(("I always walk my dog after lunch.",))
     assert remembered == [("personal", "I always walk my dog after lunch.")]
     assert chooser().remember(("What is nitroglycerin?",)) == []
+
+
+pytestmark = pytest.mark.slow  # the real embedding model

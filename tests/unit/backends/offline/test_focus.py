@@ -85,3 +85,6 @@ def test_a_corrected_choice_takes_the_exit_it_names_instead() -> None:
     leave = ExitOption("none", "The guest changes their mind and does not want to order.", "x")
     asked = "Take the guest's room service order."
     assert chosen("not the pasta, the chicken salad", order, leave, asked=asked) == "order"
+
+
+pytestmark = pytest.mark.slow  # the real embedding model

@@ -38,3 +38,6 @@ def test_a_diet_stated_with_a_negator_takes_the_exit_that_records_one() -> None:
     asked = "Ask whether anyone has food allergies or dietary requirements."
     assert chosen("I don't eat pork", diet, none, asked=asked) == "note"
     assert chosen("no allergies at all", diet, none, asked=asked) == "order"
+
+
+pytestmark = pytest.mark.slow  # the real embedding model

@@ -102,3 +102,6 @@ def test_a_denied_phrase_takes_the_sign_of_the_alternative_it_names() -> None:
     assert sign_for("has cleaned it", dirty) == -1
     assert sign_for("noisy", dirty) == 1  # no shared word: the head's sign
     assert sign_for("noisy", LATER.description) == -1
+
+
+pytestmark = pytest.mark.slow  # the real embedding model
