@@ -15,7 +15,13 @@ import yaml
 
 from cgraph.runtime.ask.requests import Prompter
 from cgraph.runtime.ports import ChatModel, ExitOption, LLMRequest, Question, RequestKind
-from cgraph.runtime.routes.exits import exit_options, global_exits, holds, options_with_globals
+from cgraph.runtime.routes.exits import (
+    exit_options,
+    global_exits,
+    holds,
+    options_with_globals,
+    with_costs,
+)
 from cgraph.runtime.routes.failures import StepRenderFailed
 from cgraph.runtime.state.view import View, template_context
 from cgraph.spec.load import load_graph
@@ -168,18 +174,8 @@ def question_for(case: Case) -> Question:
     """The question a session at `case.state` asks its chooser after `case.message`: the
     structured half of `request_for`'s request (no model is needed to build it)."""
     request = request_for(case, _NO_MODEL)
-    graph = graph_of(case)
-    options = tuple(
-        replace(option, irreversible=_irreversible(graph, option.target))
-        for option in request.options
-    )
+    options = with_costs(graph_of(case), request.options)
     return replace(request.asked, options=options, render=None)
-
-
-def _irreversible(graph: Graph, target: str) -> bool:
-    """The runtime's rule (`cgraph.runtime.routes.exits.irreversible`), for the bench."""
-    state = graph.states.get(target)
-    return target == "END" or "#" in target or (state is not None and state.type == "side_effect")
 
 
 class _NoModel:

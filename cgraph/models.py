@@ -27,7 +27,7 @@ SEMANTIC = "semantic"
 LITELLM = "litellm"
 # Entries imported only when asked for, so that light commands stay light.
 _BUILTIN = {
-    SEMANTIC: "cgraph.backends.llm.semantic:SemanticModel",
+    SEMANTIC: "cgraph.backends.offline.chooser:semantic",
     "replay": "cgraph.backends.llm.replay:ReplayModel",
     "scripted": "cgraph.backends.llm.scripted:ScriptedModel",
     LITELLM: "cgraph.backends.llm.litellm_chat:LiteLLMModel",

@@ -123,8 +123,9 @@ def banner(name: str) -> str:
     """What the run says first about its model."""
     if name == SEMANTIC:
         return (
-            "offline semantic mode: exits are chosen by embedding similarity "
-            "(all-MiniLM-L6-v2) and replies are the graph's authored text — no LLM.\n" + SWITCH_HINT
+            "offline semantic mode: exits are chosen by a fitted model over embedding "
+            "similarity (all-MiniLM-L6-v2), which asks when unsure, and replies are the "
+            "graph's authored text — no LLM.\n" + SWITCH_HINT
         )
     return f"model: {name}"
 
@@ -304,7 +305,7 @@ def first_turn_texts(graph: Graph) -> list[str]:
     and exits as it reads them (see `graph_texts`), the global exits, the conversational
     moves. Only a warm-up of the embedder's cache: a text missed here is embedded when
     it is needed."""
-    from cgraph.backends.llm.semantic import CONVERSATIONAL
+    from cgraph.backends.offline.lexicon import CONVERSATIONAL
 
     starts = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
     texts = [*CONVERSATIONAL, *graph_texts(graph, list(dict.fromkeys(starts)))]
@@ -318,9 +319,9 @@ def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
     shared dialogue acts) with the global exits, objectives, actions, intra-state
     guidelines (what a question is weighed against to stay). Only a warm-up,
     like the above."""
-    from cgraph.backends.llm.acts import ACTS, as_user
-    from cgraph.backends.llm.negation import affirmed
-    from cgraph.backends.llm.stand_ins import stand_ins
+    from cgraph.backends.offline.lexicon import ACTS
+    from cgraph.backends.offline.options import as_user, stand_ins
+    from cgraph.backends.offline.reading import affirmed
 
     texts: list[str] = [text for act in ACTS for text in (act.description, *act.utterances)]
     for name in graph.states if names is None else names:
@@ -331,7 +332,7 @@ def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
             if exit_.description:
                 described = exit_.description
                 texts += [described, as_user(described), affirmed(described)]
-                texts += exit_.examples or stand_ins(described)
+                texts += [*exit_.examples, *stand_ins(described)]
     return [t for t in dict.fromkeys(texts) if t and "{" not in t]
 
 

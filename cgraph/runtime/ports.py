@@ -108,8 +108,22 @@ class Question:
 
     @property
     def exit_ids(self) -> tuple[str, ...]:
-        """Every answer `exit` may take: the options' ids, then `stay` when allowed."""
+        """The options' ids, then `stay` when allowed."""
         return exit_ids(self.options, self.allow_stay)
+
+    @property
+    def asks(self) -> bool:
+        """The answer may be `clarify`: an action state that may stay, whose designer lets
+        it ask, and whose previous turn did not ask already (a user is asked once, not in
+        a loop)."""
+        return (
+            self.kind == "action" and self.allow_stay and self.may_clarify and not self.clarifying
+        )
+
+    @property
+    def answers(self) -> tuple[str, ...]:
+        """Every answer `exit` may take: `exit_ids`, then `clarify` where the state asks."""
+        return (*self.exit_ids, CLARIFY) if self.asks else self.exit_ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,8 +272,13 @@ class LLMRequest:
 
     @property
     def exit_ids(self) -> tuple[str, ...]:
-        """Every answer `exit` may take: the options' ids, then `stay` when allowed."""
+        """The options' ids, then `stay` when allowed."""
         return self.asked.exit_ids
+
+    @property
+    def answers(self) -> tuple[str, ...]:
+        """Every answer `exit` may take (`Question.answers`)."""
+        return self.asked.answers
 
 
 def exit_ids(options: Sequence[ExitOption], allow_stay: bool) -> tuple[str, ...]:

@@ -65,6 +65,8 @@ class Expect:
     """Whether the reply is the fallback said when the model failed."""
     guard: bool | Text | None = None
     """A loop guard that stopped the turn (its name, or true for any); false for none."""
+    clarified: bool | None = None
+    """Whether the reply asked which of a few exits the user meant, instead of guessing."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -168,5 +168,6 @@ _RULES: dict[str, Callable[[Any, Observed], Problem]] = {
     "completed": lambda wanted, seen: _flag("completed", wanted, seen.completed),
     "fallback": lambda wanted, seen: _flag("fallback", wanted, seen.fallback),
     "guard": _guard,
+    "clarified": lambda wanted, seen: _flag("clarified", wanted, seen.clarified),
 }
 """Expectation key → its check; a drift test keeps these keys equal to `Expect`'s fields."""

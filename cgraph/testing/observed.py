@@ -31,6 +31,8 @@ class Observed:
     """The turn's transitions as recorded (coverage tells global exits apart by them)."""
     steps: tuple[str, ...] = ()
     """Each decision's step in words (`cgraph.runtime.state.records.step_name`)."""
+    clarified: bool = False
+    """The reply asked which of a few exits the user meant."""
 
     def exit_names(self) -> list[str]:
         return [f"{state} -> {exit_id}" for state, exit_id in self.exits]
@@ -57,6 +59,7 @@ def observe(
         stored=stored,
         completed=turn.completed,
         fallback=turn.fallback,
+        clarified=turn.clarified,
         guard=turn.guard,
         decisions=turn.decisions,
         transitions=tuple(turn.transitions),

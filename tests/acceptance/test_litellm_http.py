@@ -106,14 +106,14 @@ def test_a_session_through_litellm_sends_the_enum_and_moves(tmp_path: Path, serv
     assert body["model"] == "test-model"
     schema = body["response_format"]["json_schema"]
     assert body["response_format"]["type"] == "json_schema" and schema["strict"] is True
-    assert schema["schema"]["properties"]["exit"]["enum"] == ["b", "stay"]
+    assert schema["schema"]["properties"]["exit"]["enum"] == ["b", "stay", "clarify"]
     roles = [m["role"] for m in body["messages"]]
     assert roles == ["system", "user", "assistant", "user", "system"]
     assert body["messages"][0]["content"].startswith("You are Assistant")
     assert body["messages"][3]["content"] == "I am ready"
     assert server.bodies[2]["response_format"]["json_schema"]["schema"]["properties"]["exit"][
         "enum"
-    ] == ["END", "stay"]
+    ] == ["END", "stay", "clarify"]
 
 
 @pytest.mark.parametrize(

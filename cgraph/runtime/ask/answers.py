@@ -1,7 +1,8 @@
 """The model's raw text → a checked `Answer`, or an `AnswerError` saying what was wrong.
 
 Nothing a model writes is trusted: the text must be one JSON object, the exit one of the
-ids offered (or "stay" where staying is allowed), a staying reply non-empty. The error
+ids offered (or "stay" where staying is allowed, "clarify" where asking is), a staying
+reply and a clarifying question non-empty. The error
 message is quoted back to the model when the engine re-asks.
 """
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cgraph.errors import CgraphError
-from cgraph.runtime.ports import STAY, LLMRequest
+from cgraph.runtime.ports import CLARIFY, STAY, LLMRequest
 from cgraph.spec import slots
 from cgraph.spec.model import TIERS, Tier
 
@@ -65,6 +66,8 @@ def parse_answer(raw: str, request: LLMRequest) -> Answer:
     reply = _text(data, "reply")
     if exit_id == STAY and not reply:
         raise AnswerError('"reply" is empty: when "exit" is "stay" the reply is required')
+    if exit_id == CLARIFY and not reply:
+        raise AnswerError('"reply" is empty: when "exit" is "clarify" the reply is your question')
     values, problems = _slots(data, request)
     return _capped(
         Answer(
@@ -134,7 +137,7 @@ def _json_object(raw: str) -> dict[str, Any]:
 
 def _exit(data: dict[str, Any], request: LLMRequest) -> str:
     value = data.get("exit")
-    allowed = request.exit_ids
+    allowed = request.answers
     if not isinstance(value, str) or not value:
         raise AnswerError(f'"exit" is missing: it must be one of {", ".join(allowed)}')
     if value not in allowed:

@@ -76,16 +76,27 @@ class ModelChooser:
         answer = asked.answer
         if answer is None:
             return Choice("", Reason("failed", "the model failed; fallback"), trace=trace)
+        clarifies = answer.exit == CLARIFY
         return Choice(
             exit=answer.exit,
             reason=Reason("model", answer.reason),
             confidence=dict(answer.scores),
-            reply=answer.reply,
+            reply="" if clarifies else answer.reply,
             note=answer.note,
             slots=dict(answer.slots),
             slot_problems=answer.slot_problems,
+            candidates=_named(question, answer.scores) if clarifies else (),
+            question=answer.reply if clarifies else "",
             trace=trace,
         )
+
+
+def _named(question: Question, scores: dict[str, float]) -> tuple[str, ...]:
+    """The options a model's clarifying question is about: its two likeliest when it
+    scored them, else every option of the state (its answer is judged against them)."""
+    ids = [o.id for o in question.options]
+    scored = sorted((i for i in ids if i in scores), key=lambda i: -scores[i])
+    return tuple(scored[:2]) if scored else tuple(ids)
 
 
 def decide(chooser: ExitChooser, question: Question) -> Decided:
@@ -103,6 +114,7 @@ def decide(chooser: ExitChooser, question: Question) -> Decided:
             choice, calls = (_checked(again, question)[0] if not again.failed else again), 2
     if choice.failed:
         return Decided(None, _decision(chooser, question, None, calls), tuple(failures))
+    choice = _confirmed(choice, question)
     if choice.exit == STAY and not choice.reply:  # a chooser that writes no words
         choice = replace(choice, reply=question.authored_reply)
     return Decided(choice, _decision(chooser, question, choice, calls), tuple(failures))
@@ -111,7 +123,7 @@ def decide(chooser: ExitChooser, question: Question) -> Decided:
 def _checked(choice: Choice, question: Question) -> tuple[Choice, str]:
     """The choice with only the slot values their slots accept, and what was refused; an
     exit not offered makes it a failed choice."""
-    allowed = (*question.exit_ids, *((CLARIFY,) if question.may_clarify else ()))
+    allowed = question.answers
     if choice.exit not in allowed:
         offered = ", ".join(allowed)
         return Choice("", Reason("invalid", f"`{choice.exit}` is not one of {offered}")), ""
@@ -119,6 +131,18 @@ def _checked(choice: Choice, question: Question) -> tuple[Choice, str]:
         return choice, ""
     values, problems = check_slots(choice.slots, question.slots)
     return replace(choice, slots=values, slot_problems=problems), "; ".join(problems)
+
+
+def _confirmed(choice: Choice, question: Question) -> Choice:
+    """An exit marked `confirm: true` is asked about before it is taken, whoever chose it
+    (the answer to that question, judged against it, takes it)."""
+    if not question.asks:
+        return choice
+    option = next((o for o in question.options if o.id == choice.exit), None)
+    if option is None or not option.confirm:
+        return choice
+    why = Reason("confirm", f"`{option.id}` is taken only once the user confirms it")
+    return replace(choice, exit=CLARIFY, reason=why, candidates=(option.id,), question="")
 
 
 def _failure(question: Question, error: str, **extra: Any) -> Emit:

@@ -93,6 +93,7 @@ def _option_view(option: ExitOption) -> dict[str, Any]:
         "target": option.target,
         "examples": list(option.examples),
         "anywhere": option.anywhere,
+        "confirm": option.confirm,
     }
 
 
@@ -174,7 +175,7 @@ class Prompter:
         slots: Mapping[str, dict[str, Any]] | None = None,
         collect: tuple[str, ...] = (),
         clarifying: tuple[str, ...] = (),
-        may_clarify: bool = False,
+        may_clarify: bool = True,
     ) -> Question:
         """The question `kind` asks at `state_id`: its texts rendered (a failing one fails
         the step, `StepRenderFailed`), and its prompt rendered only when a chooser asks a
@@ -227,6 +228,10 @@ class Prompter:
             "memory_count": question.memory_count,
             "slots": dict(question.slots),
             "collect": list(question.collect),
+            "asks": question.asks,
+            "clarifying": [
+                _option_view(o) for o in question.options if o.id in question.clarifying
+            ],
         }
         # The system part lists the offered exits, which `when:` and global exits change
         # from step to step within one state.
@@ -237,6 +242,8 @@ class Prompter:
             prompt.text_key,
             question.options,
             question.allow_stay,
+            question.asks,
+            question.clarifying,
         )
         overrides = graph.prompts or self.root.prompts
         return LLMRequest(
@@ -244,7 +251,7 @@ class Prompter:
             messages=render_messages(
                 kind, variables, window, overrides, system_key=key, cache=self.cache
             ),
-            schema=answer_schema(kind, question.exit_ids, dict(question.slots)),
+            schema=answer_schema(kind, question.answers, dict(question.slots)),
             schema_name=f"cgraph_{kind}",
             state=question.state,
             question=question,

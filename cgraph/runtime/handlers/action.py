@@ -14,7 +14,7 @@ from cgraph.runtime.ask.choosing import Decided
 from cgraph.runtime.ask.exchange import engine_decision
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import ask_state, option_by_id, take
-from cgraph.runtime.ports import STAY, ExitOption
+from cgraph.runtime.ports import CLARIFY, STAY, Choice, ExitOption
 from cgraph.runtime.routes.exits import (
     exit_options,
     first_holding,
@@ -22,8 +22,9 @@ from cgraph.runtime.routes.exits import (
     holds,
     options_with_globals,
     state_exits,
+    with_costs,
 )
-from cgraph.runtime.routes.failures import fallback
+from cgraph.runtime.routes.failures import fallback, rendered
 from cgraph.runtime.routes.slots import slot_changes, slot_schemas, unfilled
 from cgraph.runtime.state.outcomes import (
     Effects,
@@ -36,6 +37,7 @@ from cgraph.runtime.state.outcomes import (
 from cgraph.runtime.state.view import template_context
 from cgraph.runtime.tools.calls import Calling, ask_with_tools, offered
 from cgraph.spec.model import ActionState, Graph
+from cgraph.spec.templating import is_template, render_text
 
 
 def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
@@ -67,6 +69,8 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
             opening=opening,
             slots=schemas,
             collect=collect,
+            clarifying=ctx.view.asked,
+            may_clarify=clarify_setting(graph, state) is not False,
         )
         effects += _offline_tools(ctx, state)
     effects += asked.effects
@@ -77,6 +81,9 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
         text, failed = fallback(graph, state, ctx.view.here, context)
         return Reply(text, fallback=True, effects=(*effects, *failed))
     ctx, effects = _fill(ctx, answer.slots, effects)
+    if answer.exit == CLARIFY:
+        question = _clarifying(ctx, graph, state, answer, options, context)
+        return Reply(question, effects=effects, asked=answer.candidates)
     if answer.exit != STAY:
         option = option_by_id(options, answer.exit)
         return take(option, str(answer.reason), effects, answer.reply, owners.get(option.id))
@@ -85,6 +92,37 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
         if taken is not None:
             return taken
     return Reply(answer.reply, effects=effects)
+
+
+def clarify_setting(graph: Graph, state: ActionState) -> bool | str:
+    """The state's `clarify:`, else its graph's: off, on, or the question's template."""
+    return graph.clarify if state.clarify is None else state.clarify
+
+
+def _clarifying(
+    ctx: StepContext,
+    graph: Graph,
+    state: ActionState,
+    choice: Choice,
+    options: tuple[ExitOption, ...],
+    context: dict[str, Any] | None,
+) -> str:
+    """The clarifying question: the designer's `clarify:` template (reading `candidates`,
+    the exits' descriptions, likeliest first), else the chooser's own words, else one
+    naming the descriptions as they are."""
+    named = [o.description for c in choice.candidates for o in options if o.id == c]
+    template = clarify_setting(graph, state)
+    if isinstance(template, str):
+        seen = context or template_context(ctx.view, graph, ctx.view.state_id)
+        words = {**seen, "candidates": named}
+        render = lambda: render_text(template, words) if is_template(template) else template  # noqa: E731
+        return rendered(ctx.view.here, "clarify", render).strip()
+    if choice.question:
+        return choice.question
+    said = [d.rstrip(".")[:1].lower() + d.rstrip(".")[1:] for d in named]
+    if len(said) == 1:
+        return f"Before I go on, can you confirm this: {said[0]}?"
+    return "Before I go on, which do you mean: " + ", or ".join(said) + "?"
 
 
 def _action_options(
@@ -97,11 +135,12 @@ def _action_options(
     frames = _frames(ctx)
     known = state_exits(state)
     if not known.conditional and not any(g.global_exits for _, g, _ in frames):
-        return known.described, {}, None
+        return with_costs(graph, known.described), {}, None
     context = template_context(ctx.view, graph, ctx.view.state_id)
     anywhere = list(global_exits(frames, context))
     described = [e for e in state.exit_conditions if e.description and holds(e, context)]
-    return (*options_with_globals(anywhere, described), context)
+    options, owners = options_with_globals(anywhere, described)
+    return with_costs(graph, options), owners, context
 
 
 def _frames(ctx: StepContext) -> list[tuple[str, Graph, str]]:
@@ -169,6 +208,8 @@ def _ask_with_tools(
         opening=opening,
         slots=slots,
         collect=collect,
+        clarifying=ctx.view.asked,
+        may_clarify=clarify_setting(graph, state) is not False,
     )
     budget = max(ctx.root.limits.max_tool_calls - ctx.view.tool_calls, 0)
     calling = Calling(

@@ -118,6 +118,7 @@ def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
         tool_calls=tuple(_tool_call(e.data) for e in events if _model_call(e)),
         metadata=tuple(reply.get("metadata", ())),
         interrupted=tuple(end.get("interrupted", ())),
+        clarified=bool(end.get("clarified")),
     )
 
 

@@ -8,7 +8,7 @@ audit log both read meaningful names; two exits of one state with the same targe
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cgraph.errors import TransitionError
@@ -20,6 +20,7 @@ from cgraph.spec.model import (
     ExitCondition,
     GlobalExit,
     Graph,
+    SideEffectState,
     StartEntry,
     anywhere_targets,
     exits_of,
@@ -95,11 +96,26 @@ def _option(exit_id: str, condition: ExitCondition, anywhere: bool = False) -> E
         target=condition.next_state,
         examples=condition.examples,
         anywhere=anywhere,
-        irreversible=condition.next_state == END,
+        irreversible=condition.next_state == END or is_cross(condition.next_state),
         confirm=condition.confirm,
         early=anywhere or bool(condition.early),
         resume=condition.resume,
     )
+
+
+def with_costs(graph: Graph, options: tuple[ExitOption, ...]) -> tuple[ExitOption, ...]:
+    """`options` with an exit into a side-effect state of `graph` marked irreversible (an
+    exit to END or out of the flow already is): its effect is done before the user speaks."""
+    if not any(_into_side_effect(graph, o) for o in options):
+        return options
+    return tuple(
+        replace(o, irreversible=True) if _into_side_effect(graph, o) else o for o in options
+    )
+
+
+def _into_side_effect(graph: Graph, option: ExitOption) -> bool:
+    target = graph.states.get(option.target) if not option.anywhere else None
+    return not option.irreversible and isinstance(target, SideEffectState)
 
 
 def exit_options(state: AnyState) -> tuple[ExitOption, ...]:

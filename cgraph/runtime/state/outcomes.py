@@ -113,6 +113,9 @@ class Reply:
     text: str
     fallback: bool = False
     effects: Effects = ()
+    asked: tuple[str, ...] = ()
+    """For a clarifying question: the exits it names (the next answer is judged against
+    them first)."""
 
 
 @dataclass(frozen=True, slots=True)

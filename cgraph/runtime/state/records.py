@@ -107,6 +107,9 @@ class Turn(Record):
     """The replying state's `message_metadata` tags."""
     interrupted: tuple[str, ...] = ()
     """The states interruptions will go back to (`resume: true` exits), the next last."""
+    clarified: bool = False
+    """The reply asks which of a few exits the user meant, instead of guessing (the
+    decision's `chosen` is `clarify`; the next message is judged against them first)."""
 
     def as_json(self) -> dict[str, Any]:
         """The turn as one JSON object (a line of `cgraph run --jsonl`): what was said, the
@@ -130,6 +133,7 @@ class Turn(Record):
             "tool_calls": [dict(call) for call in self.tool_calls],
             "metadata": list(self.metadata),
             "interrupted": list(self.interrupted),
+            "clarified": self.clarified,
         }
 
 

@@ -93,6 +93,9 @@ class SessionState(NamedTuple):
     interrupted: tuple[tuple[Frame, ...], ...] = ()
     """Where interruptions left the conversation (`resume: true` exits), the latest last:
     each stack is taken up again when its interruption ends."""
+    asked: tuple[str, ...] = ()
+    """The exits the last turn's clarifying question named (its reply asked which one the
+    user meant): the next message is judged against them first, and is not asked again."""
     scratch: TurnScratch = TurnScratch()
 
     @property
@@ -156,6 +159,7 @@ class SessionState(NamedTuple):
             "context_due": scratch.context,
             "noted": list(self.noted),
             "interrupted": [[_frame(f) for f in stack] for stack in self.interrupted],
+            "asked": list(self.asked),
             "version": SNAPSHOT_VERSION,
         }
 
@@ -184,6 +188,7 @@ class SessionState(NamedTuple):
             interrupted=tuple(
                 tuple(Frame(**f) for f in stack) for stack in data.get("interrupted", ())
             ),
+            asked=tuple(data.get("asked", ())),
             scratch=TurnScratch(
                 pending=data.get("pending"),
                 step=int(data.get("step", 0)),

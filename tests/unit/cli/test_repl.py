@@ -146,7 +146,7 @@ def test_a_guard_that_routes_the_turn_is_shown_as_routing_it(tmp_path: Path) -> 
     assert "stopped by" not in out.getvalue()
 
 
-def test_why_marks_a_global_exit_it_did_not_take_instead_of_an_empty_cell(
+def test_why_shows_a_confidence_for_every_exit_global_ones_too(
     tmp_path: Path,
 ) -> None:
     graph = load_graph(GRAPHS / "medical_checkin.yaml")
@@ -156,8 +156,7 @@ def test_why_marks_a_global_exit_it_did_not_take_instead_of_an_empty_cell(
         repl.send(message)
     repl.command(commands.Command("why"))
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in _rows(out)}
-    assert rows["emergency"] == "—" and rows["vasodilator_check"] == "0.908"
-    assert "  — a global exit not taken: the message was not close enough" in out.getvalue()
+    assert float(rows["emergency"]) < 0.1 < 0.5 < float(rows["vasodilator_check"])
 
 
 def _rows(out: io.StringIO) -> list[str]:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cgraph.backends.llm.semantic import SemanticModel
+from cgraph.backends.offline.chooser import OfflineChooser
 from cgraph.backends.onnx_embed import STALE, onnx_model_path, prepared_path
 from cgraph.cli.opening import PREPARING, counts_memories, first_turn_texts, later_texts
-from cgraph.runtime.ports import ExitOption
+from cgraph.runtime.ports import ExitOption, Question
 from cgraph.session import Session
 from cgraph.spec.load import load_graph
 from tests.commands import CGRAPH, environment, ran
@@ -94,7 +94,7 @@ class Recording:
 def test_a_later_turn_embeds_nothing_of_the_graph_the_warm_up_left_out(message: str) -> None:
     graph = load_graph(CHECKIN)
     warmed, recording = {*first_turn_texts(graph), *later_texts(graph)}, Recording()
-    chooser = SemanticModel(embedder=recording)
+    chooser = OfflineChooser(embedder=recording)
     for state in graph.states.values():
         exits = [*graph.global_exits, *(getattr(state, "exit_conditions", None) or ())]
         options = [
@@ -103,9 +103,15 @@ def test_a_later_turn_embeds_nothing_of_the_graph_the_warm_up_left_out(message: 
             if e.description and "{" not in e.description
         ]
         texts = [getattr(state, "objective", None) or "", *(getattr(state, "actions", ()) or ())]
-        if options:
-            chooser.exit_scores(message, options)
-        chooser.stay_score(message, [t for t in texts if t and "{" not in t])
+        question = Question(
+            kind="action",
+            state="here",
+            options=tuple(options),
+            allow_stay=True,
+            user_messages=(message,),
+            stay_prototypes=tuple(t for t in texts if t and "{" not in t),
+        )
+        chooser.choose(question)
     unwarmed = set(recording.seen) - warmed
     assert message in unwarmed and all(text in message for text in unwarmed)  # or its parts
 
@@ -117,7 +123,7 @@ def test_a_first_turn_embeds_nothing_of_the_graph_the_warm_up_left_out(
     tmp_path: Path, message: str
 ) -> None:
     graph, recording = load_graph(CHECKIN), Recording()
-    session = Session.start(graph, model=SemanticModel(embedder=recording), store=tmp_path)
+    session = Session.start(graph, model=OfflineChooser(embedder=recording), store=tmp_path)
     session.send(message)
     unwarmed = set(recording.seen) - set(first_turn_texts(graph))
     assert unwarmed and all(text in message for text in unwarmed)  # the message, or part

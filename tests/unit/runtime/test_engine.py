@@ -12,12 +12,14 @@ from cgraph.session import Session
 from tests.unit.runtime._runtime import action, go, graph, simple, stay, two_actions
 
 
-def test_a_turn_that_stays_costs_one_call_and_offers_exit_ids_plus_stay(tmp_path: Path) -> None:
+def test_a_turn_that_stays_costs_one_call_and_offers_exit_ids_stay_and_clarify(
+    tmp_path: Path,
+) -> None:
     model = ScriptedModel({"a": [stay("Hello!")]})
     session = Session.start(two_actions(tmp_path), model=model)
     turn = session.send("hi")
     assert (turn.reply, turn.llm_calls, turn.state, turn.path) == ("Hello!", 1, "a", ("a",))
-    model.assert_exit_enum("a", ["b", "END", "stay"])
+    model.assert_exit_enum("a", ["b", "END", "stay", "clarify"])
     assert model.requests[0].allow_stay and model.requests[0].entered_this_turn
 
 

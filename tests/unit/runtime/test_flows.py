@@ -255,7 +255,7 @@ def test_intake_with_the_scripted_model_lists_global_exits_first() -> None:
 
 @pytest.mark.parametrize("days", [1])
 def test_dates_are_read_relative_to_today(days: int) -> None:
-    from cgraph.backends.llm.extractors import extract
+    from cgraph.backends.offline.slots import extract
     from cgraph.spec.model import Slot
     from cgraph.spec.slots import answer_schema
 
@@ -265,7 +265,7 @@ def test_dates_are_read_relative_to_today(days: int) -> None:
 
 
 def test_a_count_said_with_a_day_is_a_count_when_no_date_is_asked_for() -> None:
-    from cgraph.backends.llm.extractors import extract
+    from cgraph.backends.offline.slots import extract
     from cgraph.spec.model import Slot
     from cgraph.spec.slots import answer_schema
 
@@ -275,7 +275,7 @@ def test_a_count_said_with_a_day_is_a_count_when_no_date_is_asked_for() -> None:
 
 
 def test_a_count_said_with_a_day_stays_a_count_when_a_date_is_asked_for_too() -> None:
-    from cgraph.backends.llm.extractors import extract
+    from cgraph.backends.offline.slots import extract
     from cgraph.spec.model import Slot
     from cgraph.spec.slots import answer_schema
 
@@ -294,7 +294,7 @@ def test_a_count_said_with_a_day_stays_a_count_when_a_date_is_asked_for_too() ->
 
 
 def test_a_whole_amount_in_a_number_slot_stays_whole() -> None:
-    from cgraph.backends.llm.extractors import extract
+    from cgraph.backends.offline.slots import extract
     from cgraph.spec.model import Slot
     from cgraph.spec.slots import answer_schema, normalised
 

@@ -1,0 +1,136 @@
+"""How a chooser's decisions on the labelled sets are counted (bench and tests).
+
+Each labelled case expects an exit id or `stay`. A decision is *right* when it is what was
+expected; *clarify* when the chooser asked which exit was meant (a question is no move: it
+is neither right nor wrong, and is counted apart); otherwise *wrong*: a wrong exit, or
+staying when an exit was meant. A wrong decision that takes an exit to END is a *wrongly
+ended* session.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.semantic_cases import (
+    DEV,
+    DEV2,
+    DEV3,
+    DEV4,
+    GLOBALS,
+    HELDOUT,
+    HELDOUT2,
+    HELDOUT3,
+    HELDOUT4,
+    HELDOUT5,
+    LABELS,
+    Case,
+    question_for,
+)
+from cgraph.runtime.ports import CLARIFY, ExitChooser, Question
+
+FIT_SETS = (LABELS, DEV, DEV2, DEV3, DEV4)
+"""The development sets: the scorer is fitted and its policy tuned on these only."""
+HELD_OUT = (GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5)
+"""Never fitted or tuned on: their figures are reported, their misses never shown."""
+KINDS = ("negated", "correction", "not_leaving", "multi", "hedge", "question", "opening")
+
+
+def set_name(path: Path) -> str:
+    names = {
+        LABELS: "check-in",
+        DEV: "dev",
+        DEV2: "dev2",
+        DEV3: "dev3",
+        DEV4: "dev4",
+        GLOBALS: "globals",
+        HELDOUT: "held-out",
+        HELDOUT2: "held-out 2",
+        HELDOUT3: "held-out 3",
+        HELDOUT4: "held-out 4",
+        HELDOUT5: "held-out 5",
+    }
+    return names.get(path, f"{path.parent.name}/{path.name}")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    case: Case
+    chosen: str
+    ends: bool = False
+    """The chosen exit leads to END."""
+    has_examples: bool = True
+    """The expected exit has `examples:` (for an exit expected)."""
+
+    @property
+    def verdict(self) -> str:
+        if self.chosen == self.case.expect:
+            return "right"
+        return "clarify" if self.chosen == CLARIFY else "wrong"
+
+    @property
+    def wrongly_ended(self) -> bool:
+        return self.verdict == "wrong" and self.ends
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    turns: int
+    right: int
+    wrong: int
+    clarify: int
+    ended: int = 0
+
+    def line(self) -> str:
+        n = max(self.turns, 1)
+        return (
+            f"{self.turns:4d} turns  right {self.right:4d} ({self.right / n:6.1%})  "
+            f"wrong {self.wrong:3d} ({self.wrong / n:5.1%})  "
+            f"clarify {self.clarify:3d} ({self.clarify / n:5.1%})  wrongly ended {self.ended}"
+        )
+
+
+def figures(outcomes: Iterable[Outcome]) -> Figures:
+    verdicts = [(o.verdict, o.wrongly_ended) for o in outcomes]
+    count = {k: sum(v == k for v, _ in verdicts) for k in ("right", "wrong", "clarify")}
+    return Figures(len(verdicts), **count, ended=sum(e for _, e in verdicts))
+
+
+def breakdown(outcomes: Sequence[Outcome]) -> dict[str, Figures]:
+    """Figures overall, per labelled kind, and for exits expected with or without
+    examples."""
+    groups: dict[str, list[Outcome]] = defaultdict(list)
+    for outcome in outcomes:
+        groups["overall"].append(outcome)
+        if outcome.case.label:
+            groups[f"kind {outcome.case.label}"].append(outcome)
+        if outcome.case.expect != "stay":
+            examples = "with" if outcome.has_examples else "without"
+            groups[f"exit {examples} examples"].append(outcome)
+        else:
+            groups["stay expected"].append(outcome)
+    return {key: figures(group) for key, group in groups.items()}
+
+
+def outcome(case: Case, question: Question, chosen: str) -> Outcome:
+    """The outcome of choosing `chosen` at `question` (the case's question)."""
+    options = {o.id: o for o in question.options}
+    picked = options.get(chosen)
+    expected = options.get(case.expect)
+    return Outcome(
+        case,
+        chosen,
+        ends=chosen == "END" or (picked is not None and picked.target == "END"),
+        has_examples=bool(expected.examples) if expected is not None else True,
+    )
+
+
+def run_chooser(chooser: ExitChooser, cases: Sequence[Case]) -> list[Outcome]:
+    """Each case's question put to `chooser`."""
+    found = []
+    for case in cases:
+        question = question_for(case)
+        found.append(outcome(case, question, chooser.choose(question).exit))
+    return found

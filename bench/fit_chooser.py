@@ -1,0 +1,259 @@
+"""Fit the offline chooser's scorer on the development sets and write its weights.
+
+    python bench/fit_chooser.py [--heldout] [--folds 5] [--dry-run]
+
+1. Every case of the development sets (check-in, dev, dev2, dev3, dev4: `FIT_SETS`) that
+   an action state decides by its scorer becomes a choice: a feature row per candidate
+   (`cgraph.backends.offline.features`) and the candidate expected.
+2. A conditional logit (a softmax over a choice's candidates, one weight per feature, L2
+   penalty) is fitted with numpy and scipy; features are standardised for the fit and the
+   weights folded back, so the chooser reads raw features.
+3. Cross-validation by graph (no graph in both the fitting and the judged folds) chooses
+   the penalty and gives every development case an out-of-fold confidence; the ask
+   policy's bars (`Calibration`) are chosen on those: the fewest wrong moves (a wrongly
+   ended session counting ten) plus a third of the clarifying questions, with at most
+   9 % of turns asking.
+4. The weights and bars are written to `cgraph/backends/offline/weights.json`.
+
+The held-out sets (`HELD_OUT`: the global-exit set and held-out 1-5) are never fitted or
+tuned on; `--heldout` prints their figures (aggregates only, never a miss) once the
+weights are written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.decision_eval import (
+    FIT_SETS,
+    HELD_OUT,
+    breakdown,
+    outcome,
+    run_chooser,
+    set_name,
+)
+from bench.semantic_cases import LABELS, Case, load_cases, question_for
+from cgraph.backends.offline import features
+from cgraph.backends.offline.calibration import Calibration
+from cgraph.backends.offline.chooser import OfflineChooser
+from cgraph.backends.offline.policy import decide
+from cgraph.backends.offline.scorer import WEIGHTS, Scorer, from_data
+from cgraph.runtime.ports import Question
+
+OUT = Path(__file__).resolve().parent.parent / "cgraph" / "backends" / "offline" / WEIGHTS
+PENALTIES = (0.3, 1.0, 3.0, 10.0)
+MAX_ASKING = 0.09
+ENDED_COST = 10.0
+ASK_COST = 1 / 3
+CHECK_IN_WEIGHT = 3.0
+
+
+@dataclass
+class Sample:
+    """One choice of a development case: its rows, candidates and the one expected."""
+
+    case: Case
+    question: Question
+    ids: tuple[str, ...]
+    matrix: np.ndarray
+    expected: int
+    group: str
+    weight: float = 1.0
+    """How much the case counts in the fit: the check-in, the first graph a new user
+    meets (`make demo`), counts `CHECK_IN_WEIGHT` times."""
+
+
+def samples(chooser: OfflineChooser, paths: tuple[Path, ...]) -> list[Sample]:
+    found = []
+    for path in paths:
+        for case in load_cases(path):
+            question = question_for(case)
+            scored_here = (
+                question.kind == "action"
+                and question.user_messages
+                and (not question.entered_this_turn or question.opening)
+            )
+            if not scored_here or not question.options:
+                continue
+            texts = {o.id: chooser.option_texts(o) for o in question.options}
+            rows = features.rows(question, texts, chooser.embed)
+            if case.expect not in rows.ids:
+                continue
+            group = f"{set_name(path)}:{case.graph}"
+            weight = CHECK_IN_WEIGHT if path == LABELS else 1.0
+            expected = rows.ids.index(case.expect)
+            found.append(Sample(case, question, rows.ids, rows.matrix, expected, group, weight))
+    return found
+
+
+def fit(data: list[Sample], penalty: float) -> np.ndarray:
+    """The raw weights of a conditional logit fitted on `data` (L2 `penalty`)."""
+    from scipy.optimize import minimize
+
+    stacked = np.vstack([s.matrix for s in data])
+    mean, scale = stacked.mean(axis=0), stacked.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    standard = [(s.matrix - mean) / scale for s in data]
+    weight = np.array([s.weight for s in data])
+    chosen = np.array([m[s.expected] * s.weight for m, s in zip(standard, data, strict=True)])
+    bounds = np.cumsum([0] + [len(m) for m in standard])
+    rows = np.vstack(standard)
+
+    starts, counts = bounds[:-1], np.diff(bounds)
+    chosen_sum = chosen.sum(axis=0)
+
+    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+        logits = rows @ w
+        top = np.maximum.reduceat(logits, starts)
+        odds = np.exp(logits - np.repeat(top, counts))
+        sums = np.add.reduceat(odds, starts)
+        total = penalty * w @ w - chosen_sum @ w + float(weight @ (top + np.log(sums)))
+        share = odds / np.repeat(sums, counts) * np.repeat(weight, counts)
+        grad = 2 * penalty * w - chosen_sum + share @ rows
+        return float(total), grad
+
+    result = minimize(loss, np.zeros(rows.shape[1]), jac=True, method="L-BFGS-B")
+    return np.asarray(result.x / scale)
+
+
+def confidences(weights: np.ndarray, sample: Sample) -> dict[str, float]:
+    logits = sample.matrix @ weights
+    odds = np.exp(logits - logits.max())
+    return dict(zip(sample.ids, (odds / odds.sum()).tolist(), strict=True))
+
+
+def out_of_fold(data: list[Sample], penalty: float, folds: int) -> list[dict[str, float]]:
+    groups = sorted({s.group for s in data})
+    fold_of = {g: i % folds for i, g in enumerate(np.random.default_rng(7).permutation(groups))}
+    found: list[dict[str, float]] = [{} for _ in data]
+    for fold in range(folds):
+        train = [s for s in data if fold_of[s.group] != fold]
+        weights = fit(train, penalty)
+        for index, sample in enumerate(data):
+            if fold_of[sample.group] == fold:
+                found[index] = confidences(weights, sample)
+    return found
+
+
+def cost(data: list[Sample], oof: list[dict[str, float]], cal: Calibration) -> tuple[float, ...]:
+    """(cost, wrong, asking) of the policy with `cal` on the out-of-fold confidences."""
+    wrong = ended = asked = 0
+    for sample, confidence in zip(data, oof, strict=True):
+        chosen = decide(sample.question, confidence, cal).exit
+        verdict = outcome(sample.case, sample.question, chosen)
+        asked += verdict.verdict == "clarify"
+        wrong += verdict.verdict == "wrong"
+        ended += verdict.wrongly_ended
+    n = len(data)
+    total = (wrong + (ENDED_COST - 1) * ended + ASK_COST * asked) / n
+    return (total if asked / n <= MAX_ASKING else 9.0, wrong / n, asked / n, ended)
+
+
+def tune(data: list[Sample], oof: list[dict[str, float]]) -> Calibration:
+    """The policy's bars with the lowest cost on the out-of-fold confidences."""
+    grid = itertools.product(
+        (0.3, 0.4, 0.5, 0.6),  # take_floor
+        (0.0, 0.05, 0.1, 0.2, 0.3),  # ask_margin
+        (0.5, 0.6, 0.7, 0.8, 0.9, 0.95),  # irreversible_floor
+        (0.0, 0.05, 0.1, 0.2),  # stay_margin
+    )
+    best: tuple[tuple[float, ...], Calibration] | None = None
+    for take, margin, irreversible, stay in grid:
+        if irreversible < take:
+            continue
+        cal = Calibration(
+            take_floor=take, ask_margin=margin, irreversible_floor=irreversible, stay_margin=stay
+        )
+        scored = cost(data, oof, cal)
+        if best is None or scored < best[0]:
+            best = (scored, cal)
+    assert best is not None
+    cost_, wrong, asking, ended = best[0]
+    print(
+        f"policy, out of fold: cost {cost_:.3f}, wrong {wrong:.1%}, asking {asking:.1%}, "
+        f"wrongly ended {ended}"
+    )
+    return best[1]
+
+
+def report(chooser: OfflineChooser, paths: tuple[Path, ...], title: str) -> None:
+    every = []
+    print(f"\n== {title}")
+    for path in paths:
+        outcomes = run_chooser(chooser, load_cases(path))
+        every += outcomes
+        print(f"  {set_name(path):12s} {breakdown(outcomes)['overall'].line()}")
+    for key, figures in sorted(breakdown(every).items()):
+        print(f"  {key:28s} {figures.line()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--heldout", action="store_true", help="print the held-out figures")
+    parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    chooser = OfflineChooser()
+    data = samples(chooser, FIT_SETS)
+    print(
+        f"{len(data)} choices from {len(FIT_SETS)} development sets "
+        f"({time.perf_counter() - started:.0f} s)"
+    )
+    scored = {}
+    for penalty in PENALTIES:
+        oof = out_of_fold(data, penalty, args.folds)
+        right = sum(
+            max(c, key=lambda k: c[k]) == s.case.expect for s, c in zip(data, oof, strict=True)
+        )
+        scored[penalty] = (right, oof)
+        print(f"penalty {penalty}: out-of-fold top-1 {right}/{len(data)} ({right / len(data):.1%})")
+    penalty = max(scored, key=lambda p: scored[p][0])
+    cal = tune(data, scored[penalty][1])
+    weights = fit(data, penalty)
+    about = {
+        "fitted_on": [set_name(p) for p in FIT_SETS],
+        "choices": len(data),
+        "penalty": penalty,
+        "out_of_fold_top1": round(scored[penalty][0] / len(data), 4),
+    }
+    calibration = {
+        k: v
+        for k, v in asdict(cal).items()
+        if k in ("take_floor", "ask_margin", "irreversible_floor", "stay_margin")
+    }
+    data_out = {
+        "features": list(features.NAMES),
+        "weights": [round(float(w), 6) for w in weights],
+        "calibration": calibration,
+        "about": about,
+    }
+    print(json.dumps({"calibration": calibration, "about": about}, indent=1))
+    for name, weight in sorted(zip(features.NAMES, weights, strict=True), key=lambda x: -abs(x[1])):
+        print(f"  {name:22s} {weight:+.3f}")
+    if not args.dry_run:
+        OUT.write_text(json.dumps(data_out, indent=1) + "\n", encoding="utf-8")
+    fitted = OfflineChooser(embedder=chooser.embedder, weights=from_data(data_out, features.NAMES))
+    report(fitted, FIT_SETS, "development sets (fitted on: in-sample)")
+    if args.heldout:
+        report(fitted, HELD_OUT, "held-out sets (never fitted or tuned on)")
+
+
+def with_scorer(chooser: OfflineChooser, scorer: Scorer) -> OfflineChooser:
+    return OfflineChooser(embedder=chooser.embedder, weights=scorer)
+
+
+if __name__ == "__main__":
+    main()

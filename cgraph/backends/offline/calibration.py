@@ -1,0 +1,44 @@
+"""Every threshold of the offline chooser, in one place.
+
+The scorer's weights are fitted (`scorer`); what is left are the bars of the ask policy
+(`policy`) and a few constants of reading. The policy's bars are chosen by cross-validation
+on the development sets when the weights are fitted (`bench/fit_chooser.py`) and shipped
+with them; `Calibration.fitted()` reads them, and a test or a designer may pass their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """The bars of the ask policy and the reading constants."""
+
+    take_floor: float = 0.5
+    """An exit is taken without asking only with at least this confidence."""
+    ask_margin: float = 0.15
+    """...and only this far ahead of the runner-up; closer, the chooser asks which."""
+    irreversible_floor: float = 0.7
+    """An exit that cannot be taken back (to END, into a side effect, out of a flow) needs
+    this much: more than staying, which the next message can always undo."""
+    stay_margin: float = 0.1
+    """When staying wins by less than this over an exit, the chooser asks about the exit
+    instead of staying silently."""
+    candidate_floor: float = 0.15
+    """A runner-up is named in a clarifying question only with at least this confidence."""
+    answer_floor: float = 0.3
+    """An answer to a clarifying question takes the candidate it points to from here."""
+    decisive_lead: float = 0.05
+    """A silent state's evidence must favour one exit by this much (in probability)."""
+    enum_threshold: float = 0.45
+    """An enum slot takes the value nearest the message only from this similarity."""
+    act_floor_shift: float = 0.0
+    """Added to every dialogue act's floor (`lexicon.ACTS`): a measurement knob."""
+
+    @classmethod
+    def fitted(cls, values: dict[str, Any]) -> Calibration:
+        """The defaults, with the values chosen when the weights were fitted."""
+        known = {f.name for f in fields(cls)}
+        return replace(cls(), **{k: float(v) for k, v in values.items() if k in known})

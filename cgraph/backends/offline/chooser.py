@@ -1,0 +1,194 @@
+"""The offline chooser: exits chosen by a fitted scorer over embeddings and word cues.
+
+No language model is involved. For an action state the newest user message is read into
+a row of features per candidate — each exit, and staying (`features`) — which the fitted
+scorer turns into a confidence per candidate (`scorer`); the ask policy takes the best
+exit, stays, or asks which of a few exits the user meant (`policy`), naming them from their
+descriptions (`asking`). A message that entered the state this turn (and is not the
+conversation's opening) stays: it already answered the state before.
+
+Silent states (decisions, reflections, conditional starts) weigh the session's findings
+(annotation tags) first, then the recent user messages (`silent`). Slots are read from the
+message by type (`slots`); what is worth remembering is the user's own statements
+(`memories`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from cgraph.backends.embed import Embedder, cosine, shared_embedder
+from cgraph.backends.offline import features, scorer
+from cgraph.backends.offline import lexicon as lx
+from cgraph.backends.offline.asking import clarifying_question
+from cgraph.backends.offline.calibration import Calibration
+from cgraph.backends.offline.memories import extract_memories
+from cgraph.backends.offline.options import as_user, lent_acts
+from cgraph.backends.offline.policy import answer, decide
+from cgraph.backends.offline.reasons import of_verdict, reason
+from cgraph.backends.offline.silent import decide_silently
+from cgraph.backends.offline.slots import extract, refusals
+from cgraph.runtime.ports import CLARIFY, STAY, Choice, ExitOption, Question
+from cgraph.spec.model import Tier
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A question's candidates with their confidences and nearness (for `/why`)."""
+
+    confidence: dict[str, float]
+    nearness: dict[str, float]
+
+
+class OfflineChooser:
+    """An `ExitChooser` that needs no language model (see the module docstring).
+
+    `embedder`: the sentence embedder (default: the process-wide one of
+    `embedding_model`, the packaged MiniLM when ""); `calibration`: the ask policy's bars
+    (default: those fitted with the shipped weights)."""
+
+    name = "semantic"
+    """The model name that selects it (`--model semantic`)."""
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        calibration: Calibration | None = None,
+        embedding_model: str = "",
+        *,
+        weights: scorer.Scorer | None = None,
+    ) -> None:
+        self._embedder = embedder
+        self._embedding_model = embedding_model
+        self.scorer = weights or scorer.packaged(features.NAMES)
+        self.calibration = calibration or Calibration.fitted(self.scorer.calibration)
+        self._texts: dict[ExitOption, features.OptionTexts] = {}
+        self._acts: np.ndarray | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder given, else the shared one of the graph's `embedding_model`."""
+        if self._embedder is None:
+            self._embedder = shared_embedder(self._embedding_model)
+        return self._embedder
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.array(self.embedder.embed(list(texts)), dtype=float)
+
+    # -- the port ---------------------------------------------------------------------------
+
+    def choose(self, question: Question) -> Choice:
+        if question.kind == "action":
+            return self._action(question)
+        confidence = lambda asked: self.score(asked).confidence  # noqa: E731
+        return decide_silently(question, confidence, self.calibration.decisive_lead)
+
+    def remember(self, user_messages: Sequence[str]) -> list[tuple[Tier, str]]:
+        return [(m["tier"], m["text"]) for m in extract_memories(user_messages)]  # type: ignore[misc]
+
+    # -- action states ------------------------------------------------------------------------
+
+    def _action(self, question: Question) -> Choice:
+        just_entered = question.entered_this_turn and not question.opening
+        if just_entered or not question.user_messages:
+            return Choice(STAY, reason("entered" if just_entered else "nothing"))
+        if not question.options:
+            return self._slots(question, Choice(STAY, reason("nothing")))
+        scored = self.score(question)
+        verdict = (
+            answer(question, scored.confidence, self.calibration) if question.clarifying else None
+        )
+        verdict = verdict or decide(question, scored.confidence, self.calibration)
+        asked = verdict.exit == CLARIFY
+        options = {o.id: o for o in question.options}
+        named = tuple(options[c] for c in verdict.candidates if c in options)
+        choice = Choice(
+            verdict.exit,
+            of_verdict(verdict, asked=asked),
+            confidence={k: round(v, 3) for k, v in scored.confidence.items()},
+            candidates=verdict.candidates if asked else (),
+            question=clarifying_question(named) if asked else "",
+        )
+        return self._slots(question, choice)
+
+    def score(self, question: Question) -> Scored:
+        """The confidence of each candidate of an action question (exits and `stay`)."""
+        texts = {o.id: self.option_texts(o) for o in question.options}
+        rows = features.rows(question, texts, self.embed)
+        probabilities = self.scorer.probabilities(rows.matrix)
+        confidence = {k: float(p) for k, p in zip(rows.ids, probabilities, strict=True)}
+        return Scored(confidence, rows.nearness)
+
+    def option_texts(self, option: ExitOption) -> features.OptionTexts:
+        """What `option` is matched on, worked out once per option."""
+        key = replace(option, target="", anywhere=False, irreversible=False, confirm=False)
+        if key not in self._texts:
+            self._texts[key] = features.option_texts(option, self._lent(option.description))
+        return self._texts[key]
+
+    def _lent(self, description: str) -> tuple[str, ...]:
+        """The utterances of the shared dialogue acts `description` means."""
+        if self._acts is None:
+            self._acts = self.embed([act.description for act in lx.ACTS])
+        mine = self.embed([as_user(description)])[0]
+        near = dict(zip(lx.ACTS, self._acts @ mine, strict=True))
+        shift = self.calibration.act_floor_shift
+        acts = [a for a in lent_acts(description) if near[a] >= a.floor + shift]
+        return tuple(u for act in acts for u in act.utterances)
+
+    # -- slots --------------------------------------------------------------------------------
+
+    def _slots(self, question: Question, choice: Choice) -> Choice:
+        if not question.slots:
+            return choice
+        found = extract(
+            question.slots,
+            question.collect,
+            question.user_messages[-1],
+            closest=self.closest,
+            enum_threshold=self.calibration.enum_threshold,
+        )
+        said = refusals(question.slots, found)
+        # Every value read is returned: the runtime refuses what its slot does not accept,
+        # records why, and asks again with `rejected` set, when the refusal is said.
+        values = {k: v for k, v in found.items() if k in question.slots}
+        choice = replace(choice, slots=values)
+        anywhere = {o.id for o in question.options if o.anywhere}
+        # The state's way on: not a global exit, nor one that leaves before it is answered.
+        own = [o for o in question.options if not o.early]
+        valid = {k for k in values if k not in said}
+        filled = bool(question.collect) and all(n in valid for n in question.collect)
+        if filled and len(own) == 1 and choice.exit in (STAY, CLARIFY):
+            # What the state asks for is given: its one way on is taken.
+            return replace(choice, exit=own[0].id, reason=reason("slots_filled", best=own[0].id))
+        if filled and choice.exit == CLARIFY:
+            # The message answers the state: it goes on (its `when:` exits), not asked about
+            # an exit it did not mean.
+            return replace(choice, exit=STAY, reason=reason("slots_given"), candidates=())
+        refused = set(said) & set(question.collect)
+        if not question.rejected or not refused or choice.exit in anywhere:
+            return choice
+        reply = " ".join([*said.values(), question.authored_reply]).strip()
+        return replace(choice, exit=STAY, reason=reason("invalid_slot"), reply=reply)
+
+    def closest(self, message: str, values: Sequence[str]) -> tuple[str, float]:
+        """The value most similar to the message (offline enum slots)."""
+        vectors = self.embedder.embed([message, *values])
+        scores = [cosine(vectors[0], v) for v in vectors[1:]]
+        best = max(range(len(values)), key=scores.__getitem__)
+        return values[best], scores[best]
+
+    def describe(self) -> dict[str, Any]:
+        """What the shipped weights were fitted on, with their figures."""
+        return dict(self.scorer.about)
+
+
+def semantic(rest: str = "", *, embedding_model: str = "", **options: Any) -> OfflineChooser:
+    """The `semantic` entry of the model table. Provider options (api_base, temperature,
+    ...) mean nothing offline and are ignored; `embedding_model` is the graph's own."""
+    del rest, options
+    return OfflineChooser(embedding_model=embedding_model)
