@@ -110,13 +110,24 @@ def create(deps: Dependencies, state: SessionState) -> tuple[SessionInfo, Event]
 
 
 STORE_FILE = "sessions.sqlite"
+URL_SCHEMES = ("postgresql://", "postgres://")
+"""Store names that are a database server's URL (`cgraph.backends.store.postgres`)."""
+
+
+def is_url(store: Any) -> bool:
+    """Whether `store` names a database server rather than a folder or a file."""
+    return isinstance(store, str) and store.startswith(URL_SCHEMES)
 
 
 def open_store(store: Any) -> SessionStore:
-    """A `SessionStore` as given, a folder (→ `<folder>/sessions.sqlite`), a `.sqlite` file,
-    or None (in memory)."""
+    """A `SessionStore` as given, a `postgresql://` URL, a folder (→
+    `<folder>/sessions.sqlite`), a `.sqlite` file, or None (in memory)."""
     if store is None:
         return InMemorySessionStore()
+    if is_url(store):
+        from cgraph.backends.store.postgres import PostgresStore  # psycopg: only for a URL
+
+        return PostgresStore(str(store))
     if isinstance(store, str | Path):
         path = Path(store)
         if path.suffix in (".sqlite", ".db", ".sqlite3"):
@@ -125,5 +136,18 @@ def open_store(store: Any) -> SessionStore:
     if isinstance(store, SessionStore):
         return store
     raise StoreError(
-        f"store must be a folder, a .sqlite file, a SessionStore or None, not {store!r}"
+        "store must be a folder, a .sqlite file, a postgresql:// URL, a SessionStore or None, "
+        f"not {store!r}"
     )
+
+
+def migrate_store(store: str | Path) -> tuple[int, int]:
+    """Bring a store's tables to this cgraph's layout: (version before, version now)."""
+    if is_url(store):
+        from cgraph.backends.store.postgres import migrate
+
+        return migrate(str(store))
+    from cgraph.backends.store.sqlite import migrate_file
+
+    path = Path(store)
+    return migrate_file(path if path.suffix in (".sqlite", ".db", ".sqlite3") else path / STORE_FILE)

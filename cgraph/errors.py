@@ -77,6 +77,11 @@ class SessionNotFound(SessionError):
     """No session with that id is in the store."""
 
 
+class SessionBusy(SessionError):
+    """Another turn of the session is running (in this process or another) and did not end
+    within the wait allowed; nothing was done."""
+
+
 class TransitionError(CgraphError):
     """A transition the graph does not declare was attempted; it was not applied."""
 

@@ -137,8 +137,12 @@ def run(
         ),
     ] = None,
     store: Annotated[
-        Path, typer.Option(metavar="DIR", help="Folder for sessions and memories.")
-    ] = Path(".cgraph"),
+        str,
+        typer.Option(
+            metavar="DIR|URL",
+            help="Folder for sessions and memories, or a postgresql:// URL for the sessions.",
+        ),
+    ] = ".cgraph",
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Print one JSON object per turn.")] = False,
     record: Annotated[
         Path | None, typer.Option(metavar="FILE", help="Save every LLM exchange to FILE.")
