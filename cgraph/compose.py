@@ -12,7 +12,14 @@ from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.backends.store.sqlite import SQLiteStore
 from cgraph.errors import ConfigError, StoreError
 from cgraph.models import Models, models_of, resolve_model
-from cgraph.runtime.ports import ChatModel, ExitChooser, SessionInfo, SessionStore
+from cgraph.runtime.ports import (
+    ChatModel,
+    ExitChooser,
+    MemoryStore,
+    NullMemory,
+    SessionInfo,
+    SessionStore,
+)
 from cgraph.runtime.routes.graphs import Graphs
 from cgraph.runtime.routes.slots import frame_defaults, slot_defaults
 from cgraph.runtime.state.records import Event
@@ -150,4 +157,37 @@ def migrate_store(store: str | Path) -> tuple[int, int]:
     from cgraph.backends.store.sqlite import migrate_file
 
     path = Path(store)
-    return migrate_file(path if path.suffix in (".sqlite", ".db", ".sqlite3") else path / STORE_FILE)
+    return migrate_file(
+        path if path.suffix in (".sqlite", ".db", ".sqlite3") else path / STORE_FILE
+    )
+
+
+MEMORY_OFF = "off"
+CHROMA_SCHEME = "chroma://"
+
+
+def open_memory_store(graph: Graph, where: str | None, folder: Path | None) -> MemoryStore:
+    """The memories a served graph keeps: none (`off`), a Chroma server
+    (`chroma://host:port`, unless the graph names a server of its own), else the graph's
+    own server, else an embedded Chroma in `folder/memory` (one process's)."""
+    if where == MEMORY_OFF:
+        return NullMemory()
+    from dataclasses import replace
+
+    from cgraph.backends.memory.chroma import open_memory
+
+    config = graph.memory
+    if where is not None and not config.host:
+        host, port = chroma_address(where)
+        config = replace(config, host=host, port=port)
+    return open_memory(config, folder)
+
+
+def chroma_address(where: str) -> tuple[str, int]:
+    """(host, port) of `chroma://host:port`; `ConfigError` for anything else."""
+    host, _, port = where.removeprefix(CHROMA_SCHEME).rstrip("/").rpartition(":")
+    if not where.startswith(CHROMA_SCHEME) or not host or not port.isdigit():
+        raise ConfigError(
+            f"--memory {where}: expected `off` or chroma://HOST:PORT (a Chroma server)"
+        )
+    return host, int(port)

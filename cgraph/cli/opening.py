@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from cgraph.cli import cannot_write, not_a_graph_file, started

@@ -9,7 +9,7 @@ from typing import Any
 
 from cgraph.backends.store.locks import ThreadLocks
 from cgraph.backends.store.rows import dumps, in_effect, key_of, last_at, place, summary_row
-from cgraph.errors import SessionNotFound, StoreError
+from cgraph.errors import SessionExists, SessionNotFound, StoreError
 from cgraph.runtime.ports import SessionInfo, StoredSession
 from cgraph.runtime.state.records import Event
 
@@ -33,7 +33,7 @@ class InMemorySessionStore:
 
     def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
         if info.id in self._info:
-            raise StoreError(f"session `{info.id}` already exists")
+            raise SessionExists(f"session `{info.id}` already exists")
         self._info[info.id] = info
         self._updated[info.id] = info.created_at
         self._events[info.id] = []

@@ -33,7 +33,7 @@ from psycopg_pool import ConnectionPool
 
 from cgraph.backends.store.locks import busy
 from cgraph.backends.store.rows import dumps, in_effect, key_of, last_at, place, summary_row
-from cgraph.errors import SessionNotFound, StoreError
+from cgraph.errors import SessionExists, SessionNotFound, StoreError
 from cgraph.runtime.ports import SessionInfo, StoredSession
 from cgraph.runtime.state.records import Event
 
@@ -64,7 +64,7 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 """The layout this cgraph writes: the number of migrations."""
 MIGRATION_LOCK = 0x63677261  # "cgra": one migration at a time across servers
-POOL_SIZE = 10
+POOL_SIZE = 20
 CONNECT_SECONDS = 10.0
 
 _COMMIT = """
@@ -184,7 +184,7 @@ class PostgresStore:
                 conn.execute(_COMMIT, _step(info.id, events, text, seq, 0, None))
         except StoreError as err:
             if isinstance(err.__cause__, pg_errors.UniqueViolation):
-                raise StoreError(f"session `{info.id}` already exists") from err
+                raise SessionExists(f"session `{info.id}` already exists") from err
             raise
 
     def commit(
@@ -372,7 +372,7 @@ def _upgrade(conn: psycopg.Connection[Any], version: int) -> None:
     for script in MIGRATIONS[version:]:
         for statement in script.split(";"):
             if statement.strip():
-                conn.execute(statement)  # type: ignore[call-overload]
+                conn.execute(statement)
     conn.execute("UPDATE cgraph_schema SET version = %s", (SCHEMA_VERSION,))
 
 
@@ -382,7 +382,11 @@ def _where(url: str) -> str:
         parts = conninfo_to_dict(url)
     except psycopg.Error:
         return "postgresql://…"
-    host, port, name = parts.get("host", "localhost"), parts.get("port", "5432"), parts.get("dbname")
+    host, port, name = (
+        parts.get("host", "localhost"),
+        parts.get("port", "5432"),
+        parts.get("dbname"),
+    )
     return f"postgresql://{host}:{port}/{name or ''}"
 
 

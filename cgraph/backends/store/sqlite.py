@@ -29,7 +29,7 @@ from cgraph.backends.store.rows import (
     replayed,
     summary_row,
 )
-from cgraph.errors import SessionNotFound, StoreError
+from cgraph.errors import SessionExists, SessionNotFound, StoreError
 from cgraph.runtime.ports import SessionInfo, StoredSession
 from cgraph.runtime.state.records import Event
 
@@ -116,7 +116,7 @@ class SQLiteStore:
                     (*row, info.created_at, info.created_at, text),
                 )
             except sqlite3.IntegrityError as err:
-                raise StoreError(f"session `{info.id}` already exists") from err
+                raise SessionExists(f"session `{info.id}` already exists") from err
             self._append(db, info.id, events)
             db.execute("INSERT INTO checkpoints VALUES (?,?,?)", (info.id, 0, text))
 
