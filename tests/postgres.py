@@ -172,7 +172,9 @@ def start(folder: Path, *, user: str = "nobody") -> Server:
     with log_path.open("ab") as log:
         init = [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"]
         init += ["-E", "UTF8", "--no-locale", "--no-sync"]
-        done = subprocess.run(init, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder, **as_user)
+        done = subprocess.run(
+            init, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder, **as_user
+        )
         if done.returncode:
             raise RuntimeError("initdb failed:\n" + log_path.read_text())
         port = _free_port()

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from cgraph.cli.usage import PLAIN
+from cgraph.cli.usage import PLAIN, Command
 from cgraph.errors import CgraphError, GraphError
 
 
@@ -95,12 +95,12 @@ store_app = typer.Typer(
 )
 
 
-@store_app.command()
+@store_app.command(cls=Command)
 def migrate(
     store: Annotated[
         str,
         typer.Argument(
-            metavar="DIR|URL", help="A store folder, .sqlite file or postgresql:// URL."
+            metavar="STORE", help="A store folder, .sqlite file or postgresql:// URL."
         ),
     ],
 ) -> None:
