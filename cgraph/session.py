@@ -58,7 +58,17 @@ from cgraph.runtime.turn.engine import Engine, Sink
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START, split
 
-__all__ = ["CallingTools", "Chunk", "Delta", "Event", "Retracted", "Session", "SessionInfo", "Turn"]
+__all__ = [
+    "CallingTools",
+    "Chunk",
+    "Delta",
+    "Event",
+    "Retracted",
+    "Session",
+    "SessionInfo",
+    "ToolRunner",
+    "Turn",
+]
 """Besides `Session`, what its methods return and yield, for front ends to name."""
 
 
@@ -452,6 +462,14 @@ class Session:
         if number == 0:
             return None
         return self._built_turn(number)
+
+    def is_current(self) -> bool:
+        """Whether the store still holds the step this session last committed (or read):
+        False once another process wrote to it since. A front end that keeps sessions open
+        between requests checks it, under the session's lock (`SessionStore.hold`), before
+        using one again; a stale one is opened anew with `resume`."""
+        stored = self.store.load(self.id).snapshot
+        return bool(stored.get("seq") == self._engine.snap.seq)
 
     def turn_with_key(self, key: str) -> Turn | None:
         """The turn still in effect whose message was sent with this `key`, if any (the

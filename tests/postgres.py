@@ -149,6 +149,7 @@ def start(folder: Path, *, user: str = "nobody") -> Server:
     """initdb into `folder` (or a fresh folder `nobody` can enter), start the server and
     wait until it accepts connections."""
     bindir = binaries()
+    folder.mkdir(parents=True, exist_ok=True)
     as_user: dict[str, Any] = {}
     if os.geteuid() == 0:
         try:

@@ -99,9 +99,7 @@ store_app = typer.Typer(
 def migrate(
     store: Annotated[
         str,
-        typer.Argument(
-            metavar="STORE", help="A store folder, .sqlite file or postgresql:// URL."
-        ),
+        typer.Argument(metavar="STORE", help="A store folder, .sqlite file or postgresql:// URL."),
     ],
 ) -> None:
     """Create or upgrade the store's tables to this cgraph's layout (servers do it when they

@@ -12,8 +12,11 @@ request stays on one thread (a PostgreSQL lock is held on that thread's connecti
 
 from __future__ import annotations
 
+import threading
 import uuid
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -24,13 +27,23 @@ from cgraph.serve.graphs import Served, load_served
 from cgraph.serve.limits import Rate
 from cgraph.serve.options import ServeOptions
 from cgraph.serve.problems import Problem
-from cgraph.session import CallingTools, Delta, Retracted, Session, SessionInfo, Turn
+from cgraph.session import (
+    CallingTools,
+    Delta,
+    Retracted,
+    Session,
+    SessionInfo,
+    ToolRunner,
+    Turn,
+)
 
 Emit = Callable[[str, dict[str, Any]], None]
 """Where a streamed turn goes: (event name, its JSON data)."""
 PROBE_USER = "-readyz-"
 """A user no token can name: what `/readyz` asks the stores about."""
 MAX_EVENTS_PAGE = 1000
+CACHED_SESSIONS = 1000
+"""Sessions a process keeps open between requests (each checked before reuse)."""
 
 
 class Service:
@@ -47,6 +60,9 @@ class Service:
             for name, s in self.served.items()
         }
         self.rate = Rate(options.turns_per_minute)
+        self.open = OpenSessions(CACHED_SESSIONS)
+        self.tools = ToolRunner()
+        """One runner for every session: its idle tool workers serve them all."""
 
     def _refuse_one_process_memory(self, folder: Path | None) -> None:
         embedded = [n for n, s in self.served.items() if not s.graph.memory.host]
@@ -79,6 +95,7 @@ class Service:
                 session_id=sid,
                 store=self.store,
                 memory=self.memories[graph],
+                tools=self.tools,
             )
             answer: dict[str, Any] = {"session": sid, "graph": graph, "state": session.state}
             if session.opening is not None:
@@ -87,8 +104,7 @@ class Service:
 
     def send(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
         self.rate.take(user)
-        with self.store.hold(sid, wait=self.options.wait):
-            session = self._open(user, sid)
+        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid) as session:
             found = session.turn_with_key(key) if key is not None else None
             if found is not None:
                 return _turn(found, session, replayed=True)
@@ -99,8 +115,7 @@ class Service:
         (nothing before it was said to the client), `delta`s, `retracted`, `tools`, then
         one `turn`."""
         self.rate.take(user)
-        with self.store.hold(sid, wait=self.options.wait):
-            session = self._open(user, sid)
+        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid) as session:
             emit("open", {})
             found = session.turn_with_key(key) if key is not None else None
             if found is not None:
@@ -137,18 +152,33 @@ class Service:
 
     def undo(self, user: str, sid: str) -> dict[str, Any]:
         self.rate.take(user)
-        with self.store.hold(sid, wait=self.options.wait):
-            session = self._open(user, sid)
+        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid) as session:
             taken = session.undo()
             undone = taken.as_json() if taken is not None else None
             return {"undone": undone, "state": session.state, "turn": session.turn_number}
 
     def delete(self, user: str, sid: str) -> None:
         with self.store.hold(sid, wait=self.options.wait):
+            self.open.take(sid)
             Session.delete(sid, store=self.store, user_id=user)
 
     def sessions(self, user: str) -> dict[str, Any]:
         return {"sessions": [_listed(i) for i in Session.list_sessions(self.store, user)]}
+
+    @contextmanager
+    def _writing(self, user: str, sid: str) -> Iterator[Session]:
+        """The session to write to, under its lock: the one this process kept open if the
+        store still holds its last step (`Session.is_current`), else opened from the store
+        (finishing a turn a killed process left). Kept open again when the request
+        succeeds; after a failure the next request opens it from the store."""
+        kept = self.open.take(sid)
+        if kept is not None and kept.user_id == user and kept.is_current():
+            kept.recovered = None  # reported by the request that recovered it
+            session = kept
+        else:
+            session = self._open(user, sid)
+        yield session
+        self.open.keep(session)
 
     def _open(self, user: str, sid: str, *, finish: bool = True) -> Session:
         """The session as stored, as its user's; another user's is `NotTheOwner` (404)."""
@@ -167,6 +197,7 @@ class Service:
             graph=served.graph,
             user_id=user,
             finish=finish,
+            tools=self.tools,
         )
 
     # ----- memories, graphs, readiness ----------------------------------------------------
@@ -194,6 +225,27 @@ class Service:
         for memory in self.memories.values():
             memory.count(PROBE_USER)
         return {"ready": True}
+
+
+class OpenSessions:
+    """Sessions kept open between requests, the least recently used let go first. A
+    session is taken out while a request uses it (under its lock, so by one request at a
+    time), and its owner and its step are checked before it is used again."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._kept: OrderedDict[str, Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, sid: str) -> Session | None:
+        with self._lock:
+            return self._kept.pop(sid, None)
+
+    def keep(self, session: Session) -> None:
+        with self._lock:
+            self._kept[session.id] = session
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
 
 
 def _turn(turn: Turn, session: Session, *, replayed: bool = False) -> dict[str, Any]:

@@ -33,8 +33,8 @@ def serve_on(url: str, folder: Path, *extra: str, script: Path = SLOW) -> Server
 def user_messages(url: str, session: str) -> list[str]:
     with psycopg.connect(url) as conn:
         rows = conn.execute(
-            "SELECT data FROM cgraph_events WHERE session = %s AND kind = 'user_message'"
-            " ORDER BY seq",
+            "SELECT e.data FROM cgraph_events e JOIN cgraph_sessions s ON e.sid = s.key"
+            " WHERE s.id = %s AND e.kind = 'user_message' ORDER BY e.seq",
             (session,),
         ).fetchall()
     return [json.loads(r[0])["text"] for r in rows]

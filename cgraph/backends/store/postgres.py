@@ -38,27 +38,28 @@ from cgraph.runtime.ports import SessionInfo, StoredSession
 from cgraph.runtime.state.records import Event
 
 MIGRATIONS: tuple[str, ...] = (
-    # 1: the SQLite store's layout 2 (message places and keys indexed). The session row
-    # leaves room on its page (fillfactor) so that replacing its snapshot at every step is
-    # a HOT update, which writes no index.
+    # 1: the SQLite store's layout 2 (message places and keys indexed). The other tables
+    # name a session by a number of 8 bytes (`key`), not by its id: an event row and its
+    # index entry carry it at every event. The session row leaves room on its page
+    # (fillfactor) so that replacing its snapshot at every step is a HOT update.
     """
     CREATE TABLE cgraph_sessions (
-        id text PRIMARY KEY, user_id text NOT NULL, graph text NOT NULL,
-        graph_name text NOT NULL, model text NOT NULL, created_at float8 NOT NULL,
-        updated_at float8 NOT NULL, turn_seq int NOT NULL, snapshot text NOT NULL
+        key bigint GENERATED ALWAYS AS IDENTITY UNIQUE, id text PRIMARY KEY,
+        user_id text NOT NULL, graph text NOT NULL, graph_name text NOT NULL,
+        model text NOT NULL, created_at float8 NOT NULL, updated_at float8 NOT NULL,
+        turn_seq int NOT NULL, snapshot text NOT NULL
     ) WITH (fillfactor = 50);
     CREATE INDEX cgraph_sessions_user ON cgraph_sessions (user_id);
     CREATE TABLE cgraph_events (
-        seq int NOT NULL, turn int NOT NULL, at float8 NOT NULL, msg int,
-        session text NOT NULL, kind text NOT NULL, data text NOT NULL,
-        PRIMARY KEY (session, seq));
-    CREATE INDEX cgraph_events_msg ON cgraph_events (session, msg) WHERE msg IS NOT NULL;
+        sid bigint NOT NULL, seq int NOT NULL, turn int NOT NULL, at float8 NOT NULL,
+        msg int, kind text NOT NULL, data text NOT NULL, PRIMARY KEY (sid, seq));
+    CREATE INDEX cgraph_events_msg ON cgraph_events (sid, msg) WHERE msg IS NOT NULL;
     CREATE TABLE cgraph_checkpoints (
-        turn int NOT NULL, session text NOT NULL, snapshot text NOT NULL,
-        PRIMARY KEY (session, turn));
+        sid bigint NOT NULL, turn int NOT NULL, snapshot text NOT NULL,
+        PRIMARY KEY (sid, turn));
     CREATE TABLE cgraph_keys (
-        turn int NOT NULL, seq int NOT NULL, session text NOT NULL, key text NOT NULL,
-        PRIMARY KEY (session, key));
+        sid bigint NOT NULL, turn int NOT NULL, seq int NOT NULL, key text NOT NULL,
+        PRIMARY KEY (sid, key));
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -71,21 +72,20 @@ _COMMIT = """
 WITH s AS (
     UPDATE cgraph_sessions SET snapshot = %(snapshot)s, turn_seq = %(turn_seq)s,
         updated_at = greatest(updated_at, %(at)s)
-    WHERE id = %(sid)s RETURNING id),
-dc AS (DELETE FROM cgraph_checkpoints
-    WHERE session = %(sid)s AND turn > %(rewind)s AND EXISTS (SELECT 1 FROM s)),
-dk AS (DELETE FROM cgraph_keys
-    WHERE session = %(sid)s AND turn > %(rewind)s AND EXISTS (SELECT 1 FROM s)),
-e AS (INSERT INTO cgraph_events (session, seq, turn, kind, at, data, msg)
-    SELECT s.id, u.* FROM s, unnest(%(seqs)s::int[], %(turns)s::int[], %(kinds)s::text[],
+    WHERE id = %(sid)s RETURNING key),
+dc AS (DELETE FROM cgraph_checkpoints USING s
+    WHERE sid = s.key AND turn > %(rewind)s),
+dk AS (DELETE FROM cgraph_keys USING s WHERE sid = s.key AND turn > %(rewind)s),
+e AS (INSERT INTO cgraph_events (sid, seq, turn, kind, at, data, msg)
+    SELECT s.key, u.* FROM s, unnest(%(seqs)s::int[], %(turns)s::int[], %(kinds)s::text[],
         %(ats)s::float8[], %(datas)s::text[], %(msgs)s::int[]) AS u),
-k AS (INSERT INTO cgraph_keys (session, key, turn, seq)
-    SELECT s.id, u.* FROM s, unnest(%(keys)s::text[], %(key_turns)s::int[],
+k AS (INSERT INTO cgraph_keys (sid, key, turn, seq)
+    SELECT s.key, u.* FROM s, unnest(%(keys)s::text[], %(key_turns)s::int[],
         %(key_seqs)s::int[]) AS u
-    ON CONFLICT (session, key) DO UPDATE SET turn = excluded.turn, seq = excluded.seq),
-c AS (INSERT INTO cgraph_checkpoints (session, turn, snapshot)
-    SELECT s.id, %(checkpoint)s, %(snapshot)s FROM s WHERE %(checkpoint)s::int IS NOT NULL
-    ON CONFLICT (session, turn) DO UPDATE SET snapshot = excluded.snapshot)
+    ON CONFLICT (sid, key) DO UPDATE SET turn = excluded.turn, seq = excluded.seq),
+c AS (INSERT INTO cgraph_checkpoints (sid, turn, snapshot)
+    SELECT s.key, %(checkpoint)s, %(snapshot)s FROM s WHERE %(checkpoint)s::int IS NOT NULL
+    ON CONFLICT (sid, turn) DO UPDATE SET snapshot = excluded.snapshot)
 SELECT count(*) FROM s
 """
 _SESSION = "id, user_id, graph, graph_name, model, created_at, updated_at, snapshot"
@@ -93,14 +93,17 @@ _LOAD = f"""
 SELECT {", ".join("s." + c.strip() for c in _SESSION.split(","))},
     e.seq, e.turn, e.kind, e.at, e.data
 FROM cgraph_sessions s
-LEFT JOIN cgraph_events e ON e.session = s.id AND e.seq >= s.turn_seq
+LEFT JOIN cgraph_events e ON e.sid = s.key AND e.seq >= s.turn_seq
 WHERE s.id = %s ORDER BY e.seq
 """
+_KEY = "(SELECT key FROM cgraph_sessions WHERE id = %s)"
+"""A session's number, from its id."""
 _DELETE = """
-WITH e AS (DELETE FROM cgraph_events WHERE session = %(sid)s),
-c AS (DELETE FROM cgraph_checkpoints WHERE session = %(sid)s),
-k AS (DELETE FROM cgraph_keys WHERE session = %(sid)s)
-DELETE FROM cgraph_sessions WHERE id = %(sid)s
+WITH s AS (DELETE FROM cgraph_sessions WHERE id = %s RETURNING key),
+e AS (DELETE FROM cgraph_events USING s WHERE sid = s.key),
+c AS (DELETE FROM cgraph_checkpoints USING s WHERE sid = s.key),
+k AS (DELETE FROM cgraph_keys USING s WHERE sid = s.key)
+SELECT count(*) FROM s
 """
 _LOCK = "hashtextextended('cgraph:' || %s, 0)"
 
@@ -212,7 +215,7 @@ class PostgresStore:
     def events(self, session_id: str, *, after: int = -1, limit: int | None = None) -> list[Event]:
         rows = self._fetch(
             "SELECT seq, turn, kind, at, data FROM cgraph_events"
-            " WHERE session = %s AND seq > %s ORDER BY seq LIMIT %s",
+            f" WHERE sid = {_KEY} AND seq > %s ORDER BY seq LIMIT %s",
             (session_id, after, limit),
             session_id,
         )
@@ -223,7 +226,7 @@ class PostgresStore:
     def message_events(self, session_id: str, start: int, end: int) -> list[Event]:
         rows = self._fetch(
             "SELECT seq, turn, kind, at, data, msg FROM cgraph_events"
-            " WHERE session = %s AND msg >= %s AND msg < %s ORDER BY seq",
+            f" WHERE sid = {_KEY} AND msg >= %s AND msg < %s ORDER BY seq",
             (session_id, start, end),
             session_id,
         )
@@ -233,7 +236,7 @@ class PostgresStore:
 
     def turn_of_key(self, session_id: str, key: str) -> tuple[int, int] | None:
         rows = self._fetch(
-            "SELECT turn, seq FROM cgraph_keys WHERE session = %s AND key = %s",
+            f"SELECT turn, seq FROM cgraph_keys WHERE sid = {_KEY} AND key = %s",
             (session_id, str(key)),
             session_id,
         )
@@ -241,7 +244,7 @@ class PostgresStore:
 
     def checkpoint(self, session_id: str, turn: int) -> dict[str, Any] | None:
         rows = self._fetch(
-            "SELECT snapshot FROM cgraph_checkpoints WHERE session = %s AND turn = %s",
+            f"SELECT snapshot FROM cgraph_checkpoints WHERE sid = {_KEY} AND turn = %s",
             (session_id, turn),
             session_id,
         )
@@ -256,8 +259,7 @@ class PostgresStore:
         return [_info(r, json.loads(r[7])) for r in rows]
 
     def delete(self, session_id: str) -> bool:
-        with self._connection(session_id) as conn:
-            return bool(conn.execute(_DELETE, {"sid": session_id}).rowcount)
+        return bool(self._fetch(_DELETE, (session_id,), session_id)[0][0])
 
     @contextmanager
     def hold(self, session_id: str, *, wait: float = 0.0) -> Iterator[None]:
