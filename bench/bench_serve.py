@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -51,11 +52,16 @@ opened anew reads the script from its start again, at a turn's start."""
 
 
 def script(turns: int) -> dict[str, Any]:
-    return {"respond": PAIR * (turns + 1), "decide": {"exit": "reason", "reason": "by the input"}}
+    return {
+        "respond": PAIR * (turns + 1),
+        "decide": {"exit": "reason", "reason": "by the input"},
+        "talk": {"exit": "stay", "reason": "stays", "reply": "ok"},
+    }
 
 
 TABLES = ("cgraph_sessions", "cgraph_events", "cgraph_checkpoints", "cgraph_keys")
 REQUEST_SECONDS = 30.0
+THREADS = os.environ.get("BENCH_THREADS", "").split() and ["--threads", os.environ["BENCH_THREADS"]]
 
 
 @dataclass
@@ -83,7 +89,13 @@ class Serve:
     """`cgraph serve` processes on one store, each on its own port."""
 
     def __init__(
-        self, store: str, folder: Path, turns: int, workers: int = 1, processes: int = 1
+        self,
+        store: str,
+        folder: Path,
+        turns: int,
+        workers: int = 1,
+        processes: int = 1,
+        graph: Path = FLOW,
     ) -> None:
         answers = folder / "script.json"
         answers.write_text(json.dumps(script(turns)))
@@ -91,10 +103,10 @@ class Serve:
         self.urls: list[str] = []
         for _ in range(processes):
             port = _free_port()
-            command = [sys.executable, "-m", "cgraph", "serve", str(FLOW), "--store", store]
+            command = [sys.executable, "-m", "cgraph", "serve", str(graph), "--store", store]
             command += ["--memory", "off", "--model", f"scripted:{answers}", "--port", str(port)]
             command += ["--workers", str(workers), "--turns-per-minute", "1000000"]
-            command += ["--sessions-per-user", "1000000"]
+            command += ["--sessions-per-user", "1000000", *THREADS]
             log = (folder / f"serve-{port}.log").open("wb")
             self.processes.append(
                 subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
@@ -130,53 +142,94 @@ def _wait_ready(url: str) -> None:
     raise RuntimeError(f"{url} did not start")
 
 
-async def _load(urls: list[str], sessions: int, turns: int, kill: Any = None) -> Load:
+class Wire:
+    """One keep-alive HTTP/1.1 connection to one server: the load generator is a minimal
+    client so that it leaves the cores to what is measured (httpx's async client took
+    4 ms of CPU a request here, more than a server's turn)."""
+
+    def __init__(self, url: str) -> None:
+        host, _, port = url.removeprefix("http://").partition(":")
+        self.host, self.port = host, int(port)
+        self.stream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        """(status, JSON answer); `OSError` when the connection fails."""
+        try:
+            return await asyncio.wait_for(self._post(path, body), REQUEST_SECONDS)
+        except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError) as error:
+            self.close()
+            raise OSError(str(error)) from error
+
+    async def _post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        if self.stream is None:
+            self.stream = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self.stream
+        data = json.dumps(body).encode()
+        head = f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Length: {len(data)}\r\n"
+        writer.write(head.encode() + b"Content-Type: application/json\r\n\r\n" + data)
+        answer = await reader.readuntil(b"\r\n\r\n")
+        status = int(answer.split(b" ", 2)[1])
+        found = re.search(rb"(?i)\r\ncontent-length: *(\d+)", answer)
+        payload = await reader.readexactly(int(found.group(1)) if found else 0)
+        return status, json.loads(payload) if payload else None
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream[1].close()
+            self.stream = None
+
+
+async def _load(
+    urls: list[str], sessions: int, turns: int, kill: Any = None, graph: str = "bench_flow"
+) -> Load:
     """`sessions` sessions spread over `urls`, each sent `turns` messages at once with the
-    others; a failed request is sent again (same key) to the next server, as a load
-    balancer's retry would. `kill(load)` runs once half the turns are done."""
+    others. A failed request is sent again (same key) to the next server, which the
+    session then stays with, as behind a load balancer that takes a dead server out.
+    `kill(load)` runs once half the turns are done."""
     load = Load()
-    limits = httpx.Limits(max_connections=sessions + 10, max_keepalive_connections=sessions + 10)
-    async with httpx.AsyncClient(timeout=REQUEST_SECONDS, limits=limits) as client:
-        made = [
-            await client.post(f"{urls[n % len(urls)]}/v1/sessions", json={"graph": "bench_flow"})
-            for n in range(sessions)
-        ]
-        ids = [m.json()["session"] for m in made]
-        total, done = sessions * turns, [0]
-        killed: asyncio.Event = asyncio.Event()
+    ids = []
+    for n in range(sessions):
+        wire = Wire(urls[n % len(urls)])
+        _, made = await wire.post("/v1/sessions", {"graph": graph})
+        ids.append(made["session"])
+        wire.close()
+    total, done = sessions * turns, [0]
+    killed = asyncio.Event()
 
-        async def talk(number: int, sid: str) -> None:
-            home = number % len(urls)
-            load.sent[sid] = []
-            for turn in range(turns):
-                text = f"question {turn}?" if turn % 3 == 0 else f"statement number {turn}"
-                load.sent[sid].append(text)
-                body = {"text": text, "key": f"{sid}-{turn}"}
-                tries = 0
-                while True:
-                    url = urls[(home + tries) % len(urls)]
-                    started = time.perf_counter()
-                    try:
-                        answer = await client.post(f"{url}/v1/sessions/{sid}/messages", json=body)
-                        if answer.status_code == 200:
-                            break
-                        load.failed += 1
-                    except httpx.HTTPError:
-                        load.failed += 1
-                    tries += 1
-                    if tries > 20:
-                        raise RuntimeError(f"session {sid} turn {turn} never answered")
-                load.latencies.append(time.perf_counter() - started)
-                if load.killed_at and home == 0 and sid not in load.back:
-                    load.back[sid] = time.perf_counter() - load.killed_at
-                done[0] += 1
-                if kill is not None and done[0] >= total // 2 and not killed.is_set():
-                    killed.set()
-                    kill(load)
+    async def talk(number: int, sid: str) -> None:
+        home = number % len(urls)
+        wire = Wire(urls[home])
+        load.sent[sid] = []
+        for turn in range(turns):
+            text = f"question {turn}?" if turn % 3 == 0 else f"statement number {turn}"
+            load.sent[sid].append(text)
+            body = {"text": text, "key": f"{sid}-{turn}"}
+            for _ in range(20):
+                started = time.perf_counter()
+                try:
+                    status, _ = await wire.post(f"/v1/sessions/{sid}/messages", body)
+                    if status == 200:
+                        break
+                except OSError:
+                    pass
+                load.failed += 1
+                home = (home + 1) % len(urls)
+                wire.close()
+                wire = Wire(urls[home])
+            else:
+                raise RuntimeError(f"session {sid} turn {turn} never answered")
+            load.latencies.append(time.perf_counter() - started)
+            if load.killed_at and number % len(urls) == 0 and sid not in load.back:
+                load.back[sid] = time.perf_counter() - load.killed_at
+            done[0] += 1
+            if kill is not None and done[0] >= total // 2 and not killed.is_set():
+                killed.set()
+                kill(load)
+        wire.close()
 
-        started = time.perf_counter()
-        await asyncio.gather(*(talk(n, sid) for n, sid in enumerate(ids)))
-        load.seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    await asyncio.gather(*(talk(n, sid) for n, sid in enumerate(ids)))
+    load.seconds = time.perf_counter() - started
     return load
 
 
@@ -242,11 +295,13 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def measured(serve: Serve, pg: Postgres, sessions: int, turns: int) -> tuple[Load, str]:
+def measured(
+    serve: Serve, pg: Postgres, sessions: int, turns: int, graph: str = "bench_flow"
+) -> tuple[Load, str]:
     """The load, and where the machine's CPU went per turn (servers, PostgreSQL, client)."""
     pids = [p.pid for p in serve.processes]
     before = (cpu_seconds(pids), cpu_seconds([pg.process.pid]), time.process_time())
-    load = asyncio.run(_load(serve.urls, sessions, turns))
+    load = asyncio.run(_load(serve.urls, sessions, turns, graph=graph))
     after = (cpu_seconds(pids), cpu_seconds([pg.process.pid]), time.process_time())
     n = len(load.latencies)
     server, database, client = ((b - a) / n * 1000 for a, b in zip(before, after, strict=True))
@@ -286,28 +341,20 @@ def run_sqlite(pg: Postgres, folder: Path, sessions: int, turns: int) -> list[st
     return [load.row("SQLite, 1 process"), f"  SQLite: {cpu}"]
 
 
-def run_one_step(pg: Postgres, folder: Path) -> list[str]:
-    """Bytes stored per turn when a turn is one step (a state that answers and stays)."""
+def run_one_step(pg: Postgres, folder: Path, sessions: int, turns: int) -> list[str]:
+    """The same load when a turn is one step (a state that answers and stays: talk.yaml),
+    on 4 processes, and the bytes such a turn stores."""
     url = pg.database()
-    answers = folder / "talk.json"
-    answers.write_text(json.dumps({"talk": {"exit": "stay", "reason": "stays", "reply": "ok"}}))
-    command = [sys.executable, "-m", "cgraph", "serve", str(TALK), "--store", url]
-    command += ["--memory", "off", "--model", f"scripted:{answers}"]
-    command += ["--turns-per-minute", "1000000", "--sessions-per-user", "1000000", "--port"]
-    port = _free_port()
-    process = subprocess.Popen([*command, str(port)], cwd=folder, stderr=subprocess.DEVNULL)
+    serve = Serve(url, folder, turns, workers=4, graph=TALK)
     try:
-        _wait_ready(f"http://127.0.0.1:{port}")
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            for _ in range(10):
-                sid = client.post("/v1/sessions", json={"graph": "talk"}).json()["session"]
-                for n in range(50):
-                    client.post(f"/v1/sessions/{sid}/messages", json={"text": f"message {n}"})
+        load, cpu = measured(serve, pg, sessions, turns, graph="talk")
     finally:
-        process.kill()
-        process.wait()
+        serve.stop()
     per_turn, _, data = bytes_per_turn(url)
-    return [f"  one-step turns (talk.yaml, 500 turns): {per_turn:,.0f} B/turn, data {data:,.0f}"]
+    return [
+        load.row("PostgreSQL, 4 processes, one-step turns"),
+        f"  one-step turns: {cpu}; stored {per_turn:,.0f} B/turn (event data {data:,.0f})",
+    ]
 
 
 def run_kill(pg: Postgres, folder: Path, sessions: int, turns: int) -> list[str]:
@@ -394,7 +441,9 @@ def main() -> None:
         row, note = run_sqlite(pg, folder, args.sessions, args.turns)
         rows.append(row)
         notes.append(note)
-        notes += run_one_step(pg, folder)
+        row, note = run_one_step(pg, folder, args.sessions, args.turns)
+        rows.append(row)
+        notes.append(note)
         if not args.quick:
             notes += run_kill(pg, folder, args.sessions, args.turns)
             lines = ["| in process, same flow | ms/step | bytes/step |", "|---|---|---|"]

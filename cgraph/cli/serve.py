@@ -47,6 +47,12 @@ def serve(
         typer.Option(metavar="FILE", help="Lines `TOKEN USER`: bearer tokens and their users."),
     ] = None,
     workers: Annotated[int, typer.Option(metavar="N", min=1, help="Server processes.")] = 1,
+    threads: Annotated[
+        int,
+        typer.Option(
+            metavar="N", min=1, help="Turns one process runs at once (a connection each)."
+        ),
+    ] = 16,
     wait: Annotated[
         float,
         typer.Option(metavar="SECONDS", min=0, help="How long a message waits for a busy session."),
@@ -71,6 +77,7 @@ def serve(
         model=model,
         tokens=str(tokens) if tokens else None,
         workers=workers,
+        threads=threads,
         wait=wait,
         turns_per_minute=turns_per_minute,
         sessions_per_user=sessions_per_user,

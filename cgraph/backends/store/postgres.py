@@ -68,26 +68,39 @@ MIGRATION_LOCK = 0x63677261  # "cgra": one migration at a time across servers
 POOL_SIZE = 20
 CONNECT_SECONDS = 10.0
 
-_COMMIT = """
+_STEP = """
 WITH s AS (
     UPDATE cgraph_sessions SET snapshot = %(snapshot)s, turn_seq = %(turn_seq)s,
         updated_at = greatest(updated_at, %(at)s)
     WHERE id = %(sid)s RETURNING key),
-dc AS (DELETE FROM cgraph_checkpoints USING s
-    WHERE sid = s.key AND turn > %(rewind)s),
-dk AS (DELETE FROM cgraph_keys USING s WHERE sid = s.key AND turn > %(rewind)s),
 e AS (INSERT INTO cgraph_events (sid, seq, turn, kind, at, data, msg)
     SELECT s.key, u.* FROM s, unnest(%(seqs)s::int[], %(turns)s::int[], %(kinds)s::text[],
-        %(ats)s::float8[], %(datas)s::text[], %(msgs)s::int[]) AS u),
+        %(ats)s::float8[], %(datas)s::text[], %(msgs)s::int[]) AS u)"""
+_REWIND = """,
+dc AS (DELETE FROM cgraph_checkpoints USING s WHERE sid = s.key AND turn > %(rewind)s),
+dk AS (DELETE FROM cgraph_keys USING s WHERE sid = s.key AND turn > %(rewind)s)"""
+_KEYS = """,
 k AS (INSERT INTO cgraph_keys (sid, key, turn, seq)
     SELECT s.key, u.* FROM s, unnest(%(keys)s::text[], %(key_turns)s::int[],
         %(key_seqs)s::int[]) AS u
-    ON CONFLICT (sid, key) DO UPDATE SET turn = excluded.turn, seq = excluded.seq),
+    ON CONFLICT (sid, key) DO UPDATE SET turn = excluded.turn, seq = excluded.seq)"""
+_CHECKPOINT = """,
 c AS (INSERT INTO cgraph_checkpoints (sid, turn, snapshot)
-    SELECT s.key, %(checkpoint)s, %(snapshot)s FROM s WHERE %(checkpoint)s::int IS NOT NULL
-    ON CONFLICT (sid, turn) DO UPDATE SET snapshot = excluded.snapshot)
-SELECT count(*) FROM s
-"""
+    SELECT s.key, %(checkpoint)s, %(snapshot)s FROM s
+    ON CONFLICT (sid, turn) DO UPDATE SET snapshot = excluded.snapshot)"""
+_COMMITS = {
+    (rewind, keys, checkpoint): _STEP
+    + (_REWIND if rewind else "")
+    + (_KEYS if keys else "")
+    + (_CHECKPOINT if checkpoint else "")
+    + "\nSELECT count(*) FROM s"
+    for rewind in (False, True)
+    for keys in (False, True)
+    for checkpoint in (False, True)
+}
+"""One step's statement, by what it writes besides its events and the snapshot (an undo's
+rewind, idempotency keys, the turn's checkpoint): a step writes only what it has, in one
+round trip, and each of the eight is prepared once per connection."""
 _SESSION = "id, user_id, graph, graph_name, model, created_at, updated_at, snapshot"
 _LOAD = f"""
 SELECT {", ".join("s." + c.strip() for c in _SESSION.split(","))},
@@ -184,7 +197,7 @@ class PostgresStore:
                     " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                     (*row, info.created_at, info.created_at, text, seq),
                 )
-                conn.execute(_COMMIT, _step(info.id, events, text, seq, 0, None))
+                conn.execute(_commit(args := _step(info.id, events, text, seq, 0, None)), args)
         except StoreError as err:
             if isinstance(err.__cause__, pg_errors.UniqueViolation):
                 raise SessionExists(f"session `{info.id}` already exists") from err
@@ -201,7 +214,7 @@ class PostgresStore:
     ) -> None:
         seq = int(snapshot.get("turn_seq", 0))
         args = _step(session_id, events, dumps(snapshot), seq, checkpoint, rewind_to)
-        if not self._fetch(_COMMIT, args, session_id)[0][0]:
+        if not self._fetch(_commit(args), args, session_id)[0][0]:
             raise SessionNotFound(f"no session `{session_id}` in {self.where}")
 
     def load(self, session_id: str) -> StoredSession:
@@ -320,7 +333,7 @@ def _step(
     checkpoint: int | None,
     rewind_to: int | None,
 ) -> dict[str, Any]:
-    """The arguments of one step's statement (`_COMMIT`)."""
+    """The arguments of one step's statement (`_COMMITS`)."""
     keyed = [(k, e) for e in events if (k := key_of(e)) is not None]
     return {
         "sid": session_id,
@@ -339,6 +352,13 @@ def _step(
         "key_turns": [int(e.turn) for _, e in keyed],
         "key_seqs": [int(e.seq) for _, e in keyed],
     }
+
+
+def _commit(args: dict[str, Any]) -> str:
+    """The statement that writes a step with these arguments (`_step`)."""
+    return _COMMITS[
+        (args["rewind"] is not None, bool(args["keys"]), args["checkpoint"] is not None)
+    ]
 
 
 def migrate(url: str) -> tuple[int, int]:
