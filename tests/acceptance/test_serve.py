@@ -47,7 +47,7 @@ def created(client: httpx.Client, graph: str = "talk") -> dict[str, Any]:
 def test_a_conversation_over_http(server: Server) -> None:
     ann = server.client(ANN)
     listed = {g["name"]: g for g in ann.get("/v1/graphs").json()["graphs"]}
-    assert set(listed) == {"talk", "greet", "broken"}
+    assert set(listed) == {"talk", "greet", "broken", "retract"}
     assert listed["talk"]["lint"] == "clean" and listed["talk"]["schema_version"] == 1
     greeting = created(ann, "greet")
     assert greeting["turn"]["user"] is None and greeting["turn"]["reply"] == "hello there"
@@ -79,6 +79,18 @@ def test_a_conversation_over_http(server: Server) -> None:
     assert ann.delete(f"/v1/sessions/{sid}").status_code == 204
     assert ann.get(f"/v1/sessions/{sid}").status_code == 404
     assert ann.get(f"/v1/sessions/{sid}/events").status_code == 404
+
+
+def test_a_streamed_reply_that_is_refused_is_retracted_then_replaced(server: Server) -> None:
+    ann = server.client(ANN)
+    sid = created(ann, "retract")["session"]
+    said = events(ann.post(f"/v1/sessions/{sid}/messages:stream", json={"text": "hi"}).text)
+    names = [name for name, _ in said]
+    assert names.index("retracted") < names.index("turn") == len(names) - 1
+    shown = "".join(d["text"] for n, d in said[: names.index("retracted")] if n == "delta")
+    assert shown == "a reply that is refused" == said[names.index("retracted")][1]["shown"]
+    after = "".join(d["text"] for n, d in said[names.index("retracted") :] if n == "delta")
+    assert after == "the right reply" == said[-1][1]["reply"]
 
 
 def test_another_users_session_answers_as_a_missing_one_on_every_endpoint(server: Server) -> None:

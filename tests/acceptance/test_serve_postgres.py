@@ -15,12 +15,15 @@ import httpx
 import psycopg
 import pytest
 
+from tests.acceptance.test_memory_server import Server as ChromaServer
 from tests.commands import CGRAPH, environment, ran
+from tests.conftest import GRAPHS as EXAMPLES
 from tests.serving import GRAPHS, SCRIPT, SLOW, Server, serving, start
 
 pytestmark = pytest.mark.slow  # real PostgreSQL and server processes
 
 TALK = GRAPHS / "talk.yaml"
+ANN, BOB = "ann-token-0123456789", "bob-token-0123456789"
 
 
 def serve_on(url: str, folder: Path, *extra: str, script: Path = SLOW) -> Server:
@@ -156,3 +159,36 @@ def test_workers_share_the_sessions_and_keep_every_turn_once(pg_url: str, tmp_pa
             assert user_messages(pg_url, sid) == ["m0", "m1", "m2", "m3"]
     finally:
         running.stop(signal.SIGKILL)
+
+
+def test_the_deployment_one_postgresql_one_chroma_server_two_workers(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """The README's sketch on one machine: the example check-in, the offline model, real
+    embeddings and a real Chroma server; each user sees and forgets only their memories."""
+    chroma = ChromaServer(tmp_path / "chroma")
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{ANN} ann\n{BOB} bob\n")
+    running = start(
+        str(EXAMPLES / "medical_checkin.yaml"), "--store", pg_url, "--workers", "2",
+        "--memory", f"chroma://127.0.0.1:{chroma.port}", "--tokens", str(tokens),
+        folder=tmp_path,
+    )  # fmt: skip
+    try:
+        ann, bob = running.client(ANN, timeout=120), running.client(BOB, timeout=120)
+        sid = ann.post("/v1/sessions", json={"graph": "medical_checkin"}).json()["session"]
+        said = "Hi, I am allergic to penicillin"
+        turn = ann.post(f"/v1/sessions/{sid}/messages", json={"text": said}).json()
+        assert turn["turn"] == 1 and turn["warnings"] == []
+        mine = ann.get("/v1/memories").json()["memories"]
+        assert [m["text"] for m in mine] == [said] and mine[0]["session_id"] == sid
+        assert bob.get("/v1/memories").json() == {"memories": []}
+        assert bob.delete(f"/v1/memories/{mine[0]['id']}").status_code == 404
+        assert ann.delete(f"/v1/memories/{mine[0]['id']}").json() == {"deleted": 1}
+        ann.post(f"/v1/sessions/{sid}/messages", json={"text": "Yes, I took them all"})
+        assert ann.delete("/v1/memories").json()["deleted"] >= 1
+        assert ann.get("/v1/memories").json() == {"memories": []}
+        assert running.client().get("/readyz").json() == {"ready": True}
+    finally:
+        running.stop(signal.SIGKILL)
+        chroma.stop()
