@@ -469,7 +469,7 @@ class Session:
         between requests checks it, under the session's lock (`SessionStore.hold`), before
         using one again; a stale one is opened anew with `resume`."""
         stored = self.store.load(self.id).snapshot
-        return bool(stored.get("seq") == self._engine.snap.seq)
+        return bool(stored.get("seq") == self._engine.log.position().seq)
 
     def turn_with_key(self, key: str) -> Turn | None:
         """The turn still in effect whose message was sent with this `key`, if any (the

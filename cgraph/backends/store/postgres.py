@@ -68,14 +68,18 @@ MIGRATION_LOCK = 0x63677261  # "cgra": one migration at a time across servers
 POOL_SIZE = 20
 CONNECT_SECONDS = 10.0
 
-_STEP = """
-WITH s AS (
-    UPDATE cgraph_sessions SET snapshot = %(snapshot)s, turn_seq = %(turn_seq)s,
-        updated_at = greatest(updated_at, %(at)s)
-    WHERE id = %(sid)s RETURNING key),
+_EVENTS = """,
 e AS (INSERT INTO cgraph_events (sid, seq, turn, kind, at, data, msg)
     SELECT s.key, u.* FROM s, unnest(%(seqs)s::int[], %(turns)s::int[], %(kinds)s::text[],
         %(ats)s::float8[], %(datas)s::text[], %(msgs)s::int[]) AS u)"""
+_STEP = (
+    """
+WITH s AS (
+    UPDATE cgraph_sessions SET snapshot = %(snapshot)s, turn_seq = %(turn_seq)s,
+        updated_at = greatest(updated_at, %(at)s)
+    WHERE id = %(sid)s RETURNING key)"""
+    + _EVENTS
+)
 _REWIND = """,
 dc AS (DELETE FROM cgraph_checkpoints USING s WHERE sid = s.key AND turn > %(rewind)s),
 dk AS (DELETE FROM cgraph_keys USING s WHERE sid = s.key AND turn > %(rewind)s)"""
@@ -101,6 +105,14 @@ _COMMITS = {
 """One step's statement, by what it writes besides its events and the snapshot (an undo's
 rewind, idempotency keys, the turn's checkpoint): a step writes only what it has, in one
 round trip, and each of the eight is prepared once per connection."""
+_APPEND = {
+    keys: "\nWITH s AS (SELECT key FROM cgraph_sessions WHERE id = %(sid)s)"
+    + _EVENTS
+    + (_KEYS if keys else "")
+    + "\nSELECT count(*) FROM s"
+    for keys in (False, True)
+}
+"""Events written ahead of a step, the snapshot unchanged (`append`)."""
 _SESSION = "id, user_id, graph, graph_name, model, created_at, updated_at, snapshot"
 _LOAD = f"""
 SELECT {", ".join("s." + c.strip() for c in _SESSION.split(","))},
@@ -215,6 +227,11 @@ class PostgresStore:
         seq = int(snapshot.get("turn_seq", 0))
         args = _step(session_id, events, dumps(snapshot), seq, checkpoint, rewind_to)
         if not self._fetch(_commit(args), args, session_id)[0][0]:
+            raise SessionNotFound(f"no session `{session_id}` in {self.where}")
+
+    def append(self, session_id: str, events: Sequence[Event]) -> None:
+        args = _step(session_id, events, "", 0, None, None)
+        if not self._fetch(_APPEND[bool(args["keys"])], args, session_id)[0][0]:
             raise SessionNotFound(f"no session `{session_id}` in {self.where}")
 
     def load(self, session_id: str) -> StoredSession:

@@ -149,3 +149,15 @@ def test_a_holder_writes_and_reads_its_session(store: SessionStore) -> None:
         assert store.load("s").snapshot["turn"] == 1
         assert store.turn_of_key("s", "k") == (1, 1)
     assert texts(store.events("s"))[-1] == "re one"
+
+
+def test_append_writes_events_ahead_and_keeps_the_snapshot(store: SessionStore) -> None:
+    log = Log(store)
+    log.turn(1, "one")
+    before = store.load("s").snapshot
+    intent = log.event(1, "tool_call", status="started")
+    store.append("s", [intent])
+    assert store.events("s")[-1].data["status"] == "started"
+    assert store.load("s").snapshot == before
+    with pytest.raises(SessionNotFound):
+        store.append("nobody", [log.event(1, "note", text="x")])
