@@ -468,8 +468,9 @@ class Session:
         False once another process wrote to it since. A front end that keeps sessions open
         between requests checks it, under the session's lock (`SessionStore.hold`), before
         using one again; a stale one is opened anew with `resume`."""
-        stored = self.store.load(self.id).snapshot
-        return bool(stored.get("seq") == self._engine.log.position().seq)
+        stored = self.store.load(self.id)
+        same = stored.info.created_at == self.info.created_at  # not a new one of that id
+        return same and stored.snapshot.get("seq") == self._engine.log.position().seq
 
     def turn_with_key(self, key: str) -> Turn | None:
         """The turn still in effect whose message was sent with this `key`, if any (the
