@@ -259,15 +259,25 @@ def count(conn: psycopg.Connection[Any], query: str) -> int:
     return int(conn.execute(query).fetchone()[0] or 0)  # type: ignore[index]
 
 
-def bytes_per_turn(url: str) -> tuple[float, float, float]:
-    """(bytes per turn, bytes per step, bytes of event data per turn) in the tables."""
+def stored(url: str) -> tuple[int, int, int, int]:
+    """(bytes of cgraph's tables, turns, steps, bytes of event data), after a VACUUM (the
+    replaced snapshots' dead row versions are let go)."""
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE")  # dead row versions of the replaced snapshots go
-        size = relations(conn, TABLES)
-        turns = count(conn, "SELECT count(*) FROM cgraph_events WHERE kind = 'user_message'")
-        steps = count(conn, "SELECT count(*) FROM cgraph_events WHERE kind = 'transition'")
-        data = count(conn, "SELECT sum(octet_length(data)) FROM cgraph_events")
-    return size / turns, size / max(steps, 1), data / turns
+        conn.execute("VACUUM ANALYZE")
+        return (
+            relations(conn, TABLES),
+            count(conn, "SELECT count(*) FROM cgraph_events WHERE kind = 'user_message'"),
+            count(conn, "SELECT count(*) FROM cgraph_events WHERE kind = 'transition'"),
+            count(conn, "SELECT sum(octet_length(data)) FROM cgraph_events"),
+        )
+
+
+def growth(before: tuple[int, int, int, int], after: tuple[int, int, int, int]) -> str:
+    """What the second of two equal loads added, per turn and per step: the store's slope,
+    without the fixed cost of empty tables (a few hundred KB of pages and maps)."""
+    size, turns, steps, data = (b - a for a, b in zip(before, after, strict=True))
+    per_step = f", {size / steps:,.0f} B/step" if steps else ""
+    return f"{size / turns:,.0f} B/turn{per_step} (event data {data / turns:,.0f} B/turn)"
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -316,17 +326,18 @@ def run_pg(pg: Postgres, folder: Path, processes: int, sessions: int, turns: int
     serve = Serve(url, folder, turns, workers=processes)
     try:
         load, cpu = measured(serve, pg, sessions, turns)
+        lost, duplicated = checked_store(url, load)
+        grew = ""
+        if processes == 1:  # the store's slope: a second, equal load
+            first = stored(url)
+            asyncio.run(_load(serve.urls, sessions, turns))
+            grew = f"; stored {growth(first, stored(url))}"
         alone = asyncio.run(_load(serve.urls, 1, turns)) if processes == 1 else None
     finally:
         serve.stop()
-    lost, duplicated = checked_store(url, load)
-    per_turn, per_step, data = bytes_per_turn(url)
     print(f"  PostgreSQL x{processes}: lost {lost}, duplicated {duplicated}; {cpu}", flush=True)
     lines = [load.row(f"PostgreSQL, {processes} process{'es' if processes > 1 else ''}")]
-    lines.append(
-        f"  x{processes}: {cpu}; stored {per_turn:,.0f} B/turn ({per_step:,.0f} B/step, event"
-        f" data {data:,.0f} B/turn); lost {lost}, duplicated {duplicated}"
-    )
+    lines.append(f"  x{processes}: {cpu}{grew}; lost {lost}, duplicated {duplicated}")
     if alone is not None:
         lines.append(alone.row("PostgreSQL, 1 process, 1 session alone"))
     return lines
@@ -348,12 +359,15 @@ def run_one_step(pg: Postgres, folder: Path, sessions: int, turns: int) -> list[
     serve = Serve(url, folder, turns, workers=4, graph=TALK)
     try:
         load, cpu = measured(serve, pg, sessions, turns, graph="talk")
+        first = stored(url)
+        asyncio.run(_load(serve.urls, sessions, turns, graph="talk"))
+        grew = growth(first, stored(url))
     finally:
         serve.stop()
-    per_turn, _, data = bytes_per_turn(url)
+    lost, duplicated = checked_store(url, load)
     return [
         load.row("PostgreSQL, 4 processes, one-step turns"),
-        f"  one-step turns: {cpu}; stored {per_turn:,.0f} B/turn (event data {data:,.0f})",
+        f"  one-step turns: {cpu}; stored {grew}; lost {lost}, duplicated {duplicated}",
     ]
 
 
