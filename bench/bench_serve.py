@@ -327,12 +327,12 @@ def run_pg(pg: Postgres, folder: Path, processes: int, sessions: int, turns: int
     try:
         load, cpu = measured(serve, pg, sessions, turns)
         lost, duplicated = checked_store(url, load)
+        alone = asyncio.run(_load(serve.urls, 1, turns)) if processes == 1 else None
         grew = ""
         if processes == 1:  # the store's slope: a second, equal load
             first = stored(url)
             asyncio.run(_load(serve.urls, sessions, turns))
             grew = f"; stored {growth(first, stored(url))}"
-        alone = asyncio.run(_load(serve.urls, 1, turns)) if processes == 1 else None
     finally:
         serve.stop()
     print(f"  PostgreSQL x{processes}: lost {lost}, duplicated {duplicated}; {cpu}", flush=True)
