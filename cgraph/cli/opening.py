@@ -226,9 +226,8 @@ def permanent_failure(session: Session) -> str | None:
 
 def open_session(graph: Graph, options: RunOptions) -> Opened:
     """Check the store, the session and the model, then open the session."""
-    from cgraph.models import choose
-
     from cgraph.compose import is_url, open_store
+    from cgraph.models import choose
 
     store = usable_folder(LOCAL if is_url(options.store) else Path(options.store))
     sessions = open_store(options.store if is_url(options.store) else store)
