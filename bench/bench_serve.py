@@ -276,7 +276,7 @@ def growth(before: tuple[int, int, int, int], after: tuple[int, int, int, int]) 
     """What the second of two equal loads added, per turn and per step: the store's slope,
     without the fixed cost of empty tables (a few hundred KB of pages and maps)."""
     size, turns, steps, data = (b - a for a, b in zip(before, after, strict=True))
-    per_step = f", {size / steps:,.0f} B/step" if steps else ""
+    per_step = f", {size / steps:,.0f} B/step" if steps >= turns else ""  # not one-step turns
     return f"{size / turns:,.0f} B/turn{per_step} (event data {data / turns:,.0f} B/turn)"
 
 
