@@ -77,6 +77,15 @@ class SessionNotFound(SessionError):
     """No session with that id is in the store."""
 
 
+class NotTheOwner(SessionError):
+    """The session belongs to another user than the one asking for it."""
+
+
+class SessionBusy(SessionError):
+    """Another turn of the session is running (in this process or another) and did not end
+    within the wait allowed; nothing was done."""
+
+
 class TransitionError(CgraphError):
     """A transition the graph does not declare was attempted; it was not applied."""
 
@@ -103,6 +112,10 @@ class MemoryStoreError(CgraphError):
 
 class StoreError(CgraphError):
     """The session store failed to read or write."""
+
+
+class SessionExists(StoreError):
+    """A new session was given the id of a stored one; nothing was written."""
 
 
 class ConfigError(CgraphError):

@@ -24,8 +24,22 @@ from pathlib import Path
 from typing import Any
 
 from cgraph.compose import FIRST, create, graph_of, initial_state, open_store, session_models
-from cgraph.errors import CgraphError, ConfigError, SessionCompleted, SessionError
-from cgraph.runtime.ask.streaming import Chunk, Delta, can_stream, run_streamed
+from cgraph.errors import (
+    CgraphError,
+    ConfigError,
+    NotTheOwner,
+    SessionCompleted,
+    SessionError,
+    SessionNotFound,
+)
+from cgraph.runtime.ask.streaming import (
+    CallingTools,
+    Chunk,
+    Delta,
+    Retracted,
+    can_stream,
+    run_streamed,
+)
 from cgraph.runtime.log import reading as log
 from cgraph.runtime.log.snapshots import read_snapshot
 from cgraph.runtime.ports import (
@@ -43,6 +57,19 @@ from cgraph.runtime.turn.dependencies import Dependencies
 from cgraph.runtime.turn.engine import Engine, Sink
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START, split
+
+__all__ = [
+    "CallingTools",
+    "Chunk",
+    "Delta",
+    "Event",
+    "Retracted",
+    "Session",
+    "SessionInfo",
+    "ToolRunner",
+    "Turn",
+]
+"""Besides `Session`, what its methods return and yield, for front ends to name."""
 
 
 class Session:
@@ -152,6 +179,7 @@ class Session:
         clock: Callable[[], float] | None = None,
         finish: bool = True,
         user_id: str | None = None,
+        tools: ToolRunner | None = None,
     ) -> Session:
         """Continue a stored session from its last committed step (the graph file is
         re-read from the path recorded at start unless `graph` is given).
@@ -160,12 +188,11 @@ class Session:
         completed now — no committed step runs again — and returned as `recovered`; a
         finished turn whose memories were never extracted (the process died between the
         two) has them extracted now. A session belongs to its user: with `user_id`, another
-        user's session is refused.
+        user's session is refused (`NotTheOwner`). `tools` as for `start`.
         """
         backend = open_store(store)
         stored = backend.load(session_id)
-        if user_id is not None and user_id != stored.info.user_id:
-            raise SessionError(f"session `{session_id}` belongs to another user than `{user_id}`")
+        _check_owner(stored.info, user_id)
         info = stored.info
         if graph is None and not info.graph:
             raise ConfigError(
@@ -188,6 +215,7 @@ class Session:
             session_id=info.id,
             user_id=info.user_id,
             rememberer=models.rememberer,
+            tools=tools or ToolRunner(),
         )
         session = cls(info=info, deps=deps, state=state, events=stored.events, position=position)
         session._maybe_stored = session._engine.extraction_pending()
@@ -201,6 +229,24 @@ class Session:
     def list_sessions(store: Any, user_id: str | None = None) -> list[SessionInfo]:
         """The sessions in a store, most recently updated first."""
         return open_store(store).sessions(user_id)
+
+    @staticmethod
+    def stored(session_id: str, *, store: Any, user_id: str | None = None) -> SessionInfo:
+        """What the store knows of a session (graph, user, turn, state) without opening
+        it; `SessionNotFound` if absent, `NotTheOwner` for another user's (with `user_id`)."""
+        info = open_store(store).load(session_id).info
+        _check_owner(info, user_id)
+        return info
+
+    @staticmethod
+    def delete(session_id: str, *, store: Any, user_id: str | None = None) -> None:
+        """Forget a stored session: its events, checkpoints and snapshot (a user's right to
+        be forgotten; its user's memories stay, see `MemoryStore.delete`). With `user_id`,
+        another user's session is refused (`NotTheOwner`); `SessionNotFound` if absent."""
+        backend = open_store(store)
+        _check_owner(backend.load(session_id).info, user_id)
+        if not backend.delete(session_id):
+            raise SessionNotFound(f"no session `{session_id}`")
 
     # ----- turns --------------------------------------------------------------------------
 
@@ -417,6 +463,15 @@ class Session:
             return None
         return self._built_turn(number)
 
+    def is_current(self) -> bool:
+        """Whether the store still holds the step this session last committed (or read):
+        False once another process wrote to it since. A front end that keeps sessions open
+        between requests checks it, under the session's lock (`SessionStore.hold`), before
+        using one again; a stale one is opened anew with `resume`."""
+        stored = self.store.load(self.id)
+        same = stored.info.created_at == self.info.created_at  # not a new one of that id
+        return same and stored.snapshot.get("seq") == self._engine.log.position().seq
+
     def turn_with_key(self, key: str) -> Turn | None:
         """The turn still in effect whose message was sent with this `key`, if any (the
         store indexes keys: a lookup does not read the log)."""
@@ -432,9 +487,10 @@ class Session:
         numbers = range(1, self.turn_number + 1)
         return [log.build_turn(self.id, n, log.turn_events(events, n)) for n in numbers]
 
-    def events(self) -> list[Event]:
-        """The append-only event log, undone turns included (each undo is an event too)."""
-        return self.store.events(self.id)
+    def events(self, *, after: int = -1, limit: int | None = None) -> list[Event]:
+        """The append-only event log, undone turns included (each undo is an event too):
+        the events whose `seq` is above `after`, at most `limit` of them."""
+        return self.store.events(self.id, after=after, limit=limit)
 
     def memories(self, query: str | None = None) -> list[Memory]:
         """What this session knows of its user: their memories (task-tier ones only this
@@ -458,6 +514,11 @@ class Session:
     def __repr__(self) -> str:
         info = replace(self.info, turn=self.turn_number, state=self.state)
         return f"Session(id={info.id!r}, user={info.user_id!r}, state={info.state!r})"
+
+
+def _check_owner(info: SessionInfo, user_id: str | None) -> None:
+    if user_id is not None and user_id != info.user_id:
+        raise NotTheOwner(f"session `{info.id}` belongs to another user than `{user_id}`")
 
 
 def _not_resumable(graph: Graph, info: SessionInfo, snapshot: SessionState) -> str | None:

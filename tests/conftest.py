@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from tests.postgres import Server, server_fixture
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -30,3 +35,15 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
         parts = Path(str(item.fspath)).relative_to(ROOT / "tests").parts
         if parts and parts[0] in SLOW_FOLDERS:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A real PostgreSQL server, one per test process (`tests/postgres.py`)."""
+    yield from server_fixture(lambda: tmp_path_factory.mktemp("postgres"))
+
+
+@pytest.fixture
+def pg_url(postgres: Server) -> str:
+    """A fresh, empty database on that server."""
+    return postgres.database()

@@ -18,6 +18,8 @@ import typer
 from cgraph.cli import exit_now, not_a_graph_file
 from cgraph.cli.memory import memory_app
 from cgraph.cli.render import render as render_command
+from cgraph.cli.serve import serve as serve_command
+from cgraph.cli.serve import store_app
 from cgraph.cli.test import test as test_command
 from cgraph.cli.usage import PLAIN, Command, choices
 from cgraph.lint.report import REPORTERS
@@ -137,8 +139,12 @@ def run(
         ),
     ] = None,
     store: Annotated[
-        Path, typer.Option(metavar="DIR", help="Folder for sessions and memories.")
-    ] = Path(".cgraph"),
+        str,
+        typer.Option(
+            metavar="DIR|URL",
+            help="Folder for sessions and memories, or a postgresql:// URL for the sessions.",
+        ),
+    ] = ".cgraph",
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Print one JSON object per turn.")] = False,
     record: Annotated[
         Path | None, typer.Option(metavar="FILE", help="Save every LLM exchange to FILE.")
@@ -194,10 +200,12 @@ COMMANDS = (
     ("render", render_command, "Draw a graph as SVG, PNG, dot or Mermaid."),
     ("run", run, "Talk with a graph, in the terminal or one message per stdin line."),
     ("test", test_command, "Run conversation tests (*.test.yaml)."),
+    ("serve", serve_command, "Serve graphs over HTTP, on SQLite or PostgreSQL."),
 )
 for _name, _command, _short in COMMANDS:
     app.command(name=_name, cls=Command, short_help=_short)(_command)
 app.add_typer(memory_app, name="memory", short_help="List, export and delete kept memories.")
+app.add_typer(store_app, name="store", short_help="Create or upgrade a session store's tables.")
 app.command(name="schema", cls=Command)(schema)
 
 

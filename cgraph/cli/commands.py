@@ -170,7 +170,7 @@ def sessions(opened: Opened, _: str) -> dict[str, Any]:
             "done": info.completed or info.state == END,
             "current": info.id == opened.session.id,
         }
-        for info in Session.list_sessions(opened.store)
+        for info in Session.list_sessions(opened.sessions)
     ]
     return {"sessions": found}
 

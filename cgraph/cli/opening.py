@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from cgraph.cli import cannot_write, not_a_graph_file, started
 from cgraph.errors import ConfigError, GraphError
@@ -29,12 +30,14 @@ from cgraph.spec.model import TIERS, Graph, Tier
 if TYPE_CHECKING:
     from cgraph.backends.memory.background import BackgroundMemory
     from cgraph.diagnostics import Diagnostic
-    from cgraph.runtime.ports import ChatModel, ExitChooser, SessionInfo
+    from cgraph.runtime.ports import ChatModel, ExitChooser, SessionInfo, SessionStore
     from cgraph.runtime.state.records import Turn
     from cgraph.session import Session
 
 SEMANTIC = "semantic"
 DEFAULT_USER = "local"
+LOCAL = Path(".cgraph")
+"""Where memories and the input history live when `--store` names a database."""
 PREPARING = (
     "preparing the embedding model for this machine, once (about a second; "
     "kept in the user's cache folder, $CGRAPH_CACHE to move it)"
@@ -50,7 +53,8 @@ class RunOptions:
     """The options of `cgraph run`, as parsed from the command line."""
 
     graph: Path
-    store: Path
+    store: str | Path
+    """A folder, or a database URL (`postgresql://…`) for the sessions alone."""
     model: str | None = None
     api_base: str | None = None
     user: str | None = None
@@ -142,6 +146,7 @@ class Opened:
     model_name: str
     memory: BackgroundMemory
     store: Path
+    """The folder of memories and the input history (and of sessions, unless a URL)."""
     user: str
     notes: list[str] = field(default_factory=list)
     """What opening decided that the user should hear (a new session named by `--session`)."""
@@ -153,13 +158,22 @@ class Opened:
     def model(self) -> Any:
         return self.session.model
 
+    @property
+    def sessions(self) -> SessionStore:
+        """The session store (a database's, or the folder's file)."""
+        return self.session.store
+
     def reset(self) -> Session:
         """Close the session and start a new one on the same graph, model and memory."""
         from cgraph.session import Session
 
         self.session.close()
         self.session = Session.start(
-            self.graph, model=self.model, user_id=self.user, store=self.store, memory=self.memory
+            self.graph,
+            model=self.model,
+            user_id=self.user,
+            store=self.sessions,
+            memory=self.memory,
         )
         return self.session
 
@@ -213,12 +227,14 @@ def permanent_failure(session: Session) -> str | None:
 
 def open_session(graph: Graph, options: RunOptions) -> Opened:
     """Check the store, the session and the model, then open the session."""
+    from cgraph.compose import is_url, open_store
     from cgraph.models import choose
 
-    store = usable_folder(options.store)
+    store = usable_folder(LOCAL if is_url(options.store) else Path(options.store))
+    sessions = open_store(options.store if is_url(options.store) else store)
     if options.session:
-        hold(store, options.session)
-    stored = stored_session(store, options.session, options.user)
+        hold(sessions, options.session)
+    stored = stored_session(sessions, options.session, options.user)
     name = choose(options.model or (stored.model if stored else None), graph.model)
     chat = build_model(graph, name, options)
     notes: list[str] = []
@@ -240,7 +256,7 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
     if stored is not None:
         session = Session.resume(
             stored.id,
-            store=store,
+            store=sessions,
             model=chat,
             memory=memory,
             graph=graph,
@@ -249,7 +265,12 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
         )
     else:
         session = Session.start(
-            graph, model=chat, user_id=user, store=store, memory=memory, session_id=options.session
+            graph,
+            model=chat,
+            user_id=user,
+            store=sessions,
+            memory=memory,
+            session_id=options.session,
         )
         if options.session:
             notes.append(f"no session `{options.session}` in {store}: started it")
@@ -368,54 +389,39 @@ def usable_folder(store: Path) -> Path:
     return store
 
 
-_HELD: list[IO[bytes]] = []  # open until the process ends, which releases their locks
+_HELD: list[AbstractContextManager[None]] = []
+"""Held until the process ends, which lets their sessions go (killed or not)."""
 
 
-def hold(store: Path, session_id: str) -> None:
-    """Lock the session for this process; `ConfigError` when another process runs it.
+def hold(sessions: SessionStore, session_id: str) -> None:
+    """Lock the session for this process (`SessionStore.hold`); `ConfigError` when another
+    process runs it. Two processes writing one session would interleave their steps; the
+    second is refused at once instead."""
+    from cgraph.errors import SessionBusy
 
-    Two processes writing one session would interleave their steps; the second is refused
-    at once instead. The lock is an OS file lock, so a killed process never leaves it held.
-    """
+    held = sessions.hold(session_id, wait=0.0)
     try:
-        import fcntl
-    except ImportError:  # no POSIX locks: the store still refuses a second writer's step
-        return
-    folder = store / "locks"
-    try:
-        folder.mkdir(exist_ok=True)
-        handle = (folder / f"{_file_name(session_id)}.lock").open("ab")
-    except OSError as err:
-        raise ConfigError(f"--store {store}: cannot lock the session ({err.strerror})") from err
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
+        held.__enter__()
+    except SessionBusy:
         raise ConfigError(
             f"session `{session_id}` is open in another process; "
             "wait for that run to end, or start another session"
         ) from None
-    _HELD.append(handle)
+    _HELD.append(held)
 
 
-def _file_name(session_id: str) -> str:
-    """A session id as a safe file name (ids are free text)."""
-    import hashlib
-
-    return hashlib.sha256(session_id.encode()).hexdigest()[:24]
-
-
-def stored_session(store: Path, session_id: str | None, user: str | None) -> SessionInfo | None:
+def stored_session(
+    sessions: SessionStore, session_id: str | None, user: str | None
+) -> SessionInfo | None:
     """The stored session `--session` names (None: a new one); refuses another user's."""
-    from cgraph.compose import open_store
+    from cgraph.errors import SessionNotFound
 
     if not session_id:
         return None
-    sessions = open_store(store)
     try:
-        found = next((s for s in sessions.sessions() if s.id == session_id), None)
-    finally:
-        sessions.close()
+        found: SessionInfo | None = sessions.load(session_id).info
+    except SessionNotFound:
+        found = None
     if found is not None and user is not None and found.user_id != user:
         raise ConfigError(
             f"session `{session_id}` belongs to another user than `{user}`; "

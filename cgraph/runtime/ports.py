@@ -19,6 +19,7 @@ A backend may add "scores": {exit id: float} to explain its choice (shown by `/w
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -489,6 +490,10 @@ class SessionStore(Protocol):
     again by the next message, so the latest event at a place is the message in effect.
     """
 
+    shared: bool
+    """True when processes on other machines may open the same sessions (a database
+    server), so what is kept beside them must be shared too (memories in a Chroma server)."""
+
     def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
         """Record a new session with its first snapshot and events."""
         ...
@@ -544,6 +549,13 @@ class SessionStore(Protocol):
     def delete(self, session_id: str) -> bool:
         """Remove a session: its events, checkpoints and snapshot (a user's right to be
         forgotten); False when there was none."""
+        ...
+
+    def hold(self, session_id: str, *, wait: float = 0.0) -> AbstractContextManager[None]:
+        """The session's one writer: while the context is open, no other holder — in this
+        process or any other that reaches the store — gets the session. Waits up to `wait`
+        seconds for a holder to let go, then raises `SessionBusy`. A holder that dies (a
+        killed process) lets go at once. A turn, an undo and a delete run inside it."""
         ...
 
     def close(self) -> None:

@@ -13,6 +13,9 @@ from typing import Any
 
 MAX_VALUE_CHARS = 1_000_000
 """Largest value (a variable, a `set:` result, a tool argument), in JSON characters."""
+MAX_MESSAGE_CHARS = 8_000
+"""Longest user message, in characters: what a front end (`cgraph serve`) refuses before
+a turn starts."""
 MAX_DEPTH = 100
 """Deepest nesting of lists and mappings in a graph file or a stored value."""
 MAX_SCAN_DEPTH = 1_000

@@ -15,6 +15,9 @@ USAGE = {
     "render": "cgraph render [OPTIONS] GRAPH",
     "run": "cgraph run [OPTIONS] GRAPH",
     "test": "cgraph test [OPTIONS] [PATH]...",
+    "serve": "cgraph serve [OPTIONS] GRAPH_OR_FOLDER...",
+    "store": "cgraph store [OPTIONS] COMMAND [ARGS]...",
+    "store migrate": "cgraph store migrate [OPTIONS] STORE",
     "schema": "cgraph schema [OPTIONS]",
     "memory": "cgraph memory [OPTIONS] COMMAND [ARGS]...",
     "memory list": "cgraph memory list [OPTIONS]",
@@ -37,7 +40,17 @@ def test_the_commands_are_listed_in_the_order_of_the_work() -> None:
     )
     listed = done.stdout.split("Commands:\n", 1)[1].splitlines()
     names = [line.split()[0] for line in listed if line.strip()]
-    assert names == ["lint", "topology", "render", "run", "test", "schema", "memory"]
+    assert names == [
+        "lint",
+        "topology",
+        "render",
+        "run",
+        "test",
+        "serve",
+        "schema",
+        "memory",
+        "store",
+    ]
     assert not any(line.endswith("...") for line in listed), listed  # no summary cut short
 
 

@@ -17,7 +17,9 @@ LINE = re.compile(
     r"^(?P<file>[^\s].*?):(?P<line>\d+):(?P<col>\d+) (?P<sev>error|warning) "
     r"(?P<code>[a-z0-9-]+) (?P<msg>.+)$"
 )
-HEAVY = ("litellm", "chromadb", "torch", "sentence_transformers")
+SERVING = ("starlette", "uvicorn", "psycopg", "psycopg_pool", "httpx", "anyio")
+"""What only `cgraph serve` and a PostgreSQL store import."""
+HEAVY = ("litellm", "chromadb", "torch", "sentence_transformers", *SERVING)
 LEAN = ("rich", "jsonschema", "pydantic", *HEAVY)
 """Modules `cgraph lint` must not import."""
 

@@ -151,8 +151,10 @@ def load_script(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as err:
         reason = getattr(err, "strerror", None) or err
         raise CgraphError(f"cannot read model script {file}: {reason}") from err
-    try:
-        data = yaml.safe_load(text)
+    try:  # a JSON script is YAML too; json reads it a hundred times faster
+        data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as err:
+        raise CgraphError(f"model script {file}:{err.lineno}:{err.colno}: {err.msg}") from err
     except yaml.MarkedYAMLError as err:
         found = explain(err, text)
         where = f"{file}:{found.line}:{found.column}"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
+from cgraph.backends.store.locks import ThreadLocks
 from cgraph.backends.store.rows import dumps, in_effect, key_of, last_at, place, summary_row
-from cgraph.errors import SessionNotFound, StoreError
+from cgraph.errors import SessionExists, SessionNotFound, StoreError
 from cgraph.runtime.ports import SessionInfo, StoredSession
 from cgraph.runtime.state.records import Event
 
@@ -15,7 +17,11 @@ from cgraph.runtime.state.records import Event
 class InMemorySessionStore:
     """A store that forgets everything when the process ends: for tests and throwaway runs."""
 
+    shared = False
+    """Its sessions are this process's alone."""
+
     def __init__(self) -> None:
+        self._locks = ThreadLocks()
         self._info: dict[str, SessionInfo] = {}
         self._snapshots: dict[str, str] = {}
         self._events: dict[str, list[Event]] = {}
@@ -27,7 +33,7 @@ class InMemorySessionStore:
 
     def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
         if info.id in self._info:
-            raise StoreError(f"session `{info.id}` already exists")
+            raise SessionExists(f"session `{info.id}` already exists")
         self._info[info.id] = info
         self._updated[info.id] = info.created_at
         self._events[info.id] = []
@@ -114,6 +120,11 @@ class InMemorySessionStore:
         for key in [k for k in self._keys if k[0] == session_id]:
             del self._keys[key]
         return True
+
+    @contextmanager
+    def hold(self, session_id: str, *, wait: float = 0.0) -> Iterator[None]:
+        with self._locks.hold(session_id, wait):
+            yield
 
     def close(self) -> None:
         return None

@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+from cgraph.backends.store.locks import file_lock
 from cgraph.backends.store.rows import (
     SCHEMA_VERSION,
     dumps,
@@ -27,7 +29,7 @@ from cgraph.backends.store.rows import (
     replayed,
     summary_row,
 )
-from cgraph.errors import SessionNotFound, StoreError
+from cgraph.errors import SessionExists, SessionNotFound, StoreError
 from cgraph.runtime.ports import SessionInfo, StoredSession
 from cgraph.runtime.state.records import Event
 
@@ -65,7 +67,13 @@ class SQLiteStore:
     killed at any instant — the WAL is written before `commit` returns — and skips the
     fsync per commit; only a power cut or OS crash can lose the last few steps. Use
     `"FULL"` to fsync every step when that matters more than speed.
+
+    `hold` locks a file per session in `locks/` beside the database (an OS lock: every
+    process on the machine sees it, and a killed holder lets go).
     """
+
+    shared = False
+    """Processes on one machine share the file; other machines never reach it."""
 
     def __init__(self, path: str | Path, *, synchronous: Synchronous = "NORMAL") -> None:
         self.path = Path(path)
@@ -108,7 +116,7 @@ class SQLiteStore:
                     (*row, info.created_at, info.created_at, text),
                 )
             except sqlite3.IntegrityError as err:
-                raise StoreError(f"session `{info.id}` already exists") from err
+                raise SessionExists(f"session `{info.id}` already exists") from err
             self._append(db, info.id, events)
             db.execute("INSERT INTO checkpoints VALUES (?,?,?)", (info.id, 0, text))
 
@@ -212,6 +220,11 @@ class SQLiteStore:
         with self._lock:
             rows = self._db.execute(query + " ORDER BY updated_at DESC", args).fetchall()
         return [_info(r, json.loads(r[7])) for r in rows]
+
+    @contextmanager
+    def hold(self, session_id: str, *, wait: float = 0.0) -> Iterator[None]:
+        with file_lock(self.path.parent / "locks", session_id, wait):
+            yield
 
     def close(self) -> None:
         with self._lock:
@@ -318,3 +331,17 @@ def _info(row: tuple[Any, ...], snapshot: dict[str, Any]) -> SessionInfo:
         updated_at=row[6],
     )
     return summary_row(base, snapshot, row[6])
+
+
+def migrate_file(path: Path) -> tuple[int, int]:
+    """Create or upgrade the store at `path` (`cgraph store migrate`): (version before,
+    version now)."""
+    before = 0
+    if path.is_file():
+        try:
+            with sqlite3.connect(path) as db:
+                before = int(db.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.Error as err:
+            raise StoreError(f"cannot open session store {path}: {err}") from err
+    SQLiteStore(path).close()
+    return before, SCHEMA_VERSION

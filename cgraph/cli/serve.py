@@ -1,0 +1,126 @@
+"""`cgraph serve` (graphs behind an HTTP API) and `cgraph store migrate`: options parsed
+here, everything else in `cgraph.serve` and `cgraph.compose`, imported only when run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from cgraph.cli.usage import PLAIN, Command
+from cgraph.errors import CgraphError, GraphError
+
+
+def serve(
+    graphs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Graph files and folders to serve (each is linted first).",
+            show_default=False,
+            metavar="GRAPH_OR_FOLDER",
+        ),
+    ],
+    host: Annotated[str, typer.Option(metavar="HOST", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(metavar="PORT", min=0, max=65535)] = 8000,
+    store: Annotated[
+        str,
+        typer.Option(
+            metavar="DIR|URL", help="Folder or .sqlite file for sessions, or a postgresql:// URL."
+        ),
+    ] = ".cgraph",
+    memory: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option(
+            metavar="off|chroma://HOST:PORT",
+            help="Memories: off, or a Chroma server. [default: embedded, in the store folder]",
+            show_default=False,
+        ),
+    ] = None,
+    model: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="NAME", help="A litellm model, `semantic`, or `scripted:FILE`."),
+    ] = None,
+    tokens: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(metavar="FILE", help="Lines `TOKEN USER`: bearer tokens and their users."),
+    ] = None,
+    workers: Annotated[int, typer.Option(metavar="N", min=1, help="Server processes.")] = 1,
+    threads: Annotated[
+        int,
+        typer.Option(
+            metavar="N", min=1, help="Turns one process runs at once (a connection each)."
+        ),
+    ] = 16,
+    wait: Annotated[
+        float,
+        typer.Option(metavar="SECONDS", min=0, help="How long a message waits for a busy session."),
+    ] = 5.0,
+    turns_per_minute: Annotated[
+        int, typer.Option(metavar="N", min=1, help="Turns one user may start per minute.")
+    ] = 60,
+    sessions_per_user: Annotated[
+        int, typer.Option(metavar="N", min=1, help="Sessions one user may keep.")
+    ] = 100,
+) -> None:
+    """Serve graphs over HTTP (JSON, server-sent events; /openapi.json describes it)."""
+    from cgraph.serve.main import serve as run_server
+    from cgraph.serve.options import ServeOptions
+
+    options = ServeOptions(
+        graphs=tuple(str(g) for g in graphs),
+        host=host,
+        port=port,
+        store=store,
+        memory=memory,
+        model=model,
+        tokens=str(tokens) if tokens else None,
+        workers=workers,
+        threads=threads,
+        wait=wait,
+        turns_per_minute=turns_per_minute,
+        sessions_per_user=sessions_per_user,
+    )
+    try:
+        run_server(options, _say)
+    except GraphError as err:
+        sys.stderr.write(str(err) + "\n")
+        raise typer.Exit(1) from None
+    except CgraphError as err:
+        sys.stderr.write(f"error: {err.message}\n")
+        raise typer.Exit(1) from None
+
+
+store_app = typer.Typer(
+    name="store",
+    help="Look after a session store's tables.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=PLAIN,
+)
+
+
+@store_app.command(cls=Command)
+def migrate(
+    store: Annotated[
+        str,
+        typer.Argument(metavar="STORE", help="A store folder, .sqlite file or postgresql:// URL."),
+    ],
+) -> None:
+    """Create or upgrade the store's tables to this cgraph's layout (servers do it when they
+    start; run it before a deploy to do it once)."""
+    from cgraph.compose import migrate_store
+
+    try:
+        before, now = migrate_store(store)
+    except CgraphError as err:
+        sys.stderr.write(f"error: {err.message}\n")
+        raise typer.Exit(1) from None
+    said = "already at" if before == now else f"from {before} to" if before else "created at"
+    sys.stdout.write(f"session store layout {said} version {now}\n")
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(line + "\n")

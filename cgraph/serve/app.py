@@ -1,0 +1,342 @@
+"""The HTTP layer of `cgraph serve`: Starlette routes that turn a request into one call of
+the `Service` (run in a worker thread) and its answer or error into JSON.
+
+One table (`ROUTES`) names every endpoint; the app and its OpenAPI description
+(`/openapi.json`) are both built from it. Every request passes the same gate (`_gate`):
+503 while the server drains, the bearer token, then the body read within its limit; every
+failure is `{"error": {"code", "message"}}` (`cgraph.serve.problems`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from cgraph.serve import openapi
+from cgraph.serve.limits import MAX_BODY_BYTES, message, parsed, session_id, text_field, too_large
+from cgraph.serve.options import LOCAL_USER, digest, read_tokens
+from cgraph.serve.problems import Problem, body, problem_of
+from cgraph.serve.service import Service
+
+DRAIN_SECONDS = 30.0
+"""Longest a SIGTERM waits for the turns in flight before the process stops anyway."""
+Handler = Callable[["Call"], Awaitable[Response]]
+
+
+@dataclass
+class Call:
+    """One request as a handler sees it: who asks, what for, and the service."""
+
+    request: Request
+    user: str
+    data: dict[str, Any]
+    service: Service
+    gate: Gate
+
+    @property
+    def sid(self) -> str:
+        return str(self.request.path_params.get("id", ""))
+
+    async def run(self, function: Callable[..., Any], *args: Any) -> Any:
+        """`function(*args)` in a worker thread (the whole call on one thread)."""
+        return await anyio.to_thread.run_sync(partial(function, *args), limiter=self.gate.limiter)
+
+
+@dataclass
+class Gate:
+    """What every request passes: draining, the token, the body's size."""
+
+    tokens: dict[str, str] | None
+    limiter: anyio.CapacityLimiter
+    draining: bool = False
+    in_flight: int = 0
+    loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    tasks: set[asyncio.Future[None]] = field(default_factory=set, repr=False)
+    """Streamed turns running in their threads (kept so none is collected midway)."""
+
+    def started(self, task: asyncio.Future[None]) -> None:
+        """Count `task` in flight until it is done."""
+        self.in_flight += 1
+        self.tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Future[None]) -> None:
+        self.in_flight -= 1
+        self.tasks.discard(task)
+
+    def user(self, request: Request) -> str:
+        if self.tokens is None:
+            return LOCAL_USER
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        user = self.tokens.get(digest(token.strip())) if scheme.lower() == "bearer" else None
+        if user is None:
+            raise Problem(
+                401,
+                "unauthorized",
+                "send Authorization: Bearer TOKEN",
+                (("www-authenticate", "Bearer"),),
+            )
+        return user
+
+
+def answer(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status)
+
+
+def failed(problem: Problem) -> JSONResponse:
+    return JSONResponse(body(problem), status_code=problem.status, headers=dict(problem.headers))
+
+
+async def _body(request: Request) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise too_large(int(declared))
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise too_large(size)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+# ----- the endpoints ----------------------------------------------------------------------
+
+
+async def create(call: Call) -> Response:
+    graph = text_field(call.data, "graph", limit=200)
+    chosen = session_id(text_field(call.data, "session_id", limit=64, required=False))
+    return answer(await call.run(call.service.create, call.user, graph, chosen), 201)
+
+
+async def send(call: Call) -> Response:
+    text, key = message(call.data)
+    return answer(await call.run(call.service.send, call.user, call.sid, text, key))
+
+
+async def stream(call: Call) -> Response:
+    """Server-sent events. The turn runs in a thread that hands each piece over; the
+    response starts once the session is open, so a refusal (404, 409) is still a status.
+    A client that goes away does not stop the turn: it is committed, and its key finds it."""
+    text, key = message(call.data)
+    send_end, receive_end = anyio.create_memory_object_stream[tuple[str, Any]](64)
+
+    def emit(kind: str, data: dict[str, Any]) -> None:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            anyio.from_thread.run(send_end.send, (kind, data))  # gone: the turn goes on
+
+    def work() -> None:
+        try:
+            call.service.stream(call.user, call.sid, text, key, emit)
+        except BaseException as error:
+            emit("failed", {"error": error})
+        finally:
+            anyio.from_thread.run_sync(send_end.close)
+
+    async def turn_in_thread() -> None:
+        await call.run(work)
+
+    async def events() -> AsyncIterator[bytes]:
+        try:
+            async for kind, data in receive_end:
+                if kind == "failed":
+                    problem = problem_of(data["error"], call.sid)
+                    yield _event("error", body(problem))
+                else:
+                    yield _event(kind, data)
+        finally:
+            receive_end.close()
+
+    call.gate.started(asyncio.ensure_future(turn_in_thread()))
+    first = await receive_end.receive()
+    if first[0] == "failed":
+        return failed(problem_of(first[1]["error"], call.sid))
+    headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+
+def _event(kind: str, data: Any) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+async def view(call: Call) -> Response:
+    return answer(await call.run(call.service.view, call.user, call.sid))
+
+
+async def events(call: Call) -> Response:
+    query = call.request.query_params
+    after, limit = (
+        _integer(query.get("after"), -1, "after"),
+        _integer(query.get("limit"), 100, "limit"),
+    )
+    if limit < 1:
+        raise Problem(422, "invalid_field", "`limit` must be at least 1")
+    return answer(await call.run(call.service.events, call.user, call.sid, after, limit))
+
+
+def _integer(value: str | None, default: int, name: str) -> int:
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise Problem(422, "invalid_field", f"`{name}` must be an integer") from None
+
+
+async def undo(call: Call) -> Response:
+    return answer(await call.run(call.service.undo, call.user, call.sid))
+
+
+async def delete(call: Call) -> Response:
+    await call.run(call.service.delete, call.user, call.sid)
+    return Response(status_code=204)
+
+
+async def sessions(call: Call) -> Response:
+    return answer(await call.run(call.service.sessions, call.user))
+
+
+async def memories(call: Call) -> Response:
+    return answer(await call.run(call.service.memories_of, call.user))
+
+
+async def forget_all(call: Call) -> Response:
+    return answer(await call.run(call.service.forget, call.user, None))
+
+
+async def forget_one(call: Call) -> Response:
+    return answer(await call.run(call.service.forget, call.user, call.sid))
+
+
+async def graphs(call: Call) -> Response:
+    return answer(call.service.graphs())
+
+
+async def healthz(call: Call) -> Response:
+    return answer({"ok": True})
+
+
+async def readyz(call: Call) -> Response:
+    try:
+        return answer(await call.run(call.service.ready))
+    except Exception as error:
+        problem = problem_of(error)
+        return failed(Problem(503, "not_ready", problem.message))
+
+
+async def described(call: Call) -> Response:
+    return answer(openapi.document(ROUTES))
+
+
+ROUTES: tuple[openapi.Endpoint, ...] = (
+    openapi.Endpoint("POST", "/v1/sessions", create, "Start a session", openapi.CREATE, 201),
+    openapi.Endpoint("GET", "/v1/sessions", sessions, "The caller's sessions"),
+    openapi.Endpoint("GET", "/v1/sessions/{id}", view, "A session: state, variables, transcript"),
+    openapi.Endpoint("DELETE", "/v1/sessions/{id}", delete, "Forget a session", status=204),
+    openapi.Endpoint("POST", "/v1/sessions/{id}/messages", send, "Send a message", openapi.MESSAGE),
+    openapi.Endpoint(
+        "POST",
+        "/v1/sessions/{id}/messages:stream",
+        stream,
+        "Send a message; the reply as server-sent events",
+        openapi.MESSAGE,
+        streams=True,
+    ),
+    openapi.Endpoint("GET", "/v1/sessions/{id}/events", events, "The audit log, paged", paged=True),
+    openapi.Endpoint("POST", "/v1/sessions/{id}/undo", undo, "Take back the last turn"),
+    openapi.Endpoint("GET", "/v1/memories", memories, "The caller's memories"),
+    openapi.Endpoint("DELETE", "/v1/memories", forget_all, "Forget all the caller's memories"),
+    openapi.Endpoint("DELETE", "/v1/memories/{id}", forget_one, "Forget one memory"),
+    openapi.Endpoint("GET", "/v1/graphs", graphs, "The served graphs"),
+    openapi.Endpoint("GET", "/healthz", healthz, "The process is up", public=True),
+    openapi.Endpoint("GET", "/readyz", readyz, "Store and memory reachable", public=True),
+    openapi.Endpoint("GET", "/openapi.json", described, "This description"),
+)
+
+
+def _gated(
+    endpoint: openapi.Endpoint, service: Service, gate: Gate
+) -> Callable[[Request], Awaitable[Response]]:
+    async def handle(request: Request) -> Response:
+        if gate.draining:
+            return failed(Problem(503, "draining", "the server is stopping; try another"))
+        gate.in_flight += 1
+        try:
+            user = LOCAL_USER if endpoint.public else gate.user(request)
+            data = parsed(await _body(request)) if request.method == "POST" else {}
+            response: Response = await endpoint.handler(Call(request, user, data, service, gate))
+            return response
+        except Exception as error:
+            return failed(problem_of(error, str(request.path_params.get("id", ""))))
+        finally:
+            gate.in_flight -= 1
+
+    return handle
+
+
+def build(service: Service, tokens_file: str | None = None) -> Starlette:
+    """The app serving `service` (with `tokens_file`'s users, else the one `local`)."""
+    tokens = read_tokens(Path(tokens_file)) if tokens_file else None
+    gate = Gate(tokens, anyio.CapacityLimiter(service.options.threads))
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        gate.loop = asyncio.get_running_loop()
+        _drain_on_sigterm(gate)
+        yield
+
+    async def not_found(request: Request, error: Exception) -> Response:
+        status = error.status_code if isinstance(error, HTTPException) else 500
+        code = {404: "no_route", 405: "method_not_allowed"}.get(status, "bad_request")
+        return failed(
+            Problem(status, code, f"{request.method} {request.url.path}: no such endpoint")
+        )
+
+    routes = [Route(e.path, _gated(e, service, gate), methods=[e.method]) for e in ROUTES]
+    return Starlette(
+        routes=routes, lifespan=lifespan, exception_handlers={HTTPException: not_found}
+    )
+
+
+def _drain_on_sigterm(gate: Gate) -> None:
+    """SIGTERM: answer new requests 503 at once, let the turns in flight finish (at most
+    `DRAIN_SECONDS`), then hand the signal to the server's own handler, which stops."""
+    if threading.current_thread() is not threading.main_thread() or gate.loop is None:
+        return
+    loop, previous = gate.loop, signal.getsignal(signal.SIGTERM)
+
+    async def drained(number: int) -> None:
+        deadline = time.monotonic() + DRAIN_SECONDS
+        while gate.in_flight and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        if callable(previous):
+            previous(number, None)
+
+    def drain(number: int) -> None:
+        gate.tasks.add(loop.create_task(drained(number)))
+
+    def on_sigterm(number: int, frame: object) -> None:
+        if not gate.draining:
+            gate.draining = True
+            loop.call_soon_threadsafe(drain, number)
+
+    signal.signal(signal.SIGTERM, on_sigterm)

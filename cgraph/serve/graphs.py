@@ -1,0 +1,65 @@
+"""The graphs a server serves: every file named or found in a folder, linted once at start
+as `cgraph run` lints its graph (an error stops the server with the located diagnostics),
+and looked up by their `name`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from cgraph.diagnostics import Severity
+from cgraph.errors import ConfigError, GraphError
+from cgraph.lint.walk import lint_paths
+from cgraph.spec.load import load_graph
+from cgraph.spec.model import Graph
+from cgraph.spec.names import TESTS_KEY
+from cgraph.spec.read import read_file
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """One graph as `GET /v1/graphs` shows it."""
+
+    graph: Graph
+    file: str
+    warnings: int
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "name": self.graph.name,
+            "file": self.file,
+            "lint": "warnings" if self.warnings else "clean",
+            "warnings": self.warnings,
+            "schema_version": self.graph.cgraph,
+            "speaks_first": self.graph.speaks_first,
+        }
+
+
+def load_served(paths: tuple[str, ...]) -> dict[str, Served]:
+    """Every graph under `paths`, by name; `GraphError` with every located lint error, or
+    `ConfigError` when no graph is found or two share a name."""
+    result = lint_paths([Path(p) for p in paths])
+    if result.missing:
+        raise ConfigError(f"no such graph file or folder: {', '.join(result.missing)}")
+    if result.errors:
+        errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
+        raise GraphError("the graphs have errors; fix them and serve again", errors)
+    served: dict[str, Served] = {}
+    for file in result.files:
+        if _is_test_file(file):
+            continue
+        graph = load_graph(file)
+        warned = sum(d.file == file for d in result.diagnostics)
+        if graph.name in served:
+            other = served[graph.name].file
+            raise ConfigError(f"{file} and {other} are both graph `{graph.name}`; rename one")
+        served[graph.name] = Served(graph, file, warned)
+    if not served:
+        raise ConfigError(f"no graph in {', '.join(paths)} (a graph has a top-level `cgraph:`)")
+    return served
+
+
+def _is_test_file(file: str) -> bool:
+    """A conversation test file (`cgraph-test:`), which lint checks but nobody serves."""
+    data = read_file(file).data
+    return isinstance(data, dict) and TESTS_KEY in data

@@ -1,0 +1,107 @@
+"""What a request may carry and how often, checked before anything is stored: the body's
+size, its text (UTF-8 without lone surrogates), a message's length, a user's turns per
+minute and sessions."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from cgraph.serve.problems import Problem
+from cgraph.spec.limits import MAX_MESSAGE_CHARS
+
+MAX_BODY_BYTES = 64 * 1024
+MAX_KEY_CHARS = 200
+MAX_ID_CHARS = 64
+ID_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+
+
+def too_large(size: int) -> Problem:
+    return Problem(413, "body_too_large", f"the body is over {MAX_BODY_BYTES:,} bytes")
+
+
+def parsed(raw: bytes) -> dict[str, Any]:
+    """A request's JSON object; `Problem` 400 for anything else (an empty body is `{}`)."""
+    if not raw.strip():
+        return {}
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise Problem(400, "invalid_utf8", f"the body is not UTF-8 (byte {err.start})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise Problem(400, "invalid_json", f"the body is not JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise Problem(400, "invalid_json", "the body must be a JSON object")
+    try:  # "\ud800" in JSON decodes to a lone surrogate, which no UTF-8 text holds
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise Problem(
+            400, "invalid_utf8", "the body holds a lone surrogate (\\ud800-\\udfff)"
+        ) from None
+    return data
+
+
+def text_field(data: dict[str, Any], name: str, *, limit: int, required: bool = True) -> str | None:
+    """A string field; `Problem` 422 when missing (if required), not a string or too long."""
+    value = data.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise Problem(422, "invalid_field", f"`{name}` must be a string")
+    if len(value) > limit:
+        code = "message_too_long" if name == "text" else "invalid_field"
+        raise Problem(422, code, f"`{name}` is over {limit:,} characters")
+    return value
+
+
+def message(data: dict[str, Any]) -> tuple[str, str | None]:
+    """(text, idempotency key) of a message body."""
+    text = text_field(data, "text", limit=MAX_MESSAGE_CHARS)
+    key = data.get("key")
+    if isinstance(key, int) and not isinstance(key, bool):
+        key = str(key)
+    key = text_field({"key": key}, "key", limit=MAX_KEY_CHARS, required=False)
+    return str(text), key
+
+
+def session_id(value: str | None) -> str | None:
+    """A session id a client chose: letters, digits, `-`, `_`, `.`, at most 64."""
+    if value is None:
+        return None
+    if not (0 < len(value) <= MAX_ID_CHARS and set(value) <= ID_CHARACTERS):
+        raise Problem(
+            422, "invalid_field", "`session_id` must be 1-64 letters, digits, `-`, `_` or `.`"
+        )
+    return value
+
+
+class Rate:
+    """At most `per_minute` events per user in any 60 s (kept in this process)."""
+
+    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_minute, self.clock = per_minute, clock
+        self._seen: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, user: str) -> None:
+        """Count one for `user`; `Problem` 429 (nothing counted) when over the limit."""
+        now = self.clock()
+        with self._lock:
+            seen = self._seen.setdefault(user, deque())
+            while seen and seen[0] <= now - 60:
+                seen.popleft()
+            if len(seen) >= self.per_minute:
+                wait = max(1, int(seen[0] + 60 - now) + 1)
+                raise Problem(
+                    429,
+                    "rate_limited",
+                    f"over {self.per_minute} turns a minute; try again in {wait} s",
+                    (("retry-after", str(wait)),),
+                )
+            seen.append(now)

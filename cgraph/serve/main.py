@@ -1,0 +1,77 @@
+"""Starting `cgraph serve`: the checks that refuse a server (the address, the tokens, the
+graphs' lint, the store's layout, memory one process keeps), then uvicorn — in this process,
+or with `--workers N` in N processes that each build the same app from the options."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+
+from cgraph.serve.app import DRAIN_SECONDS, build
+from cgraph.serve.graphs import load_served
+from cgraph.serve.options import LOCAL_USER, ServeOptions, checked
+from cgraph.serve.service import Service
+
+OPTIONS_VARIABLE = "CGRAPH_SERVE_OPTIONS"
+"""How the options reach the worker processes."""
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def serve(options: ServeOptions, say: Callable[[str], None]) -> None:
+    """Check everything, say what is served, and serve until SIGTERM or Ctrl-C; a refusal
+    is a `CgraphError` (a `GraphError` carries the located lint errors) before any port
+    is opened."""
+    options = checked(options)
+    service = Service(options, load_served(options.graphs))
+    for line in banner(options, service):
+        say(line)
+    import uvicorn
+
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    settings = {
+        "host": options.host,
+        "port": options.port,
+        "log_level": "warning",
+        "access_log": False,
+        "timeout_graceful_shutdown": int(DRAIN_SECONDS) + 5,
+    }
+    if options.workers == 1:
+        uvicorn.run(build(service, options.tokens), **settings)  # type: ignore[arg-type]
+        return
+    service.store.close()  # each worker opens its own
+    os.environ[OPTIONS_VARIABLE] = options.to_json()
+    uvicorn.run(f"{__name__}:worker_app", factory=True, workers=options.workers, **settings)  # type: ignore[arg-type]
+
+
+def worker_app() -> object:
+    """The app of one worker process (`--workers N`), from the options in the environment."""
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    options = ServeOptions.from_json(os.environ[OPTIONS_VARIABLE])
+    return build(Service(options), options.tokens)
+
+
+def banner(options: ServeOptions, service: Service) -> list[str]:
+    names = ", ".join(sorted(service.served))
+    memory = options.memory or "embedded Chroma"
+    where = f"http://{options.host}:{options.port}"
+    lines = [
+        f"cgraph serve: {len(service.served)} graph(s) ({names}) on {where}",
+        f"sessions: {_store_name(options.store)} · memory: {memory} · workers: {options.workers}",
+    ]
+    if options.tokens is None:
+        lines.append(
+            f"no --tokens: one user `{LOCAL_USER}`, reachable from this machine only "
+            f"({options.host}); give --tokens FILE to serve others"
+        )
+    lines.append(f"try: curl -s {where}/v1/graphs   (API: {where}/openapi.json)")
+    return lines
+
+
+def _store_name(store: str) -> str:
+    """The store without a URL's password."""
+    head, at, tail = store.rpartition("@")
+    if not at or "://" not in head:
+        return store
+    scheme, _, credentials = head.partition("://")
+    return f"{scheme}://{credentials.partition(':')[0]}@{tail}"

@@ -1,0 +1,99 @@
+"""The options of `cgraph serve`, as parsed from the command line, and the checks that
+refuse a server before it starts: the address without tokens, the tokens file, memory that
+one process keeps while several serve.
+
+The options travel to each worker process as JSON (`CGRAPH_SERVE_OPTIONS`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from cgraph.errors import ConfigError
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+LOCAL_USER = "local"
+"""The one user of a server without `--tokens`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeOptions:
+    """`cgraph serve`'s options."""
+
+    graphs: tuple[str, ...]
+    """Graph files and folders (folders are searched as `cgraph lint` searches them)."""
+    host: str = "127.0.0.1"
+    port: int = 8000
+    store: str = ".cgraph"
+    """A folder (its `sessions.sqlite`), a `.sqlite` file or a `postgresql://` URL."""
+    memory: str | None = None
+    """`off`, `chroma://HOST:PORT`, or None: embedded Chroma beside a folder store."""
+    model: str | None = None
+    """None: the session's own model, else the graph's `model.name`, else `semantic`."""
+    tokens: str | None = None
+    """A file of `TOKEN USER` lines; None serves the one user `local` on loopback only."""
+    workers: int = 1
+    wait: float = 5.0
+    """Seconds a request waits for another turn of its session before a 409."""
+    turns_per_minute: int = 60
+    """Turns (messages, undos, new sessions) one user may start per minute, per process."""
+    sessions_per_user: int = 100
+    """Sessions one user may keep in the store."""
+    threads: int = 16
+    """Turns one process runs at once (each holds one database connection)."""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeOptions:
+        data = json.loads(text)
+        data["graphs"] = tuple(data["graphs"])
+        return cls(**data)
+
+
+def checked(options: ServeOptions) -> ServeOptions:
+    """`options`, or `ConfigError` for a server that must not start as asked."""
+    if options.tokens is None and options.host not in LOOPBACK:
+        raise ConfigError(
+            f"--host {options.host} without --tokens would let anyone on the network in; "
+            "give --tokens FILE (lines `TOKEN USER`), or serve on 127.0.0.1"
+        )
+    if options.workers < 1 or options.threads < 1:
+        raise ConfigError("--workers and --threads must be at least 1")
+    if options.tokens is not None:
+        read_tokens(Path(options.tokens))
+    return options
+
+
+def read_tokens(path: Path) -> dict[str, str]:
+    """The tokens file as {sha-256 of a token: its user}. Lines are `TOKEN USER`; blank
+    lines and `#` comments are skipped. A token is looked up by its digest, so comparing
+    one takes the same time whatever it shares with a valid one."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"--tokens {path}: cannot read it ({err})") from err
+    found: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        if len(words) != 2:
+            raise ConfigError(
+                f"--tokens {path}:{number}: expected `TOKEN USER`, got {len(words)} words"
+            )
+        token, user = words
+        if len(token) < 16:
+            raise ConfigError(f"--tokens {path}:{number}: a token must have at least 16 characters")
+        found[digest(token)] = user
+    if not found:
+        raise ConfigError(f"--tokens {path}: no `TOKEN USER` line")
+    return found
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()

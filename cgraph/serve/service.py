@@ -1,0 +1,276 @@
+"""What each endpoint does, as calls of the library: `Session` (start, resume, send,
+stream, undo, delete) on the store and memories `cgraph.compose` opens. No second engine:
+a request opens its session from the store the way `cgraph run --session` does, under the
+store's lock for the session (`SessionStore.hold`), so two turns of one session never
+interleave, whichever process runs them, and a turn a killed process left unfinished is
+finished by the next request that writes to the session (`Session.resume(finish=True)`,
+its `recovered` turn returned as `recovered_turn`).
+
+Every method blocks (database, model): the app runs each in a worker thread, and a whole
+request stays on one thread (a PostgreSQL lock is held on that thread's connection).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from cgraph.compose import is_url, open_memory_store, open_store
+from cgraph.errors import ConfigError
+from cgraph.serve.graphs import Served, load_served
+from cgraph.serve.limits import Rate
+from cgraph.serve.options import ServeOptions
+from cgraph.serve.problems import Problem
+from cgraph.session import (
+    CallingTools,
+    Delta,
+    Retracted,
+    Session,
+    SessionInfo,
+    ToolRunner,
+    Turn,
+)
+
+Emit = Callable[[str, dict[str, Any]], None]
+"""Where a streamed turn goes: (event name, its JSON data)."""
+PROBE_USER = "-readyz-"
+"""A user no token can name: what `/readyz` asks the stores about."""
+MAX_EVENTS_PAGE = 1000
+CACHED_SESSIONS = 1000
+"""Sessions a process keeps open between requests (each checked before reuse)."""
+
+
+class Service:
+    """The served graphs, the session store and the memories, and the calls on them."""
+
+    def __init__(self, options: ServeOptions, served: dict[str, Served] | None = None) -> None:
+        self.options = options
+        self.served = served if served is not None else load_served(options.graphs)
+        self.store = open_store(options.store)
+        folder = None if is_url(options.store) else _folder(Path(options.store))
+        self._refuse_one_process_memory(folder)
+        self.memories = {
+            name: open_memory_store(s.graph, options.memory, folder)
+            for name, s in self.served.items()
+        }
+        self.rate = Rate(options.turns_per_minute)
+        self.open = OpenSessions(CACHED_SESSIONS)
+        self.tools = ToolRunner()
+        """One runner for every session: its idle tool workers serve them all."""
+
+    def _refuse_one_process_memory(self, folder: Path | None) -> None:
+        embedded = [n for n, s in self.served.items() if not s.graph.memory.host]
+        if self.options.memory is not None or not embedded:
+            return
+        if self.options.workers > 1 or self.store.shared or folder is None:
+            raise ConfigError(
+                "the embedded Chroma memory is one process's; with --workers > 1 or a "
+                "PostgreSQL store give --memory chroma://HOST:PORT (a Chroma server) or "
+                f"--memory off (graphs without a memory server: {', '.join(sorted(embedded))})"
+            )
+
+    # ----- sessions -----------------------------------------------------------------------
+
+    def create(self, user: str, graph: str, session_id: str | None) -> dict[str, Any]:
+        served = self.served.get(graph)
+        if served is None:
+            names = ", ".join(sorted(self.served))
+            raise Problem(422, "unknown_graph", f"no graph `{graph}` here; served: {names}")
+        if len(Session.list_sessions(self.store, user)) >= self.options.sessions_per_user:
+            limit = self.options.sessions_per_user
+            raise Problem(403, "session_quota", f"over {limit} sessions; delete one first")
+        self.rate.take(user)
+        sid = session_id or uuid.uuid4().hex
+        with self.store.hold(sid, wait=self.options.wait):
+            session = Session.start(
+                served.graph,
+                model=self.options.model,
+                user_id=user,
+                session_id=sid,
+                store=self.store,
+                memory=self.memories[graph],
+                tools=self.tools,
+            )
+            answer: dict[str, Any] = {"session": sid, "graph": graph, "state": session.state}
+            if session.opening is not None:
+                answer["turn"] = session.opening.as_json()
+            return answer
+
+    def send(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
+        self.rate.take(user)
+        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid) as session:
+            found = session.turn_with_key(key) if key is not None else None
+            if found is not None:
+                return _turn(found, session, replayed=True)
+            return _turn(session.send(text, key=key), session)
+
+    def stream(self, user: str, sid: str, text: str, key: str | None, emit: Emit) -> None:
+        """`send`, each piece emitted as it comes: `open` once the session is held and open
+        (nothing before it was said to the client), `delta`s, `retracted`, `tools`, then
+        one `turn`."""
+        self.rate.take(user)
+        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid) as session:
+            emit("open", {})
+            found = session.turn_with_key(key) if key is not None else None
+            if found is not None:
+                emit("turn", _turn(found, session, replayed=True))
+                return
+            for item in session.stream(text, key=key):
+                if isinstance(item, Delta):
+                    emit("delta", {"text": item.text})
+                elif isinstance(item, Retracted):
+                    emit("retracted", {"shown": item.shown, "failed": item.failed})
+                elif isinstance(item, CallingTools):
+                    emit("tools", {"names": list(item.names)})
+                elif isinstance(item, Turn):
+                    emit("turn", _turn(item, session))
+
+    def view(self, user: str, sid: str) -> dict[str, Any]:
+        session = self._open(user, sid, finish=False)
+        return {
+            "session": sid,
+            "graph": session.graph.name,
+            "state": session.state,
+            "turn": session.turn_number,
+            "completed": session.completed,
+            "pending": session.interrupted,
+            "variables": session.variables,
+            "transcript": session.transcript,
+        }
+
+    def events(self, user: str, sid: str, after: int, limit: int) -> dict[str, Any]:
+        session = self._open(user, sid, finish=False)
+        found = session.events(after=after, limit=min(limit, MAX_EVENTS_PAGE))
+        events = [e.model_dump(mode="json") for e in found]
+        return {"events": events, "next": found[-1].seq if found else None}
+
+    def undo(self, user: str, sid: str) -> dict[str, Any]:
+        self.rate.take(user)
+        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid) as session:
+            taken = session.undo()
+            undone = taken.as_json() if taken is not None else None
+            return {"undone": undone, "state": session.state, "turn": session.turn_number}
+
+    def delete(self, user: str, sid: str) -> None:
+        with self.store.hold(sid, wait=self.options.wait):
+            self.open.take(sid)
+            Session.delete(sid, store=self.store, user_id=user)
+
+    def sessions(self, user: str) -> dict[str, Any]:
+        return {"sessions": [_listed(i) for i in Session.list_sessions(self.store, user)]}
+
+    @contextmanager
+    def _writing(self, user: str, sid: str) -> Iterator[Session]:
+        """The session to write to, under its lock: the one this process kept open if the
+        store still holds its last step (`Session.is_current`), else opened from the store
+        (finishing a turn a killed process left). Kept open again when the request
+        succeeds; after a failure the next request opens it from the store."""
+        kept = self.open.take(sid)
+        if kept is not None and kept.user_id == user and kept.is_current():
+            kept.recovered = None  # reported by the request that recovered it
+            session = kept
+        else:
+            session = self._open(user, sid)
+        yield session
+        self.open.keep(session)
+
+    def _open(self, user: str, sid: str, *, finish: bool = True) -> Session:
+        """The session as stored, as its user's; another user's is `NotTheOwner` (404)."""
+        if len(self.served) == 1:
+            name = next(iter(self.served))
+        else:  # which graph: the stored session says (one more read)
+            name = Session.stored(sid, store=self.store, user_id=user).graph_name
+        served = self.served.get(name)
+        if served is None:
+            raise Problem(409, "graph_not_served", f"session `{sid}` runs a graph not served here")
+        return Session.resume(
+            sid,
+            store=self.store,
+            model=self.options.model,
+            memory=self.memories[name],
+            graph=served.graph,
+            user_id=user,
+            finish=finish,
+            tools=self.tools,
+        )
+
+    # ----- memories, graphs, readiness ----------------------------------------------------
+
+    def memories_of(self, user: str) -> dict[str, Any]:
+        found: dict[str, dict[str, Any]] = {}
+        for memory in self.memories.values():
+            for m in memory.list(user):
+                found.setdefault(m.id, {k: v for k, v in asdict(m).items() if k != "score"})
+        return {"memories": sorted(found.values(), key=lambda m: m["created_at"])}
+
+    def forget(self, user: str, memory_id: str | None) -> dict[str, Any]:
+        ids = None if memory_id is None else [memory_id]
+        deleted = sum(memory.delete(user, ids) for memory in self.memories.values())
+        if memory_id is not None and not deleted:
+            raise Problem(404, "not_found", f"no memory `{memory_id}`")
+        return {"deleted": deleted}
+
+    def graphs(self) -> dict[str, Any]:
+        return {"graphs": [s.as_json() for s in self.served.values()]}
+
+    def ready(self) -> dict[str, Any]:
+        """Asks the store and each memory something (raises when one cannot answer)."""
+        self.store.sessions(PROBE_USER)
+        for memory in self.memories.values():
+            memory.count(PROBE_USER)
+        return {"ready": True}
+
+
+class OpenSessions:
+    """Sessions kept open between requests, the least recently used let go first. A
+    session is taken out while a request uses it (under its lock, so by one request at a
+    time), and its owner and its step are checked before it is used again."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._kept: OrderedDict[str, Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, sid: str) -> Session | None:
+        with self._lock:
+            return self._kept.pop(sid, None)
+
+    def keep(self, session: Session) -> None:
+        with self._lock:
+            self._kept[session.id] = session
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+
+
+def _turn(turn: Turn, session: Session, *, replayed: bool = False) -> dict[str, Any]:
+    """The turn object of `cgraph run --jsonl`, marked when it is the stored turn of an
+    idempotency key sent again, with the turn this request's opening finished."""
+    answer = turn.as_json()
+    if replayed:
+        answer["replayed"] = True
+    if session.recovered is not None and session.recovered.number != turn.number:
+        answer["recovered_turn"] = session.recovered.as_json()
+    return answer
+
+
+def _listed(info: SessionInfo) -> dict[str, Any]:
+    return {
+        "session": info.id,
+        "graph": info.graph_name,
+        "turn": info.turn,
+        "state": info.state,
+        "completed": info.completed,
+        "created_at": info.created_at,
+        "updated_at": info.updated_at,
+    }
+
+
+def _folder(store: Path) -> Path:
+    """The folder beside a store's sessions: the folder itself, or a file's."""
+    return store.parent if store.suffix in (".sqlite", ".db", ".sqlite3") else store

@@ -1,0 +1,194 @@
+"""Sessions on a real PostgreSQL shared by several `cgraph serve` processes and `cgraph run`:
+the schema cgraph creates and guards, one writer per session across processes, and a
+server killed mid-turn whose session another server finishes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+from tests.acceptance.test_memory_server import Server as ChromaServer
+from tests.commands import CGRAPH, environment, ran
+from tests.conftest import GRAPHS as EXAMPLES
+from tests.serving import GRAPHS, SCRIPT, SLOW, Server, serving, start
+
+pytestmark = pytest.mark.slow  # real PostgreSQL and server processes
+
+TALK = GRAPHS / "talk.yaml"
+ANN, BOB = "ann-token-0123456789", "bob-token-0123456789"
+
+
+def serve_on(url: str, folder: Path, *extra: str, script: Path = SLOW) -> Server:
+    return start(
+        str(TALK), "--store", url, "--memory", "off", "--model", f"scripted:{script}", *extra,
+        folder=folder,
+    )  # fmt: skip
+
+
+def user_messages(url: str, session: str) -> list[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT e.data FROM cgraph_events e JOIN cgraph_sessions s ON e.sid = s.key"
+            " WHERE s.id = %s AND e.kind = 'user_message' ORDER BY e.seq",
+            (session,),
+        ).fetchall()
+    return [json.loads(r[0])["text"] for r in rows]
+
+
+def test_cgraph_creates_its_tables_and_refuses_a_later_layout(pg_url: str, tmp_path: Path) -> None:
+    first = ran([str(CGRAPH), "store", "migrate", pg_url])
+    assert (first.returncode, first.stdout) == (0, "session store layout created at version 1\n")
+    again = ran([str(CGRAPH), "store", "migrate", pg_url])
+    assert again.stdout == "session store layout already at version 1\n"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE cgraph_schema SET version = 99")
+    refused = ran([str(CGRAPH), "serve", str(TALK), "--store", pg_url, "--memory", "off"])
+    assert refused.returncode == 1
+    assert "has layout version 99, newer than this cgraph's 1: upgrade cgraph" in refused.stderr
+
+
+def test_embedded_memory_is_refused_with_a_database_store(pg_url: str) -> None:
+    done = ran([str(CGRAPH), "serve", str(TALK), "--store", pg_url])
+    assert done.returncode == 1 and "the embedded Chroma memory is one process's" in done.stderr
+
+
+def test_a_session_moves_between_cgraph_run_and_cgraph_serve(pg_url: str, tmp_path: Path) -> None:
+    run = [str(CGRAPH), "run", str(TALK), "--store", pg_url, "--session", "s1", "--jsonl"]
+    run += ["--model", f"scripted:{SCRIPT}"]
+    began = ran(run, ["one"], cwd=tmp_path, env=environment())
+    assert began.returncode == 0, began.stderr
+    assert json.loads(began.stdout)["turn"] == 1
+    with serving(str(TALK), "--store", pg_url, "--memory", "off", folder=tmp_path) as running:
+        client = running.client()
+        assert [s["session"] for s in client.get("/v1/sessions").json()["sessions"]] == ["s1"]
+        turn = client.post("/v1/sessions/s1/messages", json={"text": "two"}).json()
+        assert (turn["turn"], turn["reply"]) == (2, "ok")
+    went_on = ran(run, ["three"], cwd=tmp_path, env=environment())
+    assert json.loads(went_on.stdout)["turn"] == 3, went_on.stderr
+    assert user_messages(pg_url, "s1") == ["one", "two", "three"]
+
+
+def test_two_processes_never_interleave_one_sessions_turns(pg_url: str, tmp_path: Path) -> None:
+    a, b = serve_on(pg_url, tmp_path), serve_on(pg_url, tmp_path)
+    impatient = serve_on(pg_url, tmp_path, "--wait", "0.2")
+    try:
+        sid = a.client().post("/v1/sessions", json={"graph": "talk"}).json()["session"]
+        sends = [(a, "from a"), (b, "from b")]
+        with ThreadPoolExecutor(3) as pool:
+            done = [
+                pool.submit(s.client().post, f"/v1/sessions/{sid}/messages", json={"text": t})
+                for s, t in sends
+            ]
+            time.sleep(0.4)  # both are in: one runs its turn, the other waits for it
+            busy = impatient.client().post(f"/v1/sessions/{sid}/messages", json={"text": "c"})
+            answers = [f.result(timeout=30) for f in done]
+        assert busy.status_code == 409 and busy.json()["error"]["code"] == "session_busy"
+        assert sorted(r.json()["turn"] for r in answers) == [1, 2]
+        assert sorted(user_messages(pg_url, sid)) == ["from a", "from b"]
+        log = a.client().get(f"/v1/sessions/{sid}/events", params={"limit": 1000}).json()
+        turns = [e["turn"] for e in log["events"]]
+        assert turns == sorted(turns)  # every event of turn 1 before any of turn 2
+    finally:
+        for server in (a, b, impatient):
+            server.stop(signal.SIGKILL)
+
+
+def test_a_server_killed_mid_turn_loses_nothing_and_another_finishes_it(
+    pg_url: str, tmp_path: Path
+) -> None:
+    a, b = serve_on(pg_url, tmp_path), serve_on(pg_url, tmp_path)
+    try:
+        sid = a.client().post("/v1/sessions", json={"graph": "talk"}).json()["session"]
+        lost: list[BaseException] = []
+
+        def send() -> None:
+            try:
+                a.client().post(f"/v1/sessions/{sid}/messages", json={"text": "one", "key": 1})
+            except httpx.HTTPError as error:
+                lost.append(error)
+
+        sending = threading.Thread(target=send)
+        sending.start()
+        time.sleep(0.6)  # inside the turn: its message is committed, its reply is not
+        a.stop(signal.SIGKILL)
+        sending.join(10)
+        assert lost, "the killed server's client must see its request fail"
+        assert b.client().get(f"/v1/sessions/{sid}").json()["pending"] == "one"
+        started = time.monotonic()
+        again = b.client().post(f"/v1/sessions/{sid}/messages", json={"text": "one", "key": 1})
+        assert time.monotonic() - started < 10
+        assert again.status_code == 200
+        assert again.json() | {"replayed": True} == again.json()  # the finished turn, once
+        assert again.json()["turn"] == 1 and again.json()["reply"] == "ok"
+        after = b.client().post(f"/v1/sessions/{sid}/messages", json={"text": "two"}).json()
+        assert after["turn"] == 2
+        assert user_messages(pg_url, sid) == ["one", "two"]
+    finally:
+        for server in (a, b):
+            server.stop(signal.SIGKILL)
+
+
+def test_workers_share_the_sessions_and_keep_every_turn_once(pg_url: str, tmp_path: Path) -> None:
+    running = serve_on(
+        pg_url, tmp_path, "--workers", "2", "--turns-per-minute", "1000", script=SCRIPT
+    )
+    try:
+        client = running.client()
+        sids = [
+            client.post("/v1/sessions", json={"graph": "talk"}).json()["session"] for _ in range(6)
+        ]
+
+        def talk(sid: str) -> list[int]:
+            mine = running.client()
+            return [
+                mine.post(f"/v1/sessions/{sid}/messages", json={"text": f"m{n}"}).json()["turn"]
+                for n in range(4)
+            ]
+
+        with ThreadPoolExecutor(6) as pool:
+            assert list(pool.map(talk, sids)) == [[1, 2, 3, 4]] * 6
+        for sid in sids:
+            assert user_messages(pg_url, sid) == ["m0", "m1", "m2", "m3"]
+    finally:
+        running.stop(signal.SIGKILL)
+
+
+def test_the_deployment_one_postgresql_one_chroma_server_two_workers(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """The README's sketch on one machine: the example check-in, the offline model, real
+    embeddings and a real Chroma server; each user sees and forgets only their memories."""
+    chroma = ChromaServer(tmp_path / "chroma")
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{ANN} ann\n{BOB} bob\n")
+    running = start(
+        str(EXAMPLES / "medical_checkin.yaml"), "--store", pg_url, "--workers", "2",
+        "--memory", f"chroma://127.0.0.1:{chroma.port}", "--tokens", str(tokens),
+        folder=tmp_path,
+    )  # fmt: skip
+    try:
+        ann, bob = running.client(ANN, timeout=120), running.client(BOB, timeout=120)
+        sid = ann.post("/v1/sessions", json={"graph": "medical_checkin"}).json()["session"]
+        said = "Hi, I am allergic to penicillin"
+        turn = ann.post(f"/v1/sessions/{sid}/messages", json={"text": said}).json()
+        assert turn["turn"] == 1 and turn["warnings"] == []
+        mine = ann.get("/v1/memories").json()["memories"]
+        assert [m["text"] for m in mine] == [said] and mine[0]["session_id"] == sid
+        assert bob.get("/v1/memories").json() == {"memories": []}
+        assert bob.delete(f"/v1/memories/{mine[0]['id']}").status_code == 404
+        assert ann.delete(f"/v1/memories/{mine[0]['id']}").json() == {"deleted": 1}
+        ann.post(f"/v1/sessions/{sid}/messages", json={"text": "Yes, I took them all"})
+        assert ann.delete("/v1/memories").json()["deleted"] >= 1
+        assert ann.get("/v1/memories").json() == {"memories": []}
+        assert running.client().get("/readyz").json() == {"ready": True}
+    finally:
+        running.stop(signal.SIGKILL)
+        chroma.stop()
