@@ -18,7 +18,7 @@ A backend may add "scores": {exit id: float} to explain its choice (shown by `/w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -99,6 +99,9 @@ class Question:
     judged against them first."""
     may_clarify: bool = True
     """The designer lets this state ask instead of guessing (`clarify:`)."""
+    missing: tuple[str, ...] = ()
+    """The slots this state asks for that are still unset: until the answer fills them,
+    only an `early` exit (a global one, cancel, "not now") may be taken."""
     render: Callable[[], LLMRequest] | None = field(default=None, compare=False, repr=False)
     """The prompt of this question, rendered when a chooser asks a language model."""
     talk: Callable[[ChatModel, LLMRequest], tuple[LLMRequest, str]] | None = field(
@@ -125,6 +128,15 @@ class Question:
     def answers(self) -> tuple[str, ...]:
         """Every answer `exit` may take: `exit_ids`, then `clarify` where the state asks."""
         return (*self.exit_ids, CLARIFY) if self.asks else self.exit_ids
+
+    def waits_for(self, exit_id: str, given: Iterable[str]) -> tuple[str, ...]:
+        """The slots `exit_id` still waits for when an answer gives `given` (none for an
+        early exit, staying or asking)."""
+        option = next((o for o in self.options if o.id == exit_id), None)
+        if option is None or option.early or not self.missing:
+            return ()
+        filled = set(given)
+        return tuple(n for n in self.missing if n not in filled)
 
 
 @dataclass(frozen=True, slots=True)

@@ -165,6 +165,10 @@ class OfflineChooser:
         if filled and len(own) == 1 and choice.exit in (STAY, CLARIFY):
             # What the state asks for is given: its one way on is taken.
             return replace(choice, exit=own[0].id, reason=reason("slots_filled", best=own[0].id))
+        if valid & set(question.collect) and choice.exit in anywhere:
+            # A message that gives what this state asks for answers this state first
+            # ("yes please", "the 2:30 one"), however near a global exit its words fall.
+            return replace(choice, exit=STAY, reason=reason("slots_given"), candidates=())
         if filled and choice.exit == CLARIFY:
             # The message answers the state: it goes on (its `when:` exits), not asked about
             # an exit it did not mean.

@@ -69,6 +69,13 @@ def parse_answer(raw: str, request: LLMRequest) -> Answer:
     if exit_id == CLARIFY and not reply:
         raise AnswerError('"reply" is empty: when "exit" is "clarify" the reply is your question')
     values, problems = _slots(data, request)
+    waiting = request.asked.waits_for(exit_id, values)
+    if waiting:
+        names = ", ".join(f"`{n}`" for n in waiting)
+        raise AnswerError(
+            f'"exit" is `{exit_id}`, which waits until {names} is given: stay and ask for it'
+            " (only an exit marked early may be taken before)"
+        )
     return _capped(
         Answer(
             exit=exit_id,

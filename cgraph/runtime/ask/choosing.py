@@ -114,9 +114,7 @@ def decide(chooser: ExitChooser, question: Question) -> Decided:
             choice, calls = (_checked(again, question)[0] if not again.failed else again), 2
     if choice.failed:
         return Decided(None, _decision(chooser, question, None, calls), tuple(failures))
-    choice = _confirmed(choice, question)
-    if choice.exit == STAY and not choice.reply:  # a chooser that writes no words
-        choice = replace(choice, reply=question.authored_reply)
+    choice = _confirmed(_waiting(choice, question), question)
     return Decided(choice, _decision(chooser, question, choice, calls), tuple(failures))
 
 
@@ -131,6 +129,17 @@ def _checked(choice: Choice, question: Question) -> tuple[Choice, str]:
         return choice, ""
     values, problems = check_slots(choice.slots, question.slots)
     return replace(choice, slots=values, slot_problems=problems), "; ".join(problems)
+
+
+def _waiting(choice: Choice, question: Question) -> Choice:
+    """An exit that waits for the state's slots is not taken yet: the state stays and asks
+    for them (a model was already re-asked, naming them, in `exchange.ask`)."""
+    waiting = question.waits_for(choice.exit, choice.slots)
+    if not waiting:
+        return choice
+    names = ", ".join(f"`{n}`" for n in waiting)
+    why = Reason("waits", f"`{choice.exit}` waits until {names} is given: asked for it first")
+    return replace(choice, exit=STAY, reason=why, reply="")
 
 
 def _confirmed(choice: Choice, question: Question) -> Choice:

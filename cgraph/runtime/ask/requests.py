@@ -94,6 +94,7 @@ def _option_view(option: ExitOption) -> dict[str, Any]:
         "examples": list(option.examples),
         "anywhere": option.anywhere,
         "confirm": option.confirm,
+        "early": option.early,
     }
 
 
@@ -176,6 +177,7 @@ class Prompter:
         collect: tuple[str, ...] = (),
         clarifying: tuple[str, ...] = (),
         may_clarify: bool = True,
+        missing: tuple[str, ...] = (),
     ) -> Question:
         """The question `kind` asks at `state_id`: its texts rendered (a failing one fails
         the step, `StepRenderFailed`), and its prompt rendered only when a chooser asks a
@@ -211,6 +213,7 @@ class Prompter:
             collect=collect,
             clarifying=clarifying,
             may_clarify=may_clarify,
+            missing=missing,
         )
         prompt = _Prompt(view, graph, texts, text_key, history)
         return replace(question, render=partial(self._request, question, prompt))
@@ -228,6 +231,7 @@ class Prompter:
             "memory_count": question.memory_count,
             "slots": dict(question.slots),
             "collect": list(question.collect),
+            "missing": list(question.missing),
             "asks": question.asks,
             "clarifying": [
                 _option_view(o) for o in question.options if o.id in question.clarifying
@@ -244,6 +248,7 @@ class Prompter:
             question.allow_stay,
             question.asks,
             question.clarifying,
+            question.missing,
         )
         overrides = graph.prompts or self.root.prompts
         return LLMRequest(

@@ -12,7 +12,9 @@ from typing import Any
 
 from cgraph.runtime.ask.choosing import Decided
 from cgraph.runtime.ask.exchange import engine_decision
+from cgraph.runtime.ask.requests import authored_reply
 from cgraph.runtime.handlers.context import StepContext
+from cgraph.runtime.handlers.corrections import ask_correction, held_back, settle
 from cgraph.runtime.handlers.routing import ask_state, option_by_id, take
 from cgraph.runtime.ports import CLARIFY, STAY, Choice, ExitOption
 from cgraph.runtime.routes.exits import (
@@ -33,6 +35,7 @@ from cgraph.runtime.state.outcomes import (
     Outcome,
     Reply,
     SetVariables,
+    TakeMessage,
 )
 from cgraph.runtime.state.view import template_context
 from cgraph.runtime.tools.calls import Calling, ask_with_tools, offered
@@ -48,50 +51,72 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
         )
         ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
         effects += found.events
+    if ctx.view.correcting:  # last turn asked whether to change a slot: this settles it
+        ctx, effects = settle(ctx, graph, state, effects)
+        return _deterministic(ctx, graph, state, effects) or _reply(ctx, graph, state, effects)
     passed = _passed_through(ctx, graph, state, effects)
     if passed is not None:
         return passed
     options, owners, context = _action_options(ctx, graph, state)
     schemas, collect = slot_schemas(graph, state)
-    # No user-facing state before this one: the user's first message is still unanswered.
-    opening = ctx.view.opening
+    # The message that entered this sub-graph is read by its first state that talks, for
+    # the slots it collects only: it fills what it can (its exits answer the next one).
+    filling = ctx.view.offered and bool(collect) and not ctx.view.opening
+    asked = {
+        "options": () if filling else options,
+        "allow_stay": True,
+        # No user-facing state before this one: the user's first message is unanswered.
+        "opening": ctx.view.opening or filling,
+        "slots": schemas,
+        "collect": collect,
+        "missing": unfilled(collect, ctx.view.variables),
+        "clarifying": ctx.view.asked,
+        "may_clarify": clarify_setting(graph, state) is not False,
+    }
     if state.tools and ctx.calls_tools:
-        asked, calls = _ask_with_tools(ctx, graph, state, options, opening, schemas, collect)
+        decided, calls = _ask_with_tools(ctx, graph, state, asked)
         effects += calls
     else:
-        asked = ask_state(
-            ctx,
-            "action",
-            graph,
-            state,
-            options=options,
-            allow_stay=True,
-            opening=opening,
-            slots=schemas,
-            collect=collect,
-            clarifying=ctx.view.asked,
-            may_clarify=clarify_setting(graph, state) is not False,
-        )
+        decided = ask_state(ctx, "action", graph, state, **asked)
         effects += _offline_tools(ctx, state)
-    effects += asked.effects
-    answer = asked.choice
+    effects += decided.effects
+    if ctx.view.offered:
+        effects += (TakeMessage(),)
+    answer = decided.choice
     if answer is None:
         if context is None:
             context = template_context(ctx.view, graph, ctx.view.state_id)
         text, failed = fallback(graph, state, ctx.view.here, context)
         return Reply(text, fallback=True, effects=(*effects, *failed))
-    ctx, effects = _fill(ctx, answer.slots, effects)
+    values, held = held_back(graph, answer.slots, ctx.view.variables)
+    ctx, effects = _fill(ctx, values, effects)
+    if held:  # a correction the designer wants confirmed is asked about first
+        return ask_correction(ctx, graph, held, effects)
     if answer.exit == CLARIFY:
         question = _clarifying(ctx, graph, state, answer, options, context)
         return Reply(question, effects=effects, asked=answer.candidates)
     if answer.exit != STAY:
         option = option_by_id(options, answer.exit)
+        # Once the turn's slots are in, a `when:` exit that holds is a business rule: it
+        # wins over a described exit of the state (not over an early or global one).
+        ruled = None if option.early else _deterministic(ctx, graph, state, effects)
+        if ruled is not None:
+            return ruled
         return take(option, str(answer.reason), effects, answer.reply, owners.get(option.id))
     if not ctx.view.entered or not state.ask_before_filling:
         taken = _deterministic(ctx, graph, state, effects)
         if taken is not None:
             return taken
-    return Reply(answer.reply, effects=effects)
+    if answer.reply:
+        return Reply(answer.reply, effects=effects)
+    return _reply(ctx, graph, state, effects)
+
+
+def _reply(ctx: StepContext, graph: Graph, state: ActionState, effects: Effects) -> Reply:
+    """The state's own words (a chooser that writes none), rendered after this step's
+    slots are filled: the reply never shows a value the user just corrected."""
+    context = template_context(ctx.view, graph, ctx.view.state_id)
+    return Reply(authored_reply(state, context, ctx.view.here), effects=effects)
 
 
 def clarify_setting(graph: Graph, state: ActionState) -> bool | str:
@@ -188,28 +213,11 @@ def _any_deterministic(state: ActionState) -> bool:
 
 
 def _ask_with_tools(
-    ctx: StepContext,
-    graph: Graph,
-    state: ActionState,
-    options: tuple[ExitOption, ...],
-    opening: bool,
-    slots: dict[str, Any],
-    collect: tuple[str, ...],
+    ctx: StepContext, graph: Graph, state: ActionState, asked: dict[str, Any]
 ) -> tuple[Decided, Effects]:
     """The action's question with the state's tools offered (see `cgraph.runtime.tools.calls`)."""
     question = ctx.requests.question(
-        ctx.view,
-        "action",
-        graph=graph,
-        state_id=ctx.view.here,
-        state=state,
-        options=options,
-        allow_stay=True,
-        opening=opening,
-        slots=slots,
-        collect=collect,
-        clarifying=ctx.view.asked,
-        may_clarify=clarify_setting(graph, state) is not False,
+        ctx.view, "action", graph=graph, state_id=ctx.view.here, state=state, **asked
     )
     budget = max(ctx.root.limits.max_tool_calls - ctx.view.tool_calls, 0)
     calling = Calling(

@@ -57,13 +57,28 @@ class Say:
 
 
 @dataclass(frozen=True, slots=True)
+class TakeMessage:
+    """The message that entered a sub-graph this turn is read by the state asking now."""
+
+
+@dataclass(frozen=True, slots=True)
 class SetMarks:
     """The history window moved, or its summary or context changed (`ask.history`)."""
 
     marks: HistoryMarks
 
 
-Effect = Emit | SetVariables | AddNote | AddTags | CountReflection | MarkUserFacing | Say | SetMarks
+Effect = (
+    Emit
+    | SetVariables
+    | AddNote
+    | AddTags
+    | CountReflection
+    | MarkUserFacing
+    | Say
+    | SetMarks
+    | TakeMessage
+)
 Effects = tuple[Effect, ...]
 
 
@@ -116,6 +131,8 @@ class Reply:
     asked: tuple[str, ...] = ()
     """For a clarifying question: the exits it names (the next answer is judged against
     them first)."""
+    correcting: Mapping[str, Any] = field(default_factory=dict)
+    """For a correction asked about (`confirm_correction`): the values proposed."""
 
 
 @dataclass(frozen=True, slots=True)

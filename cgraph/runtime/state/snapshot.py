@@ -69,6 +69,9 @@ class TurnScratch(NamedTuple):
     """The guard whose `on_limit` route was taken this turn (a second guard stops the turn)."""
     context: str | None = None
     """The `context:` strategy of a state just entered, applied before its first step."""
+    offered: bool = False
+    """A sub-graph was entered this turn and no state of it has read the message yet: its
+    first state that talks reads it (it fills what it can)."""
 
 
 class SessionState(NamedTuple):
@@ -96,6 +99,9 @@ class SessionState(NamedTuple):
     asked: tuple[str, ...] = ()
     """The exits the last turn's clarifying question named (its reply asked which one the
     user meant): the next message is judged against them first, and is not asked again."""
+    correcting: Mapping[str, Any] = _EMPTY
+    """Slot values the last turn asked to confirm (`confirm_correction`): the next message
+    changes them or keeps the old ones."""
     scratch: TurnScratch = TurnScratch()
 
     @property
@@ -160,6 +166,8 @@ class SessionState(NamedTuple):
             "noted": list(self.noted),
             "interrupted": [[_frame(f) for f in stack] for stack in self.interrupted],
             "asked": list(self.asked),
+            "correcting": dict(self.correcting),
+            "offered": scratch.offered,
             "version": SNAPSHOT_VERSION,
         }
 
@@ -189,6 +197,7 @@ class SessionState(NamedTuple):
                 tuple(Frame(**f) for f in stack) for stack in data.get("interrupted", ())
             ),
             asked=tuple(data.get("asked", ())),
+            correcting=dict(data.get("correcting", {})),
             scratch=TurnScratch(
                 pending=data.get("pending"),
                 step=int(data.get("step", 0)),
@@ -198,6 +207,7 @@ class SessionState(NamedTuple):
                 said=tuple(data.get("said", ())),
                 limited=data.get("limited"),
                 context=data.get("context_due"),
+                offered=bool(data.get("offered", False)),
             ),
         )
 

@@ -52,6 +52,10 @@ class View(NamedTuple):
     """Where the prompts' history window stands, and the running summary."""
     asked: tuple[str, ...] = ()
     """The exits the last turn's clarifying question named (`SessionState.asked`)."""
+    correcting: Mapping[str, Any] = {}
+    """Slot values the last turn asked to confirm (`SessionState.correcting`)."""
+    offered: bool = False
+    """The message that entered this sub-graph is still unread (`TurnScratch.offered`)."""
 
     @property
     def idempotency_key(self) -> str:
@@ -91,6 +95,8 @@ def view_of(
         tuple((f.graph, f.state) for f in state.stack),
         state.marks,
         state.asked,
+        state.correcting,
+        scratch.offered,
     )
 
 

@@ -33,6 +33,7 @@ from cgraph.runtime.state.outcomes import (
     SetMarks,
     SetVariables,
     Stop,
+    TakeMessage,
 )
 from cgraph.runtime.state.records import EventKind
 from cgraph.runtime.state.snapshot import MAX_NOTES, SessionState, TurnScratch
@@ -82,12 +83,16 @@ class Applier:
     def _outcome(
         self, state: SessionState, outcome: Outcome, events: list[Emit]
     ) -> tuple[SessionState, bool]:
-        # A clarifying question is answered by the next message, in this state, or never.
-        state = state._replace(asked=outcome.asked if isinstance(outcome, Reply) else ())
+        # A clarifying question (or a correction asked about) is answered by the next
+        # message, in this state, or never.
+        if isinstance(outcome, Reply):
+            state = state._replace(asked=outcome.asked, correcting=outcome.correcting)
+        elif state.asked or state.correcting:
+            state = state._replace(asked=(), correcting={})
         if isinstance(outcome, Reply):
             stop = stay_guard(self.graphs, state)
             if stop is not None:
-                return self._stop(state._replace(asked=()), stop, events)
+                return self._stop(state._replace(asked=(), correcting={}), stop, events)
             return self._end(state, outcome.text, state.here, outcome.fallback, events), True
         if isinstance(outcome, Stop):
             return self._stop(state, outcome, events)
@@ -100,6 +105,8 @@ class Applier:
         self, state: SessionState, outcome: Move | Enter, events: list[Emit]
     ) -> tuple[SessionState, bool]:
         if isinstance(outcome, Enter):
+            if outcome.push and state.scratch.pending:  # its first state reads the message
+                state = state.with_scratch(offered=True)
             return self._arrive(*enter(state, self.graphs, outcome), outcome, events), False
         moved, arrival = move(state, self.graphs, outcome)
         if arrival.target != END:
@@ -223,6 +230,8 @@ class Applier:
                 state = state.with_scratch(said=(*state.scratch.said, effect.text))
             elif isinstance(effect, SetMarks):
                 state = state._replace(marks=effect.marks).with_scratch(context=None)
+            elif isinstance(effect, TakeMessage):
+                state = state.with_scratch(offered=False)
         return state
 
 

@@ -16,7 +16,7 @@ def test_a_stored_snapshot_keeps_every_field_of_the_state_and_reads_back_equal()
         dumps,
     )
 
-    scratch = TurnScratch("hi", 3, 2, 1, True, ("said",), "max_visits", "reset")
+    scratch = TurnScratch("hi", 3, 2, 1, True, ("said",), "max_visits", "reset", True)
     state = SessionState(
         stack=(Frame("", "a"), Frame("sub.yaml", "b", True, {"size": 2}, True)),
         variables={"x": 1},
@@ -32,6 +32,7 @@ def test_a_stored_snapshot_keeps_every_field_of_the_state_and_reads_back_equal()
         noted=("no tools",),
         interrupted=((Frame("", "a"), Frame("sub.yaml", "c", False, {"size": 1})),),
         asked=("b", "c"),
+        correcting={"size": 2},
         scratch=scratch,
     )
     position = LogPosition(seq=40, messages=8, turn_seq=31)

@@ -1,0 +1,280 @@
+"""Flows that keep their slots straight: a sub-graph's slots live in its frame (`with:`,
+`returns:`, `reset:`), interruptions come back (`resume: true`, `RESUME`), a collect state
+is left only once its slots are filled (unless the exit is early), a `when:` exit is a
+business rule, the reply shows the values as corrected, and a correction the designer
+wants confirmed is asked about first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.session import Session
+from tests.unit.runtime._runtime import go, write
+
+
+def actions(graph: str) -> str:
+    """`graph` with the texts every action state must have (not what these tests read)."""
+    texts = (
+        "    actions: [Do the work.]\n    intra_state_navigation_guidelines: [Stay.]\n"
+        "    action_guidelines: [Be brief.]\n    boundary_constraints: [Never guess.]\n"
+    )
+    return graph.replace("    type: action\n", "    type: action\n" + texts)
+
+
+def answer(reply: str = "", exit_id: str = "stay", **slots: Any) -> dict[str, Any]:
+    return {"exit": exit_id, "reason": "scripted", "reply": reply, "slots": slots}
+
+
+PIZZA = """\
+cgraph: 1
+name: pizza
+start: ask_quantity
+slots:
+  quantity: {type: integer, minimum: 1}
+  handle: {type: string, confirm_correction: true}
+states:
+  ask_quantity:
+    type: action
+    objective: Learn how many pizzas.
+    collect: [quantity]
+    say: "How many pizzas?"
+    exit_conditions:
+      - when: quantity > 10
+        next_state: too_many
+      - description: The customer confirms the order.
+        next_state: confirm
+      - description: The customer gives up.
+        next_state: END
+        early: true
+  too_many:
+    type: action
+    objective: Say the kitchen cannot make that many.
+    say: "Sorry, {{ quantity }} is too many."
+    exit_conditions:
+      - description: The customer is done.
+        next_state: END
+  confirm:
+    type: action
+    objective: Confirm the order.
+    say: "So that's {{ quantity }} pizza(s) for {{ handle }}. Shall I place it?"
+    exit_conditions:
+      - description: The customer is done.
+        next_state: END
+"""
+
+
+def _pizza(tmp_path: Path, script: dict[str, Any]) -> tuple[Session, ScriptedModel]:
+    model = ScriptedModel(script)
+    return Session.start(write(tmp_path, actions(PIZZA)), model=model), model
+
+
+def test_a_when_exit_that_holds_wins_over_the_described_choice(tmp_path: Path) -> None:
+    script = {"ask_quantity": [answer(exit_id="confirm", quantity=12)], "too_many": answer("!")}
+    session, _ = _pizza(tmp_path, script)
+    turn = session.send("Twelve pizzas, that's it")
+    assert turn.path == ("ask_quantity", "too_many")
+    assert "`when: quantity > 10` holds" in turn.transitions[-1].reason
+
+
+def test_an_exit_waits_for_the_slots_its_state_collects(tmp_path: Path) -> None:
+    leaves = answer(exit_id="confirm")
+    asks = answer("How many would you like?")
+    session, model = _pizza(tmp_path, {"ask_quantity": [leaves, asks]})
+    turn = session.send("Sounds good")
+    assert (turn.state, turn.reply) == ("ask_quantity", "How many would you like?")
+    assert any("waits until `quantity` is given" in w for w in turn.warnings)
+    prompt = model.requests_for("ask_quantity")[0].messages[0]["content"]
+    assert "Still missing: `quantity`" in prompt and "[early]" in prompt
+    assert "None" not in turn.reply
+
+
+def test_an_early_exit_leaves_before_the_slots_are_filled(tmp_path: Path) -> None:
+    session, _ = _pizza(tmp_path, {"ask_quantity": [go("END", reply="Bye.")]})
+    assert session.send("forget it").completed
+
+
+def test_a_chooser_that_reads_messages_itself_stays_when_an_exit_waits(tmp_path: Path) -> None:
+    from cgraph.runtime.ports import Choice, Question, Reason
+
+    class Eager:
+        name = "eager"
+
+        def choose(self, question: Question) -> Choice:
+            return Choice("confirm", Reason("eager"))
+
+    session = Session.start(write(tmp_path, actions(PIZZA)), model=Eager())
+    turn = session.send("yes")
+    assert (turn.state, turn.reply) == ("ask_quantity", "How many pizzas?")
+    assert turn.decisions[-1].chosen == "stay" and "waits" in turn.decisions[-1].reason
+
+
+def test_the_reply_shows_the_value_as_corrected_this_turn(tmp_path: Path) -> None:
+    graph = PIZZA.replace("handle: {type: string, confirm_correction: true}", "handle: {}")
+    graph = graph.replace('say: "How many pizzas?"', 'say: "How many pizzas for {{ handle }}?"')
+
+    class Reads:
+        name = "reads"
+
+        def choose(self, question: Any) -> Any:
+            from cgraph.runtime.ports import STAY, Choice, Reason
+
+            handle = question.user_messages[-1].split()[-1]
+            return Choice(STAY, Reason("reads"), slots={"handle": handle})
+
+    session = Session.start(write(tmp_path, actions(graph)), model=Reads())
+    assert session.send("I am @sam").reply == "How many pizzas for @sam?"
+    assert session.send("sorry, I am @sammy").reply == "How many pizzas for @sammy?"
+
+
+@pytest.mark.parametrize(("said", "kept"), [("yes", "@sammy"), ("no", "@sam")])
+def test_a_correction_the_designer_wants_confirmed_is_asked_first(
+    tmp_path: Path, said: str, kept: str
+) -> None:
+    settles = {"exit": "change" if said == "yes" else "keep", "reason": "scripted", "reply": ""}
+    script = {
+        "ask_quantity": [
+            answer("How many?", handle="@sam"),
+            answer("How many?", handle="@sammy"),
+            settles,
+        ]
+    }
+    session, _ = _pizza(tmp_path, script)
+    session.send("I'm @sam")
+    asked = session.send("it's @sammy actually")
+    assert asked.reply == "Change handle from @sam to @sammy?"
+    assert session.variables["handle"] == "@sam"
+    settled = session.send(said)
+    assert session.variables["handle"] == kept and settled.reply == "How many pizzas?"
+    corrected = [e.data for e in session.events() if e.kind == "slots" and e.data["corrected"]]
+    assert bool(corrected) is (said == "yes")
+
+
+# ----- slots that belong to their graph, and interruptions that come back -----------------
+
+MAIN = """\
+cgraph: 1
+name: travel
+start: ask_trip
+slots:
+  destination: {type: string}
+global_exits:
+  - description: The user asks about baggage rules.
+    next_state: baggage
+    resume: true
+states:
+  ask_trip:
+    type: action
+    objective: Learn what the user wants.
+    say: "Where to?"
+    exit_conditions:
+      - description: The user wants to book a flight.
+        next_state: book
+  book:
+    type: graph
+    objective: Book the flight.
+    graph: flight.yaml
+    with:
+      seats: "{{ 2 }}"
+    exit_conditions:
+      - next_state: booked
+  booked:
+    type: action
+    objective: Say it is booked.
+    say: "Booked to {{ destination }}."
+    exit_conditions:
+      - description: The user is done.
+        next_state: END
+  baggage:
+    type: action
+    objective: Answer about baggage.
+    say: "One bag of 23 kg is included."
+    exit_conditions:
+      - description: The user has no more baggage questions.
+        next_state: RESUME
+"""
+FLIGHT = """\
+cgraph: 1
+name: flight
+start: ask_destination
+returns: [destination]
+slots:
+  destination: {type: string}
+  seats: {type: integer, default: 1}
+  note: {type: string}
+states:
+  ask_destination:
+    type: action
+    objective: Learn the destination.
+    collect: [destination]
+    say: "Where would you like to fly, for {{ seats }} seat(s)?"
+    exit_conditions:
+      - next_state: ask_note
+  ask_note:
+    type: action
+    objective: Take a note.
+    reset: [note]
+    say: "Any note?"
+    exit_conditions:
+      - description: The user is done with notes.
+        next_state: END
+"""
+
+
+def _travel(tmp_path: Path, script: dict[str, Any]) -> tuple[Session, ScriptedModel]:
+    write(tmp_path, actions(FLIGHT), "flight.yaml")
+    model = ScriptedModel(script)
+    return Session.start(write(tmp_path, actions(MAIN), "travel.yaml"), model=model), model
+
+
+def test_the_message_that_enters_a_sub_graph_fills_its_first_collecting_state(
+    tmp_path: Path,
+) -> None:
+    inner = "flight.yaml#ask_destination"
+    script = {
+        "ask_trip": [go("book")],
+        inner: [answer("Tokyo it is.", destination="Tokyo")],
+        "flight.yaml#ask_note": answer("Any note?"),
+    }
+    session, model = _travel(tmp_path, script)
+    turn = session.send("I want to book a flight to Tokyo")
+    assert turn.state == "flight.yaml#ask_note" and turn.reply == "Any note?"
+    asked = model.requests_for(inner)[0]
+    assert asked.options == () and asked.asked.opening  # only its slots: no exit to take
+
+
+def test_slots_passed_in_returned_and_dropped(tmp_path: Path) -> None:
+    inner = "flight.yaml#ask_destination"
+    script = {
+        "ask_trip": [go("book")],
+        inner: [answer("Where to?"), answer("Lima.", destination="Lima")],
+        "flight.yaml#ask_note": [answer("Any note?"), go("END")],
+        "booked": answer("Booked."),
+    }
+    session, _ = _travel(tmp_path, script)
+    session.send("a flight please")
+    assert session.variables["seats"] == 2  # passed in with `with:`
+    session.send("Lima")
+    session.send("no notes")
+    assert session.state == "booked"
+    assert session.variables["destination"] == "Lima" and "seats" not in session.variables
+
+
+def test_an_interruption_comes_back_to_where_it_left(tmp_path: Path) -> None:
+    inner = "flight.yaml#ask_destination"
+    script = {
+        "ask_trip": [go("book")],
+        inner: [answer("Where to?"), go("baggage"), answer("Where to, then?")],
+        "baggage": [answer("One bag of 23 kg is included."), go("RESUME")],
+    }
+    session, _ = _travel(tmp_path, script)
+    session.send("a flight please")
+    off = session.send("how many bags can I take?")
+    assert off.state == "baggage" and off.interrupted == (inner,)
+    assert off.reply == "One bag of 23 kg is included."
+    back = session.send("ok thanks, that's all about bags")
+    assert back.state == inner and back.interrupted == ()
+    assert back.reply == "Where to, then?"
