@@ -43,10 +43,11 @@ test-tools:
 	    exit 1; }; fi
 
 # The robustness probes at full size: 200 kill -9 runs (20 in `make test`), 300 fuzzed
-# files per lint fuzz test (a few in `make test`) and every template attack in every field
-# through `cgraph run` (4 sampled in `make test`).
+# files per lint fuzz test (a few in `make test`), every template attack in every field
+# through `cgraph run` (4 sampled in `make test`) and 2,000 hostile input lines (40).
 stress: $(STAMP)
 	CGRAPH_KILL_RUNS=200 CGRAPH_LINT_FUZZ=300 CGRAPH_TEMPLATE_ATTACKS=all \
+	  CGRAPH_HOSTILE_LINES=2000 \
 	  $(BIN)/pytest -n 2 -q tests/robustness
 
 # The real llama-cpp-python server with the packaged SmolLM2-135M model. Its venv is built

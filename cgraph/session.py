@@ -33,6 +33,7 @@ from cgraph.runtime.state.snapshot import Snapshot
 from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.runtime.turn.dependencies import Dependencies
 from cgraph.runtime.turn.engine import Engine
+from cgraph.spec.limits import check_message
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START, split
 
@@ -188,8 +189,10 @@ class Session:
         With `remember=False` the turn is returned as soon as its reply is committed, and
         its memories (per the graph's `memory.store`) are extracted later: by
         `extract_memories()`, else before the next turn, at `close()` or on resume. A
-        front end shows the reply first that way.
+        front end shows the reply first that way. A message that cannot be stored (see
+        `cgraph.spec.limits.check_message`) raises `InputError` before anything runs.
         """
+        check_message(message, key)
         self.extract_memories()
         if self.completed:
             raise SessionCompleted(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from cgraph.cli import commands
 from cgraph.cli.opening import Opened, banner
 from cgraph.errors import CgraphError
+from cgraph.spec.limits import text_problem
 
 if TYPE_CHECKING:
     from cgraph.runtime.state.records import Turn
@@ -41,12 +42,18 @@ def turn_json(turn: Turn, **marks: Any) -> dict[str, Any]:
 def parse_line(raw: str, *, jsonl: bool) -> Message | commands.Command | None:
     """What one input line asks for: a message, a command, or nothing (a blank line).
 
-    Raises `ValueError` for a JSON line that is not `{"text": str, "id"?: str|int}`.
+    Raises `ValueError` for a JSON line that is not `{"text": str, "id"?: str|int}`, and
+    for a line whose text or id cannot be stored (`cgraph.spec.limits.text_problem`: a
+    lone surrogate, a byte that is not UTF-8, a NUL, too long): refused before it is kept.
     """
     line = raw.strip()
     if not line:
         return None
     message = _keyed(line) if jsonl and line.startswith("{") else Message(line)
+    for what, text in (("message", message.text), ("id", message.key)):
+        problem = text_problem(text) if text is not None else None
+        if problem is not None:
+            raise ValueError(f"the {what} {problem}")
     return commands.parse(message.text) or message
 
 

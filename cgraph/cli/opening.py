@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from cgraph.cli import cannot_write, not_a_graph_file, started
 from cgraph.errors import ConfigError, GraphError
+from cgraph.spec.limits import text_problem
 from cgraph.spec.model import TIERS, Graph, Tier
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from cgraph.session import Session
 
 SEMANTIC = "semantic"
+MAX_ID_CHARS = 200
+"""Longest `--session` or `--user` id."""
 DEFAULT_USER = "local"
 PREPARING = (
     "preparing the embedding model for this machine, once (about a second; "
@@ -216,6 +219,10 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
     """Check the store, the session and the model, then open the session."""
     from cgraph.backends.llm.registry import choose
 
+    for flag, value in (("--session", options.session), ("--user", options.user)):
+        problem = text_problem(value, MAX_ID_CHARS, "an id") if value is not None else None
+        if problem is not None:
+            raise ConfigError(f"{flag}: the id {problem}")
     store = usable_folder(options.store)
     if options.session:
         hold(store, options.session)

@@ -23,6 +23,7 @@ from cgraph.cli import commands
 from cgraph.cli.opening import SEMANTIC, Opened, banner
 from cgraph.errors import CgraphError, SessionCompleted
 from cgraph.runtime.ask.streaming import CallingTools, Chunk, Retracted, can_stream
+from cgraph.spec.limits import text_problem
 
 if TYPE_CHECKING:
     from cgraph.runtime.state.records import Turn
@@ -87,13 +88,8 @@ class Repl:
             except (EOFError, KeyboardInterrupt):
                 self.console.print()
                 break
-            command = commands.parse(line)
-            if command is not None and command.leaves:
+            if not self.take(line):
                 break
-            if command is not None:
-                self.command(command)
-            elif line:
-                self.send(line)
             failure = self.opened.stop_reason()
             if failure:
                 self.console.print(f"[bold red]replay failed:[/] {escape(failure)}")
@@ -101,6 +97,21 @@ class Repl:
         session = self.opened.session.id
         self.dim(f"session {session} saved in {self.opened.store}; resume with --session {session}")
         return 0
+
+    def take(self, line: str) -> bool:
+        """Act on one typed line (a message or a command); False when it leaves."""
+        problem = text_problem(line)
+        if problem is not None:  # a byte that is not UTF-8, a NUL: never kept, never sent
+            self.console.print(f"[bold red]error:[/] the message {escape(problem)}; not sent")
+            return True
+        command = commands.parse(line)
+        if command is not None and command.leaves:
+            return False
+        if command is not None:
+            self.command(command)
+        elif line:
+            self.send(line)
+        return True
 
     def greet(self) -> None:
         session = self.opened.session

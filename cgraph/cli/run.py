@@ -10,6 +10,7 @@ during finalization, so the lock is never released (a probe hung for over 10 min
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from functools import partial
@@ -43,6 +44,10 @@ def run_command(options: RunOptions, *, jsonl: bool) -> int:
         from cgraph.lint.gate import offline_hints
 
         sys.stderr.write(offline_hints(hints))
+    # A byte that is not UTF-8 is read as a stand-in character the line check refuses,
+    # instead of a decoding error that would end the run.
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="surrogateescape")
     if sys.stdin.isatty() and not jsonl:
         from cgraph.cli.repl import Repl
 

@@ -22,6 +22,8 @@ RENDER_SECONDS = 1.0
 """Longest one render of a graph template may take."""
 MAX_INT_DIGITS = 4_300
 """Python's own limit on converting integers to and from text."""
+MAX_MESSAGE_CHARS = 8_000
+"""Longest user message a session takes (`Session.send`, `cgraph run`, the HTTP server)."""
 
 
 def expanded_size(value: Any, limit: int = MAX_VALUE_CHARS) -> int:
@@ -116,3 +118,43 @@ def check_size(value: Any, what: str, limit: int = MAX_VALUE_CHARS) -> None:
     path = largest_part(value, limit)
     inside = " at " + ".".join(str(step) for step in path) if path else ""
     raise ValueTooLarge(f"{what} is over {limit:,} characters{inside}", path)
+
+
+def text_problem(
+    text: object, limit: int = MAX_MESSAGE_CHARS, what: str = "a message"
+) -> str | None:
+    """Why `text` cannot be stored as a message, as words to follow "the message", or None.
+
+    Storable text is a `str` of at most `limit` characters that encodes as UTF-8 (no lone
+    surrogate: what a JSON `"\\ud800"` or, read with `surrogateescape`, a byte that is
+    not UTF-8 becomes) and holds no NUL.
+    """
+    if not isinstance(text, str):
+        return f"is {type(text).__name__}, not text"
+    if len(text) > limit:
+        return f"is {len(text):,} characters, over the {limit:,} {what} may hold"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            return f"holds {_surrogate(text[err.start])} at character {err.start + 1}"
+    nul = text.find("\x00")
+    return None if nul < 0 else f"holds a NUL character at character {nul + 1}"
+
+
+def _surrogate(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # `surrogateescape`'s stand-in for an undecodable byte
+        return f"a byte that is not UTF-8 (0x{code - 0xDC00:02x})"
+    return f"a lone surrogate (U+{code:04X})"
+
+
+def check_message(message: object, key: object = None) -> None:
+    """`InputError` when a message, or the client's key sent with it, cannot be stored
+    (see `text_problem`)."""
+    for what, text in (("message", message), ("id", key)):
+        problem = None if text is None and what == "id" else text_problem(text)
+        if problem is not None:
+            from cgraph.errors import InputError  # the error path only
+
+            raise InputError(f"the {what} {problem}; nothing of it was kept")

@@ -190,3 +190,25 @@ def test_state_says_when_an_exit_without_words_is_taken(tmp_path: Path) -> None:
         ("large_party", "when party_size > 12"),
         ("ask_time", "once its slots are filled, if no exit above holds"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ('{"id": "a", "text": "hi \\ud800"}', "the message holds a lone surrogate (U+D800) at"),
+        ('{"id": "\\udfff", "text": "hi"}', "the id holds a lone surrogate (U+DFFF) at"),
+        ("hi \udcff", "the message holds a byte that is not UTF-8 (0xff) at character 4"),
+        ("hi \x00 there", "the message holds a NUL character at character 4"),
+        ("/memory \ud83d", "the message holds a lone surrogate (U+D83D) at character 9"),
+        ("x" * 8_001, "the message is 8,001 characters, over the 8,000 a message may hold"),
+    ],
+)
+def test_a_line_that_cannot_be_stored_is_refused_located_and_the_session_goes_on(
+    tmp_path: Path, line: str, why: str
+) -> None:
+    here = opened(tmp_path)
+    code, out, err = run(here, f"Hi\n{line}\nHi again\n", jsonl=True)
+    assert code == 0
+    assert [json.loads(shown)["user"] for shown in out.splitlines()] == ["Hi", "Hi again"]
+    assert f"error: line 2: {why}" in err and "the line is skipped" in err
+    assert [m["content"] for m in here.session.transcript][::2] == ["Hi", "Hi again"]

@@ -10,7 +10,7 @@ import pytest
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.backends.store.sqlite import SQLiteStore
-from cgraph.errors import SessionCompleted, SessionError
+from cgraph.errors import InputError, SessionCompleted, SessionError
 from cgraph.runtime.ports import NewMemory
 from cgraph.session import Session
 from tests.conftest import GRAPHS
@@ -330,3 +330,19 @@ def test_a_reply_can_be_had_before_its_memories_are_extracted(tmp_path: Path) ->
     session.send("and a dog", remember=False)
     session.close()  # what is due is extracted before the store closes
     assert len(memory.added) == 2 and session.turns()[-1].memory_calls == 1
+
+
+@pytest.mark.parametrize(
+    "message", ["hi \ud800", "hi \udcff", "nul \x00", "x" * 8_001, b"bytes", None, 3]
+)
+def test_a_message_that_cannot_be_stored_is_refused_before_the_turn_begins(
+    tmp_path: Path, message: Any
+) -> None:
+    spec = graph(tmp_path, simple(body=action("a", {"END": "bye"})))
+    session = Session.start(spec, model=ScriptedModel({"a": stay("Hi.")}), store=tmp_path / "s")
+    before = session.events()
+    with pytest.raises(InputError) as refused:
+        session.send(message)
+    assert refused.value.message.startswith("the message ")
+    assert session.events() == before and session.turn_number == 0
+    assert session.send("x" * 8_000).reply == "Hi."  # at the cap is fine
