@@ -8,6 +8,7 @@ store. An alias shares one node many times, so sizes are counted *expanded* (a Y
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -133,13 +134,22 @@ def text_problem(
         return f"is {type(text).__name__}, not text"
     if len(text) > limit:
         return f"is {len(text):,} characters, over the {limit:,} {what} may hold"
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as err:
-            return f"holds {_surrogate(text[err.start])} at character {err.start + 1}"
+    unencodable = not_utf8(text)
+    if unencodable is not None:
+        return f"holds {unencodable}"
     nul = text.find("\x00")
     return None if nul < 0 else f"holds a NUL character at character {nul + 1}"
+
+
+def not_utf8(text: str) -> str | None:
+    """The first character of `text` that UTF-8 cannot encode, in words, or None."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return f"{_surrogate(text[err.start])} at character {err.start + 1}"
+    return None
 
 
 def _surrogate(char: str) -> str:
@@ -158,3 +168,51 @@ def check_message(message: object, key: object = None) -> None:
             from cgraph.errors import InputError  # the error path only
 
             raise InputError(f"the {what} {problem}; nothing of it was kept")
+
+
+_MAX_INT_BITS = int(MAX_INT_DIGITS * 3.32)
+_JSON_KEYS = (str, int, float, bool, type(None))
+
+
+def unstorable(value: Any) -> str | None:
+    """Why `value` cannot be stored as JSON data, with where inside it; None when it can.
+
+    Storable: text UTF-8 can encode, finite numbers of at most `MAX_INT_DIGITS` digits,
+    booleans, None, and lists, tuples and dicts of them whose keys are text or numbers.
+    Everything else (a set, a generator, an object, NaN, a tuple as a key) is not: the JSON
+    encoder would raise, or silently store a text that is no longer the value.
+    """
+    stack: list[tuple[Any, tuple[object, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        problem = _scalar_problem(item)
+        if problem is None and isinstance(item, dict):
+            problem = next((_key_problem(k) for k in item if _key_problem(k)), None)
+            stack.extend((v, (*path, k)) for k, v in item.items())
+        elif problem is None and isinstance(item, list | tuple):
+            stack.extend((v, (*path, n)) for n, v in enumerate(item))
+        if problem is not None:
+            inside = " (at " + ".".join(map(str, path)) + ")" if path else ""
+            return problem + inside
+    return None
+
+
+def _scalar_problem(item: Any) -> str | None:
+    if isinstance(item, str):
+        return not_utf8(item)
+    if isinstance(item, bool) or item is None:
+        return None
+    if isinstance(item, int):
+        too_long = item.bit_length() > _MAX_INT_BITS
+        return f"a number of more than {MAX_INT_DIGITS:,} digits" if too_long else None
+    if isinstance(item, float):
+        return None if math.isfinite(item) else f"the number {item}"
+    if isinstance(item, dict | list | tuple):
+        return None
+    return f"a {type(item).__name__}, not JSON data"
+
+
+def _key_problem(key: Any) -> str | None:
+    if not isinstance(key, _JSON_KEYS):
+        return f"a key that is a {type(key).__name__}"
+    return _scalar_problem(key) if isinstance(key, str | float) else None

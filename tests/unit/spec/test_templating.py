@@ -216,3 +216,37 @@ def test_the_sandbox_s_verdict_on_one_attribute_does_not_carry_to_another() -> N
                 render_value(source, context)
             assert caught.value.cause == "SecurityError"
     assert context == {"flags": ["a"], "marks": {"k": 1}}
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        ("{{ '\\ud800' }}", "a lone surrogate (U+D800) at character 1"),
+        (
+            "{{ ['ok', {'k': 'a\\udcff'}] }}",
+            "a byte that is not UTF-8 (0xff) at character 2 (at 1.k)",
+        ),
+        ("{{ {(1, 2): 3} }}", "a key that is a tuple"),
+        ("{{ {'a': {1: [{(1,): 2}]}} }}", "a key that is a tuple (at a.1.0)"),
+        ("{{ ('n' ~ 'an' * x[0]) | float }}", "the number nan"),
+        ("{{ x | unique }}", "a generator, not JSON data"),
+        ("{{ x ~ '\\udfff' }}", "a lone surrogate (U+DFFF)"),
+    ],
+)
+def test_a_value_that_cannot_be_stored_fails_its_render(source: str, why: str) -> None:
+    with pytest.raises(RenderError) as failed:
+        render_value(source, {"x": [1, 2]})
+    assert failed.value.cause == "NotStorable"
+    assert why in failed.value.message
+
+
+@pytest.mark.parametrize("source", ["{{ '\\ud800' }}", "hi {{ 'a\\udcff' }}"])
+def test_text_that_cannot_be_stored_fails_its_render(source: str) -> None:
+    with pytest.raises(RenderError) as failed:
+        render_text(source, {})
+    assert failed.value.cause == "NotStorable"
+
+
+def test_storable_values_render_as_before() -> None:
+    value = render_value("{{ {'a': [1, 2.5, none, true, 'é'], 1: 'int keys are JSON'} }}", {})
+    assert value == {"a": [1, 2.5, None, True, "é"], 1: "int keys are JSON"}
