@@ -19,6 +19,10 @@ MAX_DEPTH = 100
 MAX_SCAN_DEPTH = 1_000
 """Brackets or indentation columns deep at which a file is refused before YAML parsing
 (PyYAML's C parser recurses without a limit and crashes the process near 30,000)."""
+MAX_BUILT_CHARS = 20 * MAX_VALUE_CHARS
+"""Most characters (and items) one render may build in all, every value an operator, call
+or filter returns counted even once it is dropped: a loop may not keep a thousand values
+each under `MAX_VALUE_CHARS`."""
 RENDER_SECONDS = 1.0
 """Longest one render of a graph template may take."""
 MAX_INT_DIGITS = 4_300

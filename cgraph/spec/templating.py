@@ -23,7 +23,7 @@ from jinja2.runtime import Context, new_context
 from cgraph.errors import RenderError
 from cgraph.spec.deadline import DeadlineExceeded, deadline
 from cgraph.spec.limits import MAX_VALUE_CHARS, RENDER_SECONDS, not_utf8, too_large, unstorable
-from cgraph.spec.sandbox import BoundedSandbox, LimitExceeded
+from cgraph.spec.sandbox import BoundedSandbox, LimitExceeded, fresh_budget
 
 # Names every graph template may use, besides the graph's own variables.
 BUILTIN_NAMES = frozenset(
@@ -164,6 +164,7 @@ def _evaluate(
     seconds: float,
     convert: Callable[[Any], Any] = lambda value: value,
 ) -> Any:
+    fresh_budget()
     try:
         with deadline(seconds):
             template = _expression(expr)
@@ -210,6 +211,7 @@ def _render(source: str, context: Mapping[str, Any], native: bool, seconds: floa
 def _run(
     compiled: Callable[[], Template], context: Mapping[str, Any], seconds: float, source: str
 ) -> list[Any]:
+    fresh_budget()
     try:
         with deadline(seconds):
             template = compiled()
