@@ -19,7 +19,7 @@ from cgraph.cli import exit_now, not_a_graph_file
 from cgraph.cli.memory import memory_app
 from cgraph.cli.render import render as render_command
 from cgraph.cli.test import test as test_command
-from cgraph.cli.usage import PLAIN, Command, choices
+from cgraph.cli.usage import PLAIN, Command, MaxFileSize, choices, use_file_size
 from cgraph.lint.report import REPORTERS
 
 app = typer.Typer(
@@ -73,11 +73,13 @@ def lint(
             help="Skip named files without a top-level `cgraph:` key too (for pre-commit).",
         ),
     ] = False,
+    max_file_size: MaxFileSize = None,
 ) -> None:
     """Check graph files: exit 0 when clean, 1 when problems were found, 2 on a usage error."""
     from cgraph.lint.report import reporter
     from cgraph.lint.walk import lint_paths
 
+    use_file_size(max_file_size)
     result = lint_paths(paths, only_graphs=only_graphs)
     reporter(output.value, sys.stdout, sys.stderr, strict=strict).report(result)
     if sys.argv[1:2] == ["lint"]:  # the command itself, not a test calling the app
@@ -165,11 +167,13 @@ def run(
         int | None,
         typer.Option(min=0, max=10, metavar="N", help="Retries of a transient failure."),
     ] = None,
+    max_file_size: MaxFileSize = None,
 ) -> None:
     """Talk with a graph: an interactive session, or one message per line from stdin."""
     from cgraph.cli.opening import RunOptions
     from cgraph.cli.run import run_command
 
+    use_file_size(max_file_size)
     options = RunOptions(
         graph=graph,
         store=store,

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from cgraph.cli.usage import choices
+from cgraph.cli.usage import MaxFileSize, choices, use_file_size
 
 
 class TestFormat(StrEnum):
@@ -72,10 +72,12 @@ def test(
             metavar="DIR", help="Save each file's model exchanges to DIR/<name>.jsonl for replay."
         ),
     ] = None,
+    max_file_size: MaxFileSize = None,
 ) -> None:
     """Run conversation tests; exit 1 on a failure or low coverage, 2 on a file error."""
     from cgraph.testing.suite import TestRequest, run_tests
 
+    use_file_size(max_file_size)
     request = TestRequest(
         paths=tuple(paths or [Path()]),
         patterns=tuple(pattern or ()),

@@ -5,6 +5,9 @@ from __future__ import annotations
 CODES: dict[str, str] = {
     # reading the file (cgraph.spec.read)
     "unreadable": "The file cannot be read.",
+    "not-a-file": "The path is a FIFO, a device, a socket or a folder, not a regular file.",
+    "file-too-large": "The file is over the size cap (20 MB; --max-file-size).",
+    "link-loop": "The path is a symbolic link that leads back to itself.",
     "encoding": "The file is not valid UTF-8.",
     "empty-file": "The file holds no YAML document.",
     "yaml-syntax": "The file is not valid YAML.",

@@ -14,6 +14,7 @@ from typing import Any
 
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
+from cgraph.spec.files import Refusal, read_bytes
 from cgraph.spec.load import did_you_mean
 from cgraph.spec.tool_files import local_module
 
@@ -64,7 +65,10 @@ def handler_problem(handler: str, folder: Path) -> tuple[str, str] | None:
         )
     if source is None:
         return None  # present, but its contents cannot be read without importing it
-    names = _top_level_names(source)
+    text = read_bytes(source)  # a handler file is read like a graph file: bounded
+    if isinstance(text, Refusal):
+        return (f"handler module `{module}` ({source}) cannot be read: {text.message}", text.hint)
+    names = _top_level_names(text, source)
     if names is None:
         return (f"handler module `{module}` ({source}) has a syntax error", "fix the module")
     if function not in names:
@@ -103,10 +107,10 @@ def _modules_beside(module: str, folder: Path) -> list[str]:
         return []
 
 
-def _top_level_names(source: Path) -> set[str] | None:
+def _top_level_names(text: bytes, source: Path) -> set[str] | None:
     try:
-        tree = ast.parse(source.read_text(encoding="utf-8"), str(source))
-    except (SyntaxError, OSError, UnicodeDecodeError, ValueError):
+        tree = ast.parse(text.decode("utf-8"), str(source))
+    except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError):
         return None
     names: set[str] = set()
     for node in tree.body:

@@ -24,6 +24,7 @@ from cgraph.lint.structure import GraphContext, check_graph
 from cgraph.lint.templates import check_templates, declared_names
 from cgraph.lint.tools import check_tools
 from cgraph.lint.topology import check_topology
+from cgraph.spec.files import Refusal, read_head
 from cgraph.spec.load import parse_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.names import TESTS_KEY
@@ -96,7 +97,7 @@ class _Linter:
         self.active: list[tuple[Path, str]] = []
 
     def lint(self, path: Path, display: str) -> _Outcome:
-        key = path.resolve()
+        key = _real(path)
         if key in self.done:
             return self.done[key]
         self.active.append((key, display))
@@ -157,7 +158,7 @@ class _Linter:
         where = ("states", state, "graph")
         sub_path = Path(os.path.normpath(path.parent / target))
         display = str(sub_path)
-        if not sub_path.is_file():
+        if sub_path.is_dir() or not (sub_path.exists() or sub_path.is_symlink()):
             found = "is a folder" if sub_path.is_dir() else "does not exist"
             return None, doc.diag(
                 where,
@@ -165,7 +166,7 @@ class _Linter:
                 f"state `{state}` hands over to `{target}`, which {found} (looked for {display})",
                 "name a graph file; the path is relative to this graph file",
             )
-        start = self._index(sub_path.resolve())
+        start = self._index(_real(sub_path))
         if start >= 0:
             loop = " → ".join([*(shown for _, shown in self.active[start:]), display])
             return None, doc.diag(
@@ -266,9 +267,13 @@ def _walk(folder: Path, result: LintResult) -> Iterable[Path]:
 
 
 def looks_like_graph(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(1 << 20).decode("utf-8-sig", "replace")
-    except OSError:
+    head = read_head(path, 1 << 20)  # a FIFO or a device is never waited on nor read
+    if isinstance(head, Refusal):
         return True  # let lint report why it cannot be read
-    return _GRAPH_KEY.search(head) is not None
+    return _GRAPH_KEY.search(head.decode("utf-8-sig", "replace")) is not None
+
+
+def _real(path: Path) -> Path:
+    """The path with its links followed; a link that loops stays as it is (lint reports
+    it when it reads the file) where `Path.resolve` would raise."""
+    return Path(os.path.realpath(path))

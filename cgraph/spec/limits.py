@@ -9,6 +9,8 @@ store. An alias shares one node many times, so sizes are counted *expanded* (a Y
 from __future__ import annotations
 
 import math
+import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +29,10 @@ RENDER_SECONDS = 1.0
 """Longest one render of a graph template may take."""
 MAX_INT_DIGITS = 4_300
 """Python's own limit on converting integers to and from text."""
+MAX_FILE_BYTES = 20_000_000
+"""Largest file read as a graph, a sub-graph, a test file or a handler's source (20 MB);
+`--max-file-size` or the `CGRAPH_MAX_FILE_SIZE` environment variable sets another."""
+FILE_SIZE_VARIABLE = "CGRAPH_MAX_FILE_SIZE"
 MAX_MESSAGE_CHARS = 8_000
 """Longest user message a session takes (`Session.send`, `cgraph run`, the HTTP server)."""
 
@@ -220,3 +226,25 @@ def _key_problem(key: Any) -> str | None:
     if not isinstance(key, _JSON_KEYS):
         return f"a key that is a {type(key).__name__}"
     return _scalar_problem(key) if isinstance(key, str | float) else None
+
+
+_SIZE = re.compile(r"\s*(\d+)\s*([kmg]?)b?\s*", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
+
+
+def parse_size(text: str) -> int:
+    """A size in bytes from `20000000`, `500k`, `20M` or `1G` (powers of 1,000);
+    `ValueError` for anything else."""
+    found = _SIZE.fullmatch(text)
+    if found is None or int(found[1]) == 0:
+        raise ValueError(f"{text!r} is not a size: write bytes, or a number with k, M or G")
+    return int(found[1]) * _UNITS[found[2].lower()]
+
+
+def file_size_cap() -> int:
+    """The largest file the format reads: `CGRAPH_MAX_FILE_SIZE` when it holds a size
+    (the command line checks it and `--max-file-size` sets it), else `MAX_FILE_BYTES`."""
+    try:
+        return parse_size(os.environ.get(FILE_SIZE_VARIABLE) or str(MAX_FILE_BYTES))
+    except ValueError:
+        return MAX_FILE_BYTES
