@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from cgraph.cli import commands
 from cgraph.cli.opening import Opened, banner
+from cgraph.cli.shown import json_line, printable, printable_lines
 from cgraph.errors import CgraphError
 from cgraph.spec.limits import text_problem
 
@@ -82,7 +83,7 @@ class LineRun:
             try:
                 parsed = parse_line(raw, jsonl=self.jsonl)
             except ValueError as error:
-                self.err.write(f"error: line {number}: {error}; the line is skipped\n")
+                self.note(f"error: line {number}: {error}; the line is skipped")
                 continue
             if isinstance(parsed, commands.Command):
                 if parsed.leaves:
@@ -96,15 +97,15 @@ class LineRun:
 
     def greet(self) -> None:
         session = self.opened.session
-        self.err.write(banner(self.opened.model_name) + "\n")
-        self.err.write(f"session {session.id}\n")
+        self.note(banner(self.opened.model_name))
+        self.note(f"session {session.id}")
         for note in self.opened.notes:
-            self.err.write(note + "\n")
+            self.note(note)
         recovered = session.recovered
         if recovered is not None:
-            self.err.write(
+            self.note(
                 f"recovered turn {recovered.number}: the last run stopped before replying to "
-                f"{recovered.user!r}; its reply comes first — do not send that line again\n"
+                f"{recovered.user!r}; its reply comes first — do not send that line again"
             )
             self.show(recovered, recovered=True)
         if session.opening is not None:  # a graph that speaks first: its words come first
@@ -120,35 +121,40 @@ class LineRun:
         try:
             turn = session.send(message.text, key=message.key, remember=False)
         except CgraphError as error:  # a completed session, a broken store or script
-            self.err.write(f"error: {error.message}\n")
+            self.note(f"error: {error.message}")
             return 1
         failure = self.opened.stop_reason()
         if failure:
-            self.err.write(f"error: {failure}\n")
+            self.note(f"error: {failure}")
             return 1
         marks = {"id": message.key} if message.key is not None else {}
         self.show(turn, **marks)
         self.opened.warm_later_turns()
         turn = session.extract_memories() or turn  # after the reply is out
         for warning in self.opened.warnings(turn):
-            self.err.write(warning + "\n")
+            self.note(warning)
         return None
 
     def show(self, turn: Turn, **marks: Any) -> None:
-        line = (
-            json.dumps(turn_json(turn, **marks), ensure_ascii=False) if self.jsonl else turn.reply
-        )
-        self.out.write(line + "\n")  # one line per turn, so replies line up with messages
+        # One line per turn, so replies line up with messages: the reply's own line breaks
+        # and control characters are written escaped (`cgraph.cli.shown`).
+        line = json_line(turn_json(turn, **marks)) if self.jsonl else printable(turn.reply)
+        self.out.write(line + "\n")
         self.out.flush()
+
+    def note(self, text: str) -> None:
+        """Write `text` to stderr, each of its lines escaped (it may quote a model)."""
+        for line in printable_lines(text):
+            self.err.write(line + "\n")
 
     def command(self, command: commands.Command) -> None:
         answer = commands.answer(self.opened, command)
         if self.jsonl:
-            self.out.write(json.dumps(answer.data, ensure_ascii=False) + "\n")
+            self.out.write(json_line(answer.data) + "\n")
             self.out.flush()
             return
-        for line in plain(answer):
-            self.err.write(line + "\n")
+        for line in plain(answer):  # a line each: a message's own line breaks are escaped
+            self.err.write(printable(line) + "\n")
         self.err.flush()
 
 

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as markup_escape
 from rich.status import Status
 from rich.table import Table
 
 from cgraph.cli import commands
 from cgraph.cli.opening import SEMANTIC, Opened, banner
+from cgraph.cli.shown import printable
 from cgraph.errors import CgraphError, SessionCompleted
 from cgraph.runtime.ask.streaming import CallingTools, Chunk, Retracted, can_stream
 from cgraph.spec.limits import text_problem
@@ -268,7 +269,7 @@ class Repl:
         table.add_column("score", justify="right")
         for candidate in candidates:
             score = scores.get(candidate)
-            table.add_row(candidate, NO_SCORE if score is None else f"{score:.3f}")
+            table.add_row(escape(candidate), NO_SCORE if score is None else f"{score:.3f}")
         self.console.print(table)
         if any(scores.get(c) is None for c in candidates):
             self.dim(f"  {NO_SCORE} {UNSCORED}")
@@ -305,7 +306,7 @@ class Repl:
             mark = " ◀" if s["current"] else ""
             done = "yes" if s["done"] else ""
             row = (s["session"] + mark, s["user"], s["graph"], str(s["turn"]), s["state"], done)
-            table.add_row(*row)
+            table.add_row(*map(escape, row))
         self.console.print(table)
 
     # ----- line editing -----------------------------------------------------------------
@@ -356,6 +357,13 @@ def late_status(console: Console, text: str) -> Iterator[None]:
             done.set()
             for status in shown:
                 status.stop()
+
+
+def escape(text: str) -> str:
+    """Text from a model, a graph or a user as rich markup that prints it as it is: its
+    brackets escaped, its control characters shown escaped (`cgraph.cli.shown`), its line
+    breaks kept."""
+    return markup_escape(printable(text, lines=True))
 
 
 def dimmed(text: str) -> str:

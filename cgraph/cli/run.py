@@ -22,6 +22,7 @@ from cgraph.cli.opening import (
     open_session,
     warm_up_early,
 )
+from cgraph.cli.shown import printable_lines
 from cgraph.errors import CgraphError, GraphError
 
 
@@ -33,12 +34,12 @@ def run_command(options: RunOptions, *, jsonl: bool) -> int:
     try:
         spec, hints = load_checked(options.graph, partial(warm_up_early, options=options))
     except GraphError as err:
-        sys.stderr.write(str(err) + "\n")
+        sys.stderr.write("".join(line + "\n" for line in printable_lines(str(err))))
         return 1
     try:
         opened = open_session(spec, options)
     except CgraphError as err:
-        sys.stderr.write(f"error: {err.message}\n")
+        sys.stderr.write("".join(line + "\n" for line in printable_lines(f"error: {err.message}")))
         return 1
     if opened.model_name == SEMANTIC:
         from cgraph.lint.gate import offline_hints

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sqlite3
 import subprocess
 import sys
@@ -118,3 +119,37 @@ def test_lines_that_cannot_be_stored_are_refused_located_and_the_run_goes_on(
     assert last["turn"] == len(good) + 1 and last["user"] == "after"
     with sqlite3.connect(store / "sessions.sqlite") as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+PIECES = ["\x1b]0;owned\x07", "\x1b[2J", "\x1b[H", "\r\n", "\r", "\n", "\x9b31m", "\u202e", "\x7f"]
+PIECES += ["\x00", "\u2028", "\x08", "\t", "plain words", "é", "\x1b"]
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jsonl", [True, False], ids=["jsonl", "plain"])
+def test_a_models_control_characters_never_reach_the_output_raw(
+    tmp_path: Path, jsonl: bool
+) -> None:
+    rng = random.Random(LINES + 1)
+    replies = [
+        "ok " + "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 8))) for _ in range(LINES)
+    ]
+    answers = [{"exit": "stay", "reason": rng.choice(PIECES), "reply": r} for r in replies]
+    script = tmp_path / "hostile.yaml"
+    script.write_text(json.dumps({"talk": answers}), encoding="utf-8")  # JSON is YAML
+    command = [sys.executable, "-m", "cgraph", "run", str(GRAPH), "--store", str(tmp_path / "s")]
+    command += ["--model", f"scripted:{script}", *(["--jsonl"] if jsonl else [])]
+    lines = "".join(f"message {n}\n/why\n" for n in range(LINES)) + "/history\n"
+    done = subprocess.run(
+        command, input=lines.encode(), capture_output=True, cwd=ROOT, env=environment(), timeout=600
+    )
+    out, err = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")
+    assert done.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert RAW.search(out) is None and RAW.search(err) is None  # only line breaks, tabs
+    shown = out.splitlines()
+    if jsonl:  # each turn and each command one line; the replies read back unchanged
+        turns = [json.loads(line) for line in shown if '"command"' not in line[:12]]
+        assert [turn["reply"] for turn in turns] == [reply.strip() for reply in replies]
+    else:  # one line per turn, on stdout
+        assert len(shown) == LINES

@@ -217,3 +217,10 @@ def test_a_typed_line_that_cannot_be_stored_is_refused_and_the_session_goes_on(
     assert "error: the message holds a NUL character at character 5" in text
     assert "error: the message holds a lone surrogate (U+D83D) at character 4" in text
     assert repl.take("hi") and session.turn_number == 1
+
+
+def test_the_terminal_is_never_handed_a_control_character_of_the_model(tmp_path: Path) -> None:
+    reply = "Line one\x1b]0;owned\x07\x1b[2J\r\nline two \u202e\x9b[31m [bold]x[/]"
+    text = shown(tmp_path, "gpt-4o", {"exit": "stay", "reason": "r\x1b[H", "reply": reply})
+    assert not any(c in text for c in "\x1b\r\x07\x9b\u202e")
+    assert "Line one\\x1b]0;owned\\x07\\x1b[2J\\r\nline two \\u202e\\x9b[31m [bold]x[/]" in text
