@@ -25,6 +25,7 @@ from cgraph.spec.limits import text_problem
 
 if TYPE_CHECKING:
     from cgraph.runtime.state.records import Turn
+    from cgraph.session import Session
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ class LineRun:
                 f"recovered turn {recovered.number}: the last run stopped before replying to "
                 f"{recovered.user!r}; its reply comes first — do not send that line again"
             )
-            self.show(recovered, recovered=True)
+            key = sent_with(session, recovered.number)
+            self.show(recovered, recovered=True, **({"id": key} if key is not None else {}))
         if session.opening is not None:  # a graph that speaks first: its words come first
             self.show(session.opening)
 
@@ -156,6 +158,14 @@ class LineRun:
         for line in plain(answer):  # a line each: a message's own line breaks are escaped
             self.err.write(printable(line) + "\n")
         self.err.flush()
+
+
+def sent_with(session: Session, number: int) -> str | None:
+    """The key the message of turn `number` was sent with, if any (the latest such turn:
+    an undone turn's number is used again)."""
+    said = [e for e in session.events() if e.kind == "user_message" and e.turn == number]
+    key = said[-1].data.get("key") if said else None
+    return str(key) if key is not None else None
 
 
 def run_lines(opened: Opened, lines: TextIO, out: TextIO, err: TextIO, *, jsonl: bool) -> int:

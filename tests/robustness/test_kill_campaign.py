@@ -117,6 +117,7 @@ def check(
     recovered = [t for t in lines if t.get("recovered")]
     if recovered:  # printed first, and said so on stderr
         assert lines[0] is recovered[0] and recovered[0]["user"] == texts[answered], where
+        assert recovered[0]["id"] == keys[answered], where  # the store holds its key
         assert "recovered turn" in err, where
     fresh = [t["id"] for t in lines if not t.get("recovered") and not t.get("duplicate")]
     replayed = [t["id"] for t in lines if t.get("duplicate")]

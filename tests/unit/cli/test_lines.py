@@ -236,3 +236,28 @@ def test_a_jsonl_line_holds_no_control_character_raw_and_reads_back_the_same(
     assert not any(c in out for c in "\x1b\r\x07\x9b\u202e\ud800")
     turn, history = (json.loads(line) for line in out.splitlines())
     assert turn["reply"] == history["transcript"][1]["content"] == HOSTILE_REPLY
+
+
+class Crash(BaseException):
+    """What a kill leaves behind: a turn begun and never finished."""
+
+
+def test_a_recovered_turn_is_printed_with_the_id_its_line_was_sent_with(tmp_path: Path) -> None:
+    graph = load_graph(CHECKIN)
+    crashing = Session.start(graph, model=ScriptedModel({"*": Crash()}), store=tmp_path)
+    with pytest.raises(Crash):
+        crashing.send("Hi", key="m-17")
+    session = Session.resume(crashing.id, store=tmp_path, model=ScriptedModel(STAY), graph=graph)
+    assert session.recovered is not None
+    here = Opened(
+        graph=graph,
+        session=session,
+        model_name="scripted",
+        memory=cast(Any, QuietMemory()),
+        store=tmp_path,
+        user="local",
+    )
+    code, out, err = run(here, "", jsonl=True)
+    assert code == 0 and "recovered turn 1" in err
+    (recovered,) = (json.loads(line) for line in out.splitlines())
+    assert recovered["recovered"] is True and recovered["id"] == "m-17"
