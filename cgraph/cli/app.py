@@ -19,7 +19,16 @@ from cgraph.cli import exit_now, not_a_graph_file
 from cgraph.cli.memory import memory_app
 from cgraph.cli.render import render as render_command
 from cgraph.cli.test import test as test_command
-from cgraph.cli.usage import PLAIN, Command, MaxFileSize, choices, use_file_size
+from cgraph.cli.usage import (
+    PLAIN,
+    AllowModule,
+    AllowPath,
+    Command,
+    MaxFileSize,
+    choices,
+    use_file_size,
+    use_trust,
+)
 from cgraph.lint.report import REPORTERS
 
 app = typer.Typer(
@@ -74,12 +83,15 @@ def lint(
         ),
     ] = False,
     max_file_size: MaxFileSize = None,
+    allow_module: AllowModule = None,
+    allow_path: AllowPath = None,
 ) -> None:
     """Check graph files: exit 0 when clean, 1 when problems were found, 2 on a usage error."""
     from cgraph.lint.report import reporter
     from cgraph.lint.walk import lint_paths
 
     use_file_size(max_file_size)
+    use_trust(allow_module, allow_path)
     result = lint_paths(paths, only_graphs=only_graphs)
     reporter(output.value, sys.stdout, sys.stderr, strict=strict).report(result)
     if sys.argv[1:2] == ["lint"]:  # the command itself, not a test calling the app
@@ -168,12 +180,15 @@ def run(
         typer.Option(min=0, max=10, metavar="N", help="Retries of a transient failure."),
     ] = None,
     max_file_size: MaxFileSize = None,
+    allow_module: AllowModule = None,
+    allow_path: AllowPath = None,
 ) -> None:
     """Talk with a graph: an interactive session, or one message per line from stdin."""
     from cgraph.cli.opening import RunOptions
     from cgraph.cli.run import run_command
 
     use_file_size(max_file_size)
+    use_trust(allow_module, allow_path)
     options = RunOptions(
         graph=graph,
         store=store,

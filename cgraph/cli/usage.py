@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperArgument, TyperCommand
 
 from cgraph.spec.limits import FILE_SIZE_VARIABLE, parse_size
+from cgraph.spec.trust import allow
 
 PLAIN = None
 """`rich_markup_mode` of the apps: click's plain help."""
@@ -67,3 +69,32 @@ def use_file_size(size: int | None) -> None:
     (`cgraph.spec.limits.file_size_cap` reads it from the environment, as given there)."""
     if size is not None:
         os.environ[FILE_SIZE_VARIABLE] = str(size)
+
+
+AllowModule = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-module",
+        metavar="NAME",
+        show_default=False,
+        help="Let tool handlers come from this installed module and its submodules too "
+        "(repeatable; also CGRAPH_ALLOW_MODULES). A graph's own handlers are Python files "
+        "in its folder.",
+    ),
+]
+AllowPath = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--allow-path",
+        metavar="DIR",
+        show_default=False,
+        help="Let graph files be read from this folder too, besides the root graph's "
+        "(repeatable; also CGRAPH_ALLOW_PATHS).",
+    ),
+]
+
+
+def use_trust(modules: list[str] | None, paths: list[Path] | None) -> None:
+    """Add `--allow-module` and `--allow-path` to what this process and its tool workers
+    allow (`cgraph.spec.trust`, read from the environment)."""
+    allow(tuple(modules or ()), tuple(paths or ()))

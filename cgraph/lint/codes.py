@@ -59,6 +59,9 @@ CODES: dict[str, str] = {
     "duplicate-tool": "Two tools share a name.",
     "unused-tool": "A declared tool is never called.",
     "tool-handler": "A tool's handler module or function cannot be found.",
+    "handler-not-allowed": (
+        "A tool's handler is neither a Python file in the graph's folder nor an allowed module."
+    ),
     "tool-arguments": "A side-effect state's arguments do not fit the tool's parameters.",
     # argument types (cgraph.lint.arguments)
     "argument-type": "A side-effect argument renders to a type its tool parameter refuses.",
@@ -75,6 +78,7 @@ CODES: dict[str, str] = {
     # sub-graphs (cgraph.lint.walk)
     "graph-missing": "A graph state's file does not exist.",
     "graph-recursive": "Graph files include each other in a cycle.",
+    "graph-outside": "A graph state or a `file#state` target names a file outside the root folder.",
     # the command itself
     "topology-missing": "`cgraph topology --check` found no authored topology.",
     "internal-error": "A check failed unexpectedly; the other checks still ran.",

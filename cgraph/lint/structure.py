@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cgraph.diagnostics import DataPath, Diagnostic, Severity
@@ -52,6 +53,9 @@ class GraphContext:
     """`graph` states whose sub-graph has a user-facing state (so they are not silent)."""
     subgraph_names: frozenset[str] = frozenset()
     """Variables its sub-graphs declare: they join the session's when one is entered."""
+    root: Path | None = None
+    """The root graph's folder: no graph file outside it is read (`cgraph.spec.trust`);
+    None: this graph's own folder."""
     edges: dict[str, list[Located]] = field(init=False)
     """Every state's targets, computed once for all checks."""
 

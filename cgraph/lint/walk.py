@@ -31,6 +31,7 @@ from cgraph.spec.names import TESTS_KEY
 from cgraph.spec.read import Document, read_file
 from cgraph.spec.topology import derive
 from cgraph.spec.topology import mermaid as draw_mermaid
+from cgraph.spec.trust import GRAPH_FILE_HINT, graph_file_problem
 
 SUFFIXES = (".yaml", ".yml", ".json")
 Check = Callable[[GraphContext], Iterable[Diagnostic]]
@@ -95,6 +96,8 @@ class _Linter:
         self.checks = checks
         self.done: dict[Path, _Outcome] = {}
         self.active: list[tuple[Path, str]] = []
+        self.root = Path.cwd()
+        """The folder graph files must stay in: the folder linted, or the named file's."""
 
     def lint(self, path: Path, display: str) -> _Outcome:
         key = _real(path)
@@ -136,7 +139,7 @@ class _Linter:
                 if sub is None or sub.talks:
                     talking.add(name)
                 inherited.update(sub.names if sub else ())
-        ctx = GraphContext(doc, graph, frozenset(talking), frozenset(inherited))
+        ctx = GraphContext(doc, graph, frozenset(talking), frozenset(inherited), self.root)
         for check in self.checks:
             try:
                 diagnostics.extend(check(ctx))
@@ -158,6 +161,10 @@ class _Linter:
         where = ("states", state, "graph")
         sub_path = Path(os.path.normpath(path.parent / target))
         display = str(sub_path)
+        outside = graph_file_problem(sub_path, self.root)
+        if outside is not None:  # never opened: `/etc/shadow`, `../outside.yaml`
+            message = f"state `{state}` hands over to `{target}`, which {outside}"
+            return None, doc.diag(where, "graph-outside", message, GRAPH_FILE_HINT)
         if sub_path.is_dir() or not (sub_path.exists() or sub_path.is_symlink()):
             found = "is a folder" if sub_path.is_dir() else "does not exist"
             return None, doc.diag(
@@ -206,6 +213,7 @@ def _lint_all(
     linter = _Linter(result, checks)
     for given in paths:
         path = Path(given)
+        linter.root = path if path.is_dir() else path.parent
         if path.is_dir():
             found = list(_walk(path, result))
             if not found:
