@@ -261,3 +261,16 @@ def test_a_recovered_turn_is_printed_with_the_id_its_line_was_sent_with(tmp_path
     assert code == 0 and "recovered turn 1" in err
     (recovered,) = (json.loads(line) for line in out.splitlines())
     assert recovered["recovered"] is True and recovered["id"] == "m-17"
+
+
+def test_sessions_lists_only_the_current_users_sessions(tmp_path: Path) -> None:
+    graph = load_graph(CHECKIN)
+    for user in ("bob", "bob"):
+        Session.start(graph, model=ScriptedModel(STAY), user_id=user, store=tmp_path).send("Hi")
+    here = opened(tmp_path)  # ann's
+    code, out, _ = run(here, "Hi\n/sessions\n", jsonl=True)
+    assert code == 0
+    listed = json.loads(out.splitlines()[1])["sessions"]
+    assert [(s["user"], s["session"], s["current"]) for s in listed] == [
+        ("ann", here.session.id, True)
+    ]
