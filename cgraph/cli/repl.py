@@ -93,7 +93,7 @@ class Repl:
                 break
             failure = self.opened.stop_reason()
             if failure:
-                self.console.print(f"[bold red]replay failed:[/] {escape(failure)}")
+                self.console.print(f"[bold red]error:[/] {escape(failure)}")
                 return 1
         session = self.opened.session.id
         self.dim(f"session {session} saved in {self.opened.store}; resume with --session {session}")

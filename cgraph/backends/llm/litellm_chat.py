@@ -9,7 +9,8 @@ validated by the engine, never trusted.
 Timeouts (except against a server on this machine, which is still busy with the abandoned
 answer), rate limits, 5xx answers and connection errors are retried with exponential
 backoff and jitter, up to `retries` times and never past the turn's deadline (`timeout`
-seconds from `begin_turn`). Anything else is permanent and raised at once as `LLMError`.
+seconds from `begin_turn`). Anything else is permanent and raised at once as `LLMError`;
+so is a connection refused before any answer, naming the address nobody listens at.
 """
 
 from __future__ import annotations
@@ -292,7 +293,7 @@ class LiteLLMModel:
                     continue
                 delay = self._delay(attempt)
                 if not self._retry(failure, attempt, deadline - self._clock() - delay):
-                    raise _error(self.name, failure, attempt) from err
+                    raise _error(self.name, failure, attempt, self.api_base) from err
             self._sleep(delay)
             attempt += 1
 
@@ -335,7 +336,14 @@ def _supports(check: Callable[..., bool], model: str, provider: str) -> bool:
         return False
 
 
-def _error(name: str, failure: Failure, attempt: int) -> LLMError:
+def _error(name: str, failure: Failure, attempt: int, api_base: str | None = None) -> LLMError:
+    if failure.meaning == "unreachable":  # not retried: nobody listens there
+        where = failure.url or api_base or "its default address"
+        return LLMError(
+            f"model `{name}`: cannot reach its server at {where} (connection refused); "
+            "start the server, or check --api-base",
+            permanent=True,
+        )
     tries = f" after {attempt + 1} attempts" if attempt else ""
     permanent = failure.meaning not in ("transient", "timeout")
     return LLMError(f"model `{name}` failed{tries}: {failure.cause}", permanent=permanent)

@@ -266,3 +266,25 @@ def test_offered_tools_go_beside_the_answer_and_their_calls_come_back_as_tool_ca
     assert json.loads(answer) == {
         "tool_calls": [{"id": "c1", "name": "count", "arguments": '{"n": 1}'}]
     }
+
+
+def refused() -> Exception:
+    """What litellm raises when nobody listens: a 500 'Connection error.' over the refusal."""
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except ConnectionRefusedError as inner:
+            raise Status(500, "InternalServerError: OpenAIException - Connection error.") from inner
+    except Status as err:
+        return err
+
+
+def test_a_refused_connection_is_reported_at_once_naming_the_address() -> None:
+    chat = model(failing(refused(), refused()), retries=3)
+    with pytest.raises(LLMError) as failed:
+        chat.complete(REQUEST)
+    assert failed.value.permanent and chat.calls == 1
+    assert failed.value.message == (
+        "model `openai/x`: cannot reach its server at http://h/v1 (connection refused); "
+        "start the server, or check --api-base"
+    )
