@@ -222,3 +222,17 @@ def test_jsonl_marks_a_fallback_and_carries_the_warnings(tmp_path: Path) -> None
     assert "refused `json_schema`" in lines[0]["warnings"][0]
     assert "the server is overloaded" in lines[1]["warnings"][0]
     assert done.stderr.count("refused `json_schema`") == 1
+
+
+def test_recording_keeps_the_switch_to_another_mode_said_and_logged(tmp_path: Path) -> None:
+    from cgraph.backends.llm.replay import RecordingModel
+
+    with serve(LLAMA_CPP_PYTHON, answers=[HELLO]) as server:
+        chat = resolve_model(MODEL, ModelConfig(), api_base=server.base)
+        recorded = RecordingModel(chat, tmp_path / "run.jsonl")
+        talk = Session.start(graph(tmp_path, text(tmp_path)), model=recorded)
+        turn = talk.send("hi")
+    assert turn.reply == "Hello!" and modes(server.bodies) == ["json_schema", "tool"]
+    assert any("refused `json_schema`" in w for w in turn.warnings)
+    notices = [e.data["notice"] for e in talk.events() if e.kind == "llm_notice"]
+    assert len(notices) == 1 and "using `tool` for the rest of the session" in notices[0]

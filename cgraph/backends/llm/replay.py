@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 
 from cgraph.backends.llm.registry import SEMANTIC
 from cgraph.errors import ConfigError, LLMError
-from cgraph.runtime.ports import ChatModel, LLMRequest
+from cgraph.runtime.ports import ChatModel, LLMRequest, begin_turn, notices
 
 COMPARED = ("kind", "state", "schema_name", "schema", "messages", "tools")
 _DIFF_LINES = 40
@@ -61,6 +61,14 @@ class RecordingModel:
     @property
     def offline(self) -> bool:
         return bool(getattr(self.inner, "offline", False))
+
+    # What the wrapped model says and keeps per turn passes through: recording must not
+    # hide a structured-output mode the server refused, nor start no turn's deadline.
+    def begin_turn(self) -> None:
+        begin_turn(self.inner)
+
+    def notices(self) -> list[str]:
+        return list(notices(self.inner))
 
     def complete(self, request: LLMRequest) -> str:
         entry = {**exchange_of(request), "model": self.inner.name}

@@ -108,3 +108,29 @@ def test_unreadable_recordings_are_config_errors(tmp_path: Path) -> None:
         ReplayModel(str(bad))
     with pytest.raises(ConfigError, match="replay:FILE"):
         ReplayModel("")
+
+
+def test_recording_passes_the_models_notices_and_turns_through(tmp_path: Path) -> None:
+    from cgraph.runtime.ports import begin_turn, notices
+
+    class Negotiating(Echo):
+        def __init__(self) -> None:
+            super().__init__()
+            self.turns = 0
+            self.said = ["the server refused `json_schema` structured output; using `tool`"]
+
+        def begin_turn(self) -> None:
+            self.turns += 1
+
+        def notices(self) -> list[str]:
+            found, self.said = self.said, []
+            return found
+
+    inner = Negotiating()
+    recorder = RecordingModel(inner, tmp_path / "run.jsonl")
+    begin_turn(recorder)
+    assert inner.turns == 1  # the turn's deadline starts in the wrapped model
+    assert notices(recorder) == (
+        "the server refused `json_schema` structured output; using `tool`",
+    )
+    assert notices(recorder) == ()  # said once
