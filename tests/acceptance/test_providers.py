@@ -236,3 +236,19 @@ def test_recording_keeps_the_switch_to_another_mode_said_and_logged(tmp_path: Pa
     assert any("refused `json_schema`" in w for w in turn.warnings)
     notices = [e.data["notice"] for e in talk.events() if e.kind == "llm_notice"]
     assert len(notices) == 1 and "using `tool` for the rest of the session" in notices[0]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_an_answer_cut_at_max_tokens_says_so_and_names_the_cap(
+    tmp_path: Path, stream: bool
+) -> None:
+    long = {"exit": "stay", "reason": "long", "reply": "A rather long reply. " * 20}
+    with serve(OPENAI, answers=[long, long]) as server:
+        chat = resolve_model(MODEL, ModelConfig(), api_base=server.base, max_tokens=20)
+        talk = Session.start(graph(tmp_path, text(tmp_path)), model=chat)
+        turn = talk.send("hi") if not stream else [*talk.stream("hi")][-1]
+    assert turn.fallback  # type: ignore[union-attr]
+    (warning,) = turn.warnings  # type: ignore[union-attr]
+    assert "stopped at its cap of 20 tokens before its answer was complete" in warning
+    assert "--max-tokens" in warning and "not valid JSON" not in warning
+    assert len(server.bodies) == 1  # the same cap would cut the same answer again

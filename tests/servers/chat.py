@@ -15,6 +15,9 @@ llama-cpp-python 0.3.36 and to `LLAMA_CPP_PYTHON`, and compares):
 - `OPENAI`: accepts `json_schema` (and everything else).
 - `ONE_SYSTEM`: a chat template that raises on any system message but the first (500).
 
+Every server stops a generation at the request's `max_tokens` (`chars_per_token`
+characters a token), cutting the answer with `finish_reason: length`.
+
 A server answers from `answers` (dicts, checked against the schema it received: like a
 grammar-constrained server, it cannot send an answer outside the schema; or `Calls`, a
 round of calls of the offered tools), else from `by_schema` (an answer for every request
@@ -131,6 +134,9 @@ class ChatServer:
     """Seconds between the words of a streamed answer that never ends (0: it ends)."""
     base: str = ""
     released: threading.Event = field(default_factory=threading.Event)
+    chars_per_token: int = 4
+    """A generation stops at the body's `max_tokens`, counted as this many characters a
+    token: the answer is cut there, with `finish_reason: length`, as a real server does."""
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """The completion for `body`, or `Refused` as the real server would refuse it."""
@@ -138,6 +144,11 @@ class ChatServer:
 
     def message(self, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """The assistant message for `body` and its finish reason."""
+        message, finish = self._generated(body)
+        cap = body.get("max_tokens")
+        return _capped(message, finish, cap * self.chars_per_token) if cap else (message, finish)
+
+    def _generated(self, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
         problem = conversation_problem(body)
         if problem:
             raise Refused(400, error(problem, "invalid_request_error"))
@@ -219,6 +230,28 @@ class ChatServer:
             answer = self.by_schema.get(name) or _first_values(schema)
         jsonschema.validate(answer, schema)  # a grammar cannot produce anything else
         return answer
+
+
+def _capped(message: dict[str, Any], finish: str, chars: int) -> tuple[dict[str, Any], str]:
+    """The message as generated up to `chars` characters (its content, or each call's
+    arguments): a generation that reaches the cap ends there, with `length`."""
+    content = message.get("content")
+    if isinstance(content, str) and len(content) > chars:
+        return {**message, "content": content[:chars]}, "length"
+    calls = message.get("tool_calls") or []
+    if any(len(call["function"]["arguments"]) > chars for call in calls):
+        cut = [
+            {
+                **call,
+                "function": {
+                    **call["function"],
+                    "arguments": call["function"]["arguments"][:chars],
+                },
+            }
+            for call in calls
+        ]
+        return {**message, "tool_calls": cut}, "length"
+    return message, finish
 
 
 def called(made: Sequence[tuple[str, Any]]) -> tuple[dict[str, Any], str]:

@@ -222,7 +222,19 @@ class LiteLLMModel:
         return args
 
     def complete(self, request: LLMRequest) -> str:
-        return _content(self._send(request), request)
+        return self._finished(self._send(request), request)
+
+    def _finished(self, response: Any, request: LLMRequest) -> str:
+        """The answer's text; `LLMError` saying so when the server stopped it at the token
+        cap before it was whole (a JSON answer that still parses is kept)."""
+        text = _content(response, request)
+        if _finish_reason(response) == "length" and not _parses(text):
+            raise LLMError(
+                f"model `{self.name}` stopped at its cap of {self.max_tokens} tokens before its "
+                "answer was complete (finish_reason: length); raise it with --max-tokens N or "
+                "the graph's `model.max_tokens`"
+            )
+        return text
 
     def stream(self, request: LLMRequest) -> Iterator[str | Whole]:
         """The answer's text as the provider sends it (`stream=True`), piece by piece: the
@@ -260,7 +272,7 @@ class LiteLLMModel:
             reading.close()  # stops the reader, which closes the response
         if built is None:
             raise LLMError(f"model `{self.name}` sent an empty stream")
-        yield Whole(_content(built, request))
+        yield Whole(self._finished(built, request))
 
     def _turn_deadline(self) -> float:
         return self._deadline or self._clock() + self.timeout
@@ -365,6 +377,21 @@ def _piece(chunk: Any, request: LLMRequest, names: dict[int, str]) -> str:
         if names.get(index) == request.schema_name or not request.tools:
             text += str(getattr(call.function, "arguments", None) or "")
     return text + str(getattr(delta, "content", None) or "")
+
+
+def _finish_reason(response: Any) -> str | None:
+    try:
+        return str(response.choices[0].finish_reason)
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return None
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text, strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _content(response: Any, request: LLMRequest) -> str:
