@@ -142,6 +142,8 @@ def _said(event: Event, said: frozenset[str]) -> bool:
 def _failed(event: Event) -> bool:
     if event.kind == "tool_call":  # a model's failed call is answered by the model itself
         return event.data.get("status") == "skipped"
+    if event.kind == "llm_error" and event.data.get("kind") == "extract":
+        return False  # said once, by the extraction's own `memory_error`
     return event.kind in _FAILURES
 
 
@@ -171,6 +173,8 @@ def _warning(event: Event) -> str:
         return f"could not read a valid value from the message in {where} ({error}); asking again"
     if event.kind == "llm_error":
         return f"the model failed in {event.data.get('state', '?')}: {error}"
+    if event.data.get("operation") == "extract":
+        return f"memory extraction after this turn failed (the reply stands): {error}"
     return f"memory {event.data.get('operation', 'call')} failed: {error}"
 
 

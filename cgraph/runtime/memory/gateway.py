@@ -78,8 +78,10 @@ class MemoryGateway:
     def store_extracted(self, asked: Asked, here: str, turn: int) -> tuple[Emit, ...]:
         """Store what an `extract` question found; the events say what happened."""
         calls = asked.decision.attempts
-        if asked.answer is None:
-            error = {"operation": "extract", "error": "no usable answer", "calls": calls}
+        if asked.answer is None:  # the last attempt's error says why, once
+            said = [f.data["error"] for f in asked.failures if f.kind == "llm_error"]
+            why = said[-1] if said else "no usable answer"
+            error = {"operation": "extract", "error": why, "calls": calls}
             return (*asked.failures, Emit("memory_error", error))
         items = [
             NewMemory(text, tier, self.session_id, here, turn)

@@ -10,7 +10,7 @@ import pytest
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.backends.store.sqlite import SQLiteStore
-from cgraph.errors import InputError, SessionCompleted, SessionError
+from cgraph.errors import InputError, LLMError, SessionCompleted, SessionError
 from cgraph.runtime.ports import NewMemory
 from cgraph.session import Session
 from tests.conftest import GRAPHS
@@ -346,3 +346,24 @@ def test_a_message_that_cannot_be_stored_is_refused_before_the_turn_begins(
     assert refused.value.message.startswith("the message ")
     assert session.events() == before and session.turn_number == 0
     assert session.send("x" * 8_000).reply == "Hi."  # at the cap is fine
+
+
+@pytest.mark.parametrize(
+    ("extract", "cause"),
+    [
+        ([LLMError("the server is down"), LLMError("the server is down")], "the server is down"),
+        (["not json", "still not json"], "the answer is not valid JSON"),
+    ],
+)
+def test_a_failed_memory_extraction_is_one_warning_worded_as_such(
+    tmp_path: Path, extract: list[Any], cause: str
+) -> None:
+    model = ScriptedModel({"a": stay("hi"), "extract": extract})
+    spec = graph(tmp_path, MEMORY_GRAPH.format(mode="every_turn"))
+    turn = Session.start(spec, model=model, memory=FakeMemory(), store=tmp_path).send(
+        "I have a cat"
+    )
+    assert turn.reply == "hi" and not turn.fallback  # the turn itself was answered
+    (warning,) = turn.warnings
+    assert warning.startswith("memory extraction after this turn failed (the reply stands): ")
+    assert cause in warning and "the model failed in" not in warning
