@@ -24,6 +24,7 @@ from tests.servers.chat import (
     FORCED_TOOLS,
     JSON_OBJECT_SCHEMA,
     LLAMA_CPP_PYTHON,
+    LLAMA_CPP_SERVER,
     ONE_SYSTEM,
     OPENAI,
     serve,
@@ -252,3 +253,42 @@ def test_an_answer_cut_at_max_tokens_says_so_and_names_the_cap(
     assert "stopped at its cap of 20 tokens before its answer was complete" in warning
     assert "--max-tokens" in warning and "not valid JSON" not in warning
     assert len(server.bodies) == 1  # the same cap would cut the same answer again
+
+
+def test_auto_keeps_json_schema_on_llama_cpps_own_server(tmp_path: Path) -> None:
+    with serve(LLAMA_CPP_SERVER, answers=[HELLO, TO_B, IN_B]) as server:
+        talk = session(tmp_path, server.base)
+        first, second = talk.send("hi"), talk.send("I am ready")
+    assert (first.reply, second.reply) == ("Hello!", "Now in b.")
+    assert modes(server.bodies) == ["json_schema"] * 3 and not first.warnings
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_forced_tool_that_the_server_ignores_is_said_once_with_what_to_use(
+    tmp_path: Path, stream: bool
+) -> None:
+    with serve(LLAMA_CPP_SERVER) as server:
+        talk = session(tmp_path, server.base, structured="tool")
+        ask = (lambda text: [*talk.stream(text)][-1]) if stream else talk.send
+        first, second = ask("hi"), ask("again")
+    assert first.fallback and second.fallback  # prose is no answer
+    said = [w for w in (*first.warnings, *second.warnings) if "forced tool call" in w]
+    assert said == [
+        "the server took a forced tool call (`--structured tool`) and answered in prose "
+        "instead, so its answers cannot be read; use `--structured json_schema` (or `auto`)"
+    ]
+    notices = [e for e in talk.events() if e.kind == "llm_notice"]
+    assert len(notices) == 1
+
+
+def test_auto_leaves_a_forced_tool_the_server_ignores_for_the_next_mode(tmp_path: Path) -> None:
+    from tests.servers.chat import Behaviour
+
+    ignoring = Behaviour(
+        "ignores forced tools, refuses json_schema", json_schema=False, ignores_forced_tools=True
+    )
+    with serve(ignoring, answers=[HELLO]) as server:
+        turn = session(tmp_path, server.base).send("hi")
+    assert turn.reply == "Hello!" and not turn.fallback
+    assert modes(server.bodies) == ["json_schema", "tool", "json_object"]
+    assert any("answered in prose" in w and "using `json_object`" in w for w in turn.warnings)

@@ -14,6 +14,9 @@ llama-cpp-python 0.3.36 and to `LLAMA_CPP_PYTHON`, and compares):
   `json_object` to keep to it.
 - `OPENAI`: accepts `json_schema` (and everything else).
 - `ONE_SYSTEM`: a chat template that raises on any system message but the first (500).
+- `LLAMA_CPP_SERVER`: llama.cpp's own `llama-server`: accepts `json_schema` (a grammar
+  keeps the answer to it) and `json_object`, and takes a forced `tool_choice` without an
+  error but answers in prose instead of calling the function.
 
 Every server stops a generation at the request's `max_tokens` (`chars_per_token`
 characters a token), cutting the answer with `finish_reason: length`.
@@ -74,6 +77,9 @@ class Behaviour:
     call_content: bool = False
     """Refuses (500) an assistant message calling tools without text content, null or
     missing (llama-cpp-python's request model and chat template need a string)."""
+    ignores_forced_tools: bool = False
+    """Takes a forced `tool_choice` (a named function, or `required`) without an error
+    and answers in prose all the same, as llama.cpp's own server does."""
 
 
 LLAMA_CPP_PYTHON = Behaviour(
@@ -90,8 +96,10 @@ FORCED_TOOLS = Behaviour(
 JSON_OBJECT_SCHEMA = Behaviour("json-object-schema", json_schema=False, tools=False)
 OPENAI = Behaviour("openai")
 ONE_SYSTEM = Behaviour("one-system", one_system=True, refusal_status=500)
+LLAMA_CPP_SERVER = Behaviour("llama.cpp server", ignores_forced_tools=True)
 
 TALK = {"content": "Hello! How can I help you today?"}
+PROSE = {"content": "Sure! I can help with that. What would you like to do next?"}
 FUNCTION_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
@@ -188,6 +196,8 @@ class ChatServer:
         functions = {t["function"]["name"]: t["function"] for t in body["tools"]}
         choice = body.get("tool_choice")
         named = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+        if b.ignores_forced_tools and (named or choice == "required"):
+            return PROSE, "stop"  # the choice is accepted, and not kept to
         if named:
             if named not in functions:
                 raise Refused(400, error(f"tool_choice names `{named}`, which is not offered"))

@@ -128,6 +128,7 @@ class LiteLLMModel:
         self._deadline: float | None = None
         self._warm = False
         self._notices: list[str] = []
+        self._said_prose = False
         self.calls = 0
         """Requests sent to the provider, retries included."""
 
@@ -222,7 +223,33 @@ class LiteLLMModel:
         return args
 
     def complete(self, request: LLMRequest) -> str:
-        return self._finished(self._send(request), request)
+        response = self._send(request)  # in the mode it ends in: a refused one is left
+        if self._forced_call_ignored(self.mode(), response, request):  # auto moved on
+            response = self._send(request)
+        return self._finished(response, request)
+
+    def _forced_call_ignored(self, mode: Mode, response: Any, request: LLMRequest) -> bool:
+        """A server that takes a forced tool call and answers in prose (llama.cpp's own
+        server does): in `auto`, move to the next mode and say so (True: ask again);
+        with the mode chosen explicitly, say once what to use instead."""
+        if mode != "tool" or not _prose(response):
+            return False
+        order = self._order()
+        if self.structured == "auto" and len(order) > 1 and order[0] == "tool":
+            self._modes = order[1:]
+            self._notices.append(
+                "the server took a forced tool call (`tool` structured output) and answered "
+                f"in prose instead; using `{order[1]}` for the rest of the session"
+            )
+            return True
+        if not self._said_prose:
+            self._said_prose = True
+            self._notices.append(
+                "the server took a forced tool call (`--structured tool`) and answered in "
+                "prose instead, so its answers cannot be read; use `--structured "
+                "json_schema` (or `auto`)"
+            )
+        return False
 
     def _finished(self, response: Any, request: LLMRequest) -> str:
         """The answer's text; `LLMError` saying so when the server stopped it at the token
@@ -245,6 +272,7 @@ class LiteLLMModel:
         still running at the turn's deadline or longer than `MAX_STREAMED_CHARS`."""
         deadline = self._turn_deadline()
         response = self._send(request, stream=True, deadline=deadline)
+        mode = self.mode()
         chunks: list[Any] = []
         names: dict[int, str] = {}
         size = 0
@@ -272,6 +300,9 @@ class LiteLLMModel:
             reading.close()  # stops the reader, which closes the response
         if built is None:
             raise LLMError(f"model `{self.name}` sent an empty stream")
+        if self._forced_call_ignored(mode, built, request):  # auto moved on: ask again
+            yield from self.stream(request)
+            return
         yield Whole(self._finished(built, request))
 
     def _turn_deadline(self) -> float:
@@ -377,6 +408,16 @@ def _piece(chunk: Any, request: LLMRequest, names: dict[int, str]) -> str:
         if names.get(index) == request.schema_name or not request.tools:
             text += str(getattr(call.function, "arguments", None) or "")
     return text + str(getattr(delta, "content", None) or "")
+
+
+def _prose(response: Any) -> bool:
+    """An answer that calls no function and is not JSON: words where a call was forced."""
+    try:
+        message = response.choices[0].message
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return False
+    content = str(getattr(message, "content", None) or "").strip()
+    return not getattr(message, "tool_calls", None) and bool(content) and not _parses(content)
 
 
 def _finish_reason(response: Any) -> str | None:
