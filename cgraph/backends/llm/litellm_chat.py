@@ -286,7 +286,7 @@ class LiteLLMModel:
                         f"model `{self.name}` streamed more than {MAX_STREAMED_CHARS:,} "
                         "characters; stopped reading its answer"
                     )
-                piece = _piece(chunk, request, names)
+                piece = _piece(chunk, request, names, content=mode != "tool")
                 if piece:
                     yield piece
             built = load_litellm().stream_chunk_builder(chunks)
@@ -392,9 +392,11 @@ def _error(name: str, failure: Failure, attempt: int, api_base: str | None = Non
     return LLMError(f"model `{name}` failed{tries}: {failure.cause}", permanent=permanent)
 
 
-def _piece(chunk: Any, request: LLMRequest, names: dict[int, str]) -> str:
-    """A streamed chunk's answer text: content, or the answer call's argument text. A
-    call's name comes only in its first delta: `names` keeps it by the call's index."""
+def _piece(chunk: Any, request: LLMRequest, names: dict[int, str], *, content: bool) -> str:
+    """A streamed chunk's answer text: content (unless a call was forced: then content is
+    no answer, and showing it would garble the answer asked for next), or the answer
+    call's argument text. A call's name comes only in its first delta: `names` keeps it
+    by the call's index."""
     try:
         delta = chunk.choices[0].delta
     except (AttributeError, IndexError, KeyError, TypeError):
@@ -407,7 +409,7 @@ def _piece(chunk: Any, request: LLMRequest, names: dict[int, str]) -> str:
             names[index] = name
         if names.get(index) == request.schema_name or not request.tools:
             text += str(getattr(call.function, "arguments", None) or "")
-    return text + str(getattr(delta, "content", None) or "")
+    return text + (str(getattr(delta, "content", None) or "") if content else "")
 
 
 def _prose(response: Any) -> bool:
