@@ -14,6 +14,7 @@ import io
 import os
 import sys
 from functools import partial
+from typing import TextIO
 
 from cgraph.cli.opening import (
     SEMANTIC,
@@ -55,4 +56,15 @@ def run_command(options: RunOptions, *, jsonl: bool) -> int:
         return Repl(opened).loop()
     from cgraph.cli.lines import run_lines
 
-    return run_lines(opened, sys.stdin, sys.stdout, sys.stderr, jsonl=jsonl)
+    return run_lines(opened, sys.stdin, own_stdout(), sys.stderr, jsonl=jsonl)
+
+
+def own_stdout() -> TextIO:
+    """The run's own copy of stdout, for its replies; file descriptor 1 and `sys.stdout`
+    then lead to stderr, so what anything else in this process prints (an `isolation:
+    thread` tool handler, a library) never lands between the replies' lines."""
+    sys.stdout.flush()
+    out = os.fdopen(os.dup(1), "w", encoding=sys.stdout.encoding, errors=sys.stdout.errors)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return out
