@@ -26,7 +26,8 @@ grammar-constrained server, it cannot send an answer outside the schema; or `Cal
 round of calls of the offered tools), else from `by_schema` (an answer for every request
 whose schema has that name), else with the first value of every enum. `delay` waits
 before answering, `trickle` sends the body a few bytes at a time (a server streaming its
-generation), `stall` never answers.
+generation), `stall` never answers; `faults` fail chosen requests (an error status, a stream that
+breaks off, a stall).
 
 A body with `stream: true` is answered as OpenAI and llama.cpp's server answer it:
 server-sent `chat.completion.chunk` events, `piece` characters of the content (or of a
@@ -142,6 +143,11 @@ class ChatServer:
     """Seconds between the words of a streamed answer that never ends (0: it ends)."""
     base: str = ""
     released: threading.Event = field(default_factory=threading.Event)
+    faults: dict[int, str] = field(default_factory=dict)
+    """Request number (0-based) → how the server fails it: `500` (an error status),
+    `break` (the stream stops after `break_after` pieces and the connection closes, with
+    no end), `stall` (no answer until the client hangs up)."""
+    break_after: int = 0
     chars_per_token: int = 4
     """A generation stops at the body's `max_tokens`, counted as this many characters a
     token: the answer is cut there, with `finish_reason: length`, as a real server does."""
@@ -480,8 +486,12 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("content-length", 0))
             body = json.loads(self.rfile.read(length))
             server.bodies.append(body)
-            if server.stall:
+            fault = server.faults.get(len(server.bodies) - 1)
+            if server.stall or fault == "stall":
                 server.released.wait(60)
+                return
+            if fault == "500":
+                self._send(500, json.dumps(error("the server failed")).encode())
                 return
             time.sleep(server.delay)
             busy = server.overloaded_from is not None
@@ -499,11 +509,13 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             if body.get("stream") and server.drip:
                 self._drip()
             elif body.get("stream"):
-                self._stream(message, finish, body)
+                self._stream(message, finish, body, broken=fault == "break")
             else:
                 self._send(200, json.dumps(completion(message, finish)).encode())
 
-        def _stream(self, message: dict[str, Any], finish: str, body: dict[str, Any]) -> None:
+        def _stream(
+            self, message: dict[str, Any], finish: str, body: dict[str, Any], broken: bool
+        ) -> None:
             self._open_stream()
             written = 0
             try:
@@ -511,6 +523,9 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 for delta, generated in deltas(message, server.piece, layout):
                     if generated and written == server.hold_after:
                         server.go.wait(60)
+                    if broken and written == server.break_after:
+                        self.close_connection = True  # no last chunk: the body never ends
+                        return
                     written += generated
                     self._event(json.dumps(chunk(delta)))
                     time.sleep(server.pause if generated else 0)
