@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import random
 import select
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -152,7 +154,25 @@ def test_kill_9_at_random_points_then_resume(tmp_path: Path, batch: int) -> None
 # those are counted, not failed (the protocol's runs must have none).
 
 
-def plain_history(process: subprocess.Popen[str]) -> tuple[list[dict[str, Any]], list[str]]:
+def line_queue(process: subprocess.Popen[str]) -> queue.Queue[str]:
+    """The process's stdout, line by line, read by a thread ("" at its end): two lines that
+    arrive at once would leave the second in the reader's buffer, where `select` on the
+    pipe does not see it."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for text in process.stdout:
+            lines.put(text)
+        lines.put("")
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def plain_history(
+    process: subprocess.Popen[str], lines: queue.Queue[str]
+) -> tuple[list[dict[str, Any]], list[str]]:
     """What the resumed session prints before answering `/history`, and the user lines
     its transcript holds."""
     assert process.stdin is not None
@@ -160,7 +180,9 @@ def plain_history(process: subprocess.Popen[str]) -> tuple[list[dict[str, Any]],
     process.stdin.flush()
     before: list[dict[str, Any]] = []
     while True:
-        shown = read_reply(process)
+        text = lines.get(timeout=WAIT)
+        assert text, f"the process ended early: {process.wait()}"
+        shown = json.loads(text)
         if shown.get("command") == "history":
             said = [m["content"] for m in shown["transcript"] if m["role"] == "user"]
             return before, said
@@ -194,13 +216,17 @@ def one_plain_run(store: Path, run: int) -> tuple[str, bool, int]:
         stream.close()
 
     second = spawn(store, session)
+    lines = line_queue(second)
     last = answered - 1  # blind: every line without a reply is sent again
     if not blind:
-        recovered, held = plain_history(second)
+        recovered, held = plain_history(second, lines)
         assert all(t.get("recovered") for t in recovered), where
         last = max((n for n, text in enumerate(texts) if text in held), default=-1)
-    again = "".join(text + "\n" for text in texts[last + 1 :])
-    _, err = second.communicate(again, timeout=WAIT * 2)
+    assert second.stdin is not None and second.stderr is not None
+    second.stdin.write("".join(text + "\n" for text in texts[last + 1 :]))
+    second.stdin.close()
+    err = second.stderr.read()  # stdout is drained by its reader meanwhile
+    second.wait(timeout=WAIT * 2)
     assert second.returncode == 0 and "Traceback" not in err, f"{where}\n{err}"
     duplicated = check_plain(store, session, texts, answered, where)
     assert blind or duplicated == 0, where
