@@ -137,3 +137,16 @@ def test_the_library_refuses_it_too_without_lint(tmp_path: Path) -> None:
     session = Session.start(graph, model=ScriptedModel({}))
     with pytest.raises(GraphError, match="leaves the root graph's folder"):
         session.send("hi")
+
+
+def test_cgraph_test_fails_on_it_and_its_cases_run_no_code_from_elsewhere(tmp_path: Path) -> None:
+    talk = SUB.split("states:\n")[1]  # the sub-graph's one talking state, `s`
+    shell = SHELL.replace("next_state: END", "next_state: s") + talk
+    (tmp_path / "shell.yaml").write_text(shell, encoding="utf-8")
+    (tmp_path / "shell.test.yaml").write_text(
+        "cgraph-test: 1\ngraph: shell.yaml\ncases:\n  - {name: runs, turns: [{user: hi}]}\n",
+        encoding="utf-8",
+    )
+    code, out = cgraph(tmp_path, "test", "shell.test.yaml")
+    assert code == 1 and "handler-not-allowed" in out
+    assert not (tmp_path / "ran.marker").exists()  # the loader refused it in the case too
