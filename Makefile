@@ -47,11 +47,14 @@ test-tools:
 	  { echo "make: could not install$$missing; install them (apt-get install$$missing)" >&2; \
 	    exit 1; }; fi
 
-# The robustness probes at full size: 200 kill -9 runs (20 in `make test`), 300 fuzzed
-# files per lint fuzz test (a few in `make test`) and every template attack in every field
-# through `cgraph run` (4 sampled in `make test`).
+# The robustness probes at full size: 200 kill -9 runs of each kind, keyed and plain lines
+# (20 in `make test`), 300 fuzzed files per lint fuzz test (a few in `make test`), every
+# template attack in every field through `cgraph run` (a few sampled in `make test`),
+# 2,000 hostile input lines and model replies (40), 120 streamed tool turns with provider
+# faults (6) and 40 series of misbehaving `isolation: thread` tools (4).
 stress: $(STAMP)
 	CGRAPH_KILL_RUNS=200 CGRAPH_LINT_FUZZ=300 CGRAPH_TEMPLATE_ATTACKS=all \
+	  CGRAPH_HOSTILE_LINES=2000 CGRAPH_STREAM_FAULTS=120 CGRAPH_THREAD_TOOLS=40 \
 	  $(BIN)/pytest -n 2 -q tests/robustness
 
 # The real llama-cpp-python server with the packaged SmolLM2-135M model. Its venv is built

@@ -119,7 +119,7 @@ def main() -> None:
     per_set: dict[str, list[Outcome]] = {}
     times: list[float] = []
     if args.model:
-        from cgraph.backends.llm.registry import resolve_model
+        from cgraph.models import resolve_model
 
         model = resolve_model(args.model, api_base=args.api_base)
         run = lambda cases: model_outcomes(model, cases)  # noqa: E731

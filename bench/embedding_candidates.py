@@ -159,13 +159,11 @@ def _centered(inner: LocalEmbedder) -> Encoder:
 
 def _dev_texts() -> list[str]:
     """The development set's messages and its exits' texts: what the centre is fitted on."""
-    from bench.semantic_cases import DEV, load_cases, request_for
-    from cgraph.backends.llm.semantic import SemanticModel
+    from bench.semantic_cases import DEV, load_cases, question_for
 
     texts: dict[str, None] = {}
-    probe = SemanticModel()  # builds requests; its embedder is never loaded
     for case in load_cases(DEV):
         texts[case.message] = None
-        for option in request_for(case, probe).options:
+        for option in question_for(case).options:
             texts.update(dict.fromkeys((option.description, *option.examples)))
     return list(texts)

@@ -65,6 +65,11 @@ class SlotValueError(CgraphError):
         self.slot = slot
 
 
+class InputError(CgraphError):
+    """A user's message that cannot be stored (not text, a lone surrogate, a NUL, over
+    `cgraph.spec.limits.MAX_MESSAGE_CHARS`); refused before anything of it is kept."""
+
+
 class SessionError(CgraphError):
     """A session was used in a way its state does not allow."""
 

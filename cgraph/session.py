@@ -42,6 +42,7 @@ from cgraph.runtime.ask.streaming import (
 )
 from cgraph.runtime.log import reading as log
 from cgraph.runtime.log.snapshots import read_snapshot
+from cgraph.runtime.memory.extraction import Background
 from cgraph.runtime.ports import (
     ChatModel,
     ExitChooser,
@@ -55,6 +56,7 @@ from cgraph.runtime.state.snapshot import LogPosition, SessionState
 from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.runtime.turn.dependencies import Dependencies
 from cgraph.runtime.turn.engine import Engine, Sink
+from cgraph.spec.limits import check_message, text_problem
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START, split
 
@@ -92,10 +94,15 @@ class Session:
         self.model, self.memory, self.store = deps.model, deps.memory, deps.store
         self.deps = deps
         self.recovered: Turn | None = None
+        self.dropped: str | None = None
+        """Why a turn the previous process left unfinished was cancelled on resume instead
+        (its message cannot be stored, or finishing it failed in cgraph itself): a turn
+        that can never be finished is dropped once, never retried on every resume."""
         """The turn an interrupted process left unfinished, completed by `resume`."""
         self.opening: Turn | None = None
         """The first turn of a graph that `speaks_first`, taken by `start` (user None)."""
         self._maybe_stored = False
+        self._background: list[Background] = []
         """The latest turn's memories are not logged, but the store may hold them: an
         earlier process finished the turn (and may have died storing them), or their
         extraction failed here after storing."""
@@ -220,7 +227,7 @@ class Session:
         session = cls(info=info, deps=deps, state=state, events=stored.events, position=position)
         session._maybe_stored = session._engine.extraction_pending()
         if finish and session.interrupted is not None:
-            session.recovered = session.finish_turn()
+            session.recovered, session.dropped = session._finish_or_drop()
         elif finish:
             session.extract_memories()
         return session
@@ -259,12 +266,18 @@ class Session:
         With `remember=False` the turn is returned as soon as its reply is committed, and
         its memories (per the graph's `memory.store`) are extracted later: by
         `extract_memories()`, else before the next turn, at `close()` or on resume. A
-        front end shows the reply first that way.
+        front end shows the reply first that way. A message that cannot be stored (see
+        `cgraph.spec.limits.check_message`) raises `InputError` before anything runs.
         """
         return self._send(message, key, remember, None)
 
     def _send(self, message: str, key: str | None, remember: bool, sink: Sink | None) -> Turn:
-        self.extract_memories()
+        check_message(message, key)
+        self._take_background(wait=False)  # what came in; the reply never waits for the rest
+        if self._background:
+            self.remember_later()
+        else:
+            self.extract_memories()
         if self.completed:
             raise SessionCompleted(
                 f"session `{self.id}` reached END at turn {self.turn_number}; "
@@ -318,9 +331,50 @@ class Session:
             self._engine.run()
         return self.extract_memories() or self._built_turn(self.turn_number)
 
+    def remember_later(self) -> None:
+        """Start extracting the latest turn's memories without waiting: a language model is
+        asked in a thread, and its answer is taken in (stored, and logged for its turn)
+        whenever the session next acts after it has come; the next reply never waits for
+        it. `extract_memories()` and `close()` wait for what is still being asked."""
+        self._take_background(wait=False)
+        request = self._engine.extraction_question()
+        if request is None or self.deps.chat is None:
+            self.extract_memories()  # nothing due, or the rememberer: at once
+            return
+        if any(b.turn == self.turn_number for b in self._background):
+            return
+        here = self.state
+        self._background.append(Background(self.turn_number, here, self.deps.chat, request))
+
+    def _take_background(self, wait: bool) -> None:
+        """Take in the answers `remember_later` asked for, in order (waiting with `wait`)."""
+        while self._background:
+            asked = self._background[0].answer(wait)
+            if asked is None:
+                return
+            done = self._background.pop(0)
+            self._engine.take_extraction(asked, done.here, done.turn)
+
+    def _finish_or_drop(self) -> tuple[Turn | None, str | None]:
+        """The interrupted turn finished, or cancelled with why: its message cannot be
+        stored, or finishing it raised what no retry would change (not a model or store
+        error, which a later resume may get past)."""
+        message = self.interrupted or ""
+        problem = text_problem(message)
+        if problem is None:
+            try:
+                return self.finish_turn(), None
+            except CgraphError:
+                raise
+            except Exception as err:  # cgraph's own failure: the same on every resume
+                problem = f"could not be finished ({type(err).__name__}: {err})"
+        self.cancel_turn()
+        return None, f"turn {self.turn_number + 1} was cancelled: its message {problem}"
+
     def extract_memories(self) -> Turn | None:
         """Extract the latest turn's memories if they are due and not extracted yet (see
         the graph's `memory.store`); returns that turn, now with its `memory_calls`."""
+        self._take_background(wait=True)
         if not self._engine.extraction_pending():
             return None
         try:

@@ -24,7 +24,14 @@ def not_a_graph_file(path: Path) -> str | None:
     """Why `path` cannot be the one graph a command takes, or None when it can be."""
     if path.is_file():
         return None
-    return "is a folder; name one graph file" if path.is_dir() else "no such file"
+    if path.is_dir():
+        return "is a folder; name one graph file"
+    from cgraph.spec.files import Refusal, read_head
+
+    refused = read_head(path, 0)  # a FIFO, a device, a link loop: named, never waited on
+    if isinstance(refused, Refusal) and refused.code != "unreadable":
+        return refused.message
+    return "no such file"
 
 
 def cannot_write(option: str, path: Path, err: OSError) -> str:

@@ -21,7 +21,16 @@ from cgraph.cli.render import render as render_command
 from cgraph.cli.serve import serve as serve_command
 from cgraph.cli.serve import store_app
 from cgraph.cli.test import test as test_command
-from cgraph.cli.usage import PLAIN, Command, choices
+from cgraph.cli.usage import (
+    PLAIN,
+    AllowModule,
+    AllowPath,
+    Command,
+    MaxFileSize,
+    choices,
+    use_file_size,
+    use_trust,
+)
 from cgraph.lint.report import REPORTERS
 
 app = typer.Typer(
@@ -75,11 +84,16 @@ def lint(
             help="Skip named files without a top-level `cgraph:` key too (for pre-commit).",
         ),
     ] = False,
+    max_file_size: MaxFileSize = None,
+    allow_module: AllowModule = None,
+    allow_path: AllowPath = None,
 ) -> None:
     """Check graph files: exit 0 when clean, 1 when problems were found, 2 on a usage error."""
     from cgraph.lint.report import reporter
     from cgraph.lint.walk import lint_paths
 
+    use_file_size(max_file_size)
+    use_trust(allow_module, allow_path)
     result = lint_paths(paths, only_graphs=only_graphs)
     reporter(output.value, sys.stdout, sys.stderr, strict=strict).report(result)
     if sys.argv[1:2] == ["lint"]:  # the command itself, not a test calling the app
@@ -171,11 +185,16 @@ def run(
         int | None,
         typer.Option(min=0, max=10, metavar="N", help="Retries of a transient failure."),
     ] = None,
+    max_file_size: MaxFileSize = None,
+    allow_module: AllowModule = None,
+    allow_path: AllowPath = None,
 ) -> None:
     """Talk with a graph: an interactive session, or one message per line from stdin."""
     from cgraph.cli.opening import RunOptions
     from cgraph.cli.run import run_command
 
+    use_file_size(max_file_size)
+    use_trust(allow_module, allow_path)
     options = RunOptions(
         graph=graph,
         store=store,

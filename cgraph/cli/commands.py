@@ -27,7 +27,7 @@ HELP = {
     "/memory [query]": "what is remembered about you (or what matches the query)",
     "/back": "undo the last turn (also /undo)",
     "/reset": "start a new session with this graph",
-    "/sessions": "the sessions in the store",
+    "/sessions": "your sessions in the store",
     "/quit": "leave (Ctrl-D or Ctrl-C at the prompt too)",
     "/help": "this list",
 }
@@ -170,7 +170,7 @@ def sessions(opened: Opened, _: str) -> dict[str, Any]:
             "done": info.completed or info.state == END,
             "current": info.id == opened.session.id,
         }
-        for info in Session.list_sessions(opened.sessions)
+        for info in Session.list_sessions(opened.sessions, user_id=opened.session.user_id)
     ]
     return {"sessions": found}
 

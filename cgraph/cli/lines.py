@@ -19,10 +19,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from cgraph.cli import commands
 from cgraph.cli.opening import Opened, banner
+from cgraph.cli.shown import json_line, printable, printable_lines
 from cgraph.errors import CgraphError
+from cgraph.spec.limits import text_problem
 
 if TYPE_CHECKING:
     from cgraph.runtime.state.records import Turn
+    from cgraph.session import Session
 
 
 @dataclass(frozen=True)
@@ -41,12 +44,18 @@ def turn_json(turn: Turn, **marks: Any) -> dict[str, Any]:
 def parse_line(raw: str, *, jsonl: bool) -> Message | commands.Command | None:
     """What one input line asks for: a message, a command, or nothing (a blank line).
 
-    Raises `ValueError` for a JSON line that is not `{"text": str, "id"?: str|int}`.
+    Raises `ValueError` for a JSON line that is not `{"text": str, "id"?: str|int}`, and
+    for a line whose text or id cannot be stored (`cgraph.spec.limits.text_problem`: a
+    lone surrogate, a byte that is not UTF-8, a NUL, too long): refused before it is kept.
     """
     line = raw.strip()
     if not line:
         return None
     message = _keyed(line) if jsonl and line.startswith("{") else Message(line)
+    for what, text in (("message", message.text), ("id", message.key)):
+        problem = text_problem(text) if text is not None else None
+        if problem is not None:
+            raise ValueError(f"the {what} {problem}")
     return commands.parse(message.text) or message
 
 
@@ -75,7 +84,7 @@ class LineRun:
             try:
                 parsed = parse_line(raw, jsonl=self.jsonl)
             except ValueError as error:
-                self.err.write(f"error: line {number}: {error}; the line is skipped\n")
+                self.note(f"error: line {number}: {error}; the line is skipped")
                 continue
             if isinstance(parsed, commands.Command):
                 if parsed.leaves:
@@ -89,17 +98,20 @@ class LineRun:
 
     def greet(self) -> None:
         session = self.opened.session
-        self.err.write(banner(self.opened.model_name) + "\n")
-        self.err.write(f"session {session.id}\n")
+        self.note(banner(self.opened.model_name))
+        self.note(f"session {session.id}")
         for note in self.opened.notes:
-            self.err.write(note + "\n")
+            self.note(note)
+        if session.dropped is not None:
+            self.note(f"note: {session.dropped}")
         recovered = session.recovered
         if recovered is not None:
-            self.err.write(
+            self.note(
                 f"recovered turn {recovered.number}: the last run stopped before replying to "
-                f"{recovered.user!r}; its reply comes first — do not send that line again\n"
+                f"{recovered.user!r}; its reply comes first — do not send that line again"
             )
-            self.show(recovered, recovered=True)
+            key = sent_with(session, recovered.number)
+            self.show(recovered, recovered=True, **({"id": key} if key is not None else {}))
         if session.opening is not None:  # a graph that speaks first: its words come first
             self.show(session.opening)
 
@@ -113,36 +125,49 @@ class LineRun:
         try:
             turn = session.send(message.text, key=message.key, remember=False)
         except CgraphError as error:  # a completed session, a broken store or script
-            self.err.write(f"error: {error.message}\n")
+            self.note(f"error: {error.message}")
             return 1
         failure = self.opened.stop_reason()
         if failure:
-            self.err.write(f"error: {failure}\n")
+            self.note(f"error: {failure}")
             return 1
         marks = {"id": message.key} if message.key is not None else {}
         self.show(turn, **marks)
         self.opened.warm_later_turns()
-        turn = session.extract_memories() or turn  # after the reply is out
+        session.remember_later()  # after the reply is out; the next reply never waits for it
         for warning in self.opened.warnings(turn):
-            self.err.write(warning + "\n")
+            self.note(warning)
         return None
 
     def show(self, turn: Turn, **marks: Any) -> None:
-        line = (
-            json.dumps(turn_json(turn, **marks), ensure_ascii=False) if self.jsonl else turn.reply
-        )
-        self.out.write(line + "\n")  # one line per turn, so replies line up with messages
+        # One line per turn, so replies line up with messages: the reply's own line breaks
+        # and control characters are written escaped (`cgraph.cli.shown`).
+        line = json_line(turn_json(turn, **marks)) if self.jsonl else printable(turn.reply)
+        self.out.write(line + "\n")
         self.out.flush()
+
+    def note(self, text: str) -> None:
+        """Write `text` to stderr, each of its lines escaped (it may quote a model)."""
+        for line in printable_lines(text):
+            self.err.write(line + "\n")
 
     def command(self, command: commands.Command) -> None:
         answer = commands.answer(self.opened, command)
         if self.jsonl:
-            self.out.write(json.dumps(answer.data, ensure_ascii=False) + "\n")
+            self.out.write(json_line(answer.data) + "\n")
             self.out.flush()
             return
-        for line in plain(answer):
-            self.err.write(line + "\n")
+        for line in plain(answer):  # a line each: a message's own line breaks are escaped
+            self.err.write(printable(line) + "\n")
         self.err.flush()
+
+
+def sent_with(session: Session, number: int) -> str | None:
+    """The key the message of turn `number` was sent with, if any (the latest such turn:
+    an undone turn's number is used again)."""
+    said = [e for e in session.events() if e.kind == "user_message" and e.turn == number]
+    key = said[-1].data.get("key") if said else None
+    return str(key) if key is not None else None
 
 
 def run_lines(opened: Opened, lines: TextIO, out: TextIO, err: TextIO, *, jsonl: bool) -> int:

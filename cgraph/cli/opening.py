@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from cgraph.cli import cannot_write, not_a_graph_file, started
 from cgraph.errors import ConfigError, GraphError
+from cgraph.spec.limits import text_problem
 from cgraph.spec.model import TIERS, Graph, Tier
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from cgraph.session import Session
 
 SEMANTIC = "semantic"
+MAX_ID_CHARS = 200
+"""Longest `--session` or `--user` id."""
 DEFAULT_USER = "local"
 LOCAL = Path(".cgraph")
 """Where memories and the input history live when `--store` names a database."""
@@ -230,6 +233,10 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
     from cgraph.compose import is_url, open_store
     from cgraph.models import choose
 
+    for flag, value in (("--session", options.session), ("--user", options.user)):
+        problem = text_problem(value, MAX_ID_CHARS, "an id") if value is not None else None
+        if problem is not None:
+            raise ConfigError(f"{flag}: the id {problem}")
     store = usable_folder(LOCAL if is_url(options.store) else Path(options.store))
     sessions = open_store(options.store if is_url(options.store) else store)
     if options.session:

@@ -15,14 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as markup_escape
 from rich.status import Status
 from rich.table import Table
 
 from cgraph.cli import commands
 from cgraph.cli.opening import SEMANTIC, Opened, banner
+from cgraph.cli.shown import printable
 from cgraph.errors import CgraphError, SessionCompleted
 from cgraph.runtime.ask.streaming import CallingTools, Chunk, Retracted
+from cgraph.spec.limits import text_problem
 
 if TYPE_CHECKING:
     from cgraph.runtime.state.records import Turn
@@ -87,20 +89,30 @@ class Repl:
             except (EOFError, KeyboardInterrupt):
                 self.console.print()
                 break
-            command = commands.parse(line)
-            if command is not None and command.leaves:
+            if not self.take(line):
                 break
-            if command is not None:
-                self.command(command)
-            elif line:
-                self.send(line)
             failure = self.opened.stop_reason()
             if failure:
-                self.console.print(f"[bold red]replay failed:[/] {escape(failure)}")
+                self.console.print(f"[bold red]error:[/] {escape(failure)}")
                 return 1
         session = self.opened.session.id
         self.dim(f"session {session} saved in {self.opened.store}; resume with --session {session}")
         return 0
+
+    def take(self, line: str) -> bool:
+        """Act on one typed line (a message or a command); False when it leaves."""
+        problem = text_problem(line)
+        if problem is not None:  # a byte that is not UTF-8, a NUL: never kept, never sent
+            self.console.print(f"[bold red]error:[/] the message {escape(problem)}; not sent")
+            return True
+        command = commands.parse(line)
+        if command is not None and command.leaves:
+            return False
+        if command is not None:
+            self.command(command)
+        elif line:
+            self.send(line)
+        return True
 
     def greet(self) -> None:
         session = self.opened.session
@@ -112,6 +124,8 @@ class Repl:
         earlier = bool(session.turn_number) and session.opening is None
         resumed = f", resumed at turn {session.turn_number}" if earlier else ""
         self.dim(f"session {session.id}{resumed} · /help for commands")
+        if session.dropped is not None:
+            self.dim(session.dropped)
         if session.recovered is not None:
             self.dim("finished the turn the last run left unfinished:")
             self.render(session.recovered)
@@ -148,11 +162,7 @@ class Repl:
         printer.close()
         self.render(turn, shown=printer.shown)
         self.opened.warm_later_turns()
-        try:
-            with late_status(self.console, "remembering…"):
-                turn = session.extract_memories() or turn
-        except KeyboardInterrupt:
-            pass  # the memories are extracted before the next turn instead
+        session.remember_later()  # while the user types; the next reply never waits for it
         for warning in self.opened.warnings(turn):
             self.console.print(f"[dim yellow]  {escape(warning)}[/]")
 
@@ -257,7 +267,7 @@ class Repl:
         table.add_column("score", justify="right")
         for candidate in candidates:
             score = scores.get(candidate)
-            table.add_row(candidate, NO_SCORE if score is None else f"{score:.3f}")
+            table.add_row(escape(candidate), NO_SCORE if score is None else f"{score:.3f}")
         self.console.print(table)
         if any(scores.get(c) is None for c in candidates):
             self.dim(f"  {NO_SCORE} {UNSCORED}")
@@ -294,7 +304,7 @@ class Repl:
             mark = " ◀" if s["current"] else ""
             done = "yes" if s["done"] else ""
             row = (s["session"] + mark, s["user"], s["graph"], str(s["turn"]), s["state"], done)
-            table.add_row(*row)
+            table.add_row(*map(escape, row))
         self.console.print(table)
 
     # ----- line editing -----------------------------------------------------------------
@@ -345,6 +355,13 @@ def late_status(console: Console, text: str) -> Iterator[None]:
             done.set()
             for status in shown:
                 status.stop()
+
+
+def escape(text: str) -> str:
+    """Text from a model, a graph or a user as rich markup that prints it as it is: its
+    brackets escaped, its control characters shown escaped (`cgraph.cli.shown`), its line
+    breaks kept."""
+    return markup_escape(printable(text, lines=True))
 
 
 def dimmed(text: str) -> str:

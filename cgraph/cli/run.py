@@ -10,9 +10,12 @@ during finalization, so the lock is never released (a probe hung for over 10 min
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
 from functools import partial
+from typing import TextIO
 
 from cgraph.cli.opening import (
     SEMANTIC,
@@ -21,6 +24,7 @@ from cgraph.cli.opening import (
     open_session,
     warm_up_early,
 )
+from cgraph.cli.shown import printable_lines
 from cgraph.errors import CgraphError, GraphError
 
 
@@ -32,21 +36,41 @@ def run_command(options: RunOptions, *, jsonl: bool) -> int:
     try:
         spec, hints = load_checked(options.graph, partial(warm_up_early, options=options))
     except GraphError as err:
-        sys.stderr.write(str(err) + "\n")
+        sys.stderr.write("".join(line + "\n" for line in printable_lines(str(err))))
         return 1
     try:
         opened = open_session(spec, options)
     except CgraphError as err:
-        sys.stderr.write(f"error: {err.message}\n")
+        sys.stderr.write("".join(line + "\n" for line in printable_lines(f"error: {err.message}")))
         return 1
     if opened.model_name == SEMANTIC:
         from cgraph.lint.gate import offline_hints
 
         sys.stderr.write(offline_hints(hints))
-    if sys.stdin.isatty() and not jsonl:
-        from cgraph.cli.repl import Repl
+    # A byte that is not UTF-8 is read as a stand-in character the line check refuses,
+    # instead of a decoding error that would end the run.
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="surrogateescape")
+    try:
+        if sys.stdin.isatty() and not jsonl:
+            from cgraph.cli.repl import Repl
 
-        return Repl(opened).loop()
-    from cgraph.cli.lines import run_lines
+            return Repl(opened).loop()
+        from cgraph.cli.lines import run_lines
 
-    return run_lines(opened, sys.stdin, sys.stdout, sys.stderr, jsonl=jsonl)
+        return run_lines(opened, sys.stdin, own_stdout(), sys.stderr, jsonl=jsonl)
+    finally:
+        # What is still being remembered is taken in; the tool workers stop.
+        with contextlib.suppress(CgraphError):
+            opened.session.close()
+
+
+def own_stdout() -> TextIO:
+    """The run's own copy of stdout, for its replies; file descriptor 1 and `sys.stdout`
+    then lead to stderr, so what anything else in this process prints (an `isolation:
+    thread` tool handler, a library) never lands between the replies' lines."""
+    sys.stdout.flush()
+    out = os.fdopen(os.dup(1), "w", encoding=sys.stdout.encoding, errors=sys.stdout.errors)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return out

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from cgraph.cli.usage import choices
+from cgraph.cli.usage import AllowModule, AllowPath, MaxFileSize, choices, use_file_size, use_trust
 
 
 class TestFormat(StrEnum):
@@ -72,10 +72,15 @@ def test(
             metavar="DIR", help="Save each file's model exchanges to DIR/<name>.jsonl for replay."
         ),
     ] = None,
+    max_file_size: MaxFileSize = None,
+    allow_module: AllowModule = None,
+    allow_path: AllowPath = None,
 ) -> None:
     """Run conversation tests; exit 1 on a failure or low coverage, 2 on a file error."""
     from cgraph.testing.suite import TestRequest, run_tests
 
+    use_file_size(max_file_size)
+    use_trust(allow_module, allow_path)
     request = TestRequest(
         paths=tuple(paths or [Path()]),
         patterns=tuple(pattern or ()),

@@ -8,10 +8,16 @@ PATH...`) where typer would write `{graph}`, and options named by what they take
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
+import typer
 from typer.core import TyperArgument, TyperCommand
+
+from cgraph.spec.limits import FILE_SIZE_VARIABLE, parse_size
+from cgraph.spec.trust import allow
 
 PLAIN = None
 """`rich_markup_mode` of the apps: click's plain help."""
@@ -35,3 +41,60 @@ def usage_of(argument: TyperArgument) -> str:
 def choices(kind: type[StrEnum]) -> str:
     """An option's metavar listing its values: `[text|json|github|sarif]`."""
     return "[" + "|".join(member.value for member in kind) + "]"
+
+
+def _size(value: str) -> int:
+    try:
+        return parse_size(value)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+
+
+MaxFileSize = Annotated[
+    int | None,
+    typer.Option(
+        "--max-file-size",
+        metavar="SIZE",
+        envvar=FILE_SIZE_VARIABLE,
+        parser=_size,
+        show_default=False,
+        help="Largest graph, sub-graph or test file read (bytes, or 500k, 20M, 1G). [default: 20M]",
+    ),
+]
+"""`--max-file-size` (or `CGRAPH_MAX_FILE_SIZE`) of the commands that read graph files."""
+
+
+def use_file_size(size: int | None) -> None:
+    """Make `--max-file-size` the cap of every file this process reads as part of a graph
+    (`cgraph.spec.limits.file_size_cap` reads it from the environment, as given there)."""
+    if size is not None:
+        os.environ[FILE_SIZE_VARIABLE] = str(size)
+
+
+AllowModule = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-module",
+        metavar="NAME",
+        show_default=False,
+        help="Let tool handlers come from this installed module and its submodules too "
+        "(repeatable; also CGRAPH_ALLOW_MODULES). A graph's own handlers are Python files "
+        "in its folder.",
+    ),
+]
+AllowPath = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--allow-path",
+        metavar="DIR",
+        show_default=False,
+        help="Let graph files be read from this folder too, besides the root graph's "
+        "(repeatable; also CGRAPH_ALLOW_PATHS).",
+    ),
+]
+
+
+def use_trust(modules: list[str] | None, paths: list[Path] | None) -> None:
+    """Add `--allow-module` and `--allow-path` to what this process and its tool workers
+    allow (`cgraph.spec.trust`, read from the environment)."""
+    allow(tuple(modules or ()), tuple(paths or ()))

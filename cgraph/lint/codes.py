@@ -5,6 +5,9 @@ from __future__ import annotations
 CODES: dict[str, str] = {
     # reading the file (cgraph.spec.read)
     "unreadable": "The file cannot be read.",
+    "not-a-file": "The path is a FIFO, a device, a socket or a folder, not a regular file.",
+    "file-too-large": "The file is over the size cap (20 MB; --max-file-size).",
+    "link-loop": "The path is a symbolic link that leads back to itself.",
     "encoding": "The file is not valid UTF-8.",
     "empty-file": "The file holds no YAML document.",
     "yaml-syntax": "The file is not valid YAML.",
@@ -67,6 +70,9 @@ CODES: dict[str, str] = {
     "duplicate-tool": "Two tools share a name.",
     "unused-tool": "A declared tool is never called.",
     "tool-handler": "A tool's handler module or function cannot be found.",
+    "handler-not-allowed": (
+        "A tool's handler is neither a Python file in the graph's folder nor an allowed module."
+    ),
     "tool-arguments": "A side-effect state's arguments do not fit the tool's parameters.",
     # argument types (cgraph.lint.arguments)
     "argument-type": "A side-effect argument renders to a type its tool parameter refuses.",
@@ -83,6 +89,7 @@ CODES: dict[str, str] = {
     # sub-graphs (cgraph.lint.walk)
     "graph-missing": "A graph state's file does not exist.",
     "graph-recursive": "Graph files include each other in a cycle.",
+    "graph-outside": "A graph state or a `file#state` target names a file outside the root folder.",
     # the command itself
     "topology-missing": "`cgraph topology --check` found no authored topology.",
     "internal-error": "A check failed unexpectedly; the other checks still ran.",

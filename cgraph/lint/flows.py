@@ -19,6 +19,7 @@ from cgraph.spec.load import did_you_mean, parse_graph
 from cgraph.spec.model import CROSS, ExitCondition, Graph, GraphState, Slot, is_cross
 from cgraph.spec.read import read_file
 from cgraph.spec.templating import BUILTIN_NAMES
+from cgraph.spec.trust import GRAPH_FILE_HINT, graph_file_problem
 
 
 def _exits(graph: Graph) -> Iterator[tuple[str | None, DataPath, ExitCondition]]:
@@ -209,7 +210,14 @@ def check_cross_graph(ctx: GraphContext) -> Iterator[Diagnostic]:
 def _foreign_state(
     ctx: GraphContext, folder: Path, file: str, state: str, path: DataPath
 ) -> Iterator[Diagnostic]:
-    sub = graph_at(os.path.normpath(folder / file))
+    target = Path(os.path.normpath(folder / file))
+    outside = graph_file_problem(target, ctx.root or folder)
+    if outside is not None:  # never read: `/etc/shadow#x`, `../outside.yaml#s`
+        yield ctx.diag(
+            path, "graph-outside", f"`{file}#{state}`: `{file}` {outside}", GRAPH_FILE_HINT
+        )
+        return
+    sub = graph_at(str(target))
     if sub is None:
         yield ctx.diag(
             path,

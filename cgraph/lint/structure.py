@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cgraph.diagnostics import DataPath, Diagnostic, Severity
@@ -56,6 +57,9 @@ class GraphContext:
     dropped_slots: dict[str, str] = field(default_factory=dict)
     """Slots of its sub-graphs that they do not return, with the file declaring each: gone
     when the sub-graph ends, so this graph cannot read them."""
+    root: Path | None = None
+    """The root graph's folder: no graph file outside it is read (`cgraph.spec.trust`);
+    None: this graph's own folder."""
     edges: dict[str, list[Located]] = field(init=False)
     """Every state's targets, computed once for all checks."""
 

@@ -14,8 +14,10 @@ from typing import Any
 
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
+from cgraph.spec.files import Refusal, read_bytes
 from cgraph.spec.load import did_you_mean
 from cgraph.spec.tool_files import local_module
+from cgraph.spec.trust import HANDLER_HINT, module_allowed
 
 
 def check_tools(ctx: GraphContext) -> Iterator[Diagnostic]:
@@ -49,26 +51,48 @@ def _declarations(ctx: GraphContext) -> Iterator[Diagnostic]:
             )
         problem = handler_problem(tool.handler, folder)
         if problem:
-            yield ctx.diag((*path, "handler"), "tool-handler", problem[0], problem[1])
+            yield ctx.diag((*path, "handler"), *problem)
 
 
-def handler_problem(handler: str, folder: Path) -> tuple[str, str] | None:
-    """Why `module:function` cannot be found, or None when it looks callable."""
+def handler_problem(handler: str, folder: Path) -> tuple[str, str, str] | None:
+    """Why `module:function` cannot be found or may not run (code, message, hint), or
+    None when it looks callable."""
     module, _, function = handler.partition(":")
     found, source = _module_file(module, folder)
     if not found:
         return (
+            "tool-handler",
             f"handler module `{module}` is found neither next to the graph nor on the Python path",
             did_you_mean(module, _modules_beside(module, folder))
             + f"put `{module.replace('.', '/')}.py` next to the graph file, or install the module",
         )
+    if source is None and local_module(module, folder) is None and not module_allowed(module):
+        return (
+            "handler-not-allowed",
+            f"handler `{handler}` is not a Python file in the graph's folder ({folder}), and "
+            f"module `{module}` is not allowed: a graph may not run code from elsewhere",
+            HANDLER_HINT,
+        )
+    return _source_problem(module, function, source)
+
+
+def _source_problem(module: str, function: str, source: Path | None) -> tuple[str, str, str] | None:
     if source is None:
         return None  # present, but its contents cannot be read without importing it
-    names = _top_level_names(source)
+    text = read_bytes(source)  # a handler file is read like a graph file: bounded
+    if isinstance(text, Refusal):
+        where = f"handler module `{module}` ({source})"
+        return ("tool-handler", f"{where} cannot be read: {text.message}", text.hint)
+    names = _top_level_names(text, source)
     if names is None:
-        return (f"handler module `{module}` ({source}) has a syntax error", "fix the module")
+        return (
+            "tool-handler",
+            f"handler module `{module}` ({source}) has a syntax error",
+            "fix the module",
+        )
     if function not in names:
         return (
+            "tool-handler",
             f"handler module `{module}` defines no `{function}`",
             did_you_mean(function, sorted(names)) + f"define `def {function}(...)` in {source}",
         )
@@ -76,7 +100,8 @@ def handler_problem(handler: str, folder: Path) -> tuple[str, str] | None:
 
 
 def _module_file(module: str, folder: Path) -> tuple[bool, Path | None]:
-    """Whether the module exists, and its source file when that can be read safely."""
+    """Whether the module exists, and its source file when that can be read safely (a
+    local file, or an allowed module's; another module is never read)."""
     local = local_module(module, folder)
     if local is not None:
         return True, local
@@ -89,7 +114,8 @@ def _module_file(module: str, folder: Path) -> tuple[bool, Path | None]:
     if spec is None:
         return False, None
     origin = spec.origin or ""
-    return True, Path(origin) if len(parts) == 1 and origin.endswith(".py") else None
+    readable = len(parts) == 1 and origin.endswith(".py") and module_allowed(module)
+    return True, Path(origin) if readable else None
 
 
 def _modules_beside(module: str, folder: Path) -> list[str]:
@@ -103,10 +129,10 @@ def _modules_beside(module: str, folder: Path) -> list[str]:
         return []
 
 
-def _top_level_names(source: Path) -> set[str] | None:
+def _top_level_names(text: bytes, source: Path) -> set[str] | None:
     try:
-        tree = ast.parse(source.read_text(encoding="utf-8"), str(source))
-    except (SyntaxError, OSError, UnicodeDecodeError, ValueError):
+        tree = ast.parse(text.decode("utf-8"), str(source))
+    except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError):
         return None
     names: set[str] = set()
     for node in tree.body:

@@ -25,12 +25,14 @@ from cgraph.lint.structure import GraphContext, check_graph
 from cgraph.lint.templates import check_templates, declared_names
 from cgraph.lint.tools import check_tools
 from cgraph.lint.topology import check_topology
+from cgraph.spec.files import Refusal, read_head
 from cgraph.spec.load import parse_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.names import TESTS_KEY
 from cgraph.spec.read import Document, read_file
 from cgraph.spec.topology import derive
 from cgraph.spec.topology import mermaid as draw_mermaid
+from cgraph.spec.trust import GRAPH_FILE_HINT, graph_file_problem
 
 SUFFIXES = (".yaml", ".yml", ".json")
 Check = Callable[[GraphContext], Iterable[Diagnostic]]
@@ -99,9 +101,11 @@ class _Linter:
         self.checks = checks
         self.done: dict[Path, _Outcome] = {}
         self.active: list[tuple[Path, str]] = []
+        self.root = Path.cwd()
+        """The folder graph files must stay in: the folder linted, or the named file's."""
 
     def lint(self, path: Path, display: str) -> _Outcome:
-        key = path.resolve()
+        key = _real(path)
         if key in self.done:
             return self.done[key]
         self.active.append((key, display))
@@ -142,7 +146,7 @@ class _Linter:
                     talking.add(name)
                 inherited.update(sub.names if sub else ())
                 dropped.update(dict.fromkeys(sub.dropped if sub else (), state.graph))
-        ctx = GraphContext(doc, graph, frozenset(talking), frozenset(inherited), dropped)
+        ctx = GraphContext(doc, graph, frozenset(talking), frozenset(inherited), dropped, self.root)
         for check in self.checks:
             try:
                 diagnostics.extend(check(ctx))
@@ -167,7 +171,11 @@ class _Linter:
         where = ("states", state, "graph")
         sub_path = Path(os.path.normpath(path.parent / target))
         display = str(sub_path)
-        if not sub_path.is_file():
+        outside = graph_file_problem(sub_path, self.root)
+        if outside is not None:  # never opened: `/etc/shadow`, `../outside.yaml`
+            message = f"state `{state}` hands over to `{target}`, which {outside}"
+            return None, doc.diag(where, "graph-outside", message, GRAPH_FILE_HINT)
+        if sub_path.is_dir() or not (sub_path.exists() or sub_path.is_symlink()):
             found = "is a folder" if sub_path.is_dir() else "does not exist"
             return None, doc.diag(
                 where,
@@ -175,7 +183,7 @@ class _Linter:
                 f"state `{state}` hands over to `{target}`, which {found} (looked for {display})",
                 "name a graph file; the path is relative to this graph file",
             )
-        start = self._index(sub_path.resolve())
+        start = self._index(_real(sub_path))
         if start >= 0:
             loop = " → ".join([*(shown for _, shown in self.active[start:]), display])
             return None, doc.diag(
@@ -215,6 +223,7 @@ def _lint_all(
     linter = _Linter(result, checks)
     for given in paths:
         path = Path(given)
+        linter.root = path if path.is_dir() else path.parent
         if path.is_dir():
             found = list(_walk(path, result))
             if not found:
@@ -276,9 +285,13 @@ def _walk(folder: Path, result: LintResult) -> Iterable[Path]:
 
 
 def looks_like_graph(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(1 << 20).decode("utf-8-sig", "replace")
-    except OSError:
+    head = read_head(path, 1 << 20)  # a FIFO or a device is never waited on nor read
+    if isinstance(head, Refusal):
         return True  # let lint report why it cannot be read
-    return _GRAPH_KEY.search(head) is not None
+    return _GRAPH_KEY.search(head.decode("utf-8-sig", "replace")) is not None
+
+
+def _real(path: Path) -> Path:
+    """The path with its links followed; a link that loops stays as it is (lint reports
+    it when it reads the file) where `Path.resolve` would raise."""
+    return Path(os.path.realpath(path))

@@ -8,23 +8,33 @@ store. An alias shares one node many times, so sizes are counted *expanded* (a Y
 
 from __future__ import annotations
 
+import math
+import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
 MAX_VALUE_CHARS = 1_000_000
 """Largest value (a variable, a `set:` result, a tool argument), in JSON characters."""
-MAX_MESSAGE_CHARS = 8_000
-"""Longest user message, in characters: what a front end (`cgraph serve`) refuses before
-a turn starts."""
 MAX_DEPTH = 100
 """Deepest nesting of lists and mappings in a graph file or a stored value."""
 MAX_SCAN_DEPTH = 1_000
 """Brackets or indentation columns deep at which a file is refused before YAML parsing
 (PyYAML's C parser recurses without a limit and crashes the process near 30,000)."""
+MAX_BUILT_CHARS = 20 * MAX_VALUE_CHARS
+"""Most characters (and items) one render may build in all, every value an operator, call
+or filter returns counted even once it is dropped: a loop may not keep a thousand values
+each under `MAX_VALUE_CHARS`."""
 RENDER_SECONDS = 1.0
 """Longest one render of a graph template may take."""
 MAX_INT_DIGITS = 4_300
 """Python's own limit on converting integers to and from text."""
+MAX_FILE_BYTES = 20_000_000
+"""Largest file read as a graph, a sub-graph, a test file or a handler's source (20 MB);
+`--max-file-size` or the `CGRAPH_MAX_FILE_SIZE` environment variable sets another."""
+FILE_SIZE_VARIABLE = "CGRAPH_MAX_FILE_SIZE"
+MAX_MESSAGE_CHARS = 8_000
+"""Longest user message a session takes (`Session.send`, `cgraph run`, the HTTP server)."""
 
 
 def expanded_size(value: Any, limit: int = MAX_VALUE_CHARS) -> int:
@@ -119,3 +129,122 @@ def check_size(value: Any, what: str, limit: int = MAX_VALUE_CHARS) -> None:
     path = largest_part(value, limit)
     inside = " at " + ".".join(str(step) for step in path) if path else ""
     raise ValueTooLarge(f"{what} is over {limit:,} characters{inside}", path)
+
+
+def text_problem(
+    text: object, limit: int = MAX_MESSAGE_CHARS, what: str = "a message"
+) -> str | None:
+    """Why `text` cannot be stored as a message, as words to follow "the message", or None.
+
+    Storable text is a `str` of at most `limit` characters that encodes as UTF-8 (no lone
+    surrogate: what a JSON `"\\ud800"` or, read with `surrogateescape`, a byte that is
+    not UTF-8 becomes) and holds no NUL.
+    """
+    if not isinstance(text, str):
+        return f"is {type(text).__name__}, not text"
+    if len(text) > limit:
+        return f"is {len(text):,} characters, over the {limit:,} {what} may hold"
+    unencodable = not_utf8(text)
+    if unencodable is not None:
+        return f"holds {unencodable}"
+    nul = text.find("\x00")
+    return None if nul < 0 else f"holds a NUL character at character {nul + 1}"
+
+
+def not_utf8(text: str) -> str | None:
+    """The first character of `text` that UTF-8 cannot encode, in words, or None."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return f"{_surrogate(text[err.start])} at character {err.start + 1}"
+    return None
+
+
+def _surrogate(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # `surrogateescape`'s stand-in for an undecodable byte
+        return f"a byte that is not UTF-8 (0x{code - 0xDC00:02x})"
+    return f"a lone surrogate (U+{code:04X})"
+
+
+def check_message(message: object, key: object = None) -> None:
+    """`InputError` when a message, or the client's key sent with it, cannot be stored
+    (see `text_problem`)."""
+    for what, text in (("message", message), ("id", key)):
+        problem = None if text is None and what == "id" else text_problem(text)
+        if problem is not None:
+            from cgraph.errors import InputError  # the error path only
+
+            raise InputError(f"the {what} {problem}; nothing of it was kept")
+
+
+_MAX_INT_BITS = int(MAX_INT_DIGITS * 3.32)
+_JSON_KEYS = (str, int, float, bool, type(None))
+
+
+def unstorable(value: Any) -> str | None:
+    """Why `value` cannot be stored as JSON data, with where inside it; None when it can.
+
+    Storable: text UTF-8 can encode, finite numbers of at most `MAX_INT_DIGITS` digits,
+    booleans, None, and lists, tuples and dicts of them whose keys are text or numbers.
+    Everything else (a set, a generator, an object, NaN, a tuple as a key) is not: the JSON
+    encoder would raise, or silently store a text that is no longer the value.
+    """
+    stack: list[tuple[Any, tuple[object, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        problem = _scalar_problem(item)
+        if problem is None and isinstance(item, dict):
+            problem = next((_key_problem(k) for k in item if _key_problem(k)), None)
+            stack.extend((v, (*path, k)) for k, v in item.items())
+        elif problem is None and isinstance(item, list | tuple):
+            stack.extend((v, (*path, n)) for n, v in enumerate(item))
+        if problem is not None:
+            inside = " (at " + ".".join(map(str, path)) + ")" if path else ""
+            return problem + inside
+    return None
+
+
+def _scalar_problem(item: Any) -> str | None:
+    if isinstance(item, str):
+        return not_utf8(item)
+    if isinstance(item, bool) or item is None:
+        return None
+    if isinstance(item, int):
+        too_long = item.bit_length() > _MAX_INT_BITS
+        return f"a number of more than {MAX_INT_DIGITS:,} digits" if too_long else None
+    if isinstance(item, float):
+        return None if math.isfinite(item) else f"the number {item}"
+    if isinstance(item, dict | list | tuple):
+        return None
+    return f"a {type(item).__name__}, not JSON data"
+
+
+def _key_problem(key: Any) -> str | None:
+    if not isinstance(key, _JSON_KEYS):
+        return f"a key that is a {type(key).__name__}"
+    return _scalar_problem(key) if isinstance(key, str | float) else None
+
+
+_SIZE = re.compile(r"\s*(\d+)\s*([kmg]?)b?\s*", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
+
+
+def parse_size(text: str) -> int:
+    """A size in bytes from `20000000`, `500k`, `20M` or `1G` (powers of 1,000);
+    `ValueError` for anything else."""
+    found = _SIZE.fullmatch(text)
+    if found is None or int(found[1]) == 0:
+        raise ValueError(f"{text!r} is not a size: write bytes, or a number with k, M or G")
+    return int(found[1]) * _UNITS[found[2].lower()]
+
+
+def file_size_cap() -> int:
+    """The largest file the format reads: `CGRAPH_MAX_FILE_SIZE` when it holds a size
+    (the command line checks it and `--max-file-size` sets it), else `MAX_FILE_BYTES`."""
+    try:
+        return parse_size(os.environ.get(FILE_SIZE_VARIABLE) or str(MAX_FILE_BYTES))
+    except ValueError:
+        return MAX_FILE_BYTES

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from cgraph.diagnostics import Diagnostic, Severity
+from cgraph.spec.files import Refusal, read_bytes
 from cgraph.spec.limits import MAX_SCAN_DEPTH, MAX_VALUE_CHARS, largest_part, too_large
 from cgraph.spec.yaml_syntax import explain
 from cgraph.spec.yaml_values import NodeBuilder
@@ -105,19 +106,14 @@ def _scalar_key(node: yaml.Node) -> Any:
     return node.value if isinstance(node, yaml.ScalarNode) else id(node)
 
 
-def read_file(path: str | Path) -> Document:
-    """Read a graph file; problems become diagnostics, never exceptions."""
+def read_file(path: str | Path, limit: int | None = None) -> Document:
+    """Read a graph file; problems become diagnostics, never exceptions. Only a regular
+    file of at most `limit` bytes is read (default `cgraph.spec.limits.file_size_cap()`):
+    see `cgraph.spec.files`."""
     name = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as err:
-        return _failed(
-            name,
-            1,
-            "unreadable",
-            f"cannot read file: {err.strerror}",
-            "check the path, that a link's target exists, and the file's permissions",
-        )
+    raw = read_bytes(path, limit)
+    if isinstance(raw, Refusal):
+        return _failed(name, 1, raw.code, raw.message, raw.hint)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:

@@ -12,7 +12,7 @@ a session's lists or build a list that contains itself.
 from __future__ import annotations
 
 import functools
-import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sized
 from typing import Any
 
@@ -20,17 +20,16 @@ from jinja2.exceptions import SecurityError
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from cgraph.spec.limits import MAX_INT_DIGITS, MAX_VALUE_CHARS, expanded_size
+from cgraph.spec.formats import braces_chars, percent_chars
+from cgraph.spec.limits import MAX_BUILT_CHARS, MAX_INT_DIGITS, MAX_VALUE_CHARS, expanded_size
 
 _MAX_INT_BITS = int(MAX_INT_DIGITS * 3.33)
 # A width or count argument above this would build a value over the limit by itself.
 _MAX_ARGUMENT = MAX_VALUE_CHARS
-# Format specs (`"{:>999999999}"`, `"%999999999d"`) carry their width in the text.
-_WIDE_FORMAT = re.compile(r"\d{7,}")
-# A field whose spec holds another field (`"{0:{1}}"`): its width is an argument.
-_NESTED_FIELD = re.compile(r"\{[^{}]*\{")
-# Functions and filters whose number arguments are widths: the result is at least that long.
-_PADDING = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs", "indent"})
+# Functions and filters whose number arguments are widths or counts: the result is at
+# least that long (`batch(n, fill)` pads its last batch to n items, `slice(n)` makes n lists).
+_PADDING = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs", "indent", "batch"})
+_PADDING |= {"slice"}
 # Items assumed in an iterator joined with a separator (`range(99999) | join(sep)`).
 _UNSIZED_GUESS = 1_000
 
@@ -63,6 +62,32 @@ def _check_size(value: Any, what: str | Callable[[], str]) -> Any:
     return value
 
 
+class _Budget(threading.local):
+    left = MAX_BUILT_CHARS
+
+
+_BUDGET = _Budget()
+
+
+def fresh_budget() -> None:
+    """Start a render's budget (`MAX_BUILT_CHARS`) in this thread."""
+    _BUDGET.left = MAX_BUILT_CHARS
+
+
+def _built(value: Any, what: str | Callable[[], str]) -> Any:
+    """`_check_size`, and what the value holds counted against the render's budget: each
+    value may be under the limit while a loop keeps a thousand of them (`range(1000) |
+    map('center', 999999) | list`)."""
+    if isinstance(value, _SIZED):
+        size = len(value)
+        if size > MAX_VALUE_CHARS:
+            _check_size(value, what)
+        _BUDGET.left -= size
+        if _BUDGET.left < 0:
+            raise LimitExceeded(f"the template built over {MAX_BUILT_CHARS:,} characters in all")
+    return value
+
+
 def _check_arguments(args: Iterable[Any], what: str, widths: bool) -> None:
     """Containers over the limit are refused as arguments; with `widths` (a function that
     pads to a width), so are numbers over it."""
@@ -75,35 +100,63 @@ def _check_arguments(args: Iterable[Any], what: str, widths: bool) -> None:
 
 
 def _grown(name: str, text: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int:
-    """The length an amplifying operation would produce, before it runs (0: not one)."""
+    """The length an amplifying operation would produce, before it runs (0: not one).
+    `%` is the `format` filter (`text % arguments`); `format` the method of text."""
     if name == "join":
         return _joined(text, args[0] if args else kwargs.get("d", ""))
+    if name == "tojson":
+        return _indented_json(text, args[0] if args else kwargs.get("indent"))
     if not isinstance(text, str):
         return 0
     if name == "replace" and len(args) >= 2 and isinstance(args[0], str):
         return len(text) + text.count(args[0]) * len(str(args[1]))
-    if name == "indent" and args and isinstance(args[0], int):
-        return len(text) + (text.count("\n") + 1) * args[0]
+    if name == "indent":
+        width = args[0] if args else kwargs.get("width", 4)
+        return len(text) + (text.count("\n") + 1) * _pad(width)
     if name == "expandtabs" and args and isinstance(args[0], int):
         return len(text) + text.count("\t") * args[0]
     if name == "wordwrap":
         width, wrap = (args[0] if args else kwargs.get("width", 79)), kwargs.get("wrapstring")
         wrap = args[2] if len(args) > 2 else wrap
         return len(text) + (len(text) // max(int(width), 1) + 1) * len(str(wrap or "\n"))
-    if name in ("format", "format_map") and _wide_format(text, args, kwargs):
-        return MAX_VALUE_CHARS + 1
+    return _formatted(name, text, args, kwargs)
+
+
+def _formatted(name: str, text: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int:
+    if name == "%":
+        return percent_chars(text, kwargs or args)
+    if name == "format":
+        return braces_chars(text, args, kwargs)
+    if name == "format_map":
+        return braces_chars(text, (), args[0] if args and isinstance(args[0], Mapping) else {})
     return 0
 
 
-def _wide_format(text: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
-    """A width of a million or more, written in the format or passed to a nested field."""
-    if _WIDE_FORMAT.search(text):
-        return True
-    if not _NESTED_FIELD.search(text):
-        return False
-    values = [*args, *kwargs.values()]
-    values += [v for a in args if isinstance(a, Mapping) for v in a.values()]  # format_map
-    return any(isinstance(v, int) and abs(v) > _MAX_ARGUMENT for v in values)
+def _pad(width: Any) -> int:
+    """What one line gains from an indent of `width` (a number of spaces, or a text)."""
+    if isinstance(width, str):
+        return len(width)
+    return width if isinstance(width, int) and not isinstance(width, bool) else 0
+
+
+def _indented_json(value: Any, indent: Any) -> int:
+    """`tojson(indent=…)` puts each item on a line of its own, indented once per level."""
+    if not indent:
+        return 0
+    return _length(value) * (1 + _pad(indent) * _depth(value))
+
+
+def _depth(value: Any, limit: int = 1_000) -> int:
+    """How deeply lists and mappings nest in `value` (at most `limit`)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest < limit:
+        item, level = stack.pop()
+        if isinstance(item, Mapping):
+            item = list(item.values())
+        if isinstance(item, list | tuple):
+            deepest = max(deepest, level)
+            stack.extend((inner, level + 1) for inner in item)
+    return deepest
 
 
 def _joined(items: Any, separator: Any) -> int:
@@ -139,9 +192,8 @@ def _check_binop(op: str, left: Any, right: Any) -> None:
     elif op == "+":
         if not isinstance(left, int | float) and _length(left) + _length(right) > MAX_VALUE_CHARS:
             raise LimitExceeded("joining these values is over the limit")
-    elif op == "%" and isinstance(left, str):
-        _check_growth("format", left, ())
-        _check_arguments(right if isinstance(right, tuple) else (right,), "`%`", "*" in left)
+    elif op == "%" and isinstance(left, str) and percent_chars(left, right) > MAX_VALUE_CHARS:
+        raise LimitExceeded(f"`%` would build over {MAX_VALUE_CHARS:,} characters")
 
 
 _SAFE_CACHE_SIZE = 4096
@@ -149,7 +201,7 @@ _SAFE_CACHE_SIZE = 4096
 
 # Filters and methods that can build a value much larger than their input, by name.
 _GROWERS = frozenset({"join", "replace", "indent", "expandtabs", "wordwrap", "format"})
-_GROWERS |= {"format_map"}
+_GROWERS |= {"format_map", "tojson"}
 
 
 def _bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -158,14 +210,15 @@ def _bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., An
     # Jinja passes a context or an environment first to some filters: skipped by position.
     skip = 0 if getattr(function, "jinja_pass_arg", None) is None else 1
     widths, grows = name in _PADDING, name in _GROWERS
+    growth = "%" if name == "format" else name  # the filter is `text % arguments`
 
     @functools.wraps(function)
     def bounded(*args: Any, **kwargs: Any) -> Any:
         if len(args) > skip + 1 or kwargs:
             _check_arguments([*args[skip + 1 :], *kwargs.values()], f"the filter `{name}`", widths)
             if grows and len(args) > skip:
-                _check_growth(name, args[skip], args[skip + 1 :], kwargs)
-        return _check_size(function(*args, **kwargs), lambda: f"the filter `{name}`")
+                _check_growth(growth, args[skip], args[skip + 1 :], kwargs)
+        return _built(function(*args, **kwargs), lambda: f"the filter `{name}`")
 
     return bounded
 
@@ -194,7 +247,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def call_binop(self, context: Context, operator_: str, left: Any, right: Any) -> Any:
         _check_binop(operator_, left, right)
-        return _check_size(super().call_binop(context, operator_, left, right), "the result")
+        return _built(super().call_binop(context, operator_, left, right), "the result")
 
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         name = getattr(__obj, "__name__", "a function")
@@ -203,7 +256,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             if name in _GROWERS:
                 _check_growth(name, getattr(__obj, "__self__", None), args, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
-        return _check_size(result, lambda: f"`{name}`")
+        return _built(result, lambda: f"`{name}`")
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         return _check_size(super().getattr(obj, attribute), lambda: f"`{attribute}`")
@@ -218,7 +271,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
         def bounded(*args: Any, **kwargs: Any) -> str:
             _check_growth(name, text, args, kwargs)
-            return str(_check_size(wrapped(*args, **kwargs), f"`{name}`"))
+            return str(_built(wrapped(*args, **kwargs), f"`{name}`"))
 
         return bounded
 

@@ -22,8 +22,8 @@ from jinja2.runtime import Context, new_context
 
 from cgraph.errors import RenderError
 from cgraph.spec.deadline import DeadlineExceeded, deadline
-from cgraph.spec.limits import MAX_VALUE_CHARS, RENDER_SECONDS, too_large
-from cgraph.spec.sandbox import BoundedSandbox, LimitExceeded
+from cgraph.spec.limits import MAX_VALUE_CHARS, RENDER_SECONDS, not_utf8, too_large, unstorable
+from cgraph.spec.sandbox import BoundedSandbox, LimitExceeded, fresh_budget
 
 # Names every graph template may use, besides the graph's own variables.
 BUILTIN_NAMES = frozenset(
@@ -71,7 +71,7 @@ def render_text(source: str, context: Mapping[str, Any], *, seconds: float = REN
     """Render a graph template to text; `RenderError` on any failure or over budget."""
     if not is_template(source):
         return source
-    return "".join(_render(source, context, False, seconds))
+    return _storable_text(source, "".join(_render(source, context, False, seconds)))
 
 
 def render_value(
@@ -97,6 +97,9 @@ def render_value(
         raise _error(source, "UndefinedError", inside._undefined_message)
     if too_large(value):  # one piece, counted once by `_collect`: a whole list, say
         raise _error(source, "LimitExceeded", f"the value is over {MAX_VALUE_CHARS:,} characters")
+    problem = unstorable(value)
+    if problem is not None:  # the store's JSON would raise at commit, on every resume too
+        raise _error(source, NOT_STORABLE, f"the value cannot be stored: {problem}")
     return value
 
 
@@ -107,7 +110,19 @@ def render_template(
     the same budget; `RenderError` names it by its name. Its environment should be a
     `BoundedSandbox` for the size checks inside operations to apply too."""
     label = template.name or "<template>"
-    return "".join(_run(lambda: template, context, seconds, label))
+    return _storable_text(label, "".join(_run(lambda: template, context, seconds, label)))
+
+
+NOT_STORABLE = "NotStorable"
+"""The cause of a render whose result the session could not store (or send)."""
+
+
+def _storable_text(source: str, text: str) -> str:
+    """`text`, unless UTF-8 cannot encode it (a lone surrogate, `'\\ud800'`)."""
+    problem = not_utf8(text)
+    if problem is not None:
+        raise _error(source, NOT_STORABLE, f"the text cannot be stored: {problem}")
+    return text
 
 
 # `"{{ amount }}"`: one expression, whose value is kept as it is. Jinja's native rendering
@@ -149,6 +164,7 @@ def _evaluate(
     seconds: float,
     convert: Callable[[Any], Any] = lambda value: value,
 ) -> Any:
+    fresh_budget()
     try:
         with deadline(seconds):
             template = _expression(expr)
@@ -195,6 +211,7 @@ def _render(source: str, context: Mapping[str, Any], native: bool, seconds: floa
 def _run(
     compiled: Callable[[], Template], context: Mapping[str, Any], seconds: float, source: str
 ) -> list[Any]:
+    fresh_budget()
     try:
         with deadline(seconds):
             template = compiled()

@@ -169,3 +169,44 @@ def test_a_local_server_needs_no_api_key(
     turn = Session.start(spec(tmp_path), model="openai/local", api_base=server.base).send("hi")
     assert turn.reply == "No key needed." and not turn.fallback
     assert server.bodies[0]["model"] == "local"
+
+
+def dead_port() -> int:
+    """A port on this machine nobody listens on (bound, then closed)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_dead_server_is_reported_at_once_with_its_url(tmp_path: Path) -> None:
+    from cgraph.backends.llm.litellm_chat import LiteLLMModel
+    from cgraph.errors import LLMError
+
+    base = f"http://127.0.0.1:{dead_port()}/v1"
+    model = LiteLLMModel("openai/test-model", api_base=base, retries=3, sleep=lambda s: None)
+    from tests.unit.backends.llm.test_litellm_chat import REQUEST
+
+    model.begin_turn()
+    with pytest.raises(LLMError) as failed:
+        model.complete(REQUEST)
+    assert failed.value.permanent and model.calls == 1  # no retry: nobody will answer
+    assert f"cannot reach its server at {base}" in failed.value.message
+    assert "connection refused" in failed.value.message
+    assert "InternalServerError" not in failed.value.message
+
+
+def test_cgraph_run_stops_when_the_first_turn_cannot_reach_the_model(tmp_path: Path) -> None:
+    import sys
+
+    from tests.commands import environment, ran
+    from tests.conftest import GRAPHS
+
+    base = f"http://127.0.0.1:{dead_port()}/v1"
+    command = [sys.executable, "-m", "cgraph", "run", str(GRAPHS / "medical_checkin.yaml")]
+    command += ["--model", "openai/test-model", "--api-base", base, "--store", str(tmp_path)]
+    done = ran(command, ["Hi", "Yes"], env=environment(OPENAI_API_KEY="k"), timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert f"cannot reach its server at {base}" in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.count("cannot reach") <= 2  # the turn's one failure, not one per retry

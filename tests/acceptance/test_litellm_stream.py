@@ -182,3 +182,18 @@ def test_a_forced_answer_call_streams_from_llama_cpp_python(tmp_path: Path) -> N
     refused, forced = server.bodies
     assert refused["response_format"]["type"] == "json_schema"
     assert forced["stream"] is True and forced["tool_choice"]["function"]["name"] == "cgraph_action"
+
+
+def test_prose_where_a_call_was_forced_is_never_shown_and_the_next_answer_streams(
+    tmp_path: Path,
+) -> None:
+    # llama-cpp-python does not enforce `tool_choice: required`: after its tool round the
+    # model answers in prose; `auto` then asks again in `json_object`, whose answer must
+    # stream whole, not appended to the prose that came first.
+    docs = Calls((("count_files", {"folder": "docs"}),))
+    with serve(LLAMA_CPP_PYTHON, answers=[docs, answer(LONG)], piece=3) as server:
+        session = Session.start(tool_graph(tmp_path), model="openai/m", api_base=server.base)
+        chunks, turn = streamed(session, "How many files are in docs?")
+    assert turn.reply == LONG and not turn.fallback
+    assert text(chunks) == LONG  # the prose ("How can I help you today?") never shown
+    assert any("answered in prose" in w for w in turn.warnings)

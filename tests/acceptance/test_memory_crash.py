@@ -9,8 +9,9 @@ the turn would show as a second memory.
 Two places to die: while the `extract` question is asked (nothing stored yet: the
 resumed run asks again), and after the memories reached the store but before the
 session logged it. The second is held open by taking the session store's write lock
-from here while the model answers: the process then waits on its commit, with the
-memory already in the store's outbox, and is killed there.
+from here and ending the input: the run takes the answer in (it is asked in the
+background, taken in when the run next acts), then waits on its commit, with the memory
+already in the store's outbox, and is killed there.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def test_a_turn_killed_during_extraction_has_its_memories_stored_once(
     lock = sqlite3.connect(store / "sessions.sqlite", isolation_level=None, timeout=30)
     if where == "after storing":
         lock.execute("BEGIN EXCLUSIVE")  # the extraction's commit will wait for it
+        first.stdin.close()  # the end of input: the run takes the answer in, then stops
         until(lambda: waiting(store) == 1)  # in the store, not yet in the session's log
         assert stored_events(store) == []
     first.send_signal(signal.SIGKILL)

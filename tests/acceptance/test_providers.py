@@ -24,6 +24,7 @@ from tests.servers.chat import (
     FORCED_TOOLS,
     JSON_OBJECT_SCHEMA,
     LLAMA_CPP_PYTHON,
+    LLAMA_CPP_SERVER,
     ONE_SYSTEM,
     OPENAI,
     serve,
@@ -223,3 +224,72 @@ def test_jsonl_marks_a_fallback_and_carries_the_warnings(tmp_path: Path) -> None
     assert "refused `json_schema`" in lines[0]["warnings"][0]
     assert "the server is overloaded" in lines[1]["warnings"][0]
     assert done.stderr.count("refused `json_schema`") == 1
+
+
+def test_recording_keeps_the_switch_to_another_mode_said_and_logged(tmp_path: Path) -> None:
+    from cgraph.backends.llm.replay import RecordingModel
+
+    with serve(LLAMA_CPP_PYTHON, answers=[HELLO]) as server:
+        chat = resolve_model(MODEL, ModelConfig(), api_base=server.base)
+        recorded = RecordingModel(chat, tmp_path / "run.jsonl")
+        talk = Session.start(graph(tmp_path, text(tmp_path)), model=recorded)
+        turn = talk.send("hi")
+    assert turn.reply == "Hello!" and modes(server.bodies) == ["json_schema", "tool"]
+    assert any("refused `json_schema`" in w for w in turn.warnings)
+    notices = [e.data["notice"] for e in talk.events() if e.kind == "llm_notice"]
+    assert len(notices) == 1 and "using `tool` for the rest of the session" in notices[0]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_an_answer_cut_at_max_tokens_says_so_and_names_the_cap(
+    tmp_path: Path, stream: bool
+) -> None:
+    long = {"exit": "stay", "reason": "long", "reply": "A rather long reply. " * 20}
+    with serve(OPENAI, answers=[long, long]) as server:
+        chat = resolve_model(MODEL, ModelConfig(), api_base=server.base, max_tokens=20)
+        talk = Session.start(graph(tmp_path, text(tmp_path)), model=chat)
+        turn = talk.send("hi") if not stream else [*talk.stream("hi")][-1]
+    assert turn.fallback  # type: ignore[union-attr]
+    (warning,) = turn.warnings  # type: ignore[union-attr]
+    assert "stopped at its cap of 20 tokens before its answer was complete" in warning
+    assert "--max-tokens" in warning and "not valid JSON" not in warning
+    assert len(server.bodies) == 1  # the same cap would cut the same answer again
+
+
+def test_auto_keeps_json_schema_on_llama_cpps_own_server(tmp_path: Path) -> None:
+    with serve(LLAMA_CPP_SERVER, answers=[HELLO, TO_B, IN_B]) as server:
+        talk = session(tmp_path, server.base)
+        first, second = talk.send("hi"), talk.send("I am ready")
+    assert (first.reply, second.reply) == ("Hello!", "Now in b.")
+    assert modes(server.bodies) == ["json_schema"] * 3 and not first.warnings
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_forced_tool_that_the_server_ignores_is_said_once_with_what_to_use(
+    tmp_path: Path, stream: bool
+) -> None:
+    with serve(LLAMA_CPP_SERVER) as server:
+        talk = session(tmp_path, server.base, structured="tool")
+        ask = (lambda text: [*talk.stream(text)][-1]) if stream else talk.send
+        first, second = ask("hi"), ask("again")
+    assert first.fallback and second.fallback  # prose is no answer
+    said = [w for w in (*first.warnings, *second.warnings) if "forced tool call" in w]
+    assert said == [
+        "the server took a forced tool call (`--structured tool`) and answered in prose "
+        "instead, so its answers cannot be read; use `--structured json_schema` (or `auto`)"
+    ]
+    notices = [e for e in talk.events() if e.kind == "llm_notice"]
+    assert len(notices) == 1
+
+
+def test_auto_leaves_a_forced_tool_the_server_ignores_for_the_next_mode(tmp_path: Path) -> None:
+    from tests.servers.chat import Behaviour
+
+    ignoring = Behaviour(
+        "ignores forced tools, refuses json_schema", json_schema=False, ignores_forced_tools=True
+    )
+    with serve(ignoring, answers=[HELLO]) as server:
+        turn = session(tmp_path, server.base).send("hi")
+    assert turn.reply == "Hello!" and not turn.fallback
+    assert modes(server.bodies) == ["json_schema", "tool", "json_object"]
+    assert any("answered in prose" in w and "using `json_object`" in w for w in turn.warnings)

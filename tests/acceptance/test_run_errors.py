@@ -92,6 +92,11 @@ def test_an_unknown_model_loads_no_embedding_model_and_no_memory(tmp_path: Path)
     [
         (["missing.yaml"], "error: missing.yaml: no such file"),
         ([str(CHECKIN), "--store", str(CHECKIN)], "cannot use it as a folder"),
+        (  # a byte that is not UTF-8 in an id would reach the store's text
+            [str(CHECKIN), "--session", "s\udcff"],
+            "error: --session: the id holds a byte that is not UTF-8 (0xff) at character 2",
+        ),
+        ([str(CHECKIN), "--user", "u" * 201], "error: --user: the id is 201 characters"),
     ],
 )
 def test_argument_errors_import_nothing_heavy(args: list[str], expected: str) -> None:

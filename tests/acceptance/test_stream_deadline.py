@@ -43,7 +43,8 @@ def stalling() -> Any:
 
 def huge() -> Any:
     answer = {"exit": "stay", "reason": "r", "reply": HUGE}
-    return serve(OPENAI, answers=[answer], piece=64_000)
+    # A runaway: a server that does not stop at the request's `max_tokens`.
+    return serve(OPENAI, answers=[answer], piece=64_000, chars_per_token=10**6)
 
 
 SERVERS = {"drip forever": dripping, "stall after headers": stalling, "huge stream": huge}

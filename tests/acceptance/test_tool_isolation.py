@@ -220,3 +220,36 @@ def test_what_a_tool_started_ends_with_its_worker(tmp_path: Path, how: str) -> N
     assert eventually(lambda: not any(alive(p) for p in started))
     if timed_out:
         finish(run)
+
+
+def escaped(folder: Path) -> list[int]:
+    return [int(pid) for pid in (folder / "escaped.pids").read_text().split()]
+
+
+@pytest.mark.parametrize(
+    "how", ["a timeout", "the end of the command", "kill -9 of the command", "a worker crash"]
+)
+def test_what_a_tool_started_in_a_session_of_its_own_ends_too(tmp_path: Path, how: str) -> None:
+    # `setsid sleep 1000` and a double fork leave the worker's process group: a kill of
+    # the group alone left both running, re-parented to init, after the session ended.
+    handler = {"a timeout": "escaper_hangs", "kill -9 of the command": "escaper_hangs"}
+    handler |= {"the end of the command": "escaper", "a worker crash": "escaper_crashes"}
+    run = spawn(tmp_path, handler[how], 2 if how == "a timeout" else 300)
+    if how == "kill -9 of the command":
+        assert run.stdin is not None
+        run.stdin.write(json.dumps({"id": "m1", "text": "charge it"}) + "\n")
+        run.stdin.flush()
+        assert eventually(lambda: (tmp_path / "escaped.pids").exists(), WAIT)
+        assert all(alive(pid) for pid in escaped(tmp_path))
+        run.send_signal(signal.SIGKILL)
+        run.wait(timeout=WAIT)
+    elif how == "the end of the command":
+        assert send(run, "charge it")["reply"] == "done charge it"
+        assert all(alive(pid) for pid in escaped(tmp_path))  # they live while the session does
+        finish(run)
+    else:
+        reason = why_failed(send(run, "charge it"))
+        assert "timed out after 2s" in reason or "exited with status 3" in reason
+        assert not any(alive(pid) for pid in escaped(tmp_path))  # gone when the reply comes
+        finish(run)
+    assert eventually(lambda: not any(alive(pid) for pid in escaped(tmp_path)))

@@ -102,3 +102,25 @@ def test_a_value_holding_an_undefined_part_fails_its_render_not_the_store(
     turn = session.send("hi")
     assert (turn.reply, turn.fallback) == (FALLBACK, True)
     assert failures(session) == [("call", "arguments", "UndefinedError")]
+
+
+@pytest.mark.parametrize(
+    ("field", "template", "state"),
+    [
+        ("set", "{{ '\\ud800' }}", "mark"),
+        ("arguments", "{{ {(1, 2): 3} }}", "call"),
+        ("say", "{{ 'a\\udcff' }}", "talk"),
+    ],
+)
+def test_a_value_that_cannot_be_stored_fails_its_render_and_the_session_resumes(
+    tmp_path: Path, field: str, template: str, state: str
+) -> None:
+    # Each once reached the store's JSON at commit, and every resume failed there again.
+    path, store = write_graph(tmp_path / "g", field, template), tmp_path / "store"
+    session = Session.start(path, model=ScriptedModel({"talk": stay("Hi.")}), store=store)
+    turn = session.send("hi")
+    assert (turn.reply, turn.fallback) == (FALLBACK, True)
+    assert failures(session) == [(state, field, "NotStorable")]
+    session.close()
+    again = Session.resume(session.id, store=store, model=ScriptedModel({"talk": stay("Hi.")}))
+    assert again.recovered is None and again.send("again").number == 2

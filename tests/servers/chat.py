@@ -14,13 +14,20 @@ llama-cpp-python 0.3.36 and to `LLAMA_CPP_PYTHON`, and compares):
   `json_object` to keep to it.
 - `OPENAI`: accepts `json_schema` (and everything else).
 - `ONE_SYSTEM`: a chat template that raises on any system message but the first (500).
+- `LLAMA_CPP_SERVER`: llama.cpp's own `llama-server`: accepts `json_schema` (a grammar
+  keeps the answer to it) and `json_object`, and takes a forced `tool_choice` without an
+  error but answers in prose instead of calling the function.
+
+Every server stops a generation at the request's `max_tokens` (`chars_per_token`
+characters a token), cutting the answer with `finish_reason: length`.
 
 A server answers from `answers` (dicts, checked against the schema it received: like a
 grammar-constrained server, it cannot send an answer outside the schema; or `Calls`, a
 round of calls of the offered tools), else from `by_schema` (an answer for every request
 whose schema has that name), else with the first value of every enum. `delay` waits
 before answering, `trickle` sends the body a few bytes at a time (a server streaming its
-generation), `stall` never answers.
+generation), `stall` never answers; `faults` fail chosen requests (an error status, a stream that
+breaks off, a stall).
 
 A body with `stream: true` is answered as OpenAI and llama.cpp's server answer it:
 server-sent `chat.completion.chunk` events, `piece` characters of the content (or of a
@@ -71,6 +78,9 @@ class Behaviour:
     call_content: bool = False
     """Refuses (500) an assistant message calling tools without text content, null or
     missing (llama-cpp-python's request model and chat template need a string)."""
+    ignores_forced_tools: bool = False
+    """Takes a forced `tool_choice` (a named function, or `required`) without an error
+    and answers in prose all the same, as llama.cpp's own server does."""
 
 
 LLAMA_CPP_PYTHON = Behaviour(
@@ -87,8 +97,10 @@ FORCED_TOOLS = Behaviour(
 JSON_OBJECT_SCHEMA = Behaviour("json-object-schema", json_schema=False, tools=False)
 OPENAI = Behaviour("openai")
 ONE_SYSTEM = Behaviour("one-system", one_system=True, refusal_status=500)
+LLAMA_CPP_SERVER = Behaviour("llama.cpp server", ignores_forced_tools=True)
 
 TALK = {"content": "Hello! How can I help you today?"}
+PROSE = {"content": "Sure! I can help with that. What would you like to do next?"}
 FUNCTION_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
@@ -131,6 +143,14 @@ class ChatServer:
     """Seconds between the words of a streamed answer that never ends (0: it ends)."""
     base: str = ""
     released: threading.Event = field(default_factory=threading.Event)
+    faults: dict[int, str] = field(default_factory=dict)
+    """Request number (0-based) → how the server fails it: `500` (an error status),
+    `break` (the stream stops after `break_after` pieces and the connection closes, with
+    no end), `stall` (no answer until the client hangs up)."""
+    break_after: int = 0
+    chars_per_token: int = 4
+    """A generation stops at the body's `max_tokens`, counted as this many characters a
+    token: the answer is cut there, with `finish_reason: length`, as a real server does."""
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """The completion for `body`, or `Refused` as the real server would refuse it."""
@@ -138,6 +158,11 @@ class ChatServer:
 
     def message(self, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """The assistant message for `body` and its finish reason."""
+        message, finish = self._generated(body)
+        cap = body.get("max_tokens")
+        return _capped(message, finish, cap * self.chars_per_token) if cap else (message, finish)
+
+    def _generated(self, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
         problem = conversation_problem(body)
         if problem:
             raise Refused(400, error(problem, "invalid_request_error"))
@@ -177,6 +202,8 @@ class ChatServer:
         functions = {t["function"]["name"]: t["function"] for t in body["tools"]}
         choice = body.get("tool_choice")
         named = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+        if b.ignores_forced_tools and (named or choice == "required"):
+            return PROSE, "stop"  # the choice is accepted, and not kept to
         if named:
             if named not in functions:
                 raise Refused(400, error(f"tool_choice names `{named}`, which is not offered"))
@@ -219,6 +246,28 @@ class ChatServer:
             answer = self.by_schema.get(name) or _first_values(schema)
         jsonschema.validate(answer, schema)  # a grammar cannot produce anything else
         return answer
+
+
+def _capped(message: dict[str, Any], finish: str, chars: int) -> tuple[dict[str, Any], str]:
+    """The message as generated up to `chars` characters (its content, or each call's
+    arguments): a generation that reaches the cap ends there, with `length`."""
+    content = message.get("content")
+    if isinstance(content, str) and len(content) > chars:
+        return {**message, "content": content[:chars]}, "length"
+    calls = message.get("tool_calls") or []
+    if any(len(call["function"]["arguments"]) > chars for call in calls):
+        cut = [
+            {
+                **call,
+                "function": {
+                    **call["function"],
+                    "arguments": call["function"]["arguments"][:chars],
+                },
+            }
+            for call in calls
+        ]
+        return {**message, "tool_calls": cut}, "length"
+    return message, finish
 
 
 def called(made: Sequence[tuple[str, Any]]) -> tuple[dict[str, Any], str]:
@@ -437,8 +486,12 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("content-length", 0))
             body = json.loads(self.rfile.read(length))
             server.bodies.append(body)
-            if server.stall:
+            fault = server.faults.get(len(server.bodies) - 1)
+            if server.stall or fault == "stall":
                 server.released.wait(60)
+                return
+            if fault == "500":
+                self._send(500, json.dumps(error("the server failed")).encode())
                 return
             time.sleep(server.delay)
             busy = server.overloaded_from is not None
@@ -456,11 +509,13 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             if body.get("stream") and server.drip:
                 self._drip()
             elif body.get("stream"):
-                self._stream(message, finish, body)
+                self._stream(message, finish, body, broken=fault == "break")
             else:
                 self._send(200, json.dumps(completion(message, finish)).encode())
 
-        def _stream(self, message: dict[str, Any], finish: str, body: dict[str, Any]) -> None:
+        def _stream(
+            self, message: dict[str, Any], finish: str, body: dict[str, Any], broken: bool
+        ) -> None:
             self._open_stream()
             written = 0
             try:
@@ -468,6 +523,9 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 for delta, generated in deltas(message, server.piece, layout):
                     if generated and written == server.hold_after:
                         server.go.wait(60)
+                    if broken and written == server.break_after:
+                        self.close_connection = True  # no last chunk: the body never ends
+                        return
                     written += generated
                     self._event(json.dumps(chunk(delta)))
                     time.sleep(server.pause if generated else 0)

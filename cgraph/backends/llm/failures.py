@@ -1,19 +1,22 @@
 """A provider's exception → what it means for cgraph, and the line of it that says why.
 
-Four meanings: `transient` (retry after a wait), `rejected` (the server refused how the
+The meanings: `transient` (retry after a wait), `rejected` (the server refused how the
 schema was sent: try the next structured-output mode), `system` (the chat template allows
-only a leading system message), `permanent` (asking again cannot help), and `timeout`.
+only a leading system message), `permanent` (asking again cannot help), `timeout`, and
+`unreachable`: the connection was refused before any answer (nobody listens at the
+server's address), which no wait fixes within a turn.
 """
 
 from __future__ import annotations
 
 import ast
+import errno
 import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Meaning = Literal["transient", "rejected", "system", "permanent", "timeout"]
+Meaning = Literal["transient", "rejected", "system", "permanent", "timeout", "unreachable"]
 
 TRANSIENT = frozenset(
     {
@@ -51,10 +54,14 @@ class Failure:
     meaning: Meaning
     cause: str
     status: int | None
+    url: str | None = None
+    """The address the request went to, when the error says (a refused connection)."""
 
 
 def classify(err: BaseException) -> Failure:
     """The meaning of `err`, raised by `litellm.completion`."""
+    if _refused(err):  # litellm words it "InternalServerError ... Connection error."
+        return Failure("unreachable", "connection refused", None, _url(err))
     names = {cls.__name__ for cls in type(err).__mro__}
     status = getattr(err, "status_code", None)
     status = status if isinstance(status, int) else None
@@ -143,3 +150,37 @@ def _telling_line(text: str) -> str:
             return f"{line.strip()}: {following.strip()}"[:300]
         return line.strip()[:300]
     return lines[0].strip()[:300] if lines else ""
+
+
+def _chain(err: BaseException) -> list[BaseException]:
+    """`err` and the exceptions it was raised from, innermost last (at most 20)."""
+    found: list[BaseException] = []
+    current: BaseException | None = err
+    while current is not None and current not in found and len(found) < 20:
+        found.append(current)
+        current = current.__cause__ or current.__context__
+    return found
+
+
+def _refused(err: BaseException) -> bool:
+    """Whether the connection was refused: nobody listens at the address."""
+    return any(
+        isinstance(inner, ConnectionRefusedError)
+        or (isinstance(inner, OSError) and inner.errno == errno.ECONNREFUSED)
+        for inner in _chain(err)
+    )
+
+
+def _url(err: BaseException) -> str | None:
+    """The URL an HTTP client's error holds (httpx keeps the request it failed on; the
+    provider clients' own errors carry a placeholder request, so only httpx's counts)."""
+    for inner in _chain(err):
+        if not type(inner).__module__.startswith("httpx"):
+            continue
+        try:
+            url = inner.request.url  # type: ignore[attr-defined]
+        except Exception:  # httpx raises when an error has no request
+            continue
+        if url:
+            return str(url)
+    return None

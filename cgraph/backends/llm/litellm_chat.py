@@ -9,7 +9,8 @@ validated by the engine, never trusted.
 Timeouts (except against a server on this machine, which is still busy with the abandoned
 answer), rate limits, 5xx answers and connection errors are retried with exponential
 backoff and jitter, up to `retries` times and never past the turn's deadline (`timeout`
-seconds from `begin_turn`). Anything else is permanent and raised at once as `LLMError`.
+seconds from `begin_turn`). Anything else is permanent and raised at once as `LLMError`;
+so is a connection refused before any answer, naming the address nobody listens at.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ class LiteLLMModel:
         self._deadline: float | None = None
         self._warm = False
         self._notices: list[str] = []
+        self._said_prose = False
         self.calls = 0
         """Requests sent to the provider, retries included."""
 
@@ -223,7 +225,45 @@ class LiteLLMModel:
         return args
 
     def complete(self, request: LLMRequest) -> str:
-        return _content(self._send(request), request)
+        response = self._send(request)  # in the mode it ends in: a refused one is left
+        if self._forced_call_ignored(self.mode(), response, request):  # auto moved on
+            response = self._send(request)
+        return self._finished(response, request)
+
+    def _forced_call_ignored(self, mode: Mode, response: Any, request: LLMRequest) -> bool:
+        """A server that takes a forced tool call and answers in prose (llama.cpp's own
+        server does): in `auto`, move to the next mode and say so (True: ask again);
+        with the mode chosen explicitly, say once what to use instead."""
+        if mode != "tool" or not _prose(response):
+            return False
+        order = self._order()
+        if self.structured == "auto" and len(order) > 1 and order[0] == "tool":
+            self._modes = order[1:]
+            self._notices.append(
+                "the server took a forced tool call (`tool` structured output) and answered "
+                f"in prose instead; using `{order[1]}` for the rest of the session"
+            )
+            return True
+        if not self._said_prose:
+            self._said_prose = True
+            self._notices.append(
+                "the server took a forced tool call (`--structured tool`) and answered in "
+                "prose instead, so its answers cannot be read; use `--structured "
+                "json_schema` (or `auto`)"
+            )
+        return False
+
+    def _finished(self, response: Any, request: LLMRequest) -> str:
+        """The answer's text; `LLMError` saying so when the server stopped it at the token
+        cap before it was whole (a JSON answer that still parses is kept)."""
+        text = _content(response, request)
+        if _finish_reason(response) == "length" and not _parses(text):
+            raise LLMError(
+                f"model `{self.name}` stopped at its cap of {self.max_tokens} tokens before its "
+                "answer was complete (finish_reason: length); raise it with --max-tokens N or "
+                "the graph's `model.max_tokens`"
+            )
+        return text
 
     def stream(self, request: LLMRequest) -> Iterator[str | Whole]:
         """The answer's text as the provider sends it (`stream=True`), piece by piece: the
@@ -234,6 +274,7 @@ class LiteLLMModel:
         still running at the turn's deadline or longer than `MAX_STREAMED_CHARS`."""
         deadline = self._turn_deadline()
         response = self._send(request, stream=True, deadline=deadline)
+        mode = self.mode()
         chunks: list[Any] = []
         names: dict[int, str] = {}
         size = 0
@@ -247,7 +288,7 @@ class LiteLLMModel:
                         f"model `{self.name}` streamed more than {MAX_STREAMED_CHARS:,} "
                         "characters; stopped reading its answer"
                     )
-                piece = _piece(chunk, request, names)
+                piece = _piece(chunk, request, names, content=mode != "tool")
                 if piece:
                     yield piece
             built = load_litellm().stream_chunk_builder(chunks)
@@ -261,7 +302,10 @@ class LiteLLMModel:
             reading.close()  # stops the reader, which closes the response
         if built is None:
             raise LLMError(f"model `{self.name}` sent an empty stream")
-        yield Whole(_content(built, request))
+        if self._forced_call_ignored(mode, built, request):  # auto moved on: ask again
+            yield from self.stream(request)
+            return
+        yield Whole(self._finished(built, request))
 
     def _turn_deadline(self) -> float:
         return self._deadline or self._clock() + self.timeout
@@ -294,7 +338,7 @@ class LiteLLMModel:
                     continue
                 delay = self._delay(attempt)
                 if not self._retry(failure, attempt, deadline - self._clock() - delay):
-                    raise _error(self.name, failure, attempt) from err
+                    raise _error(self.name, failure, attempt, self.api_base) from err
             self._sleep(delay)
             attempt += 1
 
@@ -337,15 +381,24 @@ def _supports(check: Callable[..., bool], model: str, provider: str) -> bool:
         return False
 
 
-def _error(name: str, failure: Failure, attempt: int) -> LLMError:
+def _error(name: str, failure: Failure, attempt: int, api_base: str | None = None) -> LLMError:
+    if failure.meaning == "unreachable":  # not retried: nobody listens there
+        where = failure.url or api_base or "its default address"
+        return LLMError(
+            f"model `{name}`: cannot reach its server at {where} (connection refused); "
+            "start the server, or check --api-base",
+            permanent=True,
+        )
     tries = f" after {attempt + 1} attempts" if attempt else ""
     permanent = failure.meaning not in ("transient", "timeout")
     return LLMError(f"model `{name}` failed{tries}: {failure.cause}", permanent=permanent)
 
 
-def _piece(chunk: Any, request: LLMRequest, names: dict[int, str]) -> str:
-    """A streamed chunk's answer text: content, or the answer call's argument text. A
-    call's name comes only in its first delta: `names` keeps it by the call's index."""
+def _piece(chunk: Any, request: LLMRequest, names: dict[int, str], *, content: bool) -> str:
+    """A streamed chunk's answer text: content (unless a call was forced: then content is
+    no answer, and showing it would garble the answer asked for next), or the answer
+    call's argument text. A call's name comes only in its first delta: `names` keeps it
+    by the call's index."""
     try:
         delta = chunk.choices[0].delta
     except (AttributeError, IndexError, KeyError, TypeError):
@@ -358,7 +411,32 @@ def _piece(chunk: Any, request: LLMRequest, names: dict[int, str]) -> str:
             names[index] = name
         if names.get(index) == request.schema_name or not request.tools:
             text += str(getattr(call.function, "arguments", None) or "")
-    return text + str(getattr(delta, "content", None) or "")
+    return text + (str(getattr(delta, "content", None) or "") if content else "")
+
+
+def _prose(response: Any) -> bool:
+    """An answer that calls no function and is not JSON: words where a call was forced."""
+    try:
+        message = response.choices[0].message
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return False
+    content = str(getattr(message, "content", None) or "").strip()
+    return not getattr(message, "tool_calls", None) and bool(content) and not _parses(content)
+
+
+def _finish_reason(response: Any) -> str | None:
+    try:
+        return str(response.choices[0].finish_reason)
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return None
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text, strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _content(response: Any, request: LLMRequest) -> str:

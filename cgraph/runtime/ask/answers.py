@@ -136,7 +136,7 @@ def _json_object(raw: str) -> dict[str, Any]:
     try:
         data = json.loads(text, strict=False)  # a raw newline in a string is still meant
     except json.JSONDecodeError as err:
-        raise AnswerError(f"the answer is not valid JSON ({err.msg} at char {err.pos})") from err
+        raise AnswerError(f"the answer is not valid JSON ({err})") from err
     if not isinstance(data, dict):
         raise AnswerError(f"the answer must be a JSON object, not {type(data).__name__}")
     return data

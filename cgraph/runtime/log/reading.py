@@ -110,10 +110,14 @@ def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
         completed=bool(end.get("completed", False)),
         guard=end.get("guard"),
         llm_calls=sum(d.attempts for d in made),
-        memory_calls=sum(int(e.data.get("calls", 0)) for e in events if is_extraction(e)),
+        memory_calls=sum(int(e.data.get("calls", 0)) for e in events if is_extraction(e, number)),
         fallback=bool(reply.get("fallback", False)),
         warnings=tuple(
-            dict.fromkeys(_warning(e) for e in events if _failed(e) and not e.data.get("repeated"))
+            dict.fromkeys(
+                _warning(e)
+                for e in events
+                if _failed(e) and not e.data.get("repeated") and _of_turn(e, number)
+            )
         ),
         tool_calls=tuple(_tool_call(e.data) for e in events if _model_call(e)),
         metadata=tuple(reply.get("metadata", ())),
@@ -125,9 +129,16 @@ def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
 _FAILURES = ("memory_error", "llm_error", "llm_notice", "tool_call")
 
 
+def _of_turn(event: Event, number: int) -> bool:
+    """An event about turn `number` (a background extraction's names its own turn)."""
+    return event.data.get("turn", number) == number if event.kind == "memory_error" else True
+
+
 def _failed(event: Event) -> bool:
     if event.kind == "tool_call":  # a model's failed call is answered by the model itself
         return event.data.get("status") == "skipped"
+    if event.kind == "llm_error" and event.data.get("kind") == "extract":
+        return False  # said once, by the extraction's own `memory_error`
     return event.kind in _FAILURES
 
 
@@ -157,12 +168,18 @@ def _warning(event: Event) -> str:
         return f"could not read a valid value from the message in {where} ({error}); asking again"
     if event.kind == "llm_error":
         return f"the model failed in {event.data.get('state', '?')}: {error}"
+    if event.data.get("operation") == "extract":
+        return f"memory extraction after this turn failed (the reply stands): {error}"
     return f"memory {event.data.get('operation', 'call')} failed: {error}"
 
 
-def is_extraction(event: Event) -> bool:
-    """True for the event that closes a memory extraction (stored, or failed)."""
-    return event.kind in ("memory_stored", "memory_error") and "calls" in event.data
+def is_extraction(event: Event, turn: int | None = None) -> bool:
+    """True for the event that closes a memory extraction (stored, or failed), of turn
+    `turn` when given (one asked in the background is logged when its answer comes, in a
+    later turn's events, marked with its own)."""
+    if event.kind not in ("memory_stored", "memory_error") or "calls" not in event.data:
+        return False
+    return turn is None or event.data.get("turn", event.turn) == turn
 
 
 def _path(start: str, transitions: Sequence[TransitionRecord], end: str) -> tuple[str, ...]:

@@ -3,19 +3,22 @@
 A finished turn whose graph stores memories (`memory.store`) is followed by one question
 over the turn (or the whole session) whose answer the memory gateway stores. It runs after
 the reply is committed, so the user never waits for it, and a crash in between leaves a
-turn whose extraction is still pending (`pending`), done on resume.
+turn whose extraction is still pending (`pending`), done on resume. A front end may ask
+it in the background (`Background`): its answer is taken in when it comes, logged for
+its turn, and the next message never waits for it.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 
-from cgraph.runtime.ask.exchange import ask
+from cgraph.runtime.ask.exchange import Asked, ask
 from cgraph.runtime.ask.requests import Prompter
 from cgraph.runtime.log import reading as log_view
 from cgraph.runtime.memory.gateway import MemoryGateway, this_turn
-from cgraph.runtime.ports import ChatModel, Rememberer
-from cgraph.runtime.state.outcomes import Effects
+from cgraph.runtime.ports import ChatModel, LLMRequest, Rememberer
+from cgraph.runtime.state.outcomes import Effects, Emit
 from cgraph.runtime.state.records import Event
 from cgraph.runtime.state.snapshot import SessionState
 from cgraph.runtime.state.view import View
@@ -31,7 +34,7 @@ def pending(
         return False
     if not memory.wants_extraction(state.completed):
         return False
-    return not any(log_view.is_extraction(e) for e in turn_events())
+    return not any(log_view.is_extraction(e, state.turn) for e in turn_events())
 
 
 def extract(
@@ -49,13 +52,58 @@ def extract(
         assert rememberer is not None, "a session without a chat model has a rememberer"
         found = rememberer.remember(prompter.recent_user_messages())
         return memory.store_extracted(found, 1, (), view.here, view.turn)
+    asked = ask(chat, question(view, root, state, prompter))
+    return stored(asked, memory, view.here, view.turn)
+
+
+def question(view: View, root: Graph, state: AnyState | None, prompter: Prompter) -> LLMRequest:
+    """The `extract` question over the turn (or the session's window)."""
     every_turn = root.memory.store == "every_turn"
     transcript = prompter.transcript
     history = this_turn(transcript) if every_turn else prompter.history(view.marks)[0]
-    request = prompter.build(
+    return prompter.build(
         view, "extract", graph=root, state_id=view.here, state=state, history=history
     )
-    asked = ask(chat, request)
+
+
+def stored(asked: Asked, memory: MemoryGateway, here: str, turn: int) -> Effects:
+    """What the answer to turn `turn`'s `extract` question found, stored; the log entries
+    it leaves (marked with that turn: a background answer is logged when it comes)."""
     answer, calls = asked.answer, asked.decision.attempts
     memories = list(answer.memories) if answer is not None else None
-    return memory.store_extracted(memories, calls, asked.failures, view.here, view.turn)
+    found = memory.store_extracted(memories, calls, asked.failures, here, turn)
+    return tuple(_for_turn(e, turn) for e in found)
+
+
+def _for_turn(event: Emit, turn: int) -> Emit:
+    if event.kind not in ("memory_stored", "memory_error"):
+        return event
+    return Emit(event.kind, {**event.data, "turn": turn})
+
+
+class Background:
+    """Turn `turn`'s `extract` question asked in a thread, so that the next reply never
+    waits for it: the thread only asks (no store, no log); the session's one writer takes
+    the answer in (`stored`) when it has come, whatever turn the session is at by then."""
+
+    def __init__(self, turn: int, here: str, chat: ChatModel, request: LLMRequest) -> None:
+        self.turn, self.here = turn, here
+        self._done = threading.Event()
+        self._asked: Asked | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(chat, request), name="cgraph-extract", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, chat: ChatModel, request: LLMRequest) -> None:
+        try:
+            chat.begin_turn()  # its own deadline: a stalled provider ends it too
+            self._asked = ask(chat, request)
+        finally:
+            self._done.set()
+
+    def answer(self, wait: bool) -> Asked | None:
+        """The answer when it has come (waiting for it with `wait`), else None."""
+        if wait:
+            self._done.wait()
+        return self._asked if self._done.is_set() else None

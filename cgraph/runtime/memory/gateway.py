@@ -84,8 +84,10 @@ class MemoryGateway:
     ) -> tuple[Emit, ...]:
         """Store what an extraction found (None: no usable answer, after `calls` calls and
         their `failures`); the events say what happened."""
-        if found is None:
-            error = {"operation": "extract", "error": "no usable answer", "calls": calls}
+        if found is None:  # the last attempt's error says why, once
+            said = [f.data["error"] for f in failures if f.kind == "llm_error"]
+            why = said[-1] if said else "no usable answer"
+            error = {"operation": "extract", "error": why, "calls": calls}
             return (*failures, Emit("memory_error", error))
         items = [NewMemory(text, tier, self.session_id, here, turn) for tier, text in found]
         stored, not_stored = self._attempt(

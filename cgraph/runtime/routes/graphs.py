@@ -6,11 +6,12 @@ from __future__ import annotations
 import os.path
 from pathlib import Path
 
-from cgraph.errors import CgraphError
+from cgraph.errors import CgraphError, GraphError
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import CROSS, Graph, GraphState, anywhere_targets, is_cross, targets_of
 from cgraph.spec.read import read_file
 from cgraph.spec.topology import derive
+from cgraph.spec.trust import GRAPH_FILE_HINT, graph_file_problem
 
 
 class Graphs:
@@ -25,6 +26,9 @@ class Graphs:
     def get(self, key: str) -> Graph:
         graph = self._graphs.get(key)
         if graph is None:
+            outside = graph_file_problem(self.folder / key, self.folder)
+            if outside is not None:  # lint refuses it first; the runtime never reads it
+                raise GraphError(f"graph file `{key}` {outside}; {GRAPH_FILE_HINT}")
             graph = self._graphs[key] = load_graph(self.folder / key)
         return graph
 

@@ -1,8 +1,9 @@
 """A tool's `module:function` handler, found next to the graph first, imported once.
 
 The module is looked up as a file under the graph's folder (`cgraph.spec.tool_files`, the
-rule lint follows too), then on the Python path; it is imported in the process that calls
-the handler: a session's tool worker by default, the session's own for `isolation: thread`.
+rule lint follows too), then on the Python path if it is allowed there (`cgraph.spec.trust`);
+it is imported in the process that calls the handler: a session's tool worker by default,
+the session's own for `isolation: thread`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from cgraph.errors import ToolError
 from cgraph.spec.tool_files import local_module
+from cgraph.spec.trust import module_allowed
 
 Handler = Callable[..., Any]
 _HANDLERS: dict[tuple[str, str], Handler] = {}
@@ -46,6 +48,12 @@ def _load(spec: str, base: Path | None) -> Handler:
 
 def _module(name: str, base: Path | None) -> ModuleType:
     path = _file_of(name, base)
+    if path is None and not module_allowed(name):  # lint says so first; this holds anyway
+        where = f"a Python file in the graph's folder ({base})" if base else "a file of a graph"
+        raise ToolError(
+            f"tool module `{name}` is neither {where} nor an allowed module: a graph may not "
+            f"run code from elsewhere (--allow-module {name.partition('.')[0]} allows it)"
+        )
     try:
         if path is None:
             return importlib.import_module(name)

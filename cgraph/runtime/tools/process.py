@@ -2,8 +2,9 @@
 its replies with a deadline, kill it.
 
 The worker (`cgraph.runtime.tools.worker`) is a new interpreter (`sys.executable`, never a
-fork: the session has threads), in its own process group so that a kill takes whatever
-the handler started with it, and so that Ctrl-C at the terminal reaches the session only.
+fork: the session has threads), in its own process group so that Ctrl-C at the terminal
+reaches the session only; a kill takes whatever the handler started with it, even what
+left the group (`cgraph.runtime.tools.contain`).
 It gets the session's Python path, so handlers import as they would here.
 """
 
@@ -17,10 +18,12 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from cgraph.errors import ToolError
+from cgraph.runtime.tools.contain import MARK, kill_all
 
 STARTUP_LIMIT = 60.0
 """Seconds a new worker may take to start, and a handler's module to import; neither is
@@ -43,12 +46,15 @@ class Worker:
     """A running tool worker; one call at a time."""
 
     def __init__(self) -> None:
+        self.token = uuid.uuid4().hex
+        """The mark in the environment of the worker and of whatever it starts."""
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", _BOOT, json.dumps(search_path())],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 start_new_session=True,
+                env={**os.environ, MARK: self.token},
             )
         except OSError as err:  # no processes or files left
             raise ToolError(f"cannot start the tool worker: {err}") from err
@@ -107,7 +113,10 @@ class Worker:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        """Kill the worker and everything it started; wait for it (no zombie is left)."""
+        """Kill the worker and everything it started, wherever it went (its own session,
+        a double fork: `cgraph.runtime.tools.contain`); wait for it (no zombie is left)."""
+        # Not reaped yet, the worker's id is still its own: its tree may be walked.
+        kill_all(self.token, self.pid if self.process.poll() is None else None)
         if self.process.poll() is None:
             # ProcessLookupError: it ended between the poll and the kill.
             with contextlib.suppress(ProcessLookupError):

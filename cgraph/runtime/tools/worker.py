@@ -13,8 +13,9 @@ The protocol has its own copies of the pipes: a handler's prints (fd 1) go to st
 its `input()` reads nothing, so neither can corrupt a reply nor the session's output.
 
 It exits as soon as its parent is gone (the request pipe closes, or it is re-parented),
-also in the middle of a handler, and kills its process group as it goes: neither the
-worker nor what a handler started outlives the session.
+also in the middle of a handler, and kills what the handlers started as it goes (it is a
+child subreaper: see `cgraph.runtime.tools.contain`): neither the worker nor what a
+handler started outlives the session.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any, BinaryIO
 
 # Imported before the worker says it is ready, so a first call does not wait for them.
 from cgraph.errors import ToolError
+from cgraph.runtime.tools.contain import MARK, become_subreaper, kill_all, reap
 from cgraph.runtime.tools.invoke import invoke, returned
 from cgraph.runtime.tools.load import load_handler
 
@@ -45,6 +47,7 @@ def serve() -> None:
     replies = os.fdopen(os.dup(1), "wb", buffering=0)
     requests_in = os.fdopen(os.dup(0), "rb")
     _redirect_standard_streams()
+    become_subreaper()  # an orphan of a handler's process stays in this tree
     requests: queue.Queue[dict[str, Any]] = queue.Queue()
     threading.Thread(target=_read, args=(requests_in, requests), daemon=True).start()
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
@@ -56,6 +59,7 @@ def serve() -> None:
             continue
         for reply in answer(request):
             _send(replies, reply)
+        reap()  # the orphans that ended, adopted as a subreaper
 
 
 def _redirect_standard_streams() -> None:
@@ -81,14 +85,21 @@ def _watch_parent(parent: int) -> None:
 
 
 def _end() -> None:
-    """Exit, and take along whatever the handlers started (the worker's process group)."""
+    """Exit, and take along whatever the handlers started: the worker's descendants and
+    marked processes (`cgraph.runtime.tools.contain`), and its process group."""
+    with contextlib.suppress(OSError):
+        kill_all(os.environ.get(MARK, ""), os.getpid())
     with contextlib.suppress(OSError):
         os.killpg(0, signal.SIGKILL)
     os._exit(0)
 
 
 def _send(replies: BinaryIO, reply: dict[str, Any]) -> None:
-    replies.write(json.dumps(reply, ensure_ascii=False, allow_nan=False).encode() + b"\n")
+    line = json.dumps(reply, ensure_ascii=False, allow_nan=False).encode() + b"\n"
+    try:
+        replies.write(line)
+    except OSError:  # the parent is gone (or closed the pipe): nobody is left to answer
+        _end()
 
 
 def answer(request: dict[str, Any]) -> Iterator[dict[str, Any]]:

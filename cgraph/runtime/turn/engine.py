@@ -17,6 +17,7 @@ from typing import Any
 from cgraph.errors import RenderError, ValueTooLarge
 from cgraph.runtime.ask import history
 from cgraph.runtime.ask.choosing import ModelChooser
+from cgraph.runtime.ask.exchange import Asked
 from cgraph.runtime.ask.requests import Prompter
 from cgraph.runtime.ask.streaming import Chunk, StreamingModel
 from cgraph.runtime.handlers import HANDLERS
@@ -27,7 +28,7 @@ from cgraph.runtime.log.events import EventLog
 from cgraph.runtime.log.snapshots import read_snapshot
 from cgraph.runtime.memory import extraction
 from cgraph.runtime.memory.gateway import MemoryGateway
-from cgraph.runtime.ports import ChatModel, ExitChooser
+from cgraph.runtime.ports import ChatModel, ExitChooser, LLMRequest
 from cgraph.runtime.routes.failures import StepRenderFailed, failed_step
 from cgraph.runtime.routes.graphs import Graphs
 from cgraph.runtime.state.outcomes import Effects, Outcome
@@ -184,6 +185,21 @@ class Engine:
                 )
             self._take(self.applier.effects(self.state, found))
             self._commit()
+
+    def extraction_question(self) -> LLMRequest | None:
+        """The latest turn's `extract` question when it is due and a language model answers
+        it (None: nothing due, or no model: the rememberer answers at once)."""
+        if self.deps.chat is None or not self.extraction_pending():
+            return None
+        return extraction.question(
+            self._view(), self.deps.graph, self.current_state(), self.prompter
+        )
+
+    def take_extraction(self, asked: Asked, here: str, turn: int) -> None:
+        """Store and log the answer to turn `turn`'s `extract` question, then commit."""
+        found = extraction.stored(asked, self.memory, here, turn)
+        self._take(self.applier.effects(self.state, found))
+        self._commit()
 
     def rewind(self, number: int, *, cancelled: bool) -> None:
         """Take back turn `number` (the latest): back to the checkpoint before it, and

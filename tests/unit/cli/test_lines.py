@@ -190,3 +190,87 @@ def test_state_says_when_an_exit_without_words_is_taken(tmp_path: Path) -> None:
         ("large_party", "when party_size > 12"),
         ("ask_time", "once its slots are filled, if no exit above holds"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ('{"id": "a", "text": "hi \\ud800"}', "the message holds a lone surrogate (U+D800) at"),
+        ('{"id": "\\udfff", "text": "hi"}', "the id holds a lone surrogate (U+DFFF) at"),
+        ("hi \udcff", "the message holds a byte that is not UTF-8 (0xff) at character 4"),
+        ("hi \x00 there", "the message holds a NUL character at character 4"),
+        ("/memory \ud83d", "the message holds a lone surrogate (U+D83D) at character 9"),
+        ("x" * 8_001, "the message is 8,001 characters, over the 8,000 a message may hold"),
+    ],
+)
+def test_a_line_that_cannot_be_stored_is_refused_located_and_the_session_goes_on(
+    tmp_path: Path, line: str, why: str
+) -> None:
+    here = opened(tmp_path)
+    code, out, err = run(here, f"Hi\n{line}\nHi again\n", jsonl=True)
+    assert code == 0
+    assert [json.loads(shown)["user"] for shown in out.splitlines()] == ["Hi", "Hi again"]
+    assert f"error: line 2: {why}" in err and "the line is skipped" in err
+    assert [m["content"] for m in here.session.transcript][::2] == ["Hi", "Hi again"]
+
+
+HOSTILE_REPLY = "Hi\x1b]0;owned\x07\x1b[2J\r\nthere\u202e\x9b[31m \ud800 done"
+
+
+def test_a_reply_is_one_line_with_its_control_characters_escaped(tmp_path: Path) -> None:
+    here = opened(tmp_path, {"*": {"exit": "stay", "reason": "r\x1b[2J", "reply": HOSTILE_REPLY}})
+    code, out, err = run(here, "Hi\n/history\n/why\n", jsonl=False)
+    assert code == 0
+    escaped = "Hi\\x1b]0;owned\\x07\\x1b[2J\\r\\nthere\\u202e\\x9b[31m \\ud800 done"
+    assert out == escaped + "\n"  # the turn's one line, nothing acts on a terminal
+    assert f"Ava: {escaped}" in err and "r\\x1b[2J" in err  # /history and /why too
+    assert not any(c in out + err for c in "\x1b\r\x07\x9b\u202e\ud800")
+
+
+def test_a_jsonl_line_holds_no_control_character_raw_and_reads_back_the_same(
+    tmp_path: Path,
+) -> None:
+    here = opened(tmp_path, {"*": {"exit": "stay", "reason": "r", "reply": HOSTILE_REPLY}})
+    code, out, _ = run(here, "Hi\n/history\n", jsonl=True)
+    assert code == 0 and len(out.splitlines()) == 2
+    assert not any(c in out for c in "\x1b\r\x07\x9b\u202e\ud800")
+    turn, history = (json.loads(line) for line in out.splitlines())
+    assert turn["reply"] == history["transcript"][1]["content"] == HOSTILE_REPLY
+
+
+class Crash(BaseException):
+    """What a kill leaves behind: a turn begun and never finished."""
+
+
+def test_a_recovered_turn_is_printed_with_the_id_its_line_was_sent_with(tmp_path: Path) -> None:
+    graph = load_graph(CHECKIN)
+    crashing = Session.start(graph, model=ScriptedModel({"*": Crash()}), store=tmp_path)
+    with pytest.raises(Crash):
+        crashing.send("Hi", key="m-17")
+    session = Session.resume(crashing.id, store=tmp_path, model=ScriptedModel(STAY), graph=graph)
+    assert session.recovered is not None
+    here = Opened(
+        graph=graph,
+        session=session,
+        model_name="scripted",
+        memory=cast(Any, QuietMemory()),
+        store=tmp_path,
+        user="local",
+    )
+    code, out, err = run(here, "", jsonl=True)
+    assert code == 0 and "recovered turn 1" in err
+    (recovered,) = (json.loads(line) for line in out.splitlines())
+    assert recovered["recovered"] is True and recovered["id"] == "m-17"
+
+
+def test_sessions_lists_only_the_current_users_sessions(tmp_path: Path) -> None:
+    graph = load_graph(CHECKIN)
+    for user in ("bob", "bob"):
+        Session.start(graph, model=ScriptedModel(STAY), user_id=user, store=tmp_path).send("Hi")
+    here = opened(tmp_path)  # ann's
+    code, out, _ = run(here, "Hi\n/sessions\n", jsonl=True)
+    assert code == 0
+    listed = json.loads(out.splitlines()[1])["sessions"]
+    assert [(s["user"], s["session"], s["current"]) for s in listed] == [
+        ("ann", here.session.id, True)
+    ]

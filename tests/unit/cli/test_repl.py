@@ -197,3 +197,29 @@ def test_an_offline_run_hints_at_a_collected_slot_it_can_never_fill(tmp_path: Pa
     assert "collects `title`, a free-text slot that is never filled without an LLM" in only.message
     assert "`enum` or a `pattern`" in only.hint
     assert offline_hints(hints).startswith(f"hint: {path}:17:23 state `ask` collects `title`")
+
+
+def test_a_typed_line_that_cannot_be_stored_is_refused_and_the_session_goes_on(
+    tmp_path: Path,
+) -> None:
+    graph = load_graph(written(tmp_path))
+    reply = {"exit": "stay", "reason": "r", "reply": "Hello there!"}
+    session = Session.start(graph, model=ScriptedModel({"*": reply}), store=tmp_path)
+    repl, out = terminal(tmp_path, session, "gpt-4o")
+    for line in ("hi \udcff", "/memory \ud800", "nul \x00"):
+        assert repl.take(line)  # refused, and the REPL goes on
+    repl.send("hi \ud83d")  # the library refuses it too
+    assert session.turn_number == 0 and session.transcript == []
+    text = out.getvalue()
+    assert "error: the message holds a byte that is not UTF-8 (0xff) at character 4" in text
+    assert "error: the message holds a lone surrogate (U+D800) at character 9" in text
+    assert "error: the message holds a NUL character at character 5" in text
+    assert "error: the message holds a lone surrogate (U+D83D) at character 4" in text
+    assert repl.take("hi") and session.turn_number == 1
+
+
+def test_the_terminal_is_never_handed_a_control_character_of_the_model(tmp_path: Path) -> None:
+    reply = "Line one\x1b]0;owned\x07\x1b[2J\r\nline two \u202e\x9b[31m [bold]x[/]"
+    text = shown(tmp_path, "gpt-4o", {"exit": "stay", "reason": "r\x1b[H", "reply": reply})
+    assert not any(c in text for c in "\x1b\r\x07\x9b\u202e")
+    assert "Line one\\x1b]0;owned\\x07\\x1b[2J\\r\nline two \\u202e\\x9b[31m [bold]x[/]" in text

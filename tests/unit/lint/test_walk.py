@@ -19,6 +19,8 @@ CASES = sorted(p for p in LINT.glob("*.yaml") if p.with_suffix(".expected").exis
 # (test_reader); each is tested on its own.
 NOT_IN_FIXTURES = {"unreadable", "internal-error", "topology-missing", "yaml-recursive"}
 NOT_IN_FIXTURES |= {"no-say", "offline-slot"}  # offline runs only: tests/unit/cli/test_repl.py
+# A FIFO, a device, a link loop or a file of gigabytes: tests/robustness/test_lint_inputs.py.
+NOT_IN_FIXTURES |= {"not-a-file", "file-too-large", "link-loop"}
 
 ACTION = """\
     type: action

@@ -68,3 +68,11 @@ def test_schemas_are_strict_and_enumerate_exits() -> None:
     assert answer_schema("extract", ())["properties"]["memories"]["items"]["properties"]["tier"][
         "enum"
     ] == ["personal", "project", "task"]
+
+
+def test_bad_json_is_named_once_where_it_breaks() -> None:
+    with pytest.raises(AnswerError) as failed:
+        parse_answer('{"exit": "stay", "reply": "Hel', request())
+    assert failed.value.message == (
+        "the answer is not valid JSON (Unterminated string starting at: line 1 column 27 (char 26))"
+    )

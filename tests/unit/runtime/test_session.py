@@ -10,7 +10,7 @@ import pytest
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.backends.store.sqlite import SQLiteStore
-from cgraph.errors import SessionCompleted, SessionError
+from cgraph.errors import InputError, LLMError, SessionCompleted, SessionError
 from cgraph.runtime.ports import NewMemory
 from cgraph.session import Session
 from tests.conftest import GRAPHS
@@ -330,3 +330,86 @@ def test_a_reply_can_be_had_before_its_memories_are_extracted(tmp_path: Path) ->
     session.send("and a dog", remember=False)
     session.close()  # what is due is extracted before the store closes
     assert len(memory.added) == 2 and session.turns()[-1].memory_calls == 1
+
+
+@pytest.mark.parametrize(
+    "message", ["hi \ud800", "hi \udcff", "nul \x00", "x" * 8_001, b"bytes", None, 3]
+)
+def test_a_message_that_cannot_be_stored_is_refused_before_the_turn_begins(
+    tmp_path: Path, message: Any
+) -> None:
+    spec = graph(tmp_path, simple(body=action("a", {"END": "bye"})))
+    session = Session.start(spec, model=ScriptedModel({"a": stay("Hi.")}), store=tmp_path / "s")
+    before = session.events()
+    with pytest.raises(InputError) as refused:
+        session.send(message)
+    assert refused.value.message.startswith("the message ")
+    assert session.events() == before and session.turn_number == 0
+    assert session.send("x" * 8_000).reply == "Hi."  # at the cap is fine
+
+
+@pytest.mark.parametrize(
+    ("extract", "cause"),
+    [
+        ([LLMError("the server is down"), LLMError("the server is down")], "the server is down"),
+        (["not json", "still not json"], "the answer is not valid JSON"),
+    ],
+)
+def test_a_failed_memory_extraction_is_one_warning_worded_as_such(
+    tmp_path: Path, extract: list[Any], cause: str
+) -> None:
+    model = ScriptedModel({"a": stay("hi"), "extract": extract})
+    spec = graph(tmp_path, MEMORY_GRAPH.format(mode="every_turn"))
+    turn = Session.start(spec, model=model, memory=FakeMemory(), store=tmp_path).send(
+        "I have a cat"
+    )
+    assert turn.reply == "hi" and not turn.fallback  # the turn itself was answered
+    (warning,) = turn.warnings
+    assert warning.startswith("memory extraction after this turn failed (the reply stands): ")
+    assert cause in warning and "the model failed in" not in warning
+
+
+def test_a_turn_that_can_never_be_finished_is_dropped_once_on_resume(tmp_path: Path) -> None:
+    spec = graph(tmp_path, simple(body=action("a", {"b": "Go."}) + action("b", {"END": "x"})))
+    model = ScriptedModel({"a": [stay("hi"), RuntimeError("a bug in cgraph")]})
+    session = Session.start(spec, model=model, store=tmp_path)
+    session.send("hi")
+    with pytest.raises(RuntimeError):
+        session.send("go")
+    assert session.interrupted == "go"
+    again = ScriptedModel({"a": [RuntimeError("the same bug")]})
+    resumed = Session.resume(session.id, store=tmp_path, model=again)
+    assert resumed.recovered is None and resumed.interrupted is None
+    assert resumed.dropped is not None and "RuntimeError: the same bug" in resumed.dropped
+    assert resumed.turn_number == 1  # as before the message
+    third = Session.resume(session.id, store=tmp_path, model=ScriptedModel({"a": stay("yes")}))
+    assert third.dropped is None and third.send("go").reply == "yes"
+
+
+def test_the_next_reply_never_waits_for_the_last_extraction(tmp_path: Path) -> None:
+    import threading
+
+    from tests.unit.runtime._runtime import FakeMemory
+
+    release = threading.Event()
+
+    class Slow(ScriptedModel):
+        def complete(self, request: Any) -> str:
+            if request.kind == "extract":
+                release.wait(5)
+                return '{"memories": [{"tier": "personal", "text": "walks daily"}]}'
+            return super().complete(request)
+
+    text = simple(body=action("a", {"END": "x"}), top="memory: {store: every_turn}\n")
+    model = Slow({"a": stay("ok")})
+    session = Session.start(graph(tmp_path, text), model=model, memory=FakeMemory())
+    session.send("I walk every day", remember=False)
+    session.remember_later()
+    turn = session.send("hello", remember=False)  # the first extraction has not answered
+    assert turn.reply == "ok" and turn.memory_calls == 0
+    assert not [e for e in session.events() if e.kind.startswith("memory")]
+    session.remember_later()
+    release.set()
+    session.close()  # waits for both, stores what they found, each logged for its turn
+    stored = [e for e in session.events() if e.kind == "memory_stored"]
+    assert [(e.turn, e.data["turn"]) for e in stored] == [(2, 1), (2, 2)]

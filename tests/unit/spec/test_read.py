@@ -178,3 +178,38 @@ def test_a_utf8_bom_is_accepted(tmp_path: Path) -> None:
     path.write_bytes(b"\xef\xbb\xbfa: 1\n")
     doc = read_file(path)
     assert doc.diagnostics == [] and doc.data == {"a": 1}
+
+
+def test_only_a_regular_file_up_to_the_cap_is_read(tmp_path: Path) -> None:
+    from cgraph.spec.files import Refusal, read_bytes, read_head
+
+    path = tmp_path / "g.yaml"
+    path.write_bytes(b"x" * 100)
+    assert read_bytes(path, 100) == b"x" * 100
+    refused = read_bytes(path, 99)
+    assert isinstance(refused, Refusal) and refused.code == "file-too-large"
+    assert "100 bytes, over the 99" in refused.message
+    assert read_head(path, 10) == b"x" * 10
+    folder = read_bytes(tmp_path)
+    assert isinstance(folder, Refusal) and folder.code == "not-a-file"
+    assert "the path is a folder" in folder.message
+    missing = read_bytes(tmp_path / "none.yaml")
+    assert isinstance(missing, Refusal) and missing.code == "unreadable"
+    doc = read_file(path, 50)
+    assert [(d.code, d.line, d.column) for d in doc.diagnostics] == [("file-too-large", 1, 1)]
+
+
+def test_a_proc_file_that_reports_no_size_is_still_held_to_the_cap() -> None:
+    from cgraph.spec.files import Refusal, read_bytes
+
+    refused = read_bytes("/proc/self/maps", 10)  # size 0 in stat, kilobytes when read
+    assert isinstance(refused, Refusal) and "more than 10 bytes" in refused.message
+
+
+@pytest.mark.parametrize(
+    ("text", "size"), [("20M", 20_000_000), ("500k", 500_000), ("1G", 10**9), ("123", 123)]
+)
+def test_sizes_are_read_in_powers_of_a_thousand(text: str, size: int) -> None:
+    from cgraph.spec.limits import parse_size
+
+    assert parse_size(text) == size

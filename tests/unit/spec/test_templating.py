@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -216,3 +217,88 @@ def test_the_sandbox_s_verdict_on_one_attribute_does_not_carry_to_another() -> N
                 render_value(source, context)
             assert caught.value.cause == "SecurityError"
     assert context == {"flags": ["a"], "marks": {"k": 1}}
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        ("{{ '\\ud800' }}", "a lone surrogate (U+D800) at character 1"),
+        (
+            "{{ ['ok', {'k': 'a\\udcff'}] }}",
+            "a byte that is not UTF-8 (0xff) at character 2 (at 1.k)",
+        ),
+        ("{{ {(1, 2): 3} }}", "a key that is a tuple"),
+        ("{{ {'a': {1: [{(1,): 2}]}} }}", "a key that is a tuple (at a.1.0)"),
+        ("{{ ('n' ~ 'an' * x[0]) | float }}", "the number nan"),
+        ("{{ x | unique }}", "a generator, not JSON data"),
+        ("{{ x ~ '\\udfff' }}", "a lone surrogate (U+DFFF)"),
+    ],
+)
+def test_a_value_that_cannot_be_stored_fails_its_render(source: str, why: str) -> None:
+    with pytest.raises(RenderError) as failed:
+        render_value(source, {"x": [1, 2]})
+    assert failed.value.cause == "NotStorable"
+    assert why in failed.value.message
+
+
+@pytest.mark.parametrize("source", ["{{ '\\ud800' }}", "hi {{ 'a\\udcff' }}"])
+def test_text_that_cannot_be_stored_fails_its_render(source: str) -> None:
+    with pytest.raises(RenderError) as failed:
+        render_text(source, {})
+    assert failed.value.cause == "NotStorable"
+
+
+def test_storable_values_render_as_before() -> None:
+    value = render_value("{{ {'a': [1, 2.5, none, true, 'é'], 1: 'int keys are JSON'} }}", {})
+    assert value == {"a": [1, 2.5, None, True, "é"], 1: "int keys are JSON"}
+
+
+AMPLIFIERS = [
+    "{{ '%*d' | format(999999999, 1) }}",
+    "{{ '%.*f' | format(999999999, 1.0) }}",
+    "{{ '%-*.*s' % (999999999, 5, 'a') }}",
+    "{{ ('%999999d' * 100) % ((1,) * 100) }}",
+    "{{ ('%999999d' * 100) | format(*((1,) * 100)) }}",
+    "{{ ('%(a)s' * 1000) | format(a='x' * 999999) }}",
+    "{{ ('{:999999}' * 100).format(*((1,) * 100)) }}",
+    "{{ ('{:.999999f}' * 100).format(*((1.5,) * 100)) }}",
+    "{{ ('{0}' * 1000).format('x' * 999999) }}",
+    "{{ ('{0:{1}}' * 100).format(1, 999999) }}",
+    "{{ ('{x}' * 1000).format_map({'x': 'y' * 999999}) }}",
+    "{{ ('a\\n' * 1000) | indent('x' * 500000) }}",
+    "{{ ([[[[1]]]] * 1000) | tojson(indent=999999) }}",
+    "{{ ([[[[1]]]] * 1000) | tojson(indent='x' * 99999) }}",
+    "{{ [1] | batch(999999999, 'x') | list | length }}",
+    "{{ range(1) | slice(999999999) | list | length }}",
+    "{{ ('x ' * 400000) | wordwrap(1) }}",
+    "{{ range(1000) | map('string') | map('center', 999999) | list | length }}",
+]
+
+
+@pytest.mark.parametrize("source", AMPLIFIERS)
+def test_a_width_or_count_is_refused_before_the_value_is_built(source: str) -> None:
+    tracemalloc.start()
+    try:
+        with pytest.raises(RenderError) as failed:
+            render_text(source, {"x": [1, 2]}, seconds=30)  # the size checks, not the time
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert failed.value.cause == "LimitExceeded", failed.value.message
+    assert peak < 40_000_000  # a few values of the limit at most, never the product
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("{{ '%*d|%-5s|%.2f' % (4, 7, 'ab', 3.14159) }}", "   7|ab   |3.14"),
+        ("{{ '%(a)s=%(b)05d' | format(a='n', b=42) }}", "n=00042"),
+        ("{{ '{:>6}|{:{}}|'.format('a', 'b', 3) }}", "     a|b  |"),
+        ("{{ '%*d' % (5, 10**7) }}", "10000000"),
+        ("{{ 'a\\nb' | indent('> ', first=true) }}", "> a\n> b"),
+        ("{{ [1, [2]] | tojson(indent=2) }}", "[\n  1,\n  [\n    2\n  ]\n]"),
+        ("{{ [1, 2, 3] | batch(2, 0) | list }}", "[[1, 2], [3, 0]]"),
+    ],
+)
+def test_formats_and_widths_within_the_limits_render_as_before(source: str, expected: str) -> None:
+    assert render_text(source, {}) == expected

@@ -265,3 +265,45 @@ def test_offered_tools_go_beside_the_answer_and_their_calls_come_back_as_tool_ca
     assert json.loads(answer) == {
         "tool_calls": [{"id": "c1", "name": "count", "arguments": '{"n": 1}'}]
     }
+
+
+def refused() -> Exception:
+    """What litellm raises when nobody listens: a 500 'Connection error.' over the refusal."""
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except ConnectionRefusedError as inner:
+            raise Status(500, "InternalServerError: OpenAIException - Connection error.") from inner
+    except Status as err:
+        return err
+
+
+def test_a_refused_connection_is_reported_at_once_naming_the_address() -> None:
+    chat = model(failing(refused(), refused()), retries=3)
+    with pytest.raises(LLMError) as failed:
+        chat.complete(REQUEST)
+    assert failed.value.permanent and chat.calls == 1
+    assert failed.value.message == (
+        "model `openai/x`: cannot reach its server at http://h/v1 (connection refused); "
+        "start the server, or check --api-base"
+    )
+
+
+def cut(content: str) -> Any:
+    """A response a server ended at `max_tokens`: `finish_reason` is "length"."""
+    message = SimpleNamespace(content=content, tool_calls=None)
+    return SimpleNamespace(choices=[SimpleNamespace(message=message, finish_reason="length")])
+
+
+def test_an_answer_cut_at_the_token_cap_says_so_and_how_to_raise_it() -> None:
+    chat = model(lambda **args: cut('{"exit": "stay", "reason": "r", "reply": "Hello, I am'))
+    with pytest.raises(LLMError) as failed:
+        chat.complete(REQUEST)
+    assert failed.value.message == (
+        "model `openai/x` stopped at its cap of 600 tokens before its answer was complete "
+        "(finish_reason: length); raise it with --max-tokens N or the graph's "
+        "`model.max_tokens`"
+    )
+    assert not failed.value.permanent and chat.calls == 1
+    whole = '{"exit": "stay", "reason": "r", "reply": "Hi."}'
+    assert model(lambda **args: cut(whole)).complete(REQUEST) == whole  # complete all the same

@@ -109,3 +109,27 @@ def test_unreadable_recordings_are_config_errors(tmp_path: Path) -> None:
         ReplayModel(str(bad))
     with pytest.raises(ConfigError, match="replay:FILE"):
         ReplayModel("")
+
+
+def test_recording_passes_the_models_notices_and_turns_through(tmp_path: Path) -> None:
+    class Negotiating(Echo):
+        def __init__(self) -> None:
+            super().__init__()
+            self.turns = 0
+            self.said = ["the server refused `json_schema` structured output; using `tool`"]
+
+        def begin_turn(self) -> None:
+            self.turns += 1
+
+        def notices(self) -> tuple[str, ...]:
+            found, self.said = self.said, []
+            return tuple(found)
+
+    inner = Negotiating()
+    recorder = RecordingModel(inner, tmp_path / "run.jsonl")
+    recorder.begin_turn()
+    assert inner.turns == 1  # the turn's deadline starts in the wrapped model
+    assert recorder.notices() == (
+        "the server refused `json_schema` structured output; using `tool`",
+    )
+    assert recorder.notices() == ()  # said once

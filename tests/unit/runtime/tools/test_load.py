@@ -22,14 +22,30 @@ def test_same_module_name_in_two_folders_does_not_collide(tmp_path: Path) -> Non
     assert (first(), second()) == (1, 2)
 
 
-def test_python_path_modules_load_too() -> None:
-    assert load_handler("json:dumps")([1]) == "[1]"
+def test_python_path_modules_load_only_when_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ToolError, match="`os` is neither a Python file in the graph's folder"):
+        load_handler("os:system", FOLDER)  # a graph is not a shell
+    monkeypatch.setenv("CGRAPH_ALLOW_MODULES", "json, email")
+    assert load_handler("json:dumps", FOLDER)([1]) == "[1]"
+    assert load_handler("email.utils:quote", FOLDER)("a") == "a"  # a submodule of one
+    with pytest.raises(ToolError, match="nor an allowed module"):
+        load_handler("jsonschema:validate", FOLDER)  # a name that only starts the same
+
+
+def test_a_local_file_is_one_only_while_it_stays_in_the_folder(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "real.py").write_text("def f():\n    return 1\n")
+    (tmp_path / "graph").mkdir()
+    (tmp_path / "graph" / "linked.py").symlink_to(outside / "real.py")
+    with pytest.raises(ToolError, match="`linked` is neither a Python file in the graph's"):
+        load_handler("linked:f", tmp_path / "graph")
 
 
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("missing_module:f", "cannot import tool module"),
+        ("missing_module:f", "is neither a Python file in the graph's folder"),
         ("tools_fixture:nothing", "has no function"),
     ],
 )
