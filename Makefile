@@ -11,6 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: install demo test test-fast stress check lint-graphs schema bench clean test-tools \
 	docs docs-serve docs-pictures
