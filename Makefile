@@ -89,7 +89,8 @@ docs-serve: $(STAMP) test-tools
 
 # The screenshots the pages show (the test report, a terminal session), taken again with
 # headless Chromium from real runs; committed, since a build should not need a browser.
-docs-pictures: $(STAMP) test-tools
+docs-pictures: $(STAMP)
+	$(MAKE) --no-print-directory test-tools TEST_TOOLS="$(TEST_TOOLS) tmux:tmux"
 	$(BIN)/python docs/gen/pictures.py
 
 schema: $(STAMP)
