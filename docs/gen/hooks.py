@@ -4,7 +4,10 @@
   command line (from the typer app), the lint rules (from `cgraph/lint/codes.py` and
   lint's own output) and the offline chooser's thresholds (from `Calibration`);
 - pictures: the example graphs and the `*.dot` diagrams, drawn with Graphviz;
-- `{{ cal.NAME }}` in any page: the offline chooser's threshold NAME in force.
+- `{{ cal.NAME }}` in any page: the offline chooser's threshold NAME in force;
+- `{{ http.routes }}`, `{{ http.errors }}`: the HTTP server's endpoints and error statuses;
+- `{{ doc cgraph.MODULE }}` in any page: that module's docstring, read from its source,
+  so prose that explains how a part works is written once, beside the code.
 
 The repository this file sits in is put first on the import path, so a build documents
 the tree it is run in, whatever `cgraph` the virtualenv has installed.
@@ -12,6 +15,7 @@ the tree it is run in, whatever `cgraph` the virtualenv has installed.
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from collections.abc import Callable
@@ -23,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import gen_cli  # noqa: E402
 import gen_format  # noqa: E402
+import gen_http  # noqa: E402
 import gen_lint  # noqa: E402
 import gen_offline  # noqa: E402
 import gen_pictures  # noqa: E402
@@ -38,6 +43,13 @@ PAGES: dict[str, Callable[[], str]] = {
 """Generated page → the function that writes it."""
 
 CALIBRATION = re.compile(r"\{\{\s*cal\.([a-z_]+)\s*\}\}")
+TABLES: dict[str, Callable[[], str]] = {
+    "http.routes": gen_http.routes,
+    "http.errors": gen_http.errors,
+}
+"""`{{ NAME }}` in a page → a table generated from the code."""
+TABLE = re.compile(r"\{\{\s*(" + "|".join(re.escape(name) for name in TABLES) + r")\s*\}\}")
+DOCSTRING = re.compile(r"\{\{\s*doc\s+(cgraph(?:\.[a-z_]+)+)\s*\}\}")
 
 
 def on_files(files: Files, config: Any) -> Files:
@@ -49,4 +61,16 @@ def on_files(files: Files, config: Any) -> Files:
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
-    return CALIBRATION.sub(lambda m: gen_offline.value(m.group(1)), markdown)
+    markdown = CALIBRATION.sub(lambda m: gen_offline.value(m.group(1)), markdown)
+    markdown = TABLE.sub(lambda m: TABLES[m.group(1)](), markdown)
+    return DOCSTRING.sub(lambda m: module_doc(m.group(1)), markdown)
+
+
+def module_doc(name: str) -> str:
+    """A module's docstring, from its source (nothing is imported)."""
+    path = ROOT.joinpath(*name.split("."))
+    source = path.with_suffix(".py") if path.with_suffix(".py").exists() else path / "__init__.py"
+    doc = ast.get_docstring(ast.parse(source.read_text(encoding="utf-8")))
+    if not doc:
+        raise ValueError(f"{name} has no docstring to include")
+    return doc
