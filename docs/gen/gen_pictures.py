@@ -35,3 +35,15 @@ def pictures() -> Iterator[tuple[str, bytes]]:
     for source in sorted(DOCS.glob("**/*.dot")):
         uri = source.relative_to(DOCS).with_suffix(".svg").as_posix()
         yield uri, render(source.read_text(encoding="utf-8"), "svg")
+
+
+def gallery() -> str:
+    """Every example graph: its name, its description and its picture (the examples page)."""
+    lines = []
+    for graph in example_graphs():
+        spec = load_graph(graph)
+        lines += [f"### `{graph.name}`", ""]
+        if spec.description:
+            lines += [spec.description, ""]
+        lines += [f"![{spec.name}]({graph_picture_uri(graph)})", ""]
+    return "\n".join(lines)

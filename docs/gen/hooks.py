@@ -6,6 +6,7 @@
 - pictures: the example graphs and the `*.dot` diagrams, drawn with Graphviz;
 - `{{ cal.NAME }}` in any page: the offline chooser's threshold NAME in force;
 - `{{ http.routes }}`, `{{ http.errors }}`: the HTTP server's endpoints and error statuses;
+  `{{ graphs.gallery }}`: every example graph with its picture;
 - `{{ doc cgraph.MODULE }}` in any page: that module's docstring, read from its source,
   so prose that explains how a part works is written once, beside the code.
 
@@ -46,6 +47,7 @@ CALIBRATION = re.compile(r"\{\{\s*cal\.([a-z_]+)\s*\}\}")
 TABLES: dict[str, Callable[[], str]] = {
     "http.routes": gen_http.routes,
     "http.errors": gen_http.errors,
+    "graphs.gallery": gen_pictures.gallery,
 }
 """`{{ NAME }}` in a page → a table generated from the code."""
 TABLE = re.compile(r"\{\{\s*(" + "|".join(re.escape(name) for name in TABLES) + r")\s*\}\}")
