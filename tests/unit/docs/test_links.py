@@ -58,3 +58,18 @@ def test_every_link_of_the_readme_leads_to_a_file() -> None:
             continue
         path = target.partition("#")[0]
         assert (ROOT / path).exists(), f"README links to {target}, which does not exist"
+
+
+FRONT_PAGE_TASKS = {
+    "collect a slot": "concepts/slots.md#collecting-a-slot",
+    "add a global exit": "concepts/global-exits.md#global-exits",
+    "run against a local model": "concepts/models.md#local-servers",
+    "run in CI": "guides/testing.md#in-ci-and-pre-commit",
+    "serve it": "guides/serving.md",
+}
+"""What a new user looks for first, each one click from the docs' front page."""
+
+
+@pytest.mark.parametrize("task", sorted(FRONT_PAGE_TASKS))
+def test_the_front_page_links_to_what_a_new_user_looks_for(task: str) -> None:
+    assert FRONT_PAGE_TASKS[task] in set(links(DOCS / "index.md")), task
