@@ -53,8 +53,8 @@ def graph_page() -> str:
         "JSON Schema (`schemas/context-graph.schema.json`, which `make schema` writes from "
         "`cgraph/spec/model.py`). The descriptions are the ones your editor shows on "
         "hover. Each example is a line of a real graph of the repository "
-        "(`graphs/`, `bench/data/graphs/`) that uses the key; *(default)* marks one that "
-        "no graph writes, shown with its default value instead."
+        "(`graphs/`, `bench/data/graphs/`) that uses the key; for a key no graph writes, "
+        "*(default)* shows its default value and *(sketch)* a value of the right shape."
     )
     return page(_load(GRAPH_SCHEMA), "Format reference", intro, files, "Graph")
 
