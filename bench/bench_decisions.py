@@ -144,4 +144,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from record import recorded  # bench/record.py: the docs' copy of what is printed
+
+    name = "decisions_model" if "--model" in sys.argv else "decisions"
+    with recorded(name):
+        main()

@@ -187,4 +187,7 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    from record import recorded  # bench/record.py: the docs' copy of what is printed
+
+    with recorded("prompts"):
+        main(sys.argv[1:])

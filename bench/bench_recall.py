@@ -251,4 +251,8 @@ def report(
 
 
 if __name__ == "__main__":
-    main()
+    from record import recorded  # bench/record.py: the docs' copy of what is printed
+
+    name = "recall_server" if "--server" in sys.argv else "recall"
+    with recorded(name):
+        main()

@@ -158,10 +158,13 @@ class Slot:
     """A typed variable filled from what the user says (a JSON Schema subset)."""
 
     type: SlotType = "string"
+    """The value's type: `string`, `integer`, `number` or `boolean`."""
     enum: tuple[str | int | float, ...] = ()
     """The allowed values; offline, the closest one to what the user said is taken."""
     minimum: float | None = None
+    """The smallest value a number slot accepts."""
     maximum: float | None = None
+    """The largest value a number slot accepts."""
     pattern: str | None = None
     """A regular expression a text value must match (offline: the first match is taken)."""
     format: Literal["date", "time"] | None = None
@@ -222,6 +225,7 @@ class ActionState(_State):
     """User-facing: the agent talks with the user until an exit condition holds."""
 
     type: Literal["action"]
+    """`action`: the state's type (user-facing: talks with the user)."""
     actions: tuple[Text, ...] = field(metadata=PROMPT)
     """Ordered client-facing interaction steps."""
     intra_state_navigation_guidelines: tuple[Text, ...] = field(metadata=PROMPT)
@@ -256,6 +260,7 @@ class DecisionState(_State):
     """Silent: chooses among two or more exits, seeing the whole topology."""
 
     type: Literal["decision"]
+    """`decision`: the state's type (silent: chooses an exit)."""
     exit_conditions: tuple[ExitCondition, ...]
     """The candidates; a decision needs at least two."""
     decision_guidelines: tuple[Text, ...] = field(default=(), metadata=PROMPT)
@@ -268,6 +273,7 @@ class ReflectionState(_Routed):
     """Silent: re-assesses the conversation and writes an internal note."""
 
     type: Literal["reflection"]
+    """`reflection`: the state's type (silent: writes an internal note)."""
     reflection_guidelines: tuple[Text, ...] = field(default=(), metadata=PROMPT)
     """What to re-examine before moving on."""
 
@@ -278,6 +284,7 @@ class RecallState(_Routed):
     """Silent: pulls memories into the session's context."""
 
     type: Literal["recall"]
+    """`recall`: the state's type (silent: recalls memories)."""
     queries: tuple[Text, ...] = ("{{ message }}",)
     """Jinja templates; each renders to one memory query."""
     tiers: tuple[Tier, ...] = ()
@@ -292,6 +299,7 @@ class AnnotationState(_Routed):
     """Silent: tags the transcript and sets variables."""
 
     type: Literal["annotation"]
+    """`annotation`: the state's type (silent: tags the transcript, sets variables)."""
     annotations: tuple[Text, ...] = ()
     """Tags added to the transcript at this point."""
     set: dict[Identifier, str] = field(default_factory=dict)
@@ -304,6 +312,7 @@ class SideEffectState(_Routed):
     """Silent: calls a declared tool and stores its result."""
 
     type: Literal["side_effect"]
+    """`side_effect`: the state's type (silent: calls a tool)."""
     tool: Identifier
     """The name of a tool declared under `tools`."""
     arguments: dict[Identifier, Any] = field(default_factory=dict)
@@ -320,6 +329,7 @@ class GraphState(_Routed):
     """Hands the conversation to another graph; continues here when that graph ends."""
 
     type: Literal["graph"]
+    """`graph`: the state's type (hands over to a sub-graph)."""
     graph: Text
     """Path of the sub-graph file, relative to this file."""
     enter: Identifier | None = None
@@ -346,7 +356,9 @@ class Agent:
     """The agent core: identity and global directives, first in every prompt."""
 
     name: Text = "Assistant"
+    """The agent's name, as it introduces itself."""
     persona: str = ""
+    """Who the agent is and how it speaks, in a sentence or two."""
     directives: tuple[Text, ...] = ()
     """Rules that hold in every state."""
 
@@ -359,6 +371,7 @@ class StartEntry:
     when: Text
     """The condition, e.g. `new user` or `returning user`."""
     state: Identifier
+    """The state the conversation starts in when `when` holds."""
 
 
 @_compared
@@ -379,6 +392,7 @@ class Limits:
     """Loop guards; hitting one stops the turn in the last user-facing state."""
 
     max_transitions_per_turn: Annotated[int, Keywords(minimum=1)] = 12
+    """Moves one turn may make; the next one stops the turn (a loop guard)."""
     max_reflections: Annotated[int, Keywords(minimum=0)] = 3
     """Reflections allowed per turn (bounded reflection)."""
     max_visits: dict[Identifier, int] = field(default_factory=dict)
@@ -418,6 +432,7 @@ class MemoryConfig:
     host: str | None = None
     """A Chroma server's host; unset means an embedded store next to the sessions."""
     port: int = 8000
+    """The Chroma server's port (with `host`)."""
     min_score: Annotated[float, Keywords(minimum=-1, maximum=1)] = 0.15
     """Memories less similar than this are not recalled."""
 
@@ -428,7 +443,9 @@ class Tool:
     """A Python function a side-effect state calls, or the model calls from an action state."""
 
     name: Identifier
+    """The tool's name, as states and the model call it."""
     description: str = ""
+    """What the tool does, shown to the model when a state offers it."""
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
     """A JSON Schema for the arguments."""
     handler: Handler
@@ -449,11 +466,15 @@ class ModelConfig:
     name: str | None = None
     """A litellm model name, e.g. `gpt-4o-mini` or `anthropic/claude-3-5-haiku-latest`."""
     temperature: Annotated[float, Keywords(minimum=0, maximum=2)] = 0.2
+    """Sampling temperature of every request."""
     max_tokens: Annotated[int, Keywords(minimum=16)] = 600
+    """Cap on the tokens of each answer."""
     timeout: Annotated[float, Keywords(exclusiveMinimum=0)] = 60.0
     """Seconds a turn may wait for the model, across all its calls and retries."""
     retries: Annotated[int, Keywords(minimum=0, maximum=10)] = 3
+    """Retries of a transient failure (a timeout, a rate limit, a 5xx, a lost connection)."""
     api_base: str | None = None
+    """Base URL of an OpenAI-compatible server (a local llama.cpp, vLLM or LM Studio)."""
     structured: Structured = "auto"
     """How the answer's schema is sent: `auto` negotiates with the server."""
     one_system: bool = False
@@ -468,11 +489,16 @@ class Graph:
     cgraph: Literal[1]
     """Format version."""
     name: Identifier
+    """The graph's id."""
     description: str = ""
+    """A note for people reading the graph."""
     agent: Agent = field(default_factory=Agent)
+    """The agent core: its name, persona and directives, first in every prompt."""
     start: Identifier | tuple[StartEntry, ...]
     """The first state, or conditional entries chosen on the first turn."""
     states: dict[Identifier, State]
+    """The states, by id: each an action, decision, reflection, recall, annotation,
+    side-effect or graph state."""
     topology: str | None = None
     """The abstract topology: a compact map of the graph, checked against the states."""
     variables: dict[Identifier, Any] = field(default_factory=dict)
@@ -492,9 +518,13 @@ class Graph:
     speaks_first: bool = False
     """The start state replies before the user types."""
     limits: Limits = field(default_factory=Limits)
+    """Loop guards and the history budget."""
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    """When memories are stored, how many are recalled, and where they are kept."""
     tools: tuple[Tool, ...] = ()
+    """Python functions that side-effect states call, or action states offer the model."""
     model: ModelConfig = field(default_factory=ModelConfig)
+    """Defaults for the language model; the command line overrides them."""
     fallback: Text = "Sorry, I'm having trouble right now. Could you say that again?"
     """What the agent says when the model keeps failing."""
     prompts: dict[PromptKind, str] = field(default_factory=dict)

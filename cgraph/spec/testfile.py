@@ -106,7 +106,9 @@ class SeedMemory:
     """A memory the user has before each case starts."""
 
     text: Text
+    """What the user is remembered to have said."""
     tier: Tier = "personal"
+    """`personal`, `project` or `task` (a `task` memory is the tested session's)."""
 
 
 @dataclass(frozen=True, kw_only=True)

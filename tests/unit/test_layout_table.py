@@ -1,4 +1,5 @@
-"""The README's layout table names every module, in its own folder's row."""
+"""The layout table (on the docs' architecture page) names every module, in its own folder's
+row."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ PACKAGES = ["", "spec", "lint", "runtime", "backends", "draw", "testing", "cli",
 
 
 def rows() -> dict[str, str]:
-    """Folder → its row of the table in the README's Layout section."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """Folder → its row of the table in the Layout section of docs/architecture.md."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     layout = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
     found = re.findall(r"^\| `cgraph/([a-z/]*)` \| (.*) \|$", layout, re.MULTILINE)
     return {folder.rstrip("/"): row for folder, row in found}
@@ -32,7 +33,7 @@ def test_each_folder_has_one_row_and_each_module_is_named_in_it() -> None:
     for package in PACKAGES:
         named = set(re.findall(r"`([a-z_]+)`", table[package]))
         missing = modules(package) - named
-        assert not missing, f"README layout row of cgraph/{package}/ does not name {missing}"
+        assert not missing, f"the layout row of cgraph/{package}/ does not name {missing}"
 
 
 def test_no_module_is_named_in_another_folders_row() -> None:

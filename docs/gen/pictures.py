@@ -1,0 +1,165 @@
+"""Take the pictures the docs and the README show, from real runs (`make docs-pictures`).
+
+    python docs/gen/pictures.py [--only terminal|report|graph]
+
+- `docs/img/terminal.svg`: a `cgraph run` session of the check-in in a real terminal
+  (tmux), its screen captured with its colours and drawn as an SVG by rich;
+- `docs/img/test-report.png`: `cgraph test graphs/tests --html` opened in headless
+  Chromium;
+- `docs/img/medical_checkin.svg`: the check-in graph as `cgraph render` draws it (the
+  README's picture; the site draws every graph at build, see `gen_pictures.py`).
+
+They are committed, so building the site needs neither a browser nor a terminal; run this
+again when what they show changes. The studio page's screenshot belongs here too once
+the studio exists (`docs/guides/studio.md` says where it goes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+IMG = ROOT / "docs" / "img"
+CGRAPH = Path(sys.executable).parent / "cgraph"
+PROMPT = "you ›"
+SESSION = (
+    "Hi, I'm ready for my check-in",
+    "Yes, I took all of them this morning",
+    "No, I haven't needed it",
+    "/why",
+)
+"""What the terminal picture's user types."""
+HEADLESS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--hide-scrollbars",
+    "--window-size=1280,1400",
+)
+
+
+def environment() -> dict[str, str]:
+    """The command's environment: this tree first on the path, nothing from the network."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TERM="xterm-256color")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).strip(os.pathsep)
+    env["ANONYMIZED_TELEMETRY"] = "False"
+    return env
+
+
+def terminal() -> Path:
+    """A check-in in tmux, captured with colours, drawn as an SVG."""
+    from rich.console import Console
+    from rich.text import Text
+
+    name = f"cgraph-docs-{os.getpid()}"
+    with tempfile.TemporaryDirectory() as store:
+        command = f"{CGRAPH} run graphs/medical_checkin.yaml --store {store}"
+        tmux = ["tmux", "-L", name]
+        subprocess.run(
+            [*tmux, "new-session", "-d", "-x", "120", "-y", "60", "-c", str(ROOT), command],
+            check=True,
+            env=environment(),
+        )
+        try:
+            _wait_for(tmux, PROMPT, 1)
+            for count, line in enumerate(SESSION, start=2):
+                subprocess.run([*tmux, "send-keys", "-t", "0", line, "Enter"], check=True)
+                _wait_for(tmux, PROMPT, count)
+            screen = _capture(tmux)
+        finally:
+            subprocess.run([*tmux, "kill-server"], check=False)
+    screen = re.sub(r"session [0-9a-f]{12}", "session 3f9c2a41d0b7", screen)
+    console = Console(
+        record=True, width=120, force_terminal=True, color_system="truecolor", file=io.StringIO()
+    )
+    console.print(Text.from_ansi(screen.rstrip() + "\n"))
+    svg = console.export_svg(title="cgraph run graphs/medical_checkin.yaml")
+    out = IMG / "terminal.svg"
+    out.write_text(_offline_svg(svg), encoding="utf-8")
+    return out
+
+
+def _capture(tmux: list[str]) -> str:
+    done = subprocess.run(
+        [*tmux, "capture-pane", "-t", "0", "-p", "-e", "-J", "-S", "-"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout
+
+
+def _wait_for(tmux: list[str], prompt: str, count: int, timeout: float = 60) -> None:
+    """Until the screen shows the prompt `count` times (and the spinners are gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", _capture(tmux))
+        if plain.count(prompt) >= count:
+            time.sleep(0.3)
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"pictures: the terminal never showed the prompt {count} times")
+
+
+def _offline_svg(svg: str) -> str:
+    """rich's SVG without its web font (the site loads nothing from the network)."""
+    return re.sub(r',?\s*url\("https?://[^"]+"\)\s*format\("[a-z0-9]+"\)', "", svg)
+
+
+def report() -> Path:
+    """The HTML test report of the example graphs, screenshotted by headless Chromium."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        raise SystemExit("pictures: needs chromium (apt-get install chromium)")
+    out = IMG / "test-report.png"
+    with tempfile.TemporaryDirectory() as tmp:
+        page = Path(tmp) / "report.html"
+        subprocess.run(
+            [str(CGRAPH), "test", "graphs/tests/medical_checkin.test.yaml", "--html", str(page)],
+            cwd=ROOT,
+            env=environment(),
+            check=False,
+            capture_output=True,
+        )
+        if not page.exists():
+            raise SystemExit("pictures: cgraph test wrote no report")
+        subprocess.run(
+            [browser, *HEADLESS, f"--screenshot={out}", page.as_uri()],
+            check=True,
+            capture_output=True,
+        )
+    return out
+
+
+def graph() -> Path:
+    """The check-in graph, drawn as `cgraph render` draws it."""
+    out = IMG / "medical_checkin.svg"
+    subprocess.run(
+        [str(CGRAPH), "render", "graphs/medical_checkin.yaml", "-o", str(out)],
+        cwd=ROOT,
+        env=environment(),
+        check=True,
+    )
+    return out
+
+
+def main() -> None:
+    takers = {"terminal": terminal, "report": report, "graph": graph}
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=sorted(takers), action="append")
+    chosen = parser.parse_args().only or list(takers)
+    for name in chosen:
+        print(f"pictures: {takers[name]().relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
