@@ -47,5 +47,4 @@ def shown(session: Session, turn: Turn) -> dict[str, Any]:
     for decision in turn.decisions:
         kind = getattr(session.state_spec(decision.state), "type", None)
         why.append({**decision.model_dump(mode="json"), "step": step_name(decision, kind)})
-    slots = [e.data for e in session.turn_events(turn.number) if e.kind == "slots"]
-    return {**turn.as_json(), "why": why, "slots": slots}
+    return {**turn.as_json(), "why": why, "slots": [dict(s) for s in turn.slots]}

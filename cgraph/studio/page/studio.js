@@ -77,6 +77,7 @@ async function loadGraphs() {
     return option;
   }));
   choice.hidden = S.graphs.length < 2;
+  $("graph-name").hidden = !choice.hidden;
 }
 
 async function useGraph(file, sessionId) {
@@ -253,11 +254,21 @@ function readable(svg, full) {
   const k = Math.min(Math.max(full.w / Math.max(rect.width, 1), 1), READABLE);
   const w = rect.width * k;
   const h = rect.height * k;
-  if (w >= full.w && h >= full.h) return { ...full };
+  if (w >= full.w && h >= full.h) {
+    // It all fits: scaled up to fill the pane, but not past a third larger.
+    const m = Math.max(full.w / rect.width, full.h / rect.height, 0.75);
+    return { x: full.x, y: full.y, w: rect.width * m, h: rect.height * m };
+  }
   return { x: full.x + (full.w - w) / 2, y: full.y, w, h };
 }
 
-function setBox(box) {
+function setBox(wanted) {
+  // Never further past the picture's edges than the pane needs: no empty half-pane.
+  const { full } = S.view;
+  const clamp = (start, size, from, length) => (size >= length
+    ? from - (size - length) / 2
+    : Math.min(Math.max(start, from), from + length - size));
+  const box = { ...wanted, x: clamp(wanted.x, wanted.w, full.x, full.w), y: clamp(wanted.y, wanted.h, full.y, full.h) };
   S.view.box = box;
   S.view.svg.setAttribute("viewBox", `${box.x} ${box.y} ${box.w} ${box.h}`);
 }
@@ -334,7 +345,9 @@ function centerOf(node) {
 // ----- sessions ---------------------------------------------------------------------------
 
 function clearChat() {
-  $("messages").replaceChildren();
+  const agent = S.graph && S.graph.agent ? S.graph.agent : "the agent";
+  const hint = el("li", "empty muted", `Say something below to talk with ${agent}. Under each reply, the path it took; open it to see why each move happened.`);
+  $("messages").replaceChildren(hint);
   S.turn = 0;
   S.completed = false;
   S.variables = {};
@@ -358,6 +371,7 @@ async function openSession(id) {
 async function refresh() {
   const open = [...S.opened].map(encodeURIComponent).join(",");
   const data = await api("GET", `/studio/api/sessions/${encodeURIComponent(S.session)}?after=${S.turn}&open=${open}`);
+  if (data.turns.length) $("messages").querySelector("li.empty")?.remove();
   for (const turn of data.turns) {
     const pending = $("messages").querySelector("li.turn.pending");
     renderTurn(turn, pending);
@@ -429,6 +443,7 @@ function setEnabled() {
 async function send(text) {
   if (S.busy || !text.trim()) return;
   setBusy(true);
+  $("messages").querySelector("li.empty")?.remove();
   const item = el("li", "turn pending");
   item.append(el("div", "bubble user", text));
   const reply = el("div", "bubble agent streaming", "");
@@ -633,7 +648,7 @@ function decision(d, said) {
 }
 
 function line(kind, text) {
-  const node = el("div", `line ${kind}`);
+  const node = el("div", `line ${kind.replace(/\W+/g, "-")}`);
   node.append(el("span", "label", kind), " ", el("span", "", text));
   return node;
 }
@@ -656,7 +671,7 @@ function difference(change) {
   box.append(el("div", "head", `Changed by the edit (was turn ${change.was_turn}):`));
   const { before, after } = change;
   if (change.differs.includes("path")) box.append(line("path", `was ${arrow(before.path)}; now ${arrow(after.path)}`));
-  if (change.differs.includes("state")) box.append(line("ended", `was ${before.state}; now ${after.state}`));
+  if (change.differs.includes("state") && !change.differs.includes("path")) box.append(line("ended in", `was ${before.state}; now ${after.state}`));
   if (change.differs.includes("reply")) box.append(line("reply", `was “${before.reply}”`));
   return box;
 }
@@ -667,7 +682,8 @@ function renderNow(data) {
   if (data.type) $("now-state").append(" ", el("span", "muted", `‹${data.type.replace("_", " ")}›`));
   $("now-state").append(" ", el("span", "muted", `· turn ${data.turn}`));
   const rows = Object.entries(data.variables).map(([name, value]) => {
-    const row = el("tr", JSON.stringify(S.variables[name]) !== JSON.stringify(value) && data.turn > 0 ? "changed" : "");
+    const before = Object.keys(S.variables).length ? JSON.stringify(S.variables[name]) : JSON.stringify(value);
+    const row = el("tr", before !== JSON.stringify(value) ? "changed" : "");
     row.append(el("th", "", name), el("td", "", JSON.stringify(value)));
     return row;
   });
