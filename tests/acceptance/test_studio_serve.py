@@ -155,9 +155,8 @@ def test_a_300_turn_session_on_a_200_state_graph_opens_and_pans_and_zooms(
     assert view_box(page)[2] >= full[2] - 1
     page.mouse.move(1000, 400)
     page.mouse.wheel(0, -400)
-    page.wait_for_function(
-        f"Number(document.querySelector('#graph svg').getAttribute('viewBox').split(' ')[2]) < {full[2] - 1}"
-    )
+    width = "Number(document.querySelector('#graph svg').getAttribute('viewBox').split(' ')[2])"
+    page.wait_for_function(f"{width} < {full[2] - 1}")
     before = view_box(page)
     page.mouse.move(1000, 400)
     page.mouse.down()
