@@ -14,6 +14,7 @@ import httpx
 import pytest
 import yaml
 
+from tests.commands import CGRAPH, ran
 from tests.conftest import FIXTURES
 from tests.serving import Server
 from tests.studio import browser, shots, studio_process
@@ -194,3 +195,28 @@ def test_a_graph_state_opens_as_a_cluster_and_the_lit_state_follows_into_it(
     page.wait_for_function(
         "document.querySelector('#graph g.node.current > title')?.textContent === 's'"
     )
+
+
+def test_a_graph_with_errors_still_opens_and_says_where(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(
+        (FIXTURES / "serve" / "graphs" / "talk.yaml")
+        .read_text()
+        .replace("start: talk", "start: tlak")
+    )
+    args = ("studio", "broken.yaml", "--no-browser", "--store", str(tmp_path / "store"))
+    with studio_process(*args, folder=tmp_path, cwd=tmp_path) as running:
+        (watched,) = httpx.get(f"{running.url}/studio/api/graphs").json()["graphs"]
+        assert watched["name"] is None and watched["lint"] == "errors"
+        assert watched["diagnostics"][0]["text"].startswith("broken.yaml:4:8 error unknown-state")
+        drawn = httpx.get(f"{running.url}/studio/api/picture", params={"file": "broken.yaml"})
+        assert drawn.status_code == 409 and "has errors" in drawn.json()["error"]["message"]
+        assert "1 error(s) — the page shows them" in running.output()
+
+
+def test_the_commands_refuse_what_they_cannot_serve(tmp_path: Path) -> None:
+    missing = ran([str(CGRAPH), "studio", "no-such.yaml", "--no-browser"], cwd=tmp_path)
+    assert missing.returncode == 2 and "error: no-such.yaml: no such file" in missing.stderr
+    talk = str(FIXTURES / "serve" / "graphs" / "talk.yaml")
+    shared = ran([str(CGRAPH), "serve", talk, "--studio", "--workers", "2"], cwd=tmp_path)
+    assert shared.returncode == 1 and "--studio is a page for one designer" in shared.stderr

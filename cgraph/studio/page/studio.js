@@ -89,6 +89,7 @@ async function useGraph(file, sessionId) {
   if (!S.graph.name) {
     $("graph").replaceChildren(el("p", "muted center", "The graph has errors: fix them in the file, then reload."));
     clearChat();
+    $("messages").querySelector("li.empty").textContent = "The chat starts once the graph loads without errors.";
     setEnabled();
     return;
   }
