@@ -99,7 +99,9 @@ async function useGraph(file, sessionId) {
       await openSession(sessionId);
       return;
     } catch (error) {
-      say(`Session ${sessionId} could not be opened (${error.message}); here is a new one.`, "info");
+      await newSession();
+      say(`Session ${sessionId} could not be opened (${error.message}); this is a new one.`, "info");
+      return;
     }
   }
   await newSession();
@@ -363,6 +365,7 @@ async function newSession() {
 
 async function openSession(id) {
   S.session = id;
+  $("message").hidden = true; // what was said was about the session before
   clearChat();
   $("session-label").textContent = `session ${id}`;
   history.replaceState(null, "", `#graph=${encodeURIComponent(S.graph.file)}&session=${encodeURIComponent(id)}`);
