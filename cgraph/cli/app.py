@@ -20,6 +20,7 @@ from cgraph.cli.memory import memory_app
 from cgraph.cli.render import render as render_command
 from cgraph.cli.serve import serve as serve_command
 from cgraph.cli.serve import store_app
+from cgraph.cli.studio import studio as studio_command
 from cgraph.cli.test import test as test_command
 from cgraph.cli.usage import (
     PLAIN,
@@ -211,14 +212,15 @@ def run(
     exit_now(run_command(options, jsonl=jsonl))
 
 
-# Listed in `cgraph --help` in the order of the work: check, look, talk, test, then the
-# memories a run kept and the format's schema.
+# Listed in `cgraph --help` in the order of the work: check, look, talk, test, serve, then
+# the memories a run kept and the format's schema.
 COMMANDS = (
     ("lint", lint, "Check graph files for errors and warnings."),
     ("topology", topology, "Print the map of a graph's states (or check the authored one)."),
     ("render", render_command, "Draw a graph as SVG, PNG, dot or Mermaid."),
     ("run", run, "Talk with a graph, in the terminal or one message per stdin line."),
     ("test", test_command, "Run conversation tests (*.test.yaml)."),
+    ("studio", studio_command, "Chat with a graph in the browser and watch it move."),
     ("serve", serve_command, "Serve graphs over HTTP, on SQLite or PostgreSQL."),
 )
 for _name, _command, _short in COMMANDS:

@@ -63,6 +63,10 @@ def serve(
     sessions_per_user: Annotated[
         int, typer.Option(metavar="N", min=1, help="Sessions one user may keep.")
     ] = 100,
+    studio: Annotated[
+        bool,
+        typer.Option("--studio", help="Also serve the studio page at /studio (one designer)."),
+    ] = False,
 ) -> None:
     """Serve graphs over HTTP (JSON, server-sent events; /openapi.json describes it)."""
     from cgraph.serve.main import serve as run_server
@@ -83,7 +87,12 @@ def serve(
         sessions_per_user=sessions_per_user,
     )
     try:
-        run_server(options, _say)
+        if studio:
+            from cgraph.studio.main import serve_with_studio
+
+            serve_with_studio(options, _say)
+        else:
+            run_server(options, _say)
     except GraphError as err:
         sys.stderr.write(str(err) + "\n")
         raise typer.Exit(1) from None

@@ -4,6 +4,9 @@ exits are drawn once, from an `ANY` node (the topology's "from every state"), an
 `limits.on_limit` routes; a state's `on_error` and `on_limit` routes are dotted edges.
 
 `dot_source` writes the DOT text (pure); `render` runs Graphviz's `dot` program on it.
+With `ids` every state and edge carries an element id (`node_id`, `edge_id`) that a page
+lights up by itself, and the `graph` states named in `opened` are drawn as clusters holding
+their sub-graph's states, named as a session names them (`file#state`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import subprocess
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from cgraph.draw.taken import (
     ERROR_ROUTE,
@@ -23,8 +27,9 @@ from cgraph.draw.taken import (
 )
 from cgraph.errors import ConfigError, SessionError
 from cgraph.runtime.routes.exits import exit_options
-from cgraph.spec.model import AnyState, Graph
-from cgraph.spec.names import END, START
+from cgraph.runtime.routes.graphs import Graphs
+from cgraph.spec.model import AnyState, Graph, GraphState
+from cgraph.spec.names import END, SEPARATOR, START, qualify
 from cgraph.spec.topology import ANY
 
 FORMATS = ("svg", "png", "dot", "mermaid")
@@ -66,24 +71,111 @@ class _Edge:
     """`on_error` or `on_limit`: taken by the runtime, not chosen (drawn dotted)."""
 
 
-def dot_source(graph: Graph, highlight: Highlight | None = None) -> str:
+def dot_source(
+    graph: Graph,
+    highlight: Highlight | None = None,
+    *,
+    ids: bool = False,
+    opened: frozenset[str] = frozenset(),
+) -> str:
     """The graph in Graphviz's DOT language; with `highlight`, covered exits in green and
-    uncovered ones dashed red, states never entered greyed."""
+    uncovered ones dashed red, states never entered greyed. With `ids`, element ids on
+    every state and edge; the `graph` states in `opened` (by qualified name) drawn as
+    clusters of their sub-graph's states."""
     lines = [
         f"digraph {_quote(graph.name)} {{",
         '  graph [rankdir=TB, fontname="Helvetica", nodesep=0.4, ranksep=0.5, bgcolor=white];',
         '  node [fontname="Helvetica", fontsize=11, style="filled", penwidth=1.2];',
         '  edge [fontname="Helvetica", fontsize=9, color="#475569", arrowsize=0.7];',
-        f'  {_quote(START)} [shape=circle, label="START", fillcolor="#0f172a", fontcolor=white];',
-        f'  {_quote(END)} [shape=doublecircle, label="END", fillcolor="#0f172a", fontcolor=white];',
     ]
-    if graph.global_exits or graph.limits.on_limit:  # beside START: they hold from the start
-        lines.append(f"  {_quote(ANY)} [{ANY_STYLE}];")
-        lines.append(f"  {{rank=same; {_quote(START)}; {_quote(ANY)}}}")
-    lines += [_node(name, state, highlight) for name, state in graph.states.items()]
-    lines += [_edge_line(edge, highlight) for edge in edges(graph)]
+    scope = Scope(Graphs(graph), ids=ids, opened=opened)
+    lines += scope.body(graph, highlight)
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where one graph's states are drawn: the root (names as written), or the cluster of
+    the `graph` state that runs it (names qualified with its file key, as a session names
+    them; its START is that state, its END and ANY its own)."""
+
+    graphs: Graphs
+    key: str = ""
+    entry: str = START
+    ids: bool = False
+    opened: frozenset[str] = frozenset()
+
+    def name(self, state: str) -> str:
+        if SEPARATOR in state and self.key:  # a move across files, relative to this one
+            file, _, target = state.rpartition(SEPARATOR)
+            return qualify(self.graphs.child_key(self.key, file), target)
+        if not self.key:
+            return state
+        if state == START:
+            return self.entry
+        return f"{self.key}{SEPARATOR}{state}" if state in (END, ANY) else qualify(self.key, state)
+
+    def body(self, graph: Graph, highlight: Highlight | None) -> list[str]:
+        """The nodes and edges of `graph` in this scope (opened sub-graphs within)."""
+        lines = [] if self.key else [self._node_line(START, START_STYLE)]
+        lines.append(self._node_line(END, END_STYLE))
+        if graph.global_exits or graph.limits.on_limit:  # beside START: they hold from the start
+            lines.append(self._node_line(ANY, ANY_STYLE))
+            if not self.key:
+                lines.append(f"  {{rank=same; {_quote(START)}; {_quote(ANY)}}}")
+        for name, state in graph.states.items():
+            lines += self._state(name, state, highlight)
+        lines += [self._edge_line(edge, highlight) for edge in edges(graph)]
+        return lines
+
+    def _state(self, name: str, state: AnyState, highlight: Highlight | None) -> list[str]:
+        drawn = self.name(name)
+        line = _node(drawn, state, highlight, self.ids, label=name)
+        if not isinstance(state, GraphState) or drawn not in self.opened:
+            return [line]
+        key = self.graphs.child_key(self.key, state.graph)
+        inner = Scope(self.graphs, key, drawn, self.ids, self.opened)
+        title = _quote(f"{name} ‹graph: {state.graph}›")
+        head = f"  subgraph {_quote('cluster_' + drawn)} {{"
+        look = 'style="rounded,filled"; fillcolor="#fdf2f8"; color="#db2777";'
+        return [
+            head,
+            f"  label={title}; {look}",
+            line,
+            *inner.body(self.graphs.get(key), None),
+            "  }",
+        ]
+
+    def _node_line(self, name: str, style: str) -> str:
+        drawn = self.name(name)
+        if self.key and name == END:  # where the sub-graph hands back: small
+            style = style.replace("shape=doublecircle", "shape=doublecircle, fontsize=7")
+        attrs = f"{style}, id={_quote(node_id(drawn))}" if self.ids else style
+        return f"  {_quote(drawn)} [{attrs}];"
+
+    def _edge_line(self, edge: _Edge, highlight: Highlight | None) -> str:
+        source, target = self.name(edge.source), self.name(edge.target)
+        attrs = [f"label={_quote(edge.label)}"] if edge.label else []
+        look = _look(edge, highlight)
+        attrs += [look] if look else []
+        if self.ids:
+            attrs.append(f"id={_quote(edge_id(source, edge.exit_id))}")
+        return f"  {_quote(source)} -> {_quote(target)} [{', '.join(attrs)}];"
+
+
+START_STYLE = 'shape=circle, label="START", fillcolor="#0f172a", fontcolor=white'
+END_STYLE = 'shape=doublecircle, label="END", fillcolor="#0f172a", fontcolor=white'
+
+
+def node_id(name: str) -> str:
+    """The element id of a drawn state (START, END and ANY too), by its qualified name."""
+    return "s-" + quote(name, safe="")
+
+
+def edge_id(source: str, exit_id: str) -> str:
+    """The element id of a drawn edge, by the key `cgraph.draw.taken` gives an exit."""
+    return f"e-{quote(source, safe='')}-{quote(exit_id, safe='')}"
 
 
 def edges(graph: Graph) -> Iterator[_Edge]:
@@ -119,22 +211,20 @@ def _start_edges(graph: Graph) -> Iterator[_Edge]:
         yield _Edge(START, target, target, _wrap(" or ".join(whens)))
 
 
-def _node(name: str, state: AnyState, highlight: Highlight | None) -> str:
+def _node(
+    name: str, state: AnyState, highlight: Highlight | None, ids: bool = False, label: str = ""
+) -> str:
     shape, fill = STYLES[state.type]
-    label = f"{name}\\n‹{state.type.replace('_', ' ')}›"
-    attrs = f'shape={shape}, label="{label}", fillcolor="{fill}"'
+    shown = label or name
+    attrs = f'shape={shape}, label="{shown}\\n‹{state.type.replace("_", " ")}›", fillcolor="{fill}"'
     if highlight is not None and name not in highlight.entered:
         attrs += ', color="#9ca3af", fontcolor="#6b7280", style="filled,dashed"'
     elif highlight is not None:
         attrs += f', color="{COVERED}", penwidth=2'
+    if ids:
+        opens = " opens" if isinstance(state, GraphState) else ""
+        attrs += f", id={_quote(node_id(name))}, class={_quote('state' + opens)}"
     return f"  {_quote(name)} [{attrs}];"
-
-
-def _edge_line(edge: _Edge, highlight: Highlight | None) -> str:
-    attrs = [f"label={_quote(edge.label)}"] if edge.label else []
-    look = _look(edge, highlight)
-    attrs += [look] if look else []
-    return f"  {_quote(edge.source)} -> {_quote(edge.target)} [{', '.join(attrs)}];"
 
 
 def _look(edge: _Edge, highlight: Highlight | None) -> str:

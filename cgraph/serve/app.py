@@ -293,8 +293,11 @@ def _gated(
     return handle
 
 
-def build(service: Service, tokens_file: str | None = None) -> Starlette:
-    """The app serving `service` (with `tokens_file`'s users, else the one `local`)."""
+def build(
+    service: Service, tokens_file: str | None = None, extra: tuple[openapi.Endpoint, ...] = ()
+) -> Starlette:
+    """The app serving `service` (with `tokens_file`'s users, else the one `local`), and
+    the `extra` endpoints behind the same gate (the studio's; not in `/openapi.json`)."""
     tokens = read_tokens(Path(tokens_file)) if tokens_file else None
     gate = Gate(tokens, anyio.CapacityLimiter(service.options.threads))
 
@@ -311,7 +314,8 @@ def build(service: Service, tokens_file: str | None = None) -> Starlette:
             Problem(status, code, f"{request.method} {request.url.path}: no such endpoint")
         )
 
-    routes = [Route(e.path, _gated(e, service, gate), methods=[e.method]) for e in ROUTES]
+    served = (*ROUTES, *extra)
+    routes = [Route(e.path, _gated(e, service, gate), methods=[e.method]) for e in served]
     return Starlette(
         routes=routes, lifespan=lifespan, exception_handlers={HTTPException: not_found}
     )

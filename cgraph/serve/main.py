@@ -10,38 +10,53 @@ from collections.abc import Callable
 
 from cgraph.serve.app import DRAIN_SECONDS, build
 from cgraph.serve.graphs import load_served
+from cgraph.serve.openapi import Endpoint
 from cgraph.serve.options import LOCAL_USER, ServeOptions, checked
 from cgraph.serve.service import Service
 
 OPTIONS_VARIABLE = "CGRAPH_SERVE_OPTIONS"
 """How the options reach the worker processes."""
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+Extra = Callable[[Service], tuple[Endpoint, ...]]
+"""More endpoints for one process's service (the studio's)."""
 
 
-def serve(options: ServeOptions, say: Callable[[str], None]) -> None:
+def serve(options: ServeOptions, say: Callable[[str], None], extra: Extra | None = None) -> None:
     """Check everything, say what is served, and serve until SIGTERM or Ctrl-C; a refusal
     is a `CgraphError` (a `GraphError` carries the located lint errors) before any port
-    is opened."""
+    is opened. `extra` adds endpoints (one process only)."""
     options = checked(options)
     service = Service(options, load_served(options.graphs))
     for line in banner(options, service):
         say(line)
+    if options.workers == 1:
+        run(service, extra(service) if extra else ())
+        return
     import uvicorn
 
+    settings = uvicorn_settings(options)
+    service.store.close()  # each worker opens its own
+    os.environ[OPTIONS_VARIABLE] = options.to_json()
+    uvicorn.run(f"{__name__}:worker_app", factory=True, workers=options.workers, **settings)  # type: ignore[arg-type]
+
+
+def run(service: Service, extra: tuple[Endpoint, ...] = ()) -> None:
+    """Serve `service` in this process until SIGTERM or Ctrl-C."""
+    import uvicorn
+
+    settings = uvicorn_settings(service.options)
+    uvicorn.run(build(service, service.options.tokens, extra), **settings)  # type: ignore[arg-type]
+
+
+def uvicorn_settings(options: ServeOptions) -> dict[str, object]:
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
-    settings = {
+    return {
         "host": options.host,
         "port": options.port,
         "log_level": "warning",
         "access_log": False,
         "timeout_graceful_shutdown": int(DRAIN_SECONDS) + 5,
     }
-    if options.workers == 1:
-        uvicorn.run(build(service, options.tokens), **settings)  # type: ignore[arg-type]
-        return
-    service.store.close()  # each worker opens its own
-    os.environ[OPTIONS_VARIABLE] = options.to_json()
-    uvicorn.run(f"{__name__}:worker_app", factory=True, workers=options.workers, **settings)  # type: ignore[arg-type]
 
 
 def worker_app() -> object:

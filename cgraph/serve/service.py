@@ -53,10 +53,10 @@ class Service:
         self.options = options
         self.served = served if served is not None else load_served(options.graphs)
         self.store = open_store(options.store)
-        folder = None if is_url(options.store) else _folder(Path(options.store))
-        self._refuse_one_process_memory(folder)
+        self.folder = None if is_url(options.store) else _folder(Path(options.store))
+        self._refuse_one_process_memory(self.folder)
         self.memories = {
-            name: open_memory_store(s.graph, options.memory, folder)
+            name: open_memory_store(s.graph, options.memory, self.folder)
             for name, s in self.served.items()
         }
         self.rate = Rate(options.turns_per_minute)
@@ -132,7 +132,7 @@ class Service:
                     emit("turn", _turn(item, session))
 
     def view(self, user: str, sid: str) -> dict[str, Any]:
-        session = self._open(user, sid, finish=False)
+        session = self.opened(user, sid)
         return {
             "session": sid,
             "graph": session.graph.name,
@@ -145,7 +145,7 @@ class Service:
         }
 
     def events(self, user: str, sid: str, after: int, limit: int) -> dict[str, Any]:
-        session = self._open(user, sid, finish=False)
+        session = self.opened(user, sid)
         found = session.events(after=after, limit=min(limit, MAX_EVENTS_PAGE))
         events = [e.model_dump(mode="json") for e in found]
         return {"events": events, "next": found[-1].seq if found else None}
@@ -179,6 +179,10 @@ class Service:
             session = self._open(user, sid)
         yield session
         self.open.keep(session)
+
+    def opened(self, user: str, sid: str) -> Session:
+        """The session as stored, to read: a turn left unfinished stays so."""
+        return self._open(user, sid, finish=False)
 
     def _open(self, user: str, sid: str, *, finish: bool = True) -> Session:
         """The session as stored, as its user's; another user's is `NotTheOwner` (404)."""
@@ -215,6 +219,18 @@ class Service:
         if memory_id is not None and not deleted:
             raise Problem(404, "not_found", f"no memory `{memory_id}`")
         return {"deleted": deleted}
+
+    def serve_graph(self, served: Served, replacing: str | None = None) -> None:
+        """Serve `served` under its name from now on (a graph file edited and linted again),
+        instead of graph `replacing` if given: sessions opened after this run on it, and
+        the sessions kept open are let go."""
+        name = served.graph.name
+        if replacing is not None and replacing != name:
+            self.served.pop(replacing, None)
+        self.served[name] = served
+        if name not in self.memories:
+            self.memories[name] = open_memory_store(served.graph, self.options.memory, self.folder)
+        self.open = OpenSessions(CACHED_SESSIONS)
 
     def graphs(self) -> dict[str, Any]:
         return {"graphs": [s.as_json() for s in self.served.values()]}

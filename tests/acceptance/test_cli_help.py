@@ -15,6 +15,7 @@ USAGE = {
     "render": "cgraph render [OPTIONS] GRAPH",
     "run": "cgraph run [OPTIONS] GRAPH",
     "test": "cgraph test [OPTIONS] [PATH]...",
+    "studio": "cgraph studio [OPTIONS] GRAPH",
     "serve": "cgraph serve [OPTIONS] GRAPH_OR_FOLDER...",
     "store": "cgraph store [OPTIONS] COMMAND [ARGS]...",
     "store migrate": "cgraph store migrate [OPTIONS] STORE",
@@ -25,8 +26,9 @@ USAGE = {
     "memory delete": "cgraph memory delete [OPTIONS]",
     "memory users": "cgraph memory users [OPTIONS]",
 }
-# A metavar names what an option takes (`--store DIR`), not a Python type (`<path>`).
-ODD = re.compile(r"[{}]|<(str|int|float|path)[^>]*>|--no-")
+# A metavar names what an option takes (`--store DIR`), not a Python type (`<path>`); a
+# flag is one plain option (`--jsonl`, `--no-browser`), not typer's `--x/--no-x` pair.
+ODD = re.compile(r"[{}]|<(str|int|float|path)[^>]*>|/--no-")
 
 
 def cgraph(*args: str) -> subprocess.CompletedProcess[str]:
@@ -46,6 +48,7 @@ def test_the_commands_are_listed_in_the_order_of_the_work() -> None:
         "render",
         "run",
         "test",
+        "studio",
         "serve",
         "schema",
         "memory",

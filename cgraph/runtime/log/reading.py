@@ -123,6 +123,7 @@ def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
         metadata=tuple(reply.get("metadata", ())),
         interrupted=tuple(end.get("interrupted", ())),
         clarified=bool(end.get("clarified")),
+        slots=tuple(e.data for e in events if e.kind == "slots"),
     )
 
 

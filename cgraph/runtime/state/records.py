@@ -110,6 +110,9 @@ class Turn(Record):
     clarified: bool = False
     """The reply asks which of a few exits the user meant, instead of guessing (the
     decision's `chosen` is `clarify`; the next message is judged against them first)."""
+    slots: tuple[dict[str, Any], ...] = ()
+    """Slot values taken from the message, per state that took them: `state`, `values`,
+    and `corrected` (the values they replaced). `/why` detail, like `decisions`."""
 
     def as_json(self) -> dict[str, Any]:
         """The turn as one JSON object (a line of `cgraph run --jsonl`): what was said, the

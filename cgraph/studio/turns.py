@@ -1,0 +1,50 @@
+"""A session as the studio page shows it: each turn with what `/why` shows (every choice
+made, its candidates and scores, its reason), the slots it filled or corrected, and what
+to light on the drawing now; the session's variables beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cgraph.draw.focus import Drawing
+from cgraph.runtime.state.records import step_name
+from cgraph.session import Session, Turn
+from cgraph.spec.names import END
+
+
+def looked(
+    session: Session, drawing: Drawing, after: int, opened: frozenset[str]
+) -> dict[str, Any]:
+    """The turns after number `after`, the variables, and the drawing's ids to light."""
+    turns = session.turns()
+    last = turns[-1] if turns else None
+    state = END if session.completed else session.state
+    focus = drawing.focus(
+        session.audit,
+        last.transitions if last is not None else (),
+        last.path if last is not None else (),
+        state,
+        opened,
+    )
+    return {
+        "session": session.id,
+        "graph": session.graph.name,
+        "state": state,
+        "type": getattr(session.current_state(), "type", None),
+        "completed": session.completed,
+        "turn": session.turn_number,
+        "variables": session.variables,
+        "turns": [shown(session, t) for t in turns if t.number > after],
+        "focus": focus.as_json(),
+    }
+
+
+def shown(session: Session, turn: Turn) -> dict[str, Any]:
+    """One turn: its `Turn.as_json()` with `why` (its decisions, each named by its step)
+    and `slots` (values taken from the message: state, values, corrected)."""
+    why = []
+    for decision in turn.decisions:
+        kind = getattr(session.state_spec(decision.state), "type", None)
+        why.append({**decision.model_dump(mode="json"), "step": step_name(decision, kind)})
+    return {**turn.as_json(), "why": why, "slots": [dict(s) for s in turn.slots]}

@@ -1,0 +1,65 @@
+"""The studio for the browser tests: a real `cgraph studio` (or `cgraph serve --studio`)
+process on a free port, and Playwright driving the system's Chromium (never a downloaded
+browser). Where either is missing the tests skip and say why."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.commands import environment
+from tests.serving import Server, free_port, wait_ready
+
+
+def chromium() -> str:
+    """The system's Chromium, or a skip that says how to get it."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        pytest.skip("no Chromium on this machine: `make test-tools` installs it (apt-get)")
+    return found
+
+
+@contextmanager
+def browser() -> Iterator[Any]:
+    """A headless Chromium under Playwright (skips without Playwright or Chromium)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    executable = chromium()
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@contextmanager
+def studio_process(*args: str, folder: Path, cwd: Path) -> Iterator[Server]:
+    """`cgraph ARGS --port <free>` run from `cwd`, until `/healthz` answers; killed after."""
+    port = free_port()
+    log = folder / f"studio-{port}.log"
+    command = [sys.executable, "-m", "cgraph", *args, "--port", str(port)]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=environment()
+        )
+    server = Server(process, f"http://127.0.0.1:{port}", log)
+    try:
+        wait_ready(server)
+        yield server
+    finally:
+        server.stop()
+
+
+def shots(default: Path) -> Path:
+    """Where the screenshots go: `CGRAPH_STUDIO_SHOTS`, else the test's output folder."""
+    folder = Path(os.environ.get("CGRAPH_STUDIO_SHOTS") or default)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
