@@ -4,7 +4,8 @@ Each labelled case expects an exit id or `stay`. A decision is *right* when it i
 expected; *clarify* when the chooser asked which exit was meant (a question is no move: it
 is neither right nor wrong, and is counted apart); otherwise *wrong*: a wrong exit, or
 staying when an exit was meant. A wrong decision that takes an exit to END is a *wrongly
-ended* session.
+ended* session (so is one into a silent state that goes on to END, an emergency
+that says its words and ends).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from bench.semantic_cases import (
     HELDOUT5,
     LABELS,
     Case,
+    graph_of,
     question_for,
 )
 from cgraph.runtime.ports import CLARIFY, ExitChooser, Question
@@ -122,9 +124,24 @@ def outcome(case: Case, question: Question, chosen: str) -> Outcome:
     return Outcome(
         case,
         chosen,
-        ends=chosen == "END" or (picked is not None and picked.target == "END"),
+        ends=chosen == "END" or (picked is not None and _ends(case, picked.target)),
         has_examples=bool(expected.examples) if expected is not None else True,
     )
+
+
+def _ends(case: Case, target: str) -> bool:
+    """`target` is END, or a silent state whose one way on leads there (an emergency
+    annotation that says its words and ends): the session ends before the user speaks."""
+    states = graph_of(case).states
+    for _ in range(len(states) + 1):
+        if target == "END":
+            return True
+        state = states.get(target)
+        following = getattr(state, "next_state", None)
+        if state is None or state.type == "action" or not isinstance(following, str):
+            return False
+        target = following
+    return False
 
 
 def run_chooser(chooser: ExitChooser, cases: Sequence[Case]) -> list[Outcome]:

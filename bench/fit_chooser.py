@@ -4,15 +4,20 @@
 
 1. Every case of the development sets (check-in, dev, dev2, dev3, dev4: `FIT_SETS`) that
    an action state decides by its scorer becomes a choice: a feature row per candidate
-   (`cgraph.backends.offline.features`) and the candidate expected.
+   (`cgraph.backends.offline.features`) and the candidate expected. Each is asked as a
+   session asks it, the graph's global exits offered (the check-in's emergency exit
+   included, which its figures are measured without).
 2. A conditional logit (a softmax over a choice's candidates, one weight per feature, L2
    penalty) is fitted with numpy and scipy; features are standardised for the fit and the
    weights folded back, so the chooser reads raw features.
 3. Cross-validation by graph (no graph in both the fitting and the judged folds) chooses
-   the penalty and gives every development case an out-of-fold confidence; the ask
-   policy's bars (`Calibration`) are chosen on those: the fewest wrong moves (a wrongly
-   ended session counting ten) plus a third of the clarifying questions, with at most
-   9 % of turns asking.
+   the penalty (the lowest log loss: confidences the bars can rely on) and gives every
+   development case an out-of-fold confidence; the ask policy's bars (`Calibration`) are
+   chosen on those: the fewest wrong moves (a wrongly ended session, into END or into a
+   silent state that goes on to END, counting ten) plus a third of each clarifying
+   question that names the exit meant (its answer gets there) and three quarters of one
+   that does not (a question about exits the user never meant), with at most 9 % of turns
+   asking.
 4. The weights and bars are written to `cgraph/backends/offline/weights.json`.
 
 The held-out sets (`HELD_OUT`: the global-exit set and held-out 1-5) are never fitted or
@@ -23,12 +28,11 @@ weights are written.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +61,8 @@ PENALTIES = (0.3, 1.0, 3.0, 10.0)
 MAX_ASKING = 0.09
 ENDED_COST = 10.0
 ASK_COST = 1 / 3
-CHECK_IN_WEIGHT = 3.0
+MISASK_COST = 3 / 4
+CHECK_IN_WEIGHT = 6.0
 
 
 @dataclass
@@ -78,7 +83,7 @@ class Sample:
 def samples(chooser: OfflineChooser, paths: tuple[Path, ...]) -> list[Sample]:
     found = []
     for path in paths:
-        for case in load_cases(path):
+        for case in load_cases(path, global_exits=True):
             question = question_for(case)
             scored_here = (
                 question.kind == "action"
@@ -134,6 +139,13 @@ def confidences(weights: np.ndarray, sample: Sample) -> dict[str, float]:
     return dict(zip(sample.ids, (odds / odds.sum()).tolist(), strict=True))
 
 
+def log_loss(data: list[Sample], oof: list[dict[str, float]]) -> float:
+    """The mean negative log-probability of the candidate expected (how well the
+    confidences are calibrated, which the policy's bars rely on)."""
+    found = [max(c[s.case.expect], 1e-9) for s, c in zip(data, oof, strict=True)]
+    return float(-np.mean(np.log(found)))
+
+
 def out_of_fold(data: list[Sample], penalty: float, folds: int) -> list[dict[str, float]]:
     groups = sorted({s.group for s in data})
     fold_of = {g: i % folds for i, g in enumerate(np.random.default_rng(7).permutation(groups))}
@@ -149,34 +161,55 @@ def out_of_fold(data: list[Sample], penalty: float, folds: int) -> list[dict[str
 
 def cost(data: list[Sample], oof: list[dict[str, float]], cal: Calibration) -> tuple[float, ...]:
     """(cost, wrong, asking) of the policy with `cal` on the out-of-fold confidences."""
-    wrong = ended = asked = 0
+    wrong = ended = asked = misasked = 0
     for sample, confidence in zip(data, oof, strict=True):
-        chosen = decide(sample.question, confidence, cal).exit
-        verdict = outcome(sample.case, sample.question, chosen)
+        decided = decide(sample.question, confidence, cal)
+        verdict = outcome(sample.case, sample.question, decided.exit)
         asked += verdict.verdict == "clarify"
+        misasked += verdict.verdict == "clarify" and sample.case.expect not in decided.candidates
         wrong += verdict.verdict == "wrong"
         ended += verdict.wrongly_ended
     n = len(data)
-    total = (wrong + (ENDED_COST - 1) * ended + ASK_COST * asked) / n
+    asking = ASK_COST * (asked - misasked) + MISASK_COST * misasked
+    total = (wrong + (ENDED_COST - 1) * ended + asking) / n
     return (total if asked / n <= MAX_ASKING else 9.0, wrong / n, asked / n, ended)
 
 
+GRID = {
+    "take_floor": (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6),
+    "ask_margin": (0.0, 0.05, 0.1, 0.15, 0.2, 0.3),
+    "irreversible_floor": (0.5, 0.6, 0.7, 0.8, 0.9, 0.95),
+    "end_floor": (0.0, 0.7, 0.8, 0.9, 0.95),
+    "stay_margin": (0.0, 0.05, 0.1, 0.15, 0.2),
+    "global_floor": (0.0, 0.4, 0.5, 0.6, 0.7, 0.8),
+    "ask_floor": (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4),
+}
+"""The values each bar of the ask policy may take."""
+TUNED = tuple(GRID)
+
+
 def tune(data: list[Sample], oof: list[dict[str, float]]) -> Calibration:
-    """The policy's bars with the lowest cost on the out-of-fold confidences."""
-    grid = itertools.product(
-        (0.3, 0.4, 0.5, 0.6),  # take_floor
-        (0.0, 0.05, 0.1, 0.2, 0.3),  # ask_margin
-        (0.5, 0.6, 0.7, 0.8, 0.9, 0.95),  # irreversible_floor
-        (0.0, 0.05, 0.1, 0.2),  # stay_margin
+    """The policy's bars with the lowest cost on the out-of-fold confidences: each bar in
+    turn set to its best value on `GRID`, the others held, until none moves (from a few
+    starting points)."""
+    starts = (
+        Calibration(take_floor=0.5, ask_margin=0.1, irreversible_floor=0.8, stay_margin=0.1),
+        Calibration(take_floor=0.4, ask_margin=0.05, irreversible_floor=0.7, stay_margin=0.0),
+        Calibration(take_floor=0.6, ask_margin=0.2, irreversible_floor=0.9, stay_margin=0.2),
     )
     best: tuple[tuple[float, ...], Calibration] | None = None
-    for take, margin, irreversible, stay in grid:
-        if irreversible < take:
-            continue
-        cal = Calibration(
-            take_floor=take, ask_margin=margin, irreversible_floor=irreversible, stay_margin=stay
-        )
-        scored = cost(data, oof, cal)
+    for start in starts:
+        cal, scored = start, cost(data, oof, start)
+        for _ in range(6):
+            moved = False
+            for name, values in GRID.items():
+                for value in values:
+                    tried = replace(cal, **{name: value})
+                    found = cost(data, oof, tried)
+                    if found < scored:
+                        cal, scored, moved = tried, found, True
+            if not moved:
+                break
         if best is None or scored < best[0]:
             best = (scored, cal)
     assert best is not None
@@ -218,22 +251,23 @@ def main() -> None:
         right = sum(
             max(c, key=lambda k: c[k]) == s.case.expect for s, c in zip(data, oof, strict=True)
         )
-        scored[penalty] = (right, oof)
-        print(f"penalty {penalty}: out-of-fold top-1 {right}/{len(data)} ({right / len(data):.1%})")
-    penalty = max(scored, key=lambda p: scored[p][0])
-    cal = tune(data, scored[penalty][1])
+        loss = log_loss(data, oof)
+        scored[penalty] = (loss, right, oof)
+        print(
+            f"penalty {penalty}: out-of-fold top-1 {right}/{len(data)} "
+            f"({right / len(data):.1%}), log loss {loss:.4f}"
+        )
+    penalty = min(scored, key=lambda p: scored[p][0])
+    cal = tune(data, scored[penalty][2])
     weights = fit(data, penalty)
     about = {
         "fitted_on": [set_name(p) for p in FIT_SETS],
         "choices": len(data),
         "penalty": penalty,
-        "out_of_fold_top1": round(scored[penalty][0] / len(data), 4),
+        "out_of_fold_top1": round(scored[penalty][1] / len(data), 4),
+        "out_of_fold_log_loss": round(scored[penalty][0], 4),
     }
-    calibration = {
-        k: v
-        for k, v in asdict(cal).items()
-        if k in ("take_floor", "ask_margin", "irreversible_floor", "stay_margin")
-    }
+    calibration = {k: v for k, v in asdict(cal).items() if k in TUNED}
     data_out = {
         "features": list(features.NAMES),
         "weights": [round(float(w), 6) for w in weights],

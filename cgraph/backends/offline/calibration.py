@@ -23,9 +23,19 @@ class Calibration:
     irreversible_floor: float = 0.7
     """An exit that cannot be taken back (to END, into a side effect, out of a flow) needs
     this much: more than staying, which the next message can always undo."""
+    end_floor: float = 0.0
+    """An exit to END needs this much, when it is more than `irreversible_floor`: a session
+    wrongly ended is the costliest mistake, a file read by mistake is not."""
+    global_floor: float = 0.0
+    """A global exit (offered in every state: an emergency, a hand-off) below this is
+    neither taken nor asked about: an interruption of the state's business needs plain
+    evidence, and the chooser stays."""
     stay_margin: float = 0.1
     """When staying wins by less than this over an exit, the chooser asks about the exit
     instead of staying silently."""
+    ask_floor: float = 0.0
+    """An exit is asked about only from this confidence: below it nothing is clear enough
+    to ask about, and the chooser stays (the state asks its own question again)."""
     candidate_floor: float = 0.15
     """A runner-up is named in a clarifying question only with at least this confidence."""
     answer_floor: float = 0.3

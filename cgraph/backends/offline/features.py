@@ -6,8 +6,9 @@ candidate (a softmax: a conditional logit), so a row holds what tells its candid
 - an exit: how near the message is to its examples (or, without examples, its stand-ins:
   the description said by the user), its description, and the dialogue acts it means —
   measured on the message's point (`reading.focus`), on the whole message, on each clause
-  and on what a self-correction ends on; how far it leads the next exit; whether the
-  message denies what the exit affirms (`denial`), answers yes or no the way the exit
+  and on what a self-correction ends on; how nearly the message says an example word for
+  word, names and numbers aside (`words.verbatim`); how far it leads the next exit;
+  whether the message denies what the exit affirms (`denial`), answers yes or no the way the exit
   means, shares its words, asks a question it does not expect; whether the exit is global,
   ends the conversation or cannot be taken back, crossed with the message's cues (a cry
   for help, a close, "not leaving yet");
@@ -37,7 +38,7 @@ from cgraph.backends.offline.options import (
     sign_for,
     stand_ins,
 )
-from cgraph.backends.offline.words import overlaps, said
+from cgraph.backends.offline.words import overlaps, said, verbatim
 from cgraph.runtime.ports import STAY, ExitOption, Question
 
 Embed = Callable[[Sequence[str]], "np.ndarray"]
@@ -57,6 +58,7 @@ EXIT_FEATURES = (
     "answer_match",
     "answer_mismatch",
     "overlap",
+    "verbatim",
     "unasked_question",
     "lead",
     "is_best",
@@ -67,6 +69,7 @@ EXIT_FEATURES = (
     "rel_stand",
     "rel_overlap",
     "rel_denial",
+    "rel_verbatim",
     "is_global",
     "global_urgent",
     "global_topic",
@@ -76,6 +79,13 @@ EXIT_FEATURES = (
     "ending_question",
     "irreversible",
     "corrected_last",
+    "focus_squared",
+    "clause_squared",
+    "far",
+    "global_far",
+    "global_near",
+    "ending_near",
+    "irreversible_near",
 )
 STAY_FEATURES = (
     "stay",
@@ -83,6 +93,7 @@ STAY_FEATURES = (
     "own",
     "own_question",
     "best_exit",
+    "denies_elsewhere",
     "hedge",
     "greeting",
     "question",
@@ -100,6 +111,15 @@ STAY_FEATURES = (
 )
 NAMES = EXIT_FEATURES + STAY_FEATURES
 """Every feature, in the order of a row and of the scorer's weights."""
+
+
+FAR = 0.45
+"""Below this nearness (cosine) to its texts an exit is as far from a message as unrelated
+sentences of the same domain fall in MiniLM: how far below is a feature of its own."""
+
+
+DENIED_NEAR = 0.3
+"""A denied phrase is about an exit from this nearness to its (affirmed) description."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +165,12 @@ def rows(question: Question, texts: dict[str, OptionTexts], embed: Embed) -> Row
     nearness = {o.id: r["ex_focus"] for o, r in zip(question.options, exit_rows, strict=True)}
     if question.allow_stay:
         best = max((r["ex_focus"] for r in exit_rows), default=0.0)
-        matrix.append(_pad(_stay_row(message, cues, question, vectors, best), stay=True))
+        stay = _stay_row(message, cues, question, vectors, best)
+        # A denial about none of the exits ("no side effects" where the state asks whether
+        # the patient is ready) answers something else than this state asks.
+        denied = max((abs(r["denial"]) for r in exit_rows), default=0.0)
+        stay["denies_elsewhere"] = stay["negated"] * max(0.0, DENIED_NEAR - denied)
+        matrix.append(_pad(stay, stay=True))
         ids += (STAY,)
     return Rows(ids, np.array(matrix, dtype=float), nearness)
 
@@ -197,7 +222,7 @@ def _cues(message: str, raw: str, question: Question) -> _Cues:
         focus=rd.focus(message),
         parts=tuple(rd.urgent_parts(message)),
         last=rd.last_clause(message),
-        sign=rd.polarity(rd.contrast_focus(message)),
+        sign=rd.polarity(rd.focus(message)),
         question=rd.is_question(message) and not rd.is_request(message),
         closes=rd.closes(message),
         not_leaving=rd.not_leaving(message),
@@ -227,6 +252,7 @@ def _exit_row(
         "stand": vectors.near(cues.focus, known.stand_ins),
         "acts": vectors.near(cues.focus, known.acts),
         "has_examples": float(bool(option.examples)),
+        "verbatim": max(verbatim(message, matched), verbatim(cues.focus, matched)),
         "clash": abs(rd.polarity(best) - cues.sign) / 2 if best else 0.0,
         "unasked_question": float(not counts_as_answer(message, option)),
         "is_global": float(option.anywhere),
@@ -238,6 +264,16 @@ def _exit_row(
         "irreversible": float(option.irreversible),
     }
     row["corrected_last"] = row["ex_last"] * cues.corrects
+    # Nearness counts more the nearer it is, below `FAR` it hardly means anything, and a
+    # global exit, an ending or an exit that cannot be taken back may need more of it than
+    # the state's own ways on.
+    row["focus_squared"] = row["ex_focus"] ** 2
+    row["clause_squared"] = row["ex_clause"] ** 2
+    row["far"] = max(0.0, FAR - row["ex_clause"])
+    row["global_far"] = row["is_global"] * row["far"]
+    row["global_near"] = row["is_global"] * row["ex_clause"]
+    row["ending_near"] = ending * row["ex_clause"]
+    row["irreversible_near"] = row["irreversible"] * row["ex_clause"]
     return row
 
 
@@ -257,6 +293,7 @@ _RELATIVE = {
     "rel_stand": "stand",
     "rel_overlap": "overlap",
     "rel_denial": "denial",
+    "rel_verbatim": "verbatim",
 }
 
 

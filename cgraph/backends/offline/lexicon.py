@@ -460,6 +460,10 @@ LIMIT = re.compile(
     re.I,
 )
 STEM_WORD = re.compile(r"[a-z]+(?:['’][a-z]+)?")
+TOKEN = re.compile(r"[\w'’]+(?:[./@:-][\w'’]+)*")
+NAMING = re.compile(r".*(?:\d|\w[./@:]\w).*")
+"""A token that names something rather than says it: a number, a time, a file name, an
+address ("12", "3pm", "notes.txt", "a@b.com"): a near-verbatim match reads it as a blank."""
 NARRATOR = re.compile(
     r"^(?:the|a|an)\s+[\w-]+(?:'s \w+)?"
     rf"(?:\s+(?:{_any(NARRATOR_VERBS)}|tells \w+)(?: that)?)?\s+",

@@ -3,9 +3,11 @@
 - The best exit is taken when it is confident enough (`take_floor`) and clearly ahead of
   the runner-up (`ask_margin`). An exit that cannot be taken back (`irreversible`: to END,
   into a side effect, out of a flow) needs `irreversible_floor`, more than staying, which
-  the next message can always undo.
+  the next message can always undo; one to END needs `end_floor` where that is more. A
+  global exit below `global_floor` is neither taken nor asked about: the chooser stays.
 - Otherwise the chooser asks: a clarifying question naming the best exit and, when it is
-  close, the runner-up. When staying wins only narrowly over an exit (`stay_margin`), it
+  close, the runner-up; but only from `ask_floor`: below it no exit is likely enough to
+  ask about, and the chooser stays. When staying wins only narrowly over an exit (`stay_margin`), it
   asks about that exit rather than guess either way.
 - An exit marked `confirm: true` is always asked about first.
 - Where the designer turned asking off (`may_clarify=False`), or the previous turn already
@@ -34,8 +36,8 @@ class Verdict:
     exit: str
     kind: str
     """Which rule decided: `confident`, `unsure`, `close`, `stay`, `near_stay`,
-    `irreversible`, `confirm`, `only_choice`, `answer_ordinal`, `answer_yes`,
-    `answer_no`, `answer_best`."""
+    `nothing_clear`, `global_unsure`, `irreversible`, `confirm`, `only_choice`,
+    `answer_ordinal`, `answer_yes`, `answer_no`, `answer_best`."""
     best: str
     confidence: float
     runner_up: str = ""
@@ -60,20 +62,33 @@ def decide(question: Question, confidence: Mapping[str, float], cal: Calibration
             )
         return replace(facts, exit=STAY, kind="stay")
     option = options[best]
-    bar = cal.irreversible_floor if option.irreversible else cal.take_floor
+    bar = _bar(option, cal)
     if not question.allow_stay:
         return replace(facts, exit=best, kind="only_choice")
+    if option.anywhere and p1 < cal.global_floor:
+        return replace(facts, exit=STAY, kind="global_unsure", bar=cal.global_floor)
     if option.confirm and may_ask:
         return replace(facts, exit=CLARIFY, kind="confirm", bar=1.0, candidates=(best,))
     if p1 >= bar and p1 - p2 >= cal.ask_margin:
         return replace(facts, exit=best, kind="confident", bar=bar)
+    if may_ask and p1 < cal.ask_floor:
+        return replace(facts, exit=STAY, kind="nothing_clear", bar=cal.ask_floor)
     if may_ask:
         named = (best, second) if second in options and p2 >= cal.candidate_floor else (best,)
         kind = "close" if p1 >= bar else "unsure"
         return replace(facts, exit=CLARIFY, kind=kind, bar=bar, candidates=named)
-    if option.irreversible and p1 < bar:
+    if bar > cal.take_floor and p1 < bar:
         return replace(facts, exit=STAY, kind="irreversible", bar=bar)
     return replace(facts, exit=best, kind="unsure", bar=bar)
+
+
+def _bar(option: ExitOption, cal: Calibration) -> float:
+    """What `option` needs to be taken without asking: more when it ends the session or
+    cannot be taken back."""
+    if not option.irreversible:
+        return cal.take_floor
+    floor = max(cal.irreversible_floor, cal.take_floor)
+    return max(floor, cal.end_floor) if option.target == "END" else floor
 
 
 def _may_ask(question: Question) -> bool:

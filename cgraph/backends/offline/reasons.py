@@ -16,6 +16,9 @@ _TEXTS = {
     "stay": "staying at {confidence:.0%}, ahead of {runner_up} at {runner_up_confidence:.0%}",
     "near_stay": "staying at {confidence:.0%} barely ahead of {runner_up} at "
     "{runner_up_confidence:.0%}",
+    "nothing_clear": "staying: {best} only at {confidence:.0%}, too unlikely to ask about "
+    "(bar {bar:.0%})",
+    "global_unsure": "staying: global exit {best} only at {confidence:.0%} (bar {bar:.0%})",
     "irreversible": "{best} at {confidence:.0%} is below the {bar:.0%} an exit that cannot "
     "be taken back needs",
     "confirm": "{best} is to be confirmed before it is taken",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from difflib import SequenceMatcher
 
 from cgraph.backends.offline import lexicon as lx
 
@@ -52,3 +53,20 @@ def overlaps(words: set[str], texts: Mapping[str, Sequence[str]]) -> dict[str, f
     weight = {w: math.log(1 + count / (0.5 + sum(w in s for s in owned.values()))) for w in words}
     total = sum(weight.values())
     return {key: sum(weight[w] for w in words & s) / total for key, s in owned.items()}
+
+
+def template(text: str) -> tuple[str, ...]:
+    """The words of `text` in order, lower-cased, each name or number a blank ("_"):
+    "Read README.md" and "read secrets.env" are both ("read", "_")."""
+    words = lx.TOKEN.findall(text.lower().replace("’", "'"))
+    return tuple("_" if lx.NAMING.fullmatch(w) else w for w in words)
+
+
+def verbatim(message: str, examples: Sequence[str]) -> float:
+    """How nearly `message` says one of `examples` word for word, names and numbers
+    aside: the best share of words in the same order (0 to 1)."""
+    said_ = template(message)
+    if not said_:
+        return 0.0
+    ratios = (SequenceMatcher(None, said_, template(e), autojunk=False).ratio() for e in examples)
+    return max(ratios, default=0.0)
