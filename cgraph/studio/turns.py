@@ -41,10 +41,16 @@ def looked(
 
 
 def shown(session: Session, turn: Turn) -> dict[str, Any]:
-    """One turn: its `Turn.as_json()` with `why` (its decisions, each named by its step)
-    and `slots` (values taken from the message: state, values, corrected)."""
+    """One turn: its `Turn.as_json()` with `why` (its decisions, each named by its step),
+    `slots` (values taken from the message: state, values, corrected) and `effects` (the
+    side-effect states' tool calls)."""
     why = []
     for decision in turn.decisions:
         kind = getattr(session.state_spec(decision.state), "type", None)
         why.append({**decision.model_dump(mode="json"), "step": step_name(decision, kind)})
-    return {**turn.as_json(), "why": why, "slots": [dict(s) for s in turn.slots]}
+    return {
+        **turn.as_json(),
+        "why": why,
+        "slots": [dict(s) for s in turn.slots],
+        "effects": [dict(call) for call in turn.effects],
+    }

@@ -124,6 +124,7 @@ def build_turn(session_id: str, number: int, events: Sequence[Event]) -> Turn:
         interrupted=tuple(end.get("interrupted", ())),
         clarified=bool(end.get("clarified")),
         slots=tuple(e.data for e in events if e.kind == "slots"),
+        effects=_effects(events),
     )
 
 
@@ -148,6 +149,18 @@ def _model_call(event: Event) -> bool:
         event.kind == "tool_call"
         and event.data.get("by") == "model"
         and (event.data.get("status") != "started")
+    )
+
+
+def _effects(events: Sequence[Event]) -> tuple[dict[str, Any], ...]:
+    """The side-effect states' calls, each with the arguments its write-ahead record holds
+    (the outcome's event carries only the result)."""
+    own = [e.data for e in events if e.kind == "tool_call" and "by" not in e.data]
+    asked = {d.get("key"): d.get("arguments") for d in own if d.get("status") == "started"}
+    return tuple(
+        {"state": d.get("state"), **_tool_call({**d, "arguments": asked.get(d.get("key"), {})})}
+        for d in own
+        if d.get("status") in ("done", "failed")
     )
 
 

@@ -113,6 +113,9 @@ class Turn(Record):
     slots: tuple[dict[str, Any], ...] = ()
     """Slot values taken from the message, per state that took them: `state`, `values`,
     and `corrected` (the values they replaced). `/why` detail, like `decisions`."""
+    effects: tuple[dict[str, Any], ...] = ()
+    """The tools side-effect states called this turn: `state`, `tool`, `arguments`,
+    `status` (done, failed), `result` or `error`. `/why` detail, like `slots`."""
 
     def as_json(self) -> dict[str, Any]:
         """The turn as one JSON object (a line of `cgraph run --jsonl`): what was said, the

@@ -597,7 +597,8 @@ function why(turn) {
   summary.append(el("span", "path", path));
   const tags = [];
   if (turn.guard) tags.push(["guard", "warn"]);
-  if (turn.tool_calls.length) tags.push([`${turn.tool_calls.length} tool call${turn.tool_calls.length === 1 ? "" : "s"}`, ""]);
+  const calls = turn.tool_calls.length + turn.effects.length;
+  if (calls) tags.push([`${calls} tool call${calls === 1 ? "" : "s"}`, ""]);
   if (turn.slots.length) tags.push(["slots", ""]);
   if (turn.recalled.length) tags.push(["recalled", ""]);
   if (turn.warnings.length) tags.push(["warnings", "warn"]);
@@ -615,7 +616,8 @@ function why(turn) {
   const said = new Set(turn.transitions.map((t) => t.reason));
   for (const d of turn.why) box.append(decision(d, said));
   for (const s of turn.slots) box.append(line("slots", `${s.state}: ${slotText(s)}`));
-  for (const call of turn.tool_calls) box.append(line("tool", toolText(call)));
+  for (const call of turn.effects) box.append(line("tool", `${call.state}: ${toolText(call)}`));
+  for (const call of turn.tool_calls) box.append(line("tool", `the model called ${toolText(call)}`));
   for (const m of turn.recalled) box.append(line("recalled", `“${m.text}” (${m.tier}${m.score !== null ? `, ${m.score.toFixed(2)}` : ""})`));
   if (turn.guard) box.append(line("guard", `${turn.guard} stopped or re-routed this turn`));
   for (const w of turn.warnings) box.append(line("warning", w));

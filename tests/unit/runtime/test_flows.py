@@ -49,6 +49,11 @@ def test_restaurant_offline_fills_two_steps_up_front_and_books() -> None:
     assert first.reply == "That's a table for 4 today at 19:00. Shall I book it?"
     assert session.variables["party_size"] == 4 and session.variables["time"] == "19:00"
     assert first.llm_calls == 2  # the first state and the reply of `confirm`: no others
+    [checked] = first.effects  # the side-effect state's call, with what it was given
+    assert checked["state"] == "check_availability" and checked["status"] == "done"
+    assert checked["arguments"] == {"party_size": 4, "time": "19:00", "date": "today"}
+    assert checked["result"]["available"] is True and first.tool_calls == ()
+    assert [c["tool"] for c in booked.effects] == ["make_booking"]
     assert (
         booked.completed
         and booked.reply == "You're booked — confirmation LM-1900-04. See you today at 19:00!"

@@ -1,0 +1,82 @@
+"""What the studio shows under a reply besides the move, in a real browser: the slots a
+turn filled and the tools it called (the restaurant reservation, its handlers run in the
+tool worker), and the memories a turn recalled (the companion, which stores what the user
+said and recalls it the next turn). Screenshots go to the module's output folder."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import GRAPHS
+from tests.serving import Server
+from tests.studio import browser, shots, studio_process
+
+pytestmark = pytest.mark.slow
+
+WAIT_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with browser() as launched:
+        yield launched
+
+
+@contextmanager
+def studied(tmp_path: Path, graph: str) -> Iterator[Server]:
+    shutil.copy(GRAPHS / graph, tmp_path / graph)
+    shutil.copytree(GRAPHS / "tools", tmp_path / "tools")
+    args = ("studio", graph, "--no-browser", "--store", str(tmp_path / "store"))
+    with studio_process(*args, folder=tmp_path, cwd=tmp_path) as running:
+        yield running
+
+
+def opened(chromium: Any, studio: Server) -> Any:
+    page = chromium.new_context(viewport={"width": 1400, "height": 860}).new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(f"{studio.url}/studio")
+    page.wait_for_selector("body[data-ready='1']")
+    return page
+
+
+def send(page: Any, text: str, turn: int) -> Any:
+    page.fill("#text", text)
+    page.press("#text", "Enter")
+    page.wait_for_selector(f"li.turn[data-turn='{turn}']:not(.pending)")
+    page.wait_for_selector("body:not([data-busy='1'])")
+    return page.locator(f"li.turn[data-turn='{turn}'] details.why")
+
+
+def test_slots_filled_and_tools_called_are_shown_under_the_reply(
+    chromium: Any, tmp_path: Path
+) -> None:
+    with studied(tmp_path, "restaurant_reservation.yaml") as studio:
+        page = opened(chromium, studio)
+        why = send(page, "Table for 4 at 7 pm", 1 + 1)  # turn 1 is the opening (it speaks first)
+        summary = str(why.locator("summary").text_content())
+        assert "1 tool call" in summary and "slots" in summary, summary
+        slots = " ".join(why.locator(".line.slots").all_text_contents())
+        assert "party_size = 4" in slots and 'time = "19:00"' in slots, slots
+        tool = str(why.locator(".line.tool").first.text_content())
+        assert "check_availability(" in tool and '"party_size":4' in tool, tool
+        assert " done → " in tool, tool
+        page.screenshot(path=str(shots(tmp_path) / "studio-tools-and-slots.png"))
+
+
+def test_memories_recalled_are_shown_with_their_tier_and_score(
+    chromium: Any, tmp_path: Path
+) -> None:
+    with studied(tmp_path, "companion.yaml") as studio:
+        page = opened(chromium, studio)
+        send(page, "Hi, I am writing a novel and I am on chapter two.", 1)
+        why = send(page, "I finished the first chapter of my novel!", 2)
+        assert "recalled" in str(why.locator("summary").text_content())
+        recalled = str(why.locator(".line.recalled").first.text_content())
+        assert "writing a novel" in recalled and "task, 0." in recalled, recalled
+        page.screenshot(path=str(shots(tmp_path) / "studio-recalled.png"))
