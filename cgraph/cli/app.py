@@ -20,6 +20,7 @@ from cgraph.cli.memory import memory_app
 from cgraph.cli.render import render as render_command
 from cgraph.cli.serve import serve as serve_command
 from cgraph.cli.serve import store_app
+from cgraph.cli.shown import printable, shown
 from cgraph.cli.studio import studio as studio_command
 from cgraph.cli.test import test as test_command
 from cgraph.cli.usage import (
@@ -96,7 +97,8 @@ def lint(
     use_file_size(max_file_size)
     use_trust(allow_module, allow_path)
     result = lint_paths(paths, only_graphs=only_graphs)
-    reporter(output.value, sys.stdout, sys.stderr, strict=strict).report(result)
+    out = shown(sys.stdout, json=output.value in ("json", "sarif"))
+    reporter(output.value, out, shown(sys.stderr), strict=strict).report(result)
     if sys.argv[1:2] == ["lint"]:  # the command itself, not a test calling the app
         exit_now(result.exit_code(strict))
     raise typer.Exit(result.exit_code(strict))
@@ -123,8 +125,8 @@ def topology(
         raise typer.Exit(2)
     text, diagnostics = topology_of(graph, check=check, mermaid=mermaid)
     for diag in diagnostics:
-        sys.stderr.write(diag.render() + "\n")
-    sys.stdout.write(text)
+        sys.stderr.write(printable(diag.render(), lines=True) + "\n")
+    sys.stdout.write(printable(text, lines=True))
     raise typer.Exit(1 if diagnostics else 0)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, TextIO, cast
 
 _UNSAFE = (
     "\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 but tab and line feed, DEL, C1
@@ -52,3 +52,28 @@ def json_line(data: Any) -> str:
     """`data` as one line of JSON whose text holds no control character raw (the values
     are unchanged: a JSON reader gets back exactly what was written)."""
     return _IN_JSON.sub(_json_escaped, json.dumps(data, ensure_ascii=False))
+
+
+class Shown:
+    """A text stream that writes everything with its control characters escaped: what a
+    report prints (a lint message quoting a graph's value, a test's reply) comes from a
+    graph, a model or a user. With `json`, as JSON's own `\\u` escapes, so the output
+    stays valid JSON (its C0 controls are already escaped by the encoder)."""
+
+    def __init__(self, stream: TextIO, *, json: bool = False) -> None:
+        self._stream = stream
+        self._json = json
+
+    def write(self, text: str) -> int:
+        safe = _IN_JSON.sub(_json_escaped, text) if self._json else printable(text, lines=True)
+        self._stream.write(safe)
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, encoding: the stream's own
+        return getattr(self._stream, name)
+
+
+def shown(stream: TextIO, *, json: bool = False) -> TextIO:
+    """`stream` seen through `Shown`, typed as the text stream it stands in for (reports
+    only write and flush)."""
+    return cast(TextIO, Shown(stream, json=json))

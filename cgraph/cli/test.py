@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from cgraph.cli.shown import shown
 from cgraph.cli.usage import AllowModule, AllowPath, MaxFileSize, choices, use_file_size, use_trust
 
 
@@ -93,7 +94,8 @@ def test(
         record=record,
     )
     try:
-        code = run_tests(request, sys.stdout, sys.stderr)
+        out = shown(sys.stdout, json=output.value == "json")
+        code = run_tests(request, out, shown(sys.stderr))
     except OSError as err:  # --html or --record
         sys.stderr.write(f"error: cannot write {err.filename}: {err.strerror or err}\n")
         raise typer.Exit(2) from err
