@@ -162,6 +162,24 @@ def not_utf8(text: str) -> str | None:
     return None
 
 
+def readable(value: Any) -> Any:
+    """`value` (JSON data a model wrote) with every lone surrogate in its text, keys too,
+    replaced by U+FFFD, as a UTF-8 decoder shows a broken character: a JSON `"\\ud800"`
+    decodes to one, and text holding it can be neither stored, hashed nor printed."""
+    if isinstance(value, str):
+        return value if not_utf8(value) is None else _replaced(value)
+    if isinstance(value, list):
+        return [readable(item) for item in value]
+    if isinstance(value, dict):
+        return {readable(k): readable(v) for k, v in value.items()}
+    return value
+
+
+def _replaced(text: str) -> str:
+    # Through UTF-16, where a high and a low surrogate that stand together are one character
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def _surrogate(char: str) -> str:
     code = ord(char)
     if 0xDC80 <= code <= 0xDCFF:  # `surrogateescape`'s stand-in for an undecodable byte

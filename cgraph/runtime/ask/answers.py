@@ -17,6 +17,7 @@ from typing import Any
 from cgraph.errors import CgraphError
 from cgraph.runtime.ports import CLARIFY, STAY, LLMRequest
 from cgraph.spec import slots
+from cgraph.spec.limits import readable
 from cgraph.spec.model import TIERS, Tier
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
@@ -134,7 +135,7 @@ def _json_object(raw: str) -> dict[str, Any]:
     if fenced:  # some models wrap JSON in a code fence even when told not to
         text = fenced.group(1)
     try:
-        data = json.loads(text, strict=False)  # a raw newline in a string is still meant
+        data = readable(json.loads(text, strict=False))  # a raw newline is still meant
     except json.JSONDecodeError as err:
         raise AnswerError(f"the answer is not valid JSON ({err})") from err
     if not isinstance(data, dict):
@@ -236,7 +237,7 @@ class ToolCall:
 def tool_calls_of(raw: str) -> tuple[ToolCall, ...]:
     """The calls in an answer, or () when it is an answer (or not JSON at all)."""
     try:
-        data = json.loads(raw)
+        data = readable(json.loads(raw))
     except (TypeError, ValueError):
         return ()
     calls = data.get("tool_calls") if isinstance(data, dict) else None
@@ -251,5 +252,5 @@ def _call(index: int, item: Any) -> ToolCall:
     if isinstance(arguments, str):
         # Text that is not JSON is kept as it is: the model is told so.
         with contextlib.suppress(ValueError):
-            arguments = json.loads(arguments or "{}")
+            arguments = readable(json.loads(arguments or "{}"))
     return ToolCall(str(item.get("id") or f"call_{index}"), str(item.get("name", "")), arguments)

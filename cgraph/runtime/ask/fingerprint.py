@@ -71,7 +71,8 @@ def _extended(prefix: _Prefix, messages: tuple[Mapping[str, str], ...]) -> _Pref
     if not messages:
         return prefix
     digest = prefix.digest.copy()  # the kept state is never updated in place
-    digest.update("".join(["\x00" + _part(m) for m in messages]).encode())
+    # surrogatepass: a transcript stored before replies were made readable may hold one
+    digest.update("".join(["\x00" + _part(m) for m in messages]).encode("utf-8", "surrogatepass"))
     window, summary = _counted(messages)
     return _Prefix(
         prefix.messages + messages, digest, prefix.window + window, prefix.summary or summary

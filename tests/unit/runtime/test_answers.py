@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from cgraph.runtime.ask.answers import AnswerError, answer_schema, parse_answer
+from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.runtime.ask.answers import AnswerError, answer_schema, parse_answer, tool_calls_of
 from cgraph.runtime.ports import ExitOption, LLMRequest, Question
+from cgraph.session import Session
+from tests.conftest import GRAPHS
+
+CHECKIN = GRAPHS / "medical_checkin.yaml"
 
 
 def request(kind: str = "action", stay: bool = True) -> LLMRequest:
@@ -76,3 +83,23 @@ def test_bad_json_is_named_once_where_it_breaks() -> None:
     assert failed.value.message == (
         "the answer is not valid JSON (Unterminated string starting at: line 1 column 27 (char 26))"
     )
+
+
+def test_a_lone_surrogate_a_model_wrote_is_a_broken_character_not_a_bricked_session(
+    tmp_path: Path,
+) -> None:
+    raw = '{"exit": "stay", "reason": "r\\ud800", "reply": "Hi \\udfff there \\ud83d\\ude00"}'
+    answer = parse_answer(raw, request())
+    assert answer.reply == "Hi \ufffd there \U0001f600" and answer.reason == "r\ufffd"
+    assert tool_calls_of(
+        '{"tool_calls": [{"name": "t", "arguments": "{\\"a\\": \\"\\\\ud800\\"}"}]}'
+    )[0].arguments == {"a": "\ufffd"}
+    # through a session: the next turn (which hashes the transcript) and a resume go on
+    said = {"*": {"exit": "stay", "reason": "r\ud800", "reply": "Hi \ud800 there"}}
+    session = Session.start(CHECKIN, model=ScriptedModel(said), store=tmp_path)
+    assert session.send("hello").reply == "Hi \ufffd there"
+    assert session.send("again").reply == "Hi \ufffd there"
+    session.close()
+    resumed = Session.resume(session.id, store=tmp_path, model=ScriptedModel(said))
+    assert resumed.send("once more").reply == "Hi \ufffd there"
+    resumed.close()
