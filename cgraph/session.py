@@ -246,14 +246,28 @@ class Session:
         return info
 
     @staticmethod
-    def delete(session_id: str, *, store: Any, user_id: str | None = None) -> None:
+    def delete(
+        session_id: str,
+        *,
+        store: Any,
+        user_id: str | None = None,
+        memory: MemoryStore | None = None,
+    ) -> None:
         """Forget a stored session: its events, checkpoints and snapshot (a user's right to
-        be forgotten; its user's memories stay, see `MemoryStore.delete`). With `user_id`,
-        another user's session is refused (`NotTheOwner`); `SessionNotFound` if absent."""
+        be forgotten) and, given its `memory` store, its task memories, which no other
+        session can recall; the user's personal and project memories stay (see
+        `MemoryStore.delete`). With `user_id`, another user's session is refused
+        (`NotTheOwner`); `SessionNotFound` if absent."""
         backend = open_store(store)
-        _check_owner(backend.load(session_id).info, user_id)
+        info = backend.load(session_id).info
+        _check_owner(info, user_id)
         if not backend.delete(session_id):
             raise SessionNotFound(f"no session `{session_id}`")
+        if memory is not None:
+            owner = user_id or info.user_id
+            own = memory.list(owner, tiers=("task",), session_id=session_id)
+            if own:
+                memory.delete(owner, [m.id for m in own])
 
     # ----- turns --------------------------------------------------------------------------
 

@@ -251,7 +251,13 @@ ROUTES: tuple[openapi.Endpoint, ...] = (
     openapi.Endpoint("POST", "/v1/sessions", create, "Start a session", openapi.CREATE, 201),
     openapi.Endpoint("GET", "/v1/sessions", sessions, "The caller's sessions"),
     openapi.Endpoint("GET", "/v1/sessions/{id}", view, "A session: state, variables, transcript"),
-    openapi.Endpoint("DELETE", "/v1/sessions/{id}", delete, "Forget a session", status=204),
+    openapi.Endpoint(
+        "DELETE",
+        "/v1/sessions/{id}",
+        delete,
+        "Forget a session: its events, checkpoints and task memories",
+        status=204,
+    ),
     openapi.Endpoint("POST", "/v1/sessions/{id}/messages", send, "Send a message", openapi.MESSAGE),
     openapi.Endpoint(
         "POST",

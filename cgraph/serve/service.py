@@ -158,9 +158,13 @@ class Service:
             return {"undone": undone, "state": session.state, "turn": session.turn_number}
 
     def delete(self, user: str, sid: str) -> None:
+        """The session's log and its task memories (in its graph's memory store, when that
+        graph is served here; the user's personal and project memories stay)."""
         with self.store.hold(sid, wait=self.options.wait):
             self.open.take(sid)
-            Session.delete(sid, store=self.store, user_id=user)
+            name = Session.stored(sid, store=self.store, user_id=user).graph_name
+            memory = self.memories.get(name)
+            Session.delete(sid, store=self.store, user_id=user, memory=memory)
 
     def sessions(self, user: str) -> dict[str, Any]:
         return {"sessions": [_listed(i) for i in Session.list_sessions(self.store, user)]}

@@ -185,7 +185,16 @@ def test_the_deployment_one_postgresql_one_chroma_server_two_workers(
         assert bob.get("/v1/memories").json() == {"memories": []}
         assert bob.delete(f"/v1/memories/{mine[0]['id']}").status_code == 404
         assert ann.delete(f"/v1/memories/{mine[0]['id']}").json() == {"deleted": 1}
-        ann.post(f"/v1/sessions/{sid}/messages", json={"text": "Yes, I took them all"})
+        ann.post(f"/v1/sessions/{sid}/messages", json={"text": "Yes, I took them all today"})
+        ann.post(f"/v1/sessions/{sid}/messages", json={"text": "I live in Leeds with my daughter"})
+        kept = ann.get("/v1/memories").json()["memories"]
+        assert {m["tier"] for m in kept} == {"task", "personal"}, kept
+        # forgetting the session forgets what only it could recall, not what Ann told about
+        # herself
+        assert ann.delete(f"/v1/sessions/{sid}").status_code == 204
+        assert ann.get("/v1/memories").json()["memories"] == [
+            m for m in kept if m["tier"] != "task"
+        ]
         assert ann.delete("/v1/memories").json()["deleted"] >= 1
         assert ann.get("/v1/memories").json() == {"memories": []}
         assert running.client().get("/readyz").json() == {"ready": True}
