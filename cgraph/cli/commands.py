@@ -121,12 +121,22 @@ def why(opened: Opened, _: str) -> dict[str, Any]:
     decisions = []
     for d in session.last_decisions:
         type_ = getattr(session.state_spec(d.state), "type", None)
-        decisions.append({**d.model_dump(mode="json"), "type": type_, "step": step_name(d, type_)})
+        shown = {"type": type_, "step": step_name(d, type_), "confidence": d.confidence}
+        decisions.append({**d.model_dump(mode="json"), **shown, "asked": d.asked})
     return {
         "decisions": decisions,
         "tool_calls": [dict(call) for call in last.tool_calls] if last else [],
         "metadata": list(last.metadata) if last is not None else [],
     }
+
+
+def certainty(decision: dict[str, Any]) -> str:
+    """How sure a `/why` decision was, in words: " (asked the user)" for a clarifying
+    question, " (confidence 0.82)" where the chooser gives one, else ""."""
+    if decision["asked"]:
+        return " (asked the user)"
+    confidence = decision["confidence"]
+    return "" if confidence is None else f" (confidence {confidence:.2f})"
 
 
 def messages(count: int) -> str:

@@ -227,7 +227,8 @@ def _sessions(data: dict[str, Any]) -> list[str]:
 
 def _why(data: dict[str, Any]) -> list[str]:
     return [
-        f"{d['step']} → {d['chosen']}: {d['reason']}{_held(d)}" for d in data["decisions"]
+        f"{d['step']} → {d['chosen']}{commands.certainty(d)}: {d['reason']}{_held(d)}"
+        for d in data["decisions"]
     ] + _calls(data) or ["no decision yet"]
 
 

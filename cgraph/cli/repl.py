@@ -246,7 +246,8 @@ class Repl:
             self.dim(f"  tool {commands.describe_call(call)}")
         for d in data["decisions"]:
             # A line of its own: as the table's title it would wrap to the table's width.
-            self.console.print(f"[bold]{escape(d['step'])} → {escape(d['chosen'])}[/]")
+            chosen = f"{d['step']} → {d['chosen']}"
+            self.console.print(f"[bold]{escape(chosen)}[/]{escape(commands.certainty(d))}")
             self.draw_candidates(d["candidates"], d["scores"])
             extra = f" · prompt {d['prompt_hash']}" if d["prompt_hash"] else ""
             if d["prompt_hash"]:
