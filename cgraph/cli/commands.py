@@ -130,15 +130,6 @@ def why(opened: Opened, _: str) -> dict[str, Any]:
     }
 
 
-def certainty(decision: dict[str, Any]) -> str:
-    """How sure a `/why` decision was, in words: " (asked the user)" for a clarifying
-    question, " (confidence 0.82)" where the chooser gives one, else ""."""
-    if decision["asked"]:
-        return " (asked the user)"
-    confidence = decision["confidence"]
-    return "" if confidence is None else f" (confidence {confidence:.2f})"
-
-
 def messages(count: int) -> str:
     return f"{count} message" + ("" if count == 1 else "s")
 

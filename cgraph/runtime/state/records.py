@@ -77,6 +77,14 @@ def step_name(decision: Decision, state_type: str | None) -> str:
     return f"{decision.state} ({state_type}, asked as a {kind})"
 
 
+def certainty(confidence: float | None, asked: bool) -> str:
+    """How sure a choice was, in words after what it chose: " (asked the user)" for a
+    clarifying question, " (confidence 0.82)" where the chooser gives one, else ""."""
+    if asked:
+        return " (asked the user)"
+    return "" if confidence is None else f" (confidence {confidence:.2f})"
+
+
 class RecalledMemory(Record):
     """A memory recalled during a turn, with its similarity score."""
 
