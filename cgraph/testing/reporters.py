@@ -38,15 +38,16 @@ def summary(results: list[FileResult]) -> str:
 
 
 def decision_lines(results: list[FileResult]) -> list[str]:
-    """`decisions: 41/44 right (93.2 %), 2 wrong, 1 asked` for the run, then a line per
-    graph and model; none when no turn expects a `state` or `exits`. A decision is such a
+    """A line per graph and model, `decisions of g.yaml with semantic: 20/21 right (95.2 %),
+    1 wrong, 0 asked`, then the run's, `decisions: 41/44 right (93.2 %), 2 wrong, 1 asked`;
+    none when no turn expects a `state` or `exits`. A decision is such a
     turn (`cgraph.testing.decisions`): asked is a turn that asked the user which exit they
     meant instead of moving."""
     total = decisions(results)
     if not total.total:
         return []
-    per_graph = [f"  {g} with {m}: {t.line()}" for g, m, t in graph_decisions(results)]
-    return [f"decisions: {total.line()}", *per_graph]
+    per_graph = [f"decisions of {g} with {m}: {t.line()}" for g, m, t in graph_decisions(results)]
+    return [*per_graph, f"decisions: {total.line()}"]
 
 
 def decisions_json(results: list[FileResult]) -> dict[str, Any]:

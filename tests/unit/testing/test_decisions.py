@@ -69,9 +69,11 @@ def test_the_report_counts_decisions_right_wrong_and_asked(scripted: Path) -> No
     lines = done.stdout.splitlines()
     # Four turns ran; the one expecting only a reply is no decision.
     assert "decisions: 1/3 right (33.3 %), 1 wrong, 1 asked" in lines
-    (graph,) = [line for line in lines if line.startswith("  ") and "g.yaml" in line]
+    (graph,) = [line for line in lines if line.startswith("decisions of ")]
     assert graph.endswith("g.yaml with scripted answers: 1/3 right (33.3 %), 1 wrong, 1 asked")
-    assert lines.index(graph) == len(lines) - 2  # just above the summary
+    # Per graph, then the run's, just above the summary.
+    assert lines.index(graph) + 1 == lines.index("decisions: 1/3 right (33.3 %), 1 wrong, 1 asked")
+    assert lines[-2].startswith("decisions: ")
     page = (scripted / "report.html").read_text(encoding="utf-8")
     assert "decisions: 1/3 right (33.3 %), 1 wrong, 1 asked" in page
     assert "right · date (confidence 0.88)" in page
@@ -138,4 +140,4 @@ def test_offline_the_figure_is_the_choosers_own(tmp_path: Path) -> None:
     done = cgraph_test(tmp_path, "--model", "semantic")
     assert done.returncode == 1, done.stderr
     assert "decisions: 3/4 right (75.0 %), 1 wrong, 0 asked" in done.stdout
-    assert "medical_checkin.yaml with semantic: 3/4 right" in done.stdout
+    assert "medical_checkin.yaml with semantic: 3/4 right (75.0 %)" in done.stdout
