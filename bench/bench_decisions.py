@@ -31,20 +31,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.decision_eval import (
-    FIT_SETS,
-    HELD_OUT,
-    KINDS,
-    Figures,
-    Outcome,
-    breakdown,
-    outcome,
-    set_name,
-)
-from bench.semantic_cases import Case, load_cases, question_for, request_for
 from cgraph.errors import CgraphError
 from cgraph.runtime.ports import ChatModel, ExitChooser
+from cgraph.testing.labelled import Case, question_for, request_for
+from cgraph.testing.labelled_eval import Figures, Outcome, breakdown, outcome
+from tests.support.labelled_sets import FIT_SETS, HELD_OUT, load_cases, set_name
 
+KINDS = ("negated", "correction", "not_leaving", "multi", "hedge", "question", "opening")
+"""The labelled kinds printed first, in this order."""
 SETS = {set_name(p): p for p in (*FIT_SETS, *HELD_OUT)}
 
 
@@ -67,7 +61,7 @@ def model_outcomes(model: ChatModel, cases: Sequence[Case]) -> tuple[list[Outcom
 
     found, times = [], []
     for case in cases:
-        request = request_for(case, model)
+        request = request_for(case)
         started = time.perf_counter()
         try:
             chosen = parse_answer(model.complete(request), request).exit or "?"

@@ -31,9 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT))
 
-from gen_graph import generate_wide, write  # noqa: E402
+from tests.support.generated_graph import generate_wide, write  # noqa: E402
 
 BIN = Path(sys.executable).parent
 CGRAPH = str(BIN / "cgraph")

@@ -159,7 +159,8 @@ def _centered(inner: LocalEmbedder) -> Encoder:
 
 def _dev_texts() -> list[str]:
     """The development set's messages and its exits' texts: what the centre is fitted on."""
-    from bench.semantic_cases import DEV, load_cases, question_for
+    from cgraph.testing.labelled import question_for
+    from tests.support.labelled_sets import DEV, load_cases
 
     texts: dict[str, None] = {}
     for case in load_cases(DEV):

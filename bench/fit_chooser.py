@@ -40,21 +40,15 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.decision_eval import (
-    FIT_SETS,
-    HELD_OUT,
-    breakdown,
-    outcome,
-    run_chooser,
-    set_name,
-)
-from bench.semantic_cases import LABELS, Case, load_cases, question_for
 from cgraph.backends.offline import features
 from cgraph.backends.offline.calibration import Calibration
 from cgraph.backends.offline.chooser import OfflineChooser
 from cgraph.backends.offline.policy import decide
 from cgraph.backends.offline.scorer import WEIGHTS, Scorer, from_data
 from cgraph.runtime.ports import Question
+from cgraph.testing.labelled import Case, question_for
+from cgraph.testing.labelled_eval import breakdown, outcome, run_chooser
+from tests.support.labelled_sets import FIT_SETS, HELD_OUT, LABELS, load_cases, set_name
 
 OUT = Path(__file__).resolve().parent.parent / "cgraph" / "backends" / "offline" / WEIGHTS
 PENALTIES = (0.3, 1.0, 3.0, 10.0)

@@ -32,7 +32,10 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     import pytest
 
     for item in items:
-        parts = Path(str(item.fspath)).relative_to(ROOT / "tests").parts
+        path = Path(str(item.fspath))
+        if not path.is_relative_to(ROOT / "tests"):
+            continue  # the bench's own tests (`bench/tests`)
+        parts = path.relative_to(ROOT / "tests").parts
         if parts and parts[0] in SLOW_FOLDERS:
             item.add_marker(pytest.mark.slow)
 

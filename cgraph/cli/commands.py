@@ -121,7 +121,8 @@ def why(opened: Opened, _: str) -> dict[str, Any]:
     decisions = []
     for d in session.last_decisions:
         type_ = getattr(session.state_spec(d.state), "type", None)
-        decisions.append({**d.model_dump(mode="json"), "type": type_, "step": step_name(d, type_)})
+        shown = {"type": type_, "step": step_name(d, type_), "confidence": d.confidence}
+        decisions.append({**d.model_dump(mode="json"), **shown, "asked": d.asked})
     return {
         "decisions": decisions,
         "tool_calls": [dict(call) for call in last.tool_calls] if last else [],

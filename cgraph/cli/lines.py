@@ -21,6 +21,7 @@ from cgraph.cli import commands
 from cgraph.cli.opening import Opened, banner
 from cgraph.cli.shown import json_line, printable, printable_lines
 from cgraph.errors import CgraphError
+from cgraph.runtime.state.records import certainty
 from cgraph.spec.limits import text_problem
 
 if TYPE_CHECKING:
@@ -226,9 +227,12 @@ def _sessions(data: dict[str, Any]) -> list[str]:
 
 
 def _why(data: dict[str, Any]) -> list[str]:
-    return [
-        f"{d['step']} → {d['chosen']}: {d['reason']}{_held(d)}" for d in data["decisions"]
-    ] + _calls(data) or ["no decision yet"]
+    return [_decision(d) for d in data["decisions"]] + _calls(data) or ["no decision yet"]
+
+
+def _decision(d: dict[str, Any]) -> str:
+    sure = certainty(d["confidence"], d["asked"])
+    return f"{d['step']} → {d['chosen']}{sure}: {d['reason']}{_held(d)}"
 
 
 def _calls(data: dict[str, Any]) -> list[str]:

@@ -24,6 +24,7 @@ from cgraph.cli.opening import SEMANTIC, Opened, banner
 from cgraph.cli.shown import printable
 from cgraph.errors import CgraphError, SessionCompleted
 from cgraph.runtime.ask.streaming import CallingTools, Chunk, Retracted
+from cgraph.runtime.state.records import certainty
 from cgraph.spec.limits import text_problem
 
 if TYPE_CHECKING:
@@ -246,7 +247,10 @@ class Repl:
             self.dim(f"  tool {commands.describe_call(call)}")
         for d in data["decisions"]:
             # A line of its own: as the table's title it would wrap to the table's width.
-            self.console.print(f"[bold]{escape(d['step'])} → {escape(d['chosen'])}[/]")
+            chosen = f"{d['step']} → {d['chosen']}"
+            self.console.print(
+                f"[bold]{escape(chosen)}[/]{escape(certainty(d['confidence'], d['asked']))}"
+            )
             self.draw_candidates(d["candidates"], d["scores"])
             extra = f" · prompt {d['prompt_hash']}" if d["prompt_hash"] else ""
             if d["prompt_hash"]:

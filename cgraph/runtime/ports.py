@@ -23,6 +23,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+# CLARIFY lives with the records (a `Decision` that asked has it as its `chosen`); choosers
+# know it from here.
+from cgraph.runtime.state.records import CLARIFY as CLARIFY
 from cgraph.runtime.state.records import Event
 from cgraph.spec.model import Tier
 
@@ -50,10 +53,6 @@ class ExitOption:
     `early: true`)."""
     resume: bool = False
     """Taking it interrupts: the conversation comes back here afterwards (`resume: true`)."""
-
-
-CLARIFY = "clarify"
-"""The answer that asks the user which of a few options they meant, instead of guessing."""
 
 
 @dataclass(frozen=True, slots=True)

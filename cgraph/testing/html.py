@@ -2,7 +2,8 @@
 
 Per graph: the picture with covered exits in green and uncovered ones dashed red (the
 `on_error` and `on_limit` routes dotted), the uncovered exits and routes located, then
-every run with its transcript, path and failure.
+every run with its transcript, path, each turn's decision (right, wrong or asked, and
+how sure its choices were) and failure.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from pathlib import Path
 from cgraph.draw.picture import Highlight, dot_source, render
 from cgraph.errors import ConfigError
 from cgraph.testing.coverage import GraphCoverage, Uncovered
-from cgraph.testing.reporters import run_failure, summary
-from cgraph.testing.runner import FileResult, RunResult
+from cgraph.testing.decisions import choices, tally
+from cgraph.testing.reporters import decision_lines, run_failure, summary
+from cgraph.testing.runner import FileResult, RunResult, TurnResult
 
 _CSS = Path(__file__).with_name("report.css")
 
@@ -28,7 +30,9 @@ def write_report(path: Path, results: list[FileResult], covered: list[GraphCover
 def report(results: list[FileResult], covered: list[GraphCoverage]) -> str:
     """The whole page as text."""
     sections = [_graph_section(c, _runs_of(c, results)) for c in covered]
-    head = f"<header><h1>cgraph test — {escape(summary(results))}</h1></header>"
+    lines = "".join(f"<div>{escape(line)}</div>" for line in decision_lines(results))
+    decided = f'<div class="meta">{lines}</div>' if lines else ""
+    head = f"<header><h1>cgraph test — {escape(summary(results))}</h1>{decided}</header>"
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f"<title>cgraph test report</title><style>{_CSS.read_text(encoding='utf-8')}</style></head>"
@@ -47,6 +51,8 @@ def _graph_section(c: GraphCoverage, runs: list[RunResult]) -> str:
         f"{len(c.taken)}/{len(c.exits)} exits taken ({c.percent:.0f}%) · "
         f"{len(c.entered)}/{len(c.states)} states entered · {passed}/{len(runs)} runs passed"
     )
+    decided = tally(t.verdict for r in runs for t in r.turns)
+    meta += f" · decisions {decided.line()}" if decided.total else ""
     bar = f'<span class="bar"><span style="width:{c.percent:.1f}%"></span></span>'
     missing = "".join(
         f"<li>{escape(str(c.graph))}:{u.line}:{u.column} {_named(u)} is taken by no case</li>"
@@ -87,17 +93,23 @@ def _picture(c: GraphCoverage) -> str:
     return f'<div class="picture">{svg[start:]}</div>'
 
 
+def _decision(turn: TurnResult) -> str:
+    """The turn's verdict as a decision and how sure its choices were: `right · date
+    (confidence 0.88)`, `asked · clarify (asked the user)`."""
+    return " · ".join([*([turn.verdict] if turn.verdict else []), *choices(turn.observed)])
+
+
 def _run(run: RunResult) -> str:
     mark = '<span class="pass">✓</span>' if run.passed else '<span class="fail">✗</span>'
     rows = "".join(
         f"<tr><td>{escape(t.observed.user)}</td><td>{escape(t.observed.reply)}</td>"
-        f'<td class="path">{escape(" → ".join(t.observed.path))}</td></tr>'
+        f'<td class="path">{escape(" → ".join(t.observed.path))}</td>'
+        f"<td>{escape(_decision(t))}</td></tr>"
         for t in run.turns
     )
     failure = "\n".join(run_failure(run))
-    body = f"<table><tr><th>user</th><th>reply</th><th>path</th></tr>{rows}</table>" + (
-        f"<pre>{escape(failure)}</pre>" if failure else ""
-    )
+    head = "<tr><th>user</th><th>reply</th><th>path</th><th>decision</th></tr>"
+    body = f"<table>{head}{rows}</table>" + (f"<pre>{escape(failure)}</pre>" if failure else "")
     opened = "" if run.passed else " open"
     title = f"{mark} {escape(run.name)} <small>({run.seconds:.2f}s)</small>"
     return f'<details class="run"{opened}><summary>{title}</summary>{body}</details>'

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cgraph.runtime.state.records import Decision, TransitionRecord, Turn
+from cgraph.runtime.state.records import Decision, TransitionRecord, Turn, certainty
 from cgraph.spec.names import END
 
 
@@ -73,7 +73,7 @@ def why(observed: Observed) -> list[str]:
     for index, d in enumerate(observed.decisions):
         scored = ", ".join(_candidate(c, d.scores.get(c)) for c in d.candidates)
         step = observed.steps[index] if index < len(observed.steps) else f"{d.state} ({d.kind})"
-        lines.append(f"{step} chose {d.chosen}: {scored}")
+        lines.append(f"{step} chose {d.chosen}{certainty(d.confidence, d.asked)}: {scored}")
         if d.reason:
             lines.append(f"  reason: {d.reason}")
     return lines

@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from cgraph.testing.coverage import GraphCoverage
 from cgraph.testing.explain import failure_lines
-from cgraph.testing.runner import FileResult, RunResult, count
+from cgraph.testing.runner import FileResult, RunResult, count, decisions, graph_decisions
 
 
 class Reporter(ABC):
@@ -37,6 +37,24 @@ def summary(results: list[FileResult]) -> str:
     return line + (f", {skipped} skipped" if skipped else "")
 
 
+def decision_lines(results: list[FileResult]) -> list[str]:
+    """A line per graph and model, `decisions of g.yaml with semantic: 20/21 right (95.2 %),
+    1 wrong, 0 asked`, then the run's, `decisions: 41/44 right (93.2 %), 2 wrong, 1 asked`;
+    none when no turn expects a `state` or `exits`. A decision is such a
+    turn (`cgraph.testing.decisions`): asked is a turn that asked the user which exit they
+    meant instead of moving."""
+    total = decisions(results)
+    if not total.total:
+        return []
+    per_graph = [f"decisions of {g} with {m}: {t.line()}" for g, m, t in graph_decisions(results)]
+    return [*per_graph, f"decisions: {total.line()}"]
+
+
+def decisions_json(results: list[FileResult]) -> dict[str, Any]:
+    graphs = [{"graph": str(g), "model": m, **t.as_json()} for g, m, t in graph_decisions(results)]
+    return {**decisions(results).as_json(), "graphs": graphs}
+
+
 def file_problems(results: list[FileResult]) -> list[str]:
     return [d.render() for r in results for d in r.problems]
 
@@ -56,6 +74,8 @@ class TextReporter(Reporter):
             self.out.write(line + "\n")
         if covered is not None:
             self.out.write(coverage_table(covered))
+        for line in decision_lines(results):
+            self.out.write(line + "\n")
         self.out.write(summary(results) + "\n")
 
 
@@ -101,6 +121,7 @@ class JsonReporter(Reporter):
             "passed": passed,
             "failed": failed,
             "skipped": skipped,
+            "decisions": decisions_json(results),
         }
         if covered is not None:
             document["coverage"] = [c.as_json() for c in covered]
@@ -124,6 +145,12 @@ def run_json(result: RunResult) -> dict[str, Any]:
                 "path": list(t.observed.path),
                 "exits": t.observed.exit_names(),
                 "mismatches": [m.message for m in t.mismatches],
+                "decision": t.verdict,
+                "clarified": t.observed.clarified,
+                "choices": [
+                    {"state": d.state, "chosen": d.chosen, "confidence": d.confidence}
+                    for d in t.observed.decisions
+                ],
             }
             for t in result.turns
         ],
@@ -203,6 +230,8 @@ class GithubReporter(Reporter):
                 where = f"file={c.graph},line={u.line},col={u.column}"
                 text = f"{u.name} is taken by no test case"
                 self.out.write(f"::warning {where},title=uncovered exit::{text}\n")
+        for line in decision_lines(results):
+            self.out.write(line + "\n")
         self.out.write(summary(results) + "\n")
 
 

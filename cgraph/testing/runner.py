@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cgraph.diagnostics import Diagnostic, Severity, has_errors
+from cgraph.diagnostics import Diagnostic, Severity, has_errors, shown_path
 from cgraph.errors import CgraphError, GraphError
 from cgraph.lint.gate import Gate, gate
 from cgraph.models import resolve_model
@@ -25,6 +25,7 @@ from cgraph.spec.model import Graph
 from cgraph.spec.read import read_file
 from cgraph.spec.testfile import Scripted, TestFile, missing_graph
 from cgraph.testing.cases import SUFFIXES, Run, expand, find_files, load, selected
+from cgraph.testing.decisions import Tally, Verdict, tally, verdict
 from cgraph.testing.expectations import Mismatch, check
 from cgraph.testing.observed import Observed, observe, why
 
@@ -36,6 +37,9 @@ class TurnResult:
     number: int
     observed: Observed
     mismatches: tuple[Mismatch, ...] = ()
+    verdict: Verdict | None = None
+    """As a decision (`cgraph.testing.decisions`): right, wrong or asked; None when the
+    turn expected no `state` or `exits`."""
 
     @property
     def why(self) -> list[str]:
@@ -75,6 +79,9 @@ class FileResult:
     hints: list[Diagnostic] = field(default_factory=list)
     """The tested graph's offline hints (`no-say`, `offline-slot`) when its cases run
     without an LLM; none otherwise."""
+    model: str = ""
+    """The model its cases ran with (`--model`, else the file's); `scripted answers` for
+    the file's own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +136,7 @@ class Runner:
         linted = self._gate(tests.graph_path)
         result.lint = list(linted.errors)
         result.hints = list(linted.hints) if self._model_name(tests) == "semantic" else []
+        result.model = self._model_name(tests) or "scripted answers"
         try:
             result.graph_spec = load_graph(tests.graph_path)
             model = self._model(tests, result.graph_spec)
@@ -206,7 +214,8 @@ def run_one(
             turn = session.send(step.user)
             steps = tuple(step_name(d, _type(session, d.state)) for d in turn.decisions)
             seen = observe(turn, session.variables, session.annotations, _stored(session), steps)
-            turns.append(TurnResult(number, seen, tuple(check(step.expect, seen))))
+            broken = tuple(check(step.expect, seen))
+            turns.append(TurnResult(number, seen, broken, verdict(step.expect, seen, broken)))
             if turns[-1].mismatches:
                 break
     except CgraphError as err:
@@ -298,3 +307,19 @@ def count(results: Sequence[FileResult]) -> tuple[int, int, int]:
     passed = sum(r.passed for r in runs)
     broken = sum(1 for f in results if has_errors(f.problems) and not f.runs)
     return passed, len(runs) - passed + broken, sum(f.skipped for f in results)
+
+
+def decisions(results: Iterable[FileResult]) -> Tally:
+    """Every decision of every run (`cgraph.testing.decisions`)."""
+    return tally(t.verdict for f in results for r in f.runs for t in r.turns)
+
+
+def graph_decisions(results: Sequence[FileResult]) -> list[tuple[Path, str, Tally]]:
+    """(graph, model, its decisions) per graph and model, in the order files ran: a graph
+    tested with its scripted answers and with a chooser is counted apart for each."""
+    groups: dict[tuple[Path, str], list[FileResult]] = {}
+    for f in results:
+        if f.graph is not None and f.runs:
+            groups.setdefault((f.graph.resolve(), f.model), []).append(f)
+    found = [(shown_path(g), model, decisions(files)) for (g, model), files in groups.items()]
+    return [entry for entry in found if entry[2].total]

@@ -28,6 +28,10 @@ class TransitionRecord(Record):
     """For a `max_visits` or `max_turns` route: the state capped (qualified)."""
 
 
+CLARIFY = "clarify"
+"""The answer that asks the user which of a few options they meant, instead of guessing."""
+
+
 class Decision(Record):
     """How one exit choice was made, for `/why`."""
 
@@ -49,6 +53,17 @@ class Decision(Record):
     """The reason as data (its kind and the figures it was made on), where the chooser
     gives one: what `reason` says in words."""
 
+    @property
+    def confidence(self) -> float | None:
+        """The chosen option's confidence, 0–1; None where the chooser gives none (a model
+        without scores) or chose no option (it asked)."""
+        return self.scores.get(self.chosen)
+
+    @property
+    def asked(self) -> bool:
+        """The choice was to ask the user which option they meant (`chosen` is `clarify`)."""
+        return self.chosen == CLARIFY
+
 
 def step_name(decision: Decision, state_type: str | None) -> str:
     """A decision's step in words: its state and the state's type, `check_pain (action)`.
@@ -60,6 +75,14 @@ def step_name(decision: Decision, state_type: str | None) -> str:
     if kind in ("", state_type) or not decision.prompt_hash:
         return f"{decision.state} ({state_type})"
     return f"{decision.state} ({state_type}, asked as a {kind})"
+
+
+def certainty(confidence: float | None, asked: bool) -> str:
+    """How sure a choice was, in words after what it chose: " (asked the user)" for a
+    clarifying question, " (confidence 0.82)" where the chooser gives one, else ""."""
+    if asked:
+        return " (asked the user)"
+    return "" if confidence is None else f" (confidence {confidence:.2f})"
 
 
 class RecalledMemory(Record):
@@ -119,7 +142,9 @@ class Turn(Record):
 
     def as_json(self) -> dict[str, Any]:
         """The turn as one JSON object (a line of `cgraph run --jsonl`): what was said, the
-        path and moves, where it ended and why; `/why` detail stays in `decisions`."""
+        path and moves, where it ended and why; of each decision, `choices` keeps its
+        state, what it chose and that option's confidence (null where the chooser gives
+        none, or it asked: `clarified`); the rest of `/why` stays in `decisions`."""
         return {
             "turn": self.number,
             "user": self.user,
@@ -140,6 +165,10 @@ class Turn(Record):
             "metadata": list(self.metadata),
             "interrupted": list(self.interrupted),
             "clarified": self.clarified,
+            "choices": [
+                {"state": d.state, "chosen": d.chosen, "confidence": d.confidence}
+                for d in self.decisions
+            ],
         }
 
 

@@ -183,6 +183,26 @@ def test_why_names_each_step_by_its_states_type(tmp_path: Path) -> None:
     assert "(the prompt held 1 message)" in err
 
 
+def test_why_says_how_sure_each_choice_was_and_when_it_asked(tmp_path: Path) -> None:
+    from tests.unit.runtime._runtime import action, go, simple, write
+
+    body = action("a", {"b": "The user wants b.", "c": "The user wants c."})
+    body += action("b", {"END": "Bye."}) + action("c", {"END": "Bye."})
+    asked = {**go("clarify", "two fit", "b or c?"), "scores": {"b": 0.5, "c": 0.45}}
+    took = {**go("b", "said b"), "scores": {"b": 0.875, "c": 0.125}}
+    script = {"a": [asked, took], "b": [{"exit": "stay", "reason": "r", "reply": "B."}]}
+    here = opened(tmp_path / "s", script, write(tmp_path, simple(body=body)))
+    code, _, err = run(here, "one of them\n/why\nb please\n/why\n", jsonl=False)
+    assert code == 0
+    assert "a (action) → clarify (asked the user): two fit" in err
+    assert "a (action) → b (confidence 0.88): said b" in err
+    data = commands.answer(here, commands.Command("why")).data
+    assert [(d["confidence"], d["asked"]) for d in data["decisions"]][-2:] == [
+        (0.875, False),
+        (None, False),
+    ]
+
+
 def test_state_says_when_an_exit_without_words_is_taken(tmp_path: Path) -> None:
     here = opened(tmp_path, graph_file=GRAPHS / "restaurant_reservation.yaml")
     exits = commands.answer(here, commands.Command("state")).data["exits"]

@@ -131,6 +131,20 @@ def test_why_puts_each_step_on_one_line_above_its_table(tmp_path: Path) -> None:
     assert "  candidates: spoken, stay" in lines and "┏" not in out.getvalue()
 
 
+def test_why_says_the_chosen_options_confidence_or_that_it_asked(tmp_path: Path) -> None:
+    graph = load_graph(written(tmp_path))
+    asked = {"exit": "clarify", "reason": "r", "reply": "Which?", "scores": {"stay": 0.5}}
+    kept = {"exit": "stay", "reason": "r", "reply": "Hello there!", "scores": {"stay": 0.75}}
+    session = Session.start(graph, model=ScriptedModel({"*": [asked, kept]}), store=tmp_path)
+    repl, out = terminal(tmp_path, session, "gpt-4o", width=100)
+    repl.send("hi")
+    repl.command(commands.Command("why"))
+    assert "identify_issue (action) → clarify (asked the user)" in out.getvalue()
+    repl.send("hi again")
+    repl.command(commands.Command("why"))
+    assert "identify_issue (action) → stay (confidence 0.75)" in out.getvalue()
+
+
 def test_a_guard_that_routes_the_turn_is_shown_as_routing_it(tmp_path: Path) -> None:
     first_exits = "    exit_conditions:\n      - {description: The card was"
     limited = GRAPH.replace(first_exits, "    max_turns: 1\n    on_limit: spoken\n" + first_exits)

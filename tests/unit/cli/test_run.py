@@ -113,6 +113,7 @@ def test_a_whole_checkin_reaches_end(recorded: tuple[Path, list[dict[str, object
         "metadata",
         "interrupted",
         "clarified",
+        "choices",
     }
 
 

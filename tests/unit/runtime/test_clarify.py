@@ -103,3 +103,17 @@ def test_an_exit_to_confirm_is_asked_about_first(tmp_path: Path, answer: str) ->
     assert "[confirm first" in model.requests_for("help")[0].messages[0]["content"]
     second = session.send(answer)
     assert second.completed is (answer == "yes")
+
+
+def test_the_turn_object_gives_each_choices_confidence_and_whether_it_asked(
+    tmp_path: Path,
+) -> None:
+    asked = ask("Which one?", ("date", 0.5), ("resend", 0.4), ("END", 0.1))
+    took = {**go("date"), "scores": {"date": 0.875, "resend": 0.125}}
+    session, _ = _session(tmp_path, {"help": [asked, took], "date": [stay("New date?")]})
+    first = session.send("the tickets").as_json()
+    assert first["clarified"] is True
+    assert first["choices"][-1] == {"state": "help", "chosen": "clarify", "confidence": None}
+    second = session.send("the date").as_json()
+    assert second["clarified"] is False
+    assert {"state": "help", "chosen": "date", "confidence": 0.875} in second["choices"]

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -11,7 +10,8 @@ from cgraph.spec.model import TYPE_LETTERS, Graph
 from cgraph.spec.names import START
 from cgraph.spec.topology import Edge, graph_edges, parse
 from cgraph.spec.topology import derive as derive_topology
-from tests.conftest import FIXTURES, GRAPHS, ROOT
+from tests.conftest import FIXTURES, GRAPHS
+from tests.support.generated_graph import generate
 
 # The example printed on Amigo's "State-Based Architecture" page, verbatim.
 SEED = """\
@@ -95,11 +95,6 @@ def test_round_trip_keeps_a_blank_description_as_an_unlabelled_edge() -> None:
 
 
 def test_round_trip_holds_on_a_large_generated_graph() -> None:
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        from gen_graph import generate
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
     graph = load_graph_text(generate(300), "generated.yaml")
     assert parse(derive_topology(graph)).edge_set() == _edges(graph)
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.semantic_cases import (
+from cgraph.runtime.ports import LLMRequest
+from cgraph.testing.labelled import Case, graph_of, request_for
+from tests.support.labelled_sets import (
     DEV,
     DEV2,
     DEV3,
@@ -21,13 +23,8 @@ from bench.semantic_cases import (
     HELDOUT4,
     HELDOUT5,
     LABELS,
-    Case,
-    graph_of,
     load_cases,
-    request_for,
 )
-from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.ports import LLMRequest
 
 SETS = [LABELS, DEV, DEV2, DEV3, DEV4, GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5]
 GLOBAL_TARGETS = {"emergency_line", "staff_handoff"}
@@ -39,7 +36,7 @@ GLOBAL_TARGETS_DEV3 = {"roadside_help", "librarian_handoff", "cancel_move"}
 
 
 def _request(case: Case) -> LLMRequest:
-    return request_for(case, ScriptedModel())
+    return request_for(case)
 
 
 def _offered(request: LLMRequest) -> set[str]:

@@ -7,12 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from bench.semantic_cases import DEV, LABELS, load_cases, question_for
 from cgraph.backends.offline.asking import clarifying_question
 from cgraph.backends.offline.calibration import Calibration
 from cgraph.backends.offline.policy import answer, decide
 from cgraph.runtime.ask.choosing import decide as runtime_decide
 from cgraph.runtime.ports import CLARIFY, STAY, ExitOption, Question
+from cgraph.testing.labelled import question_for
+from tests.support.labelled_sets import DEV, LABELS, load_cases
 from tests.unit.backends.offline._chooser import action, choice, chooser
 
 GO = ExitOption("go", "The user is ready to start.", "go", ("Yes, I'm ready.", "Let's start."))

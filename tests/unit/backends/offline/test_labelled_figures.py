@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.decision_eval import figures, run_chooser
-from bench.semantic_cases import (
+from cgraph.testing.labelled_eval import figures, run_chooser
+from tests.support.labelled_sets import (
     GLOBALS,
     HELDOUT,
     HELDOUT2,

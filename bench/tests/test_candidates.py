@@ -1,4 +1,7 @@
-"""The bench's loaders of candidate embedding models and its NLI veto (bench only)."""
+"""The bench's loaders of candidate embedding models and its NLI veto (bench only).
+
+The bench's own tests live with it, so nothing under `tests/` imports a bench script;
+`make test` runs them too (`testpaths`)."""
 
 from __future__ import annotations
 
@@ -13,8 +16,9 @@ from tokenizers.pre_tokenizers import Whitespace
 
 from bench.embedding_candidates import embedder
 from bench.nli_veto import NliVeto
-from bench.semantic_cases import LABELS, load_cases, question_for
 from cgraph.runtime.ports import STAY, Choice, Question, Reason
+from cgraph.testing.labelled import question_for
+from tests.support.labelled_sets import LABELS, load_cases
 
 
 def _static_model(folder: Path) -> Path:

@@ -1,4 +1,4 @@
-"""How a chooser's decisions on the labelled sets are counted (bench and tests).
+"""How a chooser's decisions on labelled sets are counted (`cgraph.testing.labelled`).
 
 Each labelled case expects an exit id or `stay`. A decision is *right* when it is what was
 expected; *clarify* when the chooser asked which exit was meant (a question is no move: it
@@ -13,48 +13,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from bench.semantic_cases import (
-    DEV,
-    DEV2,
-    DEV3,
-    DEV4,
-    GLOBALS,
-    HELDOUT,
-    HELDOUT2,
-    HELDOUT3,
-    HELDOUT4,
-    HELDOUT5,
-    LABELS,
-    Case,
-    graph_of,
-    question_for,
-)
 from cgraph.runtime.ports import CLARIFY, ExitChooser, Question
-
-FIT_SETS = (LABELS, DEV, DEV2, DEV3, DEV4)
-"""The development sets: the scorer is fitted and its policy tuned on these only."""
-HELD_OUT = (GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5)
-"""Never fitted or tuned on: their figures are reported, their misses never shown."""
-KINDS = ("negated", "correction", "not_leaving", "multi", "hedge", "question", "opening")
-
-
-def set_name(path: Path) -> str:
-    names = {
-        LABELS: "check-in",
-        DEV: "dev",
-        DEV2: "dev2",
-        DEV3: "dev3",
-        DEV4: "dev4",
-        GLOBALS: "globals",
-        HELDOUT: "held-out",
-        HELDOUT2: "held-out 2",
-        HELDOUT3: "held-out 3",
-        HELDOUT4: "held-out 4",
-        HELDOUT5: "held-out 5",
-    }
-    return names.get(path, f"{path.parent.name}/{path.name}")
+from cgraph.spec.names import END
+from cgraph.testing.labelled import Case, graph_of, question_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +86,7 @@ def outcome(case: Case, question: Question, chosen: str) -> Outcome:
     return Outcome(
         case,
         chosen,
-        ends=chosen == "END" or (picked is not None and _ends(case, picked.target)),
+        ends=chosen == END or (picked is not None and _ends(case, picked.target)),
         has_examples=bool(expected.examples) if expected is not None else True,
     )
 
@@ -134,7 +96,7 @@ def _ends(case: Case, target: str) -> bool:
     annotation that says its words and ends): the session ends before the user speaks."""
     states = graph_of(case).states
     for _ in range(len(states) + 1):
-        if target == "END":
+        if target == END:
             return True
         state = states.get(target)
         following = getattr(state, "next_state", None)

@@ -1,0 +1,1 @@
+"""What tests (and the bench scripts) share: the repository's data, named once."""
