@@ -235,13 +235,14 @@ def test_a_line_that_cannot_be_stored_is_refused_located_and_the_session_goes_on
 
 
 HOSTILE_REPLY = "Hi\x1b]0;owned\x07\x1b[2J\r\nthere\u202e\x9b[31m \ud800 done"
+READ = HOSTILE_REPLY.replace("\ud800", "\ufffd")  # a model's lone surrogate is a broken character
 
 
 def test_a_reply_is_one_line_with_its_control_characters_escaped(tmp_path: Path) -> None:
     here = opened(tmp_path, {"*": {"exit": "stay", "reason": "r\x1b[2J", "reply": HOSTILE_REPLY}})
     code, out, err = run(here, "Hi\n/history\n/why\n", jsonl=False)
     assert code == 0
-    escaped = "Hi\\x1b]0;owned\\x07\\x1b[2J\\r\\nthere\\u202e\\x9b[31m \\ud800 done"
+    escaped = "Hi\\x1b]0;owned\\x07\\x1b[2J\\r\\nthere\\u202e\\x9b[31m \ufffd done"
     assert out == escaped + "\n"  # the turn's one line, nothing acts on a terminal
     assert f"Ava: {escaped}" in err and "r\\x1b[2J" in err  # /history and /why too
     assert not any(c in out + err for c in "\x1b\r\x07\x9b\u202e\ud800")
@@ -255,7 +256,7 @@ def test_a_jsonl_line_holds_no_control_character_raw_and_reads_back_the_same(
     assert code == 0 and len(out.splitlines()) == 2
     assert not any(c in out for c in "\x1b\r\x07\x9b\u202e\ud800")
     turn, history = (json.loads(line) for line in out.splitlines())
-    assert turn["reply"] == history["transcript"][1]["content"] == HOSTILE_REPLY
+    assert turn["reply"] == history["transcript"][1]["content"] == READ
 
 
 class Crash(BaseException):
