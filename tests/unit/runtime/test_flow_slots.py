@@ -278,3 +278,52 @@ def test_an_interruption_comes_back_to_where_it_left(tmp_path: Path) -> None:
     back = session.send("ok thanks, that's all about bags")
     assert back.state == inner and back.interrupted == ()
     assert back.reply == "Where to, then?"
+
+
+# ----- an unset slot is no text --------------------------------------------------------
+
+UNSET = """\
+cgraph: 1
+name: unset
+start: ask
+slots:
+  quantity: {type: integer}
+  handle: {type: string}
+states:
+  ask:
+    type: action
+    objective: Learn how many pizzas {{ handle }} wants.
+    actions: ["Ask {{ handle }} how many pizzas ({{ quantity }} so far)."]
+    intra_state_navigation_guidelines: [Stay.]
+    action_guidelines: [Be brief.]
+    boundary_constraints: [Never guess.]
+    say: "So that's {{ quantity }} pizza(s) for {{ handle }}."
+    exit_conditions:
+      - description: The customer is done.
+        next_state: note
+  note:
+    type: annotation
+    objective: Note the order.
+    set: {order: "{{ quantity }} for {{ handle }}", count: "{{ quantity }}"}
+    say: "Noted: {{ order }}."
+    next_state: END
+variables:
+  order: ""
+  count: 0
+"""
+
+
+def test_an_unset_slot_renders_as_no_text_offline(tmp_path: Path) -> None:
+    session = Session.start(write(tmp_path, UNSET))
+    turn = session.send("hello")
+    assert turn.reply == "So that's  pizza(s) for ." and "None" not in turn.reply
+
+
+def test_an_unset_slot_renders_as_no_text_in_the_prompt_and_set(tmp_path: Path) -> None:
+    model = ScriptedModel({"ask": [go("note")]})
+    session = Session.start(write(tmp_path, UNSET), model=model)
+    turn = session.send("that's all")
+    prompt = model.requests_for("ask")[0].messages[0]["content"]
+    assert "Ask  how many pizzas ( so far)." in prompt and "None" not in prompt
+    assert turn.reply == "Noted:  for ." and session.variables["order"] == " for "
+    assert session.variables["count"] is None  # a lone `{{ quantity }}` is a value: null
