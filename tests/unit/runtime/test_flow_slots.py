@@ -327,3 +327,48 @@ def test_an_unset_slot_renders_as_no_text_in_the_prompt_and_set(tmp_path: Path) 
     assert "Ask  how many pizzas ( so far)." in prompt and "None" not in prompt
     assert turn.reply == "Noted:  for ." and session.variables["order"] == " for "
     assert session.variables["count"] is None  # a lone `{{ quantity }}` is a value: null
+
+
+# ----- reset: ------------------------------------------------------------------------
+
+AGAIN = """\
+cgraph: 1
+name: again
+start: ask_size
+slots:
+  size: {type: string, enum: [small, large]}
+  extra: {type: string, default: none}
+states:
+  ask_size:
+    type: action
+    objective: Learn the size.
+    reset: [size, extra]
+    collect: [size]
+    say: "Which size?"
+    exit_conditions:
+      - next_state: confirm
+  confirm:
+    type: action
+    objective: Confirm the size.
+    say: "A {{ size }} one?"
+    exit_conditions:
+      - description: The customer wants to start over.
+        next_state: ask_size
+      - description: The customer confirms.
+        next_state: END
+"""
+
+
+def test_reset_clears_slots_each_time_the_state_is_entered(tmp_path: Path) -> None:
+    script = {
+        "ask_size": [answer("Which size?", size="large", extra="cheese"), answer("Which size?")],
+        "confirm": [answer("A large one?"), go("ask_size")],
+    }
+    model = ScriptedModel(script)
+    session = Session.start(write(tmp_path, actions(AGAIN)), model=model)
+    assert session.send("a large one with cheese").state == "confirm"
+    assert session.variables["extra"] == "cheese"
+    again = session.send("start over")
+    # Without `reset:` the filled `size` would pass `ask_size` straight back to `confirm`.
+    assert (again.state, again.reply) == ("ask_size", "Which size?")
+    assert session.variables["size"] is None and session.variables["extra"] == "none"
