@@ -372,3 +372,43 @@ def test_reset_clears_slots_each_time_the_state_is_entered(tmp_path: Path) -> No
     # Without `reset:` the filled `size` would pass `ask_size` straight back to `confirm`.
     assert (again.state, again.reply) == ("ask_size", "Which size?")
     assert session.variables["size"] is None and session.variables["extra"] == "none"
+
+
+DETOUR = """\
+cgraph: 1
+name: detour
+start: ask_name
+slots:
+  handle: {type: string, confirm_correction: true}
+  name: {type: string}
+states:
+  ask_name:
+    type: action
+    objective: Learn the name.
+    collect: [name]
+    say: "And the name of {{ handle }}?"
+    exit_conditions:
+      - description: The user wants to remove another contact first.
+        next_state: remove_first
+        early: true
+        resume: true
+      - next_state: END
+  remove_first:
+    type: annotation
+    objective: Remove the other contact.
+    say: "Removed."
+    next_state: RESUME
+"""
+
+
+def test_an_interruptions_values_are_no_answer_to_the_state_it_interrupts(
+    tmp_path: Path,
+) -> None:
+    detour = {**go("remove_first"), "slots": {"handle": "@bob"}}  # the detour's handle
+    model = ScriptedModel({"ask_name": [detour, answer("And the name of @sam?")]})
+    graph = write(tmp_path, actions(DETOUR))
+    session = Session.start(graph, model=model, variables={"handle": "@sam"})
+    turn = session.send("Actually, first remove @bob.")
+    assert turn.path == ("ask_name", "remove_first", "ask_name")
+    assert turn.reply == "Removed. And the name of @sam?"
+    assert session.variables["handle"] == "@sam"
