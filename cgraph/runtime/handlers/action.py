@@ -92,8 +92,8 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
     # no answer to the state it interrupts, which is taken up again as it was left (a
     # sub-graph the detour enters reads the message for its own slots).
     interrupts = answer.exit not in (STAY, CLARIFY) and option_by_id(options, answer.exit).resume
-    found = {} if interrupts else answer.slots
-    values, held = held_back(graph, found, ctx.view.variables)
+    given: dict[str, Any] = {} if interrupts else dict(answer.slots)
+    values, held = held_back(graph, given, ctx.view.variables)
     ctx, effects = _fill(ctx, values, effects)
     if held:  # a correction the designer wants confirmed is asked about first
         return ask_correction(ctx, graph, held, effects)
