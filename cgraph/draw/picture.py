@@ -2,6 +2,8 @@
 declared edges, START and END; optionally what tests or a conversation covered. Global
 exits are drawn once, from an `ANY` node (the topology's "from every state"), and so are
 `limits.on_limit` routes; a state's `on_error` and `on_limit` routes are dotted edges.
+A resumable exit (`resume: true`) has an arrowhead at both ends (there, and back), and
+`RESUME` is a node of its own.
 
 `dot_source` writes the DOT text (pure); `render` runs Graphviz's `dot` program on it.
 With `ids` every state and edge carries an element id (`node_id`, `edge_id`) that a page
@@ -29,7 +31,7 @@ from cgraph.errors import ConfigError, SessionError
 from cgraph.runtime.routes.exits import exit_options
 from cgraph.runtime.routes.graphs import Graphs
 from cgraph.spec.model import AnyState, Graph, GraphState
-from cgraph.spec.names import END, SEPARATOR, START, qualify
+from cgraph.spec.names import END, RESUME, SEPARATOR, START, qualify
 from cgraph.spec.topology import ANY
 
 FORMATS = ("svg", "png", "dot", "mermaid")
@@ -69,6 +71,8 @@ class _Edge:
     label: str
     route: bool = False
     """`on_error` or `on_limit`: taken by the runtime, not chosen (drawn dotted)."""
+    resume: bool = False
+    """A resumable exit: the conversation comes back (an arrowhead at both ends)."""
 
 
 def dot_source(
@@ -114,7 +118,8 @@ class Scope:
             return state
         if state == START:
             return self.entry
-        return f"{self.key}{SEPARATOR}{state}" if state in (END, ANY) else qualify(self.key, state)
+        ends = (END, ANY, RESUME)
+        return f"{self.key}{SEPARATOR}{state}" if state in ends else qualify(self.key, state)
 
     def body(self, graph: Graph, highlight: Highlight | None) -> list[str]:
         """The nodes and edges of `graph` in this scope (opened sub-graphs within)."""
@@ -124,9 +129,12 @@ class Scope:
             lines.append(self._node_line(ANY, ANY_STYLE))
             if not self.key:
                 lines.append(f"  {{rank=same; {_quote(START)}; {_quote(ANY)}}}")
+        drawn = list(edges(graph))
+        if any(edge.target == RESUME for edge in drawn):
+            lines.append(self._node_line(RESUME, RESUME_STYLE))
         for name, state in graph.states.items():
             lines += self._state(name, state, highlight)
-        lines += [self._edge_line(edge, highlight) for edge in edges(graph)]
+        lines += [self._edge_line(edge, highlight) for edge in drawn]
         return lines
 
     def _state(self, name: str, state: AnyState, highlight: Highlight | None) -> list[str]:
@@ -159,6 +167,8 @@ class Scope:
         attrs = [f"label={_quote(edge.label)}"] if edge.label else []
         look = _look(edge, highlight)
         attrs += [look] if look else []
+        if edge.resume:  # there, and back where it left
+            attrs.append("dir=both, arrowtail=odot")
         if self.ids:
             attrs.append(f"id={_quote(edge_id(source, edge.exit_id))}")
         return f"  {_quote(source)} -> {_quote(target)} [{', '.join(attrs)}];"
@@ -166,6 +176,8 @@ class Scope:
 
 START_STYLE = 'shape=circle, label="START", fillcolor="#0f172a", fontcolor=white'
 END_STYLE = 'shape=doublecircle, label="END", fillcolor="#0f172a", fontcolor=white'
+RESUME_STYLE = 'shape=circle, label="RESUME", fillcolor="#0f766e", fontcolor=white, fontsize=9'
+"""Where a detour ends: the conversation goes back to the state it left."""
 
 
 def node_id(name: str) -> str:
@@ -183,14 +195,14 @@ def edges(graph: Graph) -> Iterator[_Edge]:
     `ANY`), each state's exits, `on_error` and `on_limit`."""
     yield from _start_edges(graph)
     for exit_id, exit_ in global_exits(graph):
-        yield _Edge(ANY, exit_.next_state, exit_id, _wrap(exit_.label))
+        yield _Edge(ANY, exit_.next_state, exit_id, _wrap(exit_.label), resume=exit_.resume)
     for guard, target in graph.limits.on_limit.items():
         yield _Edge(ANY, target, limit_key(guard), limit_key(guard), route=True)
     for name, state in graph.states.items():
         routed = bool(getattr(state, "exit_conditions", None))  # else one unnamed `next_state`
         for option in exit_options(state):
             label = _wrap(option.description) if routed else ""
-            yield _Edge(name, option.target, option.id, label)
+            yield _Edge(name, option.target, option.id, label, resume=option.resume)
         on_error = getattr(state, "on_error", None)
         if on_error:
             yield _Edge(name, on_error, ERROR_ROUTE, ERROR_ROUTE, route=True)

@@ -80,6 +80,11 @@ CODES: dict[str, str] = {
     "template-syntax": "A Jinja template does not parse (or uses an unknown filter/test).",
     "undefined-variable": "A template uses a name no variable, set or result defines.",
     "uninitialised-variable": "A `set:` value reads its own variable, which has no initial value.",
+    # slots read before they are filled (cgraph.lint.unset)
+    "slot-maybe-unset": (
+        "A template reads a slot that some path from the start to its state leaves unset"
+        " (it would render as no text)."
+    ),
     # topology (cgraph.lint.topology)
     "topology-syntax": "A topology line is not in the notation.",
     "topology-unknown-state": "The topology names a state that does not exist.",

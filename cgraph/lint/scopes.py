@@ -63,9 +63,10 @@ def check_passed_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
 
 def check_early_exits(ctx: GraphContext) -> Iterator[Diagnostic]:
     """An exit of a collecting state that says nothing about `early`: it now waits for
-    the slots, where a graph written before could take it as soon as the model chose it."""
+    the slots, where a graph written before could take it as soon as the model chose it.
+    A slot with a default is never missing, so an exit waits only for those without."""
     for state_name, state in ctx.graph.states.items():
-        collect = field_of(state, "collect") or ()
+        collect = [s for s in field_of(state, "collect") or () if _may_be_missing(ctx.graph, s)]
         if not collect:
             continue
         slots = ", ".join(f"`{s}`" for s in collect)
@@ -81,6 +82,11 @@ def check_early_exits(ctx: GraphContext) -> Iterator[Diagnostic]:
                 "if it should wait, add `early: false`",
                 warning=True,
             )
+
+
+def _may_be_missing(graph: Graph, name: str) -> bool:
+    slot = graph.slots.get(name)
+    return slot is None or slot.default is None
 
 
 def check_resume(ctx: GraphContext) -> Iterator[Diagnostic]:

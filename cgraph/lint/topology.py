@@ -14,7 +14,7 @@ from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, anywhere_located, start_targets
 from cgraph.spec.load import did_you_mean
 from cgraph.spec.model import TYPE_LETTERS, is_cross
-from cgraph.spec.names import END, START
+from cgraph.spec.names import END, RESUME, START
 from cgraph.spec.read import Document
 from cgraph.spec.topology import ANY, Topology, parse
 
@@ -109,7 +109,7 @@ def _graph_pairs(ctx: GraphContext) -> list[tuple[tuple[str, str], DataPath]]:
 
 
 def _known(ctx: GraphContext, name: str) -> bool:
-    return name in ctx.graph.states or name in (END, START, ANY) or is_cross(name)
+    return name in ctx.graph.states or name in (END, RESUME, START, ANY) or is_cross(name)
 
 
 def _extra_edges(ctx: GraphContext, topology: Topology, at: _At) -> Iterator[Diagnostic]:

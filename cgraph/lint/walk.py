@@ -25,6 +25,7 @@ from cgraph.lint.structure import GraphContext, check_graph
 from cgraph.lint.templates import check_templates, declared_names
 from cgraph.lint.tools import check_tools
 from cgraph.lint.topology import check_topology
+from cgraph.lint.unset import check_unset_slots
 from cgraph.spec.files import Refusal, read_head
 from cgraph.spec.load import parse_graph
 from cgraph.spec.model import Graph
@@ -43,6 +44,7 @@ CHECKS: tuple[Check, ...] = (
     check_tools,
     check_argument_types,
     check_templates,
+    check_unset_slots,
     check_topology,
 )
 """The checks run on every graph that parses, in order."""

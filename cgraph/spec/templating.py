@@ -47,14 +47,26 @@ class _NativeSandbox(NativeEnvironment, BoundedSandbox):
     """Sandboxed, but keeps Python values: `{{ flags + ['x'] }}` stays a list."""
 
 
+def blank_unset(value: Any) -> Any:
+    """What `{{ x }}` prints: an unset slot (null) is no text, never the word "None" a user
+    would read ("So that's 4 None pizza(s)"). A lone `{{ x }}` in `set:` or a tool's
+    arguments is a value, not printed text: it stays null."""
+    return "" if value is None else value
+
+
 @cache
 def text_env() -> BoundedSandbox:
-    return BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    return BoundedSandbox(
+        undefined=StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        finalize=blank_unset,
+    )
 
 
 @cache
 def native_env() -> BoundedSandbox:
-    return _NativeSandbox(undefined=StrictUndefined, autoescape=False)
+    return _NativeSandbox(undefined=StrictUndefined, autoescape=False, finalize=blank_unset)
 
 
 def is_template(text: str) -> bool:

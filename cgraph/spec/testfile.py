@@ -83,8 +83,9 @@ class TestTurn:
 class Start:
     """Where a case begins instead of the graph's start."""
 
-    state: Identifier
-    """A state of the graph, as if the conversation had just entered it."""
+    state: Target
+    """A state of the graph, as if the conversation had just entered it; a sub-graph's
+    state by its qualified id, `file.yaml#state` (under the `graph` states that enter it)."""
     variables: dict[Identifier, Any] = field(default_factory=dict)
     """Variables set before the first turn (over the file's and the graph's)."""
 

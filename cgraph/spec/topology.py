@@ -14,11 +14,15 @@ The notation (from Amigo's "State-Based Architecture" page)::
       -> [A] no_availability                    # its `else` (no condition)
       (on limit) -> [A] failed                  # `on_limit`; `(on error)` for `on_error`
     [A] ask -> other.yaml#state                 # a state of another graph file
+    ANY(The user asks about fees) <-> [A] fees  # a resumable exit (`resume: true`)
+    [A] fees -> RESUME                          # back to where the interruption left
     ...                                         # states may be left out of this map
 
 Letters: A action, D decision, R reflection, M recall, N annotation, S side-effect,
-G graph. Parsing never raises: problems are returned as located `TopologyProblem`s so
-lint can point at the exact line of the YAML block.
+G graph. `<->` marks a resumable exit: the conversation goes there and comes back (to
+the state it left) when the path reaches `RESUME`. Parsing never raises: problems are
+returned as located `TopologyProblem`s so lint can point at the exact line of the YAML
+block.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from cgraph.spec.model import TYPE_LETTERS, Graph, exits_of, is_cross
-from cgraph.spec.names import END, START
+from cgraph.spec.names import END, RESUME, START
 
 ANY = "ANY"
 """The source of global exits and `limits.on_limit`: they hold in every state."""
@@ -38,7 +42,9 @@ ON_LIMIT = "on limit"
 LETTERS = frozenset(TYPE_LETTERS.values())
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _NODE = re.compile(rf"^\[(?P<letter>[^\]\s]*)\]\s*(?P<name>{_NAME})$")
-_ARROW = re.compile(r"\s*->\s*")
+_ARROW = re.compile(r"\s*<?->\s*")
+RESUMABLE = "<->"
+"""The arrow of a resumable exit (`resume: true`): there, and back when it is done."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +65,8 @@ class Edge:
     target: str
     label: str | None = None
     line: int = 0
+    resume: bool = False
+    """A resumable exit (`resume: true`), written `<->`."""
 
     @property
     def pair(self) -> tuple[str, str]:
@@ -88,8 +96,8 @@ class Topology:
     """A top-level `...`: whole states may be left out."""
     problems: list[TopologyProblem] = field(default_factory=list)
 
-    def edge_set(self) -> Counter[tuple[str, str, str | None]]:
-        return Counter((e.source, e.target, e.label) for e in self.edges)
+    def edge_set(self) -> Counter[tuple[str, str, str | None, bool]]:
+        return Counter((e.source, e.target, e.label, e.resume) for e in self.edges)
 
 
 def parse(text: str) -> Topology:
@@ -123,7 +131,8 @@ def _top_line(result: Topology, text: str, number: int) -> str | None:
     if source is not None:
         label = _start_label(result, head, number, source)
         if label is not None and arrow:
-            _add_edge(result, source, label or None, tail, number, len(text) - len(tail) + 1)
+            column = len(text) - len(tail) + 1
+            _add_edge(result, source, label or None, tail, number, column, arrow == RESUMABLE)
         elif not arrow:
             result.problems.append(
                 TopologyProblem(number, 1, f"a {source} line needs `-> [X] state`")
@@ -135,7 +144,8 @@ def _top_line(result: Topology, text: str, number: int) -> str | None:
     result.sources.setdefault(node.name, number)
     if not arrow:
         return node.name
-    _add_edge(result, node.name, None, tail, number, len(text) - len(tail) + 1)
+    column = len(text) - len(tail) + 1
+    _add_edge(result, node.name, None, tail, number, column, arrow == RESUMABLE)
     return None
 
 
@@ -157,16 +167,17 @@ def _block_line(result: Topology, block: str, text: str, number: int, column: in
             )
             return
         label = _clean(head[1:-1]) or None
-    _add_edge(result, block, label, tail, number, column + len(text) - len(tail))
+    at = column + len(text) - len(tail)
+    _add_edge(result, block, label, tail, number, at, arrow == RESUMABLE)
 
 
 def _split_arrow(text: str) -> tuple[str, str, str]:
-    """Split at the last `->`, so a condition may itself contain an arrow."""
+    """Split at the last `->` (or `<->`), so a condition may itself contain an arrow."""
     matches = list(_ARROW.finditer(text))
     if not matches:
         return text, "", ""
     last = matches[-1]
-    return text[: last.start()], "->", text[last.end() :]
+    return text[: last.start()], last.group().strip(), text[last.end() :]
 
 
 def _start_label(result: Topology, head: str, number: int, source: str) -> str | None:
@@ -182,22 +193,30 @@ def _start_label(result: Topology, head: str, number: int, source: str) -> str |
 
 
 def _add_edge(
-    result: Topology, source: str, label: str | None, target: str, number: int, column: int
+    result: Topology,
+    source: str,
+    label: str | None,
+    target: str,
+    number: int,
+    column: int,
+    resume: bool = False,
 ) -> None:
     target = target.strip()
-    if target == END or (is_cross(target) and " " not in target):
-        result.edges.append(Edge(source, target, label, number))
+    if target in (END, RESUME) or (is_cross(target) and " " not in target):
+        result.edges.append(Edge(source, target, label, number, resume))
         return
     node = _node(result, target, number, column)
     if node is not None:
-        result.edges.append(Edge(source, node.name, label, number))
+        result.edges.append(Edge(source, node.name, label, number, resume))
 
 
 def _node(result: Topology, text: str, number: int, column: int) -> Node | None:
     match = _NODE.match(text.strip())
     if match is None:
         result.problems.append(
-            TopologyProblem(number, column, f"expected `[X] state_id` or `END`, got `{text}`")
+            TopologyProblem(
+                number, column, f"expected `[X] state_id`, `END` or `RESUME`, got `{text}`"
+            )
         )
         return None
     letter = match["letter"]
@@ -221,7 +240,7 @@ def _clean(text: str) -> str:
 def graph_edges(graph: Graph) -> list[Edge]:
     """Every edge of a graph as the topology writes it: exits, `next_state`, `on_error`."""
     edges = [Edge(START, target, label) for label, target in _starts(graph)]
-    edges += [Edge(ANY, target, label) for label, target in _anywhere(graph)]
+    edges += [Edge(ANY, target, label, resume=back) for label, target, back in _anywhere(graph)]
     for name, state in graph.states.items():
         edges.extend(_state_edges(name, state))
     return edges
@@ -235,12 +254,13 @@ def _starts(graph: Graph) -> Iterator[tuple[str | None, str]]:
             yield _clean(entry.when) or None, entry.state
 
 
-def _anywhere(graph: Graph) -> Iterator[tuple[str | None, str]]:
-    """Global exits and `limits.on_limit`, as the `ANY(...)` lines write them."""
+def _anywhere(graph: Graph) -> Iterator[tuple[str | None, str, bool]]:
+    """Global exits and `limits.on_limit`, as the `ANY(...)` lines write them (with
+    whether each is resumable)."""
     for exit_ in graph.global_exits:
-        yield _clean(exit_.label) or None, exit_.next_state
+        yield _clean(exit_.label) or None, exit_.next_state, exit_.resume
     for limit, target in graph.limits.on_limit.items():
-        yield f"{ON_LIMIT} {limit}", target
+        yield f"{ON_LIMIT} {limit}", target, False
 
 
 def _state_edges(name: str, state: object) -> Iterator[Edge]:
@@ -248,7 +268,7 @@ def _state_edges(name: str, state: object) -> Iterator[Edge]:
     if conditions:
         for exit_ in conditions:
             # An exit with no condition (an `else`) is written as an unlabelled edge.
-            yield Edge(name, exit_.next_state, _clean(exit_.label) or None)
+            yield Edge(name, exit_.next_state, _clean(exit_.label) or None, resume=exit_.resume)
     else:
         for exit_ in exits_of(state):  # type: ignore[arg-type]
             yield Edge(name, exit_.next_state, None)
@@ -265,8 +285,8 @@ def derive(graph: Graph) -> str:
         for label, target in _starts(graph)
     ]
     lines += [
-        f"{_start_head(ANY, label)} -> {_target(graph, target)}"
-        for label, target in _anywhere(graph)
+        f"{_start_head(ANY, label)} {_arrow(back)} {_target(graph, target)}"
+        for label, target, back in _anywhere(graph)
     ]
     for name, state in graph.states.items():
         edges = list(_state_edges(name, state))
@@ -274,13 +294,17 @@ def derive(graph: Graph) -> str:
         if lines:
             lines.append("")
         if len(edges) == 1 and edges[0].label is None:
-            lines.append(f"{head} -> {_target(graph, edges[0].target)}")
+            lines.append(f"{head} {_arrow(edges[0].resume)} {_target(graph, edges[0].target)}")
             continue
         lines.append(head)
         for edge in edges:
             condition = f"({edge.label}) " if edge.label is not None else ""
-            lines.append(f"  {condition}-> {_target(graph, edge.target)}")
+            lines.append(f"  {condition}{_arrow(edge.resume)} {_target(graph, edge.target)}")
     return "\n".join(lines) + "\n"
+
+
+def _arrow(resume: bool) -> str:
+    return RESUMABLE if resume else "->"
 
 
 def _start_head(source: str, label: str | None) -> str:
@@ -316,10 +340,14 @@ def mermaid(graph: Graph) -> str:
     for name, state in graph.states.items():
         left, right = _SHAPES[state.type]
         lines.append(f'  {ids[name]}{left}"{_quote(name)}"{right}')
+    if any(e.target == RESUME for e in graph_edges(graph)):
+        ids[RESUME] = "back"
+        lines.append('  back(("RESUME"))')
     for edge in graph_edges(graph):
         target = ids.get(edge.target) or _foreign(lines, ids, edge.target)
         label = f'|"{_quote(edge.label)}"|' if edge.label else ""
-        lines.append(f"  {ids[edge.source]} -->{label} {target}")
+        arrow = "<-->" if edge.resume else "-->"  # there, and back when it is done
+        lines.append(f"  {ids[edge.source]} {arrow}{label} {target}")
     return "\n".join(lines) + "\n"
 
 

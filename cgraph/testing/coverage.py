@@ -35,7 +35,8 @@ from cgraph.draw.taken import (
 from cgraph.runtime.routes.exits import exit_options
 from cgraph.runtime.routes.graphs import Graphs
 from cgraph.runtime.state.records import TransitionRecord
-from cgraph.spec.model import CROSS, Graph
+from cgraph.spec.model import CROSS, Graph, GraphState
+from cgraph.spec.names import RESUME
 from cgraph.spec.read import read_file
 from cgraph.spec.topology import ANY
 from cgraph.testing.runner import FileResult
@@ -155,6 +156,9 @@ def coverage(results: Iterable[FileResult]) -> list[GraphCoverage]:
                     graphs.setdefault(key, graph)
                     entered.setdefault(key, set()).update(path)
                     taken.setdefault(key, set()).update(exits_taken(graph, moves))
+                for sub, exit_ in _resumed_at_end(runs, turn.observed.transitions):
+                    key = (runs.folder / sub).resolve() if sub else result.graph.resolve()
+                    taken.setdefault(key, set()).add(exit_)
     return [_one(k, g, entered.get(k, set()), taken.get(k, set())) for k, g in graphs.items()]
 
 
@@ -171,6 +175,24 @@ def _per_graph(
         entered = [name for graph, name in map(_split, path) if graph == key]
         left = [_local(m) for m in moves if _split(m.from_state)[0] == key]
         yield key, entered, left
+
+
+def _resumed_at_end(runs: Graphs, moves: Sequence[TransitionRecord]) -> Iterator[tuple[str, Exit]]:
+    """The `RESUME` exits of `graph` states whose sub-graph ended an interruption: an
+    interruption that enters a sub-graph comes back when the sub-graph ends, so the
+    `graph` state's own way out, written `RESUME`, is what happened (its key, the exit)."""
+    for move in moves:
+        sub = _split(move.from_state)[0]
+        if not (move.resumed and sub) or _split(move.to_state)[0] == sub:
+            continue
+        parents = {"", *(_split(m.from_state)[0] for m in moves)} - {sub}
+        for parent in parents:
+            for name, state in runs.get(parent).states.items():
+                if not isinstance(state, GraphState) or runs.child_key(parent, state.graph) != sub:
+                    continue
+                for option in exit_options(state):
+                    if option.target == RESUME:
+                        yield parent, (name, option.id)
 
 
 def _split(state: str) -> tuple[str, str]:

@@ -28,7 +28,7 @@ from jinja2 import FileSystemLoader, StrictUndefined, Template, TemplateError
 from cgraph.errors import RenderError
 from cgraph.errors import TemplateError as CgraphTemplateError
 from cgraph.spec.sandbox import BoundedSandbox
-from cgraph.spec.templating import render_template
+from cgraph.spec.templating import blank_unset, render_template
 
 TEMPLATES = Path(__file__).parent / "templates"
 # Kinds that share a template: a graph state choosing its exit asks like a decision.
@@ -56,6 +56,7 @@ def _environment() -> BoundedSandbox:
         # The shipped templates are package files that do not change while a process runs:
         # no `stat` of `_base.j2` at every `{% extends %}`.
         auto_reload=False,
+        finalize=blank_unset,  # an override printing an unset slot shows no "None"
     )
     env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False, default=str)
     env.filters["tojson"] = env.filters["json"]  # plain JSON, not HTML-escaped

@@ -88,7 +88,12 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
             context = template_context(ctx.view, graph, ctx.view.state_id)
         text, failed = fallback(graph, state, ctx.view.here, context)
         return Reply(text, fallback=True, effects=(*effects, *failed))
-    values, held = held_back(graph, answer.slots, ctx.view.variables)
+    # An interruption's message is about the detour ("first remove @bob"): its values are
+    # no answer to the state it interrupts, which is taken up again as it was left (a
+    # sub-graph the detour enters reads the message for its own slots).
+    interrupts = answer.exit not in (STAY, CLARIFY) and option_by_id(options, answer.exit).resume
+    given: dict[str, Any] = {} if interrupts else dict(answer.slots)
+    values, held = held_back(graph, given, ctx.view.variables)
     ctx, effects = _fill(ctx, values, effects)
     if held:  # a correction the designer wants confirmed is asked about first
         return ask_correction(ctx, graph, held, effects)

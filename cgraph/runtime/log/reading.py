@@ -50,6 +50,8 @@ def transition_record(event: Event) -> TransitionRecord:
         at=event.at,
         guard=data.get("guard"),
         capped=data.get("capped"),
+        interrupts=bool(data.get("interrupts")),
+        resumed=bool(data.get("resumed")),
     )
 
 

@@ -26,6 +26,10 @@ class TransitionRecord(Record):
     """For an `on_limit` route: the guard that took it."""
     capped: str | None = None
     """For a `max_visits` or `max_turns` route: the state capped (qualified)."""
+    interrupts: bool = False
+    """A `resume: true` exit: the conversation comes back to where it left."""
+    resumed: bool = False
+    """An interruption ended here: the conversation is back where it was."""
 
 
 CLARIFY = "clarify"

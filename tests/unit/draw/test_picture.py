@@ -70,3 +70,17 @@ def test_coverage_marks_taken_exits_green_and_the_rest_dashed_red() -> None:
 def test_long_descriptions_are_cut_to_two_lines() -> None:
     labels = [e.label for e in edges(ASSISTANT) if e.label]
     assert labels and all(len(label.split("\n")) <= 2 for label in labels)
+
+
+def test_resumable_exits_come_back_and_resume_is_a_node_of_its_own() -> None:
+    dot = dot_source(load_graph(GRAPHS / "contacts.yaml"))
+    assert '"RESUME" [shape=circle, label="RESUME"' in dot
+    back = [line for line in dot.splitlines() if "dir=both" in line]
+    assert [line.split(" [")[0].strip() for line in back] == [
+        '"ANY" -> "add_contact"',
+        '"ANY" -> "remove_contact"',
+        '"ANY" -> "list_contacts"',
+    ]
+    assert '"show_contacts" -> "RESUME" [];' in dot
+    plain = dot_source(load_graph(GRAPHS / "restaurant_reservation.yaml"))
+    assert "RESUME" not in plain and "dir=both" not in plain

@@ -10,6 +10,8 @@ from cgraph.diagnostics import Diagnostic, Severity
 from cgraph.lint.codes import CODES
 from cgraph.lint.structure import GraphContext
 from cgraph.lint.walk import CHECKS, lint_file, lint_paths, topology_of
+from cgraph.spec.load import load_graph
+from cgraph.spec.topology import derive as derive_topology
 from tests.conftest import FIXTURES, GRAPHS
 
 LINT = FIXTURES / "lint"
@@ -327,3 +329,19 @@ def test_unknown_state_description_names_every_key_it_checks() -> None:
     }
     assert keys >= {"start", "next_state", "on_error", "max_visits", "on_limit", "except"}
     assert [k for k in sorted(keys) if k not in CODES["unknown-state"]] == []
+
+
+def test_an_authored_topology_may_write_resume_and_resumable_exits(tmp_path: Path) -> None:
+    graph = (GRAPHS / "contacts.yaml").read_text()
+    topology = derive_topology(load_graph(GRAPHS / "contacts.yaml"))
+    block = "topology: |\n" + "".join(
+        f"  {line}\n" if line else "\n" for line in topology.split("\n")
+    )
+    for name in ("contacts.yaml", "add_contact.yaml", "remove_contact.yaml"):
+        (tmp_path / name).write_text((GRAPHS / name).read_text())
+    (tmp_path / "contacts.yaml").write_text(graph + "\n" + block)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "contact_tools.py").write_text(
+        (GRAPHS / "tools" / "contact_tools.py").read_text()
+    )
+    assert lint_paths([tmp_path / "contacts.yaml"]).diagnostics == []

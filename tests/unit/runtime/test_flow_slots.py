@@ -278,3 +278,137 @@ def test_an_interruption_comes_back_to_where_it_left(tmp_path: Path) -> None:
     back = session.send("ok thanks, that's all about bags")
     assert back.state == inner and back.interrupted == ()
     assert back.reply == "Where to, then?"
+
+
+# ----- an unset slot is no text --------------------------------------------------------
+
+UNSET = """\
+cgraph: 1
+name: unset
+start: ask
+slots:
+  quantity: {type: integer}
+  handle: {type: string}
+states:
+  ask:
+    type: action
+    objective: Learn how many pizzas {{ handle }} wants.
+    actions: ["Ask {{ handle }} how many pizzas ({{ quantity }} so far)."]
+    intra_state_navigation_guidelines: [Stay.]
+    action_guidelines: [Be brief.]
+    boundary_constraints: [Never guess.]
+    say: "So that's {{ quantity }} pizza(s) for {{ handle }}."
+    exit_conditions:
+      - description: The customer is done.
+        next_state: note
+  note:
+    type: annotation
+    objective: Note the order.
+    set: {order: "{{ quantity }} for {{ handle }}", count: "{{ quantity }}"}
+    say: "Noted: {{ order }}."
+    next_state: END
+variables:
+  order: ""
+  count: 0
+"""
+
+
+def test_an_unset_slot_renders_as_no_text_offline(tmp_path: Path) -> None:
+    session = Session.start(write(tmp_path, UNSET))
+    turn = session.send("hello")
+    assert turn.reply == "So that's  pizza(s) for ." and "None" not in turn.reply
+
+
+def test_an_unset_slot_renders_as_no_text_in_the_prompt_and_set(tmp_path: Path) -> None:
+    model = ScriptedModel({"ask": [go("note")]})
+    session = Session.start(write(tmp_path, UNSET), model=model)
+    turn = session.send("that's all")
+    prompt = model.requests_for("ask")[0].messages[0]["content"]
+    assert "Ask  how many pizzas ( so far)." in prompt and "None" not in prompt
+    assert turn.reply == "Noted:  for ." and session.variables["order"] == " for "
+    assert session.variables["count"] is None  # a lone `{{ quantity }}` is a value: null
+
+
+# ----- reset: ------------------------------------------------------------------------
+
+AGAIN = """\
+cgraph: 1
+name: again
+start: ask_size
+slots:
+  size: {type: string, enum: [small, large]}
+  extra: {type: string, default: none}
+states:
+  ask_size:
+    type: action
+    objective: Learn the size.
+    reset: [size, extra]
+    collect: [size]
+    say: "Which size?"
+    exit_conditions:
+      - next_state: confirm
+  confirm:
+    type: action
+    objective: Confirm the size.
+    say: "A {{ size }} one?"
+    exit_conditions:
+      - description: The customer wants to start over.
+        next_state: ask_size
+      - description: The customer confirms.
+        next_state: END
+"""
+
+
+def test_reset_clears_slots_each_time_the_state_is_entered(tmp_path: Path) -> None:
+    script = {
+        "ask_size": [answer("Which size?", size="large", extra="cheese"), answer("Which size?")],
+        "confirm": [answer("A large one?"), go("ask_size")],
+    }
+    model = ScriptedModel(script)
+    session = Session.start(write(tmp_path, actions(AGAIN)), model=model)
+    assert session.send("a large one with cheese").state == "confirm"
+    assert session.variables["extra"] == "cheese"
+    again = session.send("start over")
+    # Without `reset:` the filled `size` would pass `ask_size` straight back to `confirm`.
+    assert (again.state, again.reply) == ("ask_size", "Which size?")
+    assert session.variables["size"] is None and session.variables["extra"] == "none"
+
+
+DETOUR = """\
+cgraph: 1
+name: detour
+start: ask_name
+slots:
+  handle: {type: string, confirm_correction: true}
+  name: {type: string}
+states:
+  ask_name:
+    type: action
+    objective: Learn the name.
+    collect: [name]
+    say: "And the name of {{ handle }}?"
+    exit_conditions:
+      - description: The user wants to remove another contact first.
+        next_state: remove_first
+        early: true
+        resume: true
+      - next_state: END
+  remove_first:
+    type: annotation
+    objective: Remove the other contact.
+    say: "Removed."
+    next_state: RESUME
+"""
+
+
+def test_an_interruptions_values_are_no_answer_to_the_state_it_interrupts(
+    tmp_path: Path,
+) -> None:
+    detour = {**go("remove_first"), "slots": {"handle": "@bob"}}  # the detour's handle
+    model = ScriptedModel({"ask_name": [detour, answer("And the name of @sam?")]})
+    graph = write(tmp_path, actions(DETOUR))
+    session = Session.start(graph, model=model, variables={"handle": "@sam"})
+    turn = session.send("Actually, first remove @bob.")
+    assert turn.path == ("ask_name", "remove_first", "ask_name")
+    assert turn.reply == "Removed. And the name of @sam?"
+    assert session.variables["handle"] == "@sam"

@@ -22,7 +22,7 @@ from cgraph.runtime.routes.exits import check_transition, exit_options
 from cgraph.session import Session
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph, anywhere_targets, exits_of
-from cgraph.spec.names import END, SEPARATOR, START, bare, split
+from cgraph.spec.names import END, RESUME, SEPARATOR, START, bare, split
 from tests.conftest import GRAPHS
 
 EXAMPLES = sorted(GRAPHS.glob("*.yaml"))
@@ -31,13 +31,16 @@ EXPLORE = 16
 MESSAGE = "Yes: please summarize main.py and tell me about langgraph."
 
 
-def distances(graph: Graph) -> dict[str, int]:
-    """Exits to END from each state (within its own graph)."""
+def distances(graph: Graph, detours: bool = False) -> dict[str, int]:
+    """Exits to END from each state (within its own graph); with `detours`, to `RESUME`
+    too, which ends a detour as END ends a graph (so a hub of `resume: true` exits is
+    explored through its detours, not walked straight to its goodbye)."""
     back: dict[str, list[str]] = {}
     for name, state in graph.states.items():
         for condition in exits_of(state):
             back.setdefault(condition.next_state, []).append(name)
-    found, queue = {END: 0}, deque([END])
+    ends = [END, RESUME] if detours else [END]
+    found, queue = dict.fromkeys(ends, 0), deque(ends)
     while queue:
         node = queue.popleft()
         for source in back.get(node, []):
@@ -47,8 +50,14 @@ def distances(graph: Graph) -> dict[str, int]:
     return found
 
 
-def slot_value(schema: dict[str, Any]) -> Any:
+# Values a walk needs to get past a `when:` branch that would end it at once.
+WALKED = {"age": 35}  # the insurance quote ends below 18
+
+
+def slot_value(name: str, schema: dict[str, Any]) -> Any:
     """A value the slot accepts (the example intake's record says 1983-01-01)."""
+    if name in WALKED:
+        return WALKED[name]
     if schema.get("enum"):
         return schema["enum"][0]
     kind = schema["type"][0]
@@ -108,14 +117,14 @@ class Walker:
             return {"memories": []}
         if request.kind == "action" and (request.entered_this_turn or self.turn % 2 == 1):
             return {"exit": "stay", "reason": "chat", "reply": f"Reply from {request.state}."}
-        if request.kind == "action" and request.collect:
-            slots = {n: slot_value(request.slots[n]) for n in request.collect}
+        if request.kind == "action" and request.asked.missing:  # fill what is still unset
+            slots = {n: slot_value(n, request.slots[n]) for n in request.collect}
             return {"exit": "stay", "reason": "fill", "reply": "Noted.", "slots": slots}
         answer: dict[str, Any] = {"exit": self.choose(request, ids), "reason": "walk", "reply": ""}
         if request.kind == "reflection":
             answer["note"] = "a note"
         if request.slots:  # fill every slot asked for here with a value it accepts
-            answer["slots"] = {n: slot_value(request.slots[n]) for n in request.collect}
+            answer["slots"] = {n: slot_value(n, request.slots[n]) for n in request.collect}
         return answer
 
     def choose(self, request: LLMRequest, ids: list[str]) -> str:
@@ -125,7 +134,8 @@ class Walker:
             return ids[0]  # silent states: the first declared exit is the usual way on
         if self.turn <= EXPLORE or request.kind == "start":
             # Explore: the deepest exits first, rotating, so most states get visited.
-            ordered = sorted(ids, key=lambda i: -far.get(targets[i], 0))
+            deep = distances(self.graph_of(request.state), detours=True)
+            ordered = sorted(ids, key=lambda i: -deep.get(targets[i], 0))
             ordered = [i for i in ordered if i != END] or ordered
             choice = ordered[self.rotation[request.state] % len(ordered)]
             self.rotation[request.state] += 1
@@ -152,7 +162,8 @@ def test_every_example_graph_runs_to_its_end(path: Path) -> None:
     assert stays or len(turns) == 2  # a graph done on its second turn has no stay after the first
     assert all(t.llm_calls == 1 for t in stays)
     for record in session.audit:  # every move the session made is one the graph declares
-        source, target = record.from_state, record.to_state
+        source = record.from_state
+        target = RESUME if record.resumed else record.to_state  # back where it was
         if source == START or (SEPARATOR in source) != (SEPARATOR in target):
             continue  # entering or leaving a sub-graph: checked by its start entries
         graph = walker.graph_of(source)

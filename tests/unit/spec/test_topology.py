@@ -8,7 +8,7 @@ import pytest
 from cgraph.spec.load import load_graph, load_graph_text
 from cgraph.spec.model import TYPE_LETTERS, Graph
 from cgraph.spec.names import START
-from cgraph.spec.topology import Edge, graph_edges, parse
+from cgraph.spec.topology import ANY, Edge, graph_edges, parse
 from cgraph.spec.topology import derive as derive_topology
 from tests.conftest import FIXTURES, GRAPHS
 from tests.support.generated_graph import generate
@@ -47,8 +47,8 @@ START(returning user) -> [A] welcome_patient
 EXAMPLES = sorted(GRAPHS.glob("*.yaml"))
 
 
-def _edges(graph: Graph) -> Counter[tuple[str, str, str | None]]:
-    return Counter((e.source, e.target, e.label) for e in graph_edges(graph))
+def _edges(graph: Graph) -> Counter[tuple[str, str, str | None, bool]]:
+    return Counter((e.source, e.target, e.label, e.resume) for e in graph_edges(graph))
 
 
 def test_the_seed_example_parses_without_problems() -> None:
@@ -142,7 +142,7 @@ def test_top_level_dots_mean_partial_and_indented_dots_abbreviate_a_block() -> N
         ("START new -> [A] a\n", 1, 1, "START(condition)"),
         ("START\n", 1, 1, "needs `-> [X] state`"),
         ("\n  (x) -> [A] b\n", 2, 3, "outside a `[X] state` block"),
-        ("[A] a -> b c\n", 1, 10, "expected `[X] state_id` or `END`"),
+        ("[A] a -> b c\n", 1, 10, "expected `[X] state_id`, `END` or `RESUME`"),
         ("A a\n", 1, 1, "expected `[X] state_id`"),
     ],
 )
@@ -188,4 +188,17 @@ def test_global_exits_on_limit_when_edges_and_cross_graph_targets_round_trip() -
     assert "  (The user wants the sub-flow now.) -> flows_parts/sub.yaml#only" in text
     parsed = parse(text)
     assert parsed.problems == []
-    assert parsed.edge_set() == Counter((e.source, e.target, e.label) for e in graph_edges(graph))
+    assert parsed.edge_set() == _edges(graph)
+
+
+def test_resume_and_resumable_exits_are_written_and_read_back() -> None:
+    graph = load_graph(GRAPHS / "contacts.yaml")
+    text = derive_topology(graph)
+    assert "ANY(The user wants to add a new contact.) <-> [G] add_contact" in text
+    assert "[N] show_contacts -> RESUME" in text
+    topology = parse(text)
+    assert topology.problems == []
+    assert Edge("show_contacts", "RESUME", None, topology.edges[-2].line) in topology.edges
+    resumable = {(e.source, e.target) for e in topology.edges if e.resume}
+    assert resumable == {(ANY, "add_contact"), (ANY, "remove_contact"), (ANY, "list_contacts")}
+    assert parse("[A] ask\n  (fees) <-> [A] fees\n").edges == [Edge("ask", "fees", "fees", 2, True)]

@@ -192,3 +192,68 @@ def test_the_picture_draws_each_global_exit_once_from_any() -> None:
     untaken = dot_source(graph, Highlight(frozenset(), frozenset()))
     line = next(x for x in untaken.splitlines() if x.startswith(f'  "{ANY}" -> "handoff"'))
     assert "style=dashed" in line
+
+
+DETOUR_ROOT = """\
+cgraph: 1
+name: desk
+start: ask
+global_exits:
+  - description: The user asks about fees.
+    next_state: fees
+    resume: true
+states:
+  ask:
+    type: action
+    objective: Learn what the user wants.
+    actions: [Ask.]
+    intra_state_navigation_guidelines: [Stay.]
+    action_guidelines: [Be brief.]
+    boundary_constraints: [Never guess.]
+    say: What can I do?
+    exit_conditions:
+      - description: The user is done.
+        next_state: END
+  fees:
+    type: graph
+    objective: Answer about fees.
+    graph: fees.yaml
+    next_state: RESUME
+"""
+DETOUR_SUB = """\
+cgraph: 1
+name: fee_answers
+start: answer
+states:
+  answer:
+    type: annotation
+    objective: Say the fees.
+    say: There are no fees.
+    next_state: END
+"""
+DETOUR_TESTS = """\
+cgraph-test: 1
+graph: desk.yaml
+model:
+  scripted:
+    ask: [{exit: fees, reason: fees}, {exit: stay, reason: back, reply: What else?}]
+cases:
+  - name: a detour through a sub-graph comes back
+    turns:
+      - user: Are there fees?
+        expect: {path: [ask, fees, fees.yaml#answer, ask], reply_contains: no fees}
+"""
+
+
+def test_a_graph_states_resume_is_taken_when_its_sub_graph_ends_an_interruption(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "desk.yaml").write_text(DETOUR_ROOT)
+    (tmp_path / "fees.yaml").write_text(DETOUR_SUB)
+    (tmp_path / "desk.test.yaml").write_text(DETOUR_TESTS)
+    (result,) = Runner(Options()).run_paths([tmp_path / "desk.test.yaml"])
+    assert [r.passed for r in result.runs] == [True], result.runs
+    desk = next(c for c in coverage([result]) if c.name == "desk")
+    # The sub-graph's end took the conversation back: `fees`' `next_state: RESUME` held.
+    assert ("fees", "RESUME") in desk.taken
+    assert [u.name for u in desk.uncovered] == ["exit `END` of `ask`"]

@@ -215,3 +215,69 @@ def test_a_graph_tested_by_several_files_is_linted_once(tmp_path: Path) -> None:
     assert first.lint and len(first.lint) == len(second.lint)
     # The very same diagnostics: the second file's graph was not linted again.
     assert all(a is b for a, b in zip(first.lint, second.lint, strict=True))
+
+
+ROOT = """\
+cgraph: 1
+name: root
+start: book
+states:
+  book:
+    type: graph
+    objective: Book a flight.
+    graph: parts/flight.yaml
+    next_state: booked
+  booked:
+    type: annotation
+    objective: Say it is booked.
+    say: "Booked to {{ destination }}."
+    next_state: END
+"""
+SUB = """\
+cgraph: 1
+name: flight
+start: ask_destination
+returns: [destination]
+slots:
+  destination: {type: string}
+states:
+  ask_destination:
+    type: action
+    objective: Learn the destination.
+    actions: [Ask where to.]
+    intra_state_navigation_guidelines: [Stay until it is named.]
+    action_guidelines: [Be brief.]
+    boundary_constraints: [Never guess.]
+    collect: [destination]
+    say: Where to?
+    exit_conditions:
+      - next_state: END
+"""
+SUB_TESTS = """\
+cgraph-test: 1
+graph: root.yaml
+model:
+  scripted:
+    parts/flight.yaml#ask_destination:
+      {exit: stay, reason: named, reply: Noted., slots: {destination: Lima}}
+cases:
+  - name: a case begins in a state of a sub-graph
+    start: {state: "parts/flight.yaml#ask_destination"}
+    turns:
+      - user: Lima
+        expect:
+          path: [parts/flight.yaml#ask_destination, book, booked]
+          completed: true
+          reply_contains: Booked to Lima
+"""
+
+
+def test_a_case_may_start_in_a_state_of_a_sub_graph(tmp_path: Path) -> None:
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "root.yaml").write_text(ROOT)
+    (tmp_path / "parts" / "flight.yaml").write_text(SUB)
+    (tmp_path / "sub.test.yaml").write_text(SUB_TESTS)
+    (result,) = Runner(Options()).run_paths([tmp_path / "sub.test.yaml"])
+    assert not result.problems and [r.passed for r in result.runs] == [True], result.runs
+    (sub,) = [c for c in coverage([result]) if c.name == "flight"]
+    assert sub.entered == {"ask_destination"}

@@ -1,0 +1,163 @@
+"""Slots a template reads before any path has filled them (`slot-maybe-unset`).
+
+An unset slot renders as no text, so "So that's 4 pizza(s) for ." reaches the user
+without an error. A slot without a default is filled by a state that collects it (its
+exits wait for it, but for early ones and global exits), a `set:` or a tool's `result:`
+stored in it; `reset:` and a `set:` to `none` clear it. Which slots are surely filled on
+entering each state is a forward analysis over the graph's exits (a slot counts only if
+every path from the start fills it); a template that reads one of the others warns. A
+read guarded by a test (`{% if x %}`, `x if x else ...`, `x or ...`, `x | default(...)`,
+`x is none`) is the designer saying it may be unset.
+
+Only this file's graph is followed: a sub-graph's slots start at their defaults when it is
+entered, and what a `graph` state passes in with `with:` is not known here, so a slot the
+sub-graph receives that way should have a default or be guarded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+
+from jinja2 import TemplateSyntaxError, nodes
+
+from cgraph.diagnostics import DataPath, Diagnostic
+from cgraph.lint.structure import GraphContext, field_of
+from cgraph.lint.template_ast import read_names
+from cgraph.lint.templates import template_strings
+from cgraph.spec.model import ActionState, AnyState, Graph, GraphState, exits_of
+from cgraph.spec.templating import text_env
+
+Filled = frozenset[str]
+_CLEARS = frozenset({"{{ none }}", "{{ None }}", "{{none}}", "{{None}}"})
+_GUARD_FILTERS = frozenset({"default", "d"})
+
+
+def check_unset_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
+    graph = ctx.graph
+    tracked = frozenset(n for n, slot in graph.slots.items() if slot.default is None)
+    if not tracked:
+        return
+    filled = filled_on_entry(graph, tracked)
+    for path, text, extra in template_strings(ctx.doc.data):
+        if extra is None or len(path) < 3 or path[0] != "states":
+            continue
+        name = str(path[1])
+        if name not in filled:
+            continue
+        state = graph.states[name]
+        ready = filled[name] | _set_here(state, path)
+        read = _reads(text) & tracked
+        for slot in sorted(read - ready - _guarded(text)):
+            yield ctx.diag(
+                path,
+                "slot-maybe-unset",
+                f"`{slot}` may be unset when state `{name}` renders this: a path from the "
+                "start reaches it without collecting or setting the slot",
+                f"collect `{slot}` on every path to `{name}`, give it a `default:`, or guard "
+                f"the read (`{{% if {slot} %}}`, `{{{{ {slot} or '…' }}}}`)",
+                warning=True,
+            )
+
+
+def filled_on_entry(graph: Graph, tracked: Filled) -> dict[str, Filled]:
+    """State → the tracked slots every path from the start has filled once it is entered
+    (after its `reset:`); unreachable states are left out."""
+    entries = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
+    found: dict[str, Filled] = {}
+    queue = [(name, frozenset[str]()) for name in entries if name in graph.states]
+    while queue:
+        name, arriving = queue.pop()
+        state = graph.states[name]
+        before = found.get(name)
+        now = arriving if before is None else before & arriving
+        now -= frozenset(field_of(state, "reset") or ())
+        if now == before:
+            continue
+        found[name] = now
+        for target, gained, cleared in _moves(graph, name, state, tracked):
+            if target in graph.states:
+                queue.append((target, ((now - cleared) | gained) & tracked))
+        for target in _anywhere(graph, name, state):
+            queue.append((target, now))
+    return found
+
+
+def _moves(
+    graph: Graph, name: str, state: AnyState, tracked: Filled
+) -> Iterator[tuple[str, Filled, Filled]]:
+    """(target, slots filled on the way, slots cleared on the way) of each own way out."""
+    none: Filled = frozenset()
+    if isinstance(state, ActionState):
+        collected = frozenset(state.collect)
+        for exit_ in state.exit_conditions:  # all but early exits wait for `collect`
+            yield exit_.next_state, none if exit_.early else collected, none
+    else:
+        sets = field_of(state, "set") or {}
+        cleared = frozenset(k for k, v in sets.items() if isinstance(v, str) and v in _CLEARS)
+        gained = frozenset(sets) - cleared
+        result = field_of(state, "result")
+        if result:
+            gained |= {result}
+        if isinstance(state, GraphState):
+            gained |= tracked  # what a sub-graph returns is its own check's concern
+        for exit_ in exits_of(state):
+            yield exit_.next_state, gained, cleared
+        on_error = field_of(state, "on_error")
+        if on_error:  # the tool failed: no result
+            yield on_error, none, none
+    if state.on_limit:
+        yield state.on_limit, none, none
+
+
+def _anywhere(graph: Graph, name: str, state: AnyState) -> Iterator[str]:
+    """Targets of the global exits offered in `name` (taken before its slots are in), and
+    of `limits.on_limit`."""
+    if isinstance(state, ActionState):
+        yield from (e.next_state for e in graph.global_exits if name not in e.except_)
+    yield from graph.limits.on_limit.values()
+
+
+def _set_here(state: AnyState, path: DataPath) -> Filled:
+    """What the state fills before this text renders: an annotation's `say:` comes after
+    its `set:`."""
+    sets = field_of(state, "set") or {}
+    return frozenset(sets) if path[2] == "say" else frozenset()
+
+
+@lru_cache(maxsize=4096)
+def _reads(text: str) -> frozenset[str]:
+    try:
+        return read_names(text_env(), text)
+    except Exception:  # a template that does not parse is `template-syntax`'s
+        return frozenset()
+
+
+_GUARDS = (nodes.If, nodes.CondExpr, nodes.Or, nodes.Test, nodes.Filter)
+
+
+def _tested(node: nodes.Node) -> nodes.Node | None:
+    """The part of a guard that is tested: an `if`'s condition, the left of an `or`, what
+    a test (`is none`) or a `default` filter reads."""
+    if isinstance(node, nodes.If | nodes.CondExpr):
+        return node.test
+    if isinstance(node, nodes.Or):
+        return node.left
+    if isinstance(node, nodes.Test):
+        return node.node
+    if isinstance(node, nodes.Filter) and node.name in _GUARD_FILTERS:
+        return node.node
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _guarded(text: str) -> frozenset[str]:
+    """Names the template tests before it relies on them (parsed, never run)."""
+    try:
+        tree = text_env().parse(text)
+    except (TemplateSyntaxError, ValueError, RecursionError):
+        return frozenset()
+    tested = [t for t in map(_tested, tree.find_all(_GUARDS)) if t is not None]
+    names = {n.name for t in tested for n in t.find_all(nodes.Name)}
+    names |= {t.name for t in tested if isinstance(t, nodes.Name)}
+    return frozenset(names)
