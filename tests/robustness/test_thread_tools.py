@@ -151,8 +151,8 @@ def check(turn: dict[str, Any], how: str, where: str) -> None:
     ended = "failed" if how in FAILS else "done"
     assert turn["path"][-1] == ended and not turn["fallback"], f"{where} {how}: {turn}"
     if how in FAILS:
-        (taken,) = [t for t in turn["transitions"] if t["exit"] == "on_error"]
-        assert FAILS[how] in taken["reason"], f"{where} {taken}"
+        taken = [t for t in turn["transitions"] if t["exit"] == "on_error"]
+        assert len(taken) == 1 and FAILS[how] in taken[0]["reason"], f"{where} {how}: {turn}"
 
 
 def one_run(folder: Path, run: int) -> None:
