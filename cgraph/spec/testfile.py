@@ -67,6 +67,9 @@ class Expect:
     """A loop guard that stopped the turn (its name, or true for any); false for none."""
     clarified: bool | None = None
     """Whether the reply asked which of a few exits the user meant, instead of guessing."""
+    interrupted: tuple[Text, ...] | None = None
+    """Exactly the states open interruptions will go back to after the turn (`resume:
+    true` exits), the next last; `[]` for none."""
 
 
 @dataclass(frozen=True, kw_only=True)

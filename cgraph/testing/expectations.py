@@ -144,6 +144,15 @@ def _guard(wanted: bool | str, seen: Observed) -> Problem:
     return seen.guard, f"guard is {seen.guard or 'none'}, expected {wanted}"
 
 
+def _interrupted(wanted: tuple[str, ...], seen: Observed) -> Problem:
+    if tuple(wanted) == seen.interrupted:
+        return None
+    now = _names(list(seen.interrupted)) or "none"
+    return list(
+        seen.interrupted
+    ), f"interruptions go back to {now}, expected {_names(list(wanted)) or 'none'}"
+
+
 def _names(items: list[str]) -> str:
     return ", ".join(f"`{i}`" for i in items)
 
@@ -169,5 +178,6 @@ _RULES: dict[str, Callable[[Any, Observed], Problem]] = {
     "fallback": lambda wanted, seen: _flag("fallback", wanted, seen.fallback),
     "guard": _guard,
     "clarified": lambda wanted, seen: _flag("clarified", wanted, seen.clarified),
+    "interrupted": _interrupted,
 }
 """Expectation key → its check; a drift test keeps these keys equal to `Expect`'s fields."""

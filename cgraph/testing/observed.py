@@ -33,6 +33,8 @@ class Observed:
     """Each decision's step in words (`cgraph.runtime.state.records.step_name`)."""
     clarified: bool = False
     """The reply asked which of a few exits the user meant."""
+    interrupted: tuple[str, ...] = ()
+    """The states open interruptions will go back to, the next last."""
 
     def exit_names(self) -> list[str]:
         return [f"{state} -> {exit_id}" for state, exit_id in self.exits]
@@ -60,6 +62,7 @@ def observe(
         completed=turn.completed,
         fallback=turn.fallback,
         clarified=turn.clarified,
+        interrupted=turn.interrupted,
         guard=turn.guard,
         decisions=turn.decisions,
         transitions=tuple(turn.transitions),

@@ -42,6 +42,7 @@ HOLDING = [
     Expect(variables={"red_flags": ["chest pain"], "file": {"name": "a"}}),
     Expect(annotations=("chest_pain",), recalled=("walks",), stored=("beta BLOCKER",)),
     Expect(completed=False, fallback=False, guard=False),
+    Expect(interrupted=()),
 ]
 
 
@@ -67,6 +68,7 @@ BROKEN = [
     (Expect(completed=True), "completed", "completed is false, expected true"),
     (Expect(fallback=True), "fallback", "fallback is false"),
     (Expect(guard="max_visits"), "guard", "guard is none, expected max_visits"),
+    (Expect(interrupted=("hub",)), "interrupted", "go back to none, expected `hub`"),
 ]
 
 
