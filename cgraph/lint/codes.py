@@ -91,6 +91,7 @@ CODES: dict[str, str] = {
     "topology-type": "The topology's type letter disagrees with the state's type.",
     "topology-extra-edge": "The topology shows an edge the states do not have.",
     "topology-missing-edge": "A state's exit is missing from the topology.",
+    "topology-arrow": "The topology's `<->` or `->` disagrees with the exit's `resume: true`.",
     # sub-graphs (cgraph.lint.walk)
     "graph-missing": "A graph state's file does not exist.",
     "graph-recursive": "Graph files include each other in a cycle.",

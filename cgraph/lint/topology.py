@@ -6,7 +6,7 @@ authors shorten exit descriptions in the map ("(Client ready) -> ...").
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
@@ -16,7 +16,7 @@ from cgraph.spec.load import did_you_mean
 from cgraph.spec.model import TYPE_LETTERS, is_cross
 from cgraph.spec.names import END, RESUME, START
 from cgraph.spec.read import Document
-from cgraph.spec.topology import ANY, Topology, parse
+from cgraph.spec.topology import ANY, RESUMABLE, Topology, graph_edges, parse
 
 _PATH: DataPath = ("topology",)
 _At = Callable[[int, int, str, str, str], Diagnostic]
@@ -73,6 +73,7 @@ def check_topology(ctx: GraphContext) -> Iterator[Diagnostic]:
     yield from _nodes(ctx, topology, at)
     yield from _extra_edges(ctx, topology, at)
     yield from _missing_edges(ctx, topology)
+    yield from _arrows(ctx, topology, at)
 
 
 def _nodes(ctx: GraphContext, topology: Topology, at: _At) -> Iterator[Diagnostic]:
@@ -152,6 +153,29 @@ def _missing_edges(ctx: GraphContext, topology: Topology) -> Iterator[Diagnostic
             f"the topology does not show {where} -> `{target}`",
             f"add it under {where} in `topology:`, end that block with `...`, "
             "or add a top-level `...` if the map is deliberately partial",
+        )
+
+
+def _arrows(ctx: GraphContext, topology: Topology, at: _At) -> Iterator[Diagnostic]:
+    """An edge written `<->` whose exits do not come back, or `->` where they all do: the
+    map a model reads would promise a return the graph does not make, or hide one."""
+    comes_back: defaultdict[tuple[str, str], set[bool]] = defaultdict(set)
+    for edge in graph_edges(ctx.graph):
+        comes_back[edge.pair].add(edge.resume)
+    for edge in topology.edges:
+        kinds = comes_back.get(edge.pair)
+        if not kinds or edge.resume in kinds:
+            continue  # an edge the graph lacks is `topology-extra-edge`'s
+        arrow, wanted = (RESUMABLE, "->") if edge.resume else ("->", RESUMABLE)
+        said = "does not say" if edge.resume else "says"
+        yield at(
+            edge.line,
+            1,
+            "topology-arrow",
+            f"the topology writes `{edge.source}` {arrow} `{edge.target}`, but the exit "
+            f"{said} `resume: true`",
+            f"write `{wanted}`: `<->` is an exit that comes back (`resume: true`), `->` one "
+            "that does not",
         )
 
 
