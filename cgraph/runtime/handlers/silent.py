@@ -97,6 +97,13 @@ def step_side_effect(ctx: StepContext, graph: Graph, state: SideEffectState) -> 
     try:
         result = _call(ctx, graph, state)
         check_size(result, f"the result of tool `{state.tool}`")
+        # A `result:` that names a slot keeps only what the slot accepts: a refused value
+        # fails the call (its `on_error`), so no slot ever holds what its schema refuses.
+        kept = (
+            set_slots(graph, ctx.view.state_id, jsonable({state.result: result}), field="result")
+            if state.result
+            else {}
+        )
     except StepRenderFailed:
         raise
     except CgraphError as err:
@@ -108,9 +115,8 @@ def step_side_effect(ctx: StepContext, graph: Graph, state: SideEffectState) -> 
         return Stop(None, f"tool `{state.tool}` failed: {err.message}", effects=failed)
     effects: Effects = (Emit("tool_call", {**record, "status": "done", "result": result}),)
     if state.result:
-        values = jsonable({state.result: result})
-        effects += (SetVariables(values),)
-        ctx = ctx.seeing(variables={**ctx.view.variables, **values})
+        effects += (SetVariables(kept),)
+        ctx = ctx.seeing(variables={**ctx.view.variables, **kept})
     return route(ctx, graph, state, before=effects)
 
 

@@ -145,7 +145,12 @@ def test_annotation_sets_variables_keeping_python_types(tmp_path: Path) -> None:
 
 
 def side_effect_graph(
-    tmp_path: Path, tool: str, on_error: bool = True, timeout: float = 2, parameters: str = ""
+    tmp_path: Path,
+    tool: str,
+    on_error: bool = True,
+    timeout: float = 2,
+    parameters: str = "",
+    slots: str = "",
 ) -> Path:
     (tmp_path / "tools_fixture.py").write_text((TOOLS / "tools_fixture.py").read_text())
     extra = "    on_error: oops\n" if on_error else ""
@@ -155,7 +160,8 @@ def side_effect_graph(
             start="a",
             top=f"tools:\n  - {{name: t, handler: 'tools_fixture:{tool}', timeout: {timeout}"
             + (f", parameters: {parameters}" if parameters else "")
-            + "}\n",
+            + "}\n"
+            + (f"slots:\n  {slots}\n" if slots else ""),
             body=action("a", {"s": "The user asks to look something up."})
             + f"""\
   s:
@@ -199,6 +205,19 @@ def test_a_failing_or_slow_tool_takes_on_error(tmp_path: Path, tool: str) -> Non
         e.data for e in session.events() if e.kind == "tool_call" and e.data["status"] == "failed"
     ]
     assert failed and ("down" in failed[0]["error"] or "timed out" in failed[0]["error"])
+
+
+def test_a_result_its_slot_refuses_fails_the_call_and_is_never_kept(tmp_path: Path) -> None:
+    # `lookup` answers a mapping; `found` is a text slot
+    path = side_effect_graph(tmp_path, "lookup", slots="found: {type: string}")
+    model = ScriptedModel({"a": [stay("hi"), go("s")], "oops": [stay("could not")]})
+    session = Session.start(path, model=model)
+    session.send("hi")
+    turn = session.send("tea")
+    assert turn.state == "oops" and session.variables.get("found") is None
+    failed = [e.data for e in session.events() if e.kind == "tool_call"][-1]
+    assert failed["status"] == "failed" and "slot `found`" in failed["error"]
+    assert "is not text" in failed["error"], failed["error"]
 
 
 def test_side_effect_arguments_are_validated_against_the_parameters(tmp_path: Path) -> None:
