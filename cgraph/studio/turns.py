@@ -35,6 +35,8 @@ def looked(
         "completed": session.completed,
         "turn": session.turn_number,
         "variables": session.variables,
+        # where open interruptions come back to, the next last (`resume: true` exits)
+        "interrupted": list(last.interrupted) if last is not None else [],
         "turns": [shown(session, t) for t in turns if t.number > after],
         "focus": focus.as_json(),
     }

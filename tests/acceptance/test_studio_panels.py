@@ -29,8 +29,9 @@ def chromium() -> Iterator[Any]:
 
 
 @contextmanager
-def studied(tmp_path: Path, graph: str) -> Iterator[Server]:
-    shutil.copy(GRAPHS / graph, tmp_path / graph)
+def studied(tmp_path: Path, graph: str, *others: str) -> Iterator[Server]:
+    for name in (graph, *others):
+        shutil.copy(GRAPHS / name, tmp_path / name)
     shutil.copytree(GRAPHS / "tools", tmp_path / "tools")
     args = ("studio", graph, "--no-browser", "--store", str(tmp_path / "store"))
     with studio_process(*args, folder=tmp_path, cwd=tmp_path) as running:
@@ -80,3 +81,19 @@ def test_memories_recalled_are_shown_with_their_tier_and_score(
         recalled = str(why.locator(".line.recalled").first.text_content())
         assert "writing a novel" in recalled and "task, 0." in recalled, recalled
         page.screenshot(path=str(shots(tmp_path) / "studio-recalled.png"))
+
+
+def test_open_interruptions_are_shown_where_they_come_back_to(
+    chromium: Any, tmp_path: Path
+) -> None:
+    with studied(tmp_path, "contacts.yaml", "add_contact.yaml", "remove_contact.yaml") as studio:
+        page = opened(chromium, studio)
+        for turn, text in enumerate(["Can you save a new contact for me?", "@sam"], 1):
+            send(page, text, turn)
+        assert "then back to hub" in str(page.text_content("#now-state"))
+        send(page, "Actually, first remove @bob.", 3)
+        now = str(page.text_content("#now-state"))
+        assert "then back to add_contact.yaml#ask_name, then hub" in now, now
+        send(page, "Yes, delete.", 4)
+        assert "then back to hub" in str(page.text_content("#now-state"))
+        page.screenshot(path=str(shots(tmp_path) / "studio-interrupted.png"))

@@ -687,6 +687,10 @@ function renderNow(data) {
   $("now-state").replaceChildren(el("strong", "", where));
   if (data.type) $("now-state").append(" ", el("span", "muted", `‹${data.type.replace("_", " ")}›`));
   $("now-state").append(" ", el("span", "muted", `· turn ${data.turn}`));
+  const back = [...(data.interrupted || [])].reverse();
+  if (back.length && !data.completed) {
+    $("now-state").append(" ", el("span", "back", `· then back to ${back.join(", then ")}`));
+  }
   const rows = Object.entries(data.variables).map(([name, value]) => {
     const before = Object.keys(S.variables).length ? JSON.stringify(S.variables[name]) : JSON.stringify(value);
     const row = el("tr", before !== JSON.stringify(value) ? "changed" : "");
