@@ -64,7 +64,9 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 _WINDOW = -11
 """Raw deflate with a 2 KB window: the dictionary and a step's JSON fit, and a small window
 is quicker to set up (a value is deflated at every step)."""
-_LEVEL, _MEMORY = 6, 8
+_LEVEL, _MEMORY = 6, 4
+"""A small hash table (4 KB, not 64): copying the primed compressor is most of what
+deflating a snapshot costs, and a turn packs to the same size (reading needs neither)."""
 assert len(DICTIONARY) <= 1 << -_WINDOW, "the dictionary must fit the window"
 _PRIMED = zlib.compressobj(_LEVEL, zlib.DEFLATED, _WINDOW, _MEMORY, zdict=DICTIONARY)
 """A compressor with the dictionary loaded, copied for each value (a copy is a third of
