@@ -59,7 +59,7 @@ def script(turns: int) -> dict[str, Any]:
     }
 
 
-TABLES = ("cgraph_sessions", "cgraph_events", "cgraph_checkpoints", "cgraph_keys")
+TABLES = ("cgraph_sessions", "cgraph_log", "cgraph_checkpoints", "cgraph_keys")
 REQUEST_SECONDS = 30.0
 THREADS = os.environ.get("BENCH_THREADS", "").split() and ["--threads", os.environ["BENCH_THREADS"]]
 
@@ -235,17 +235,18 @@ async def _load(
 
 def checked_store(url: str, load: Load) -> tuple[int, int]:
     """(lost, duplicated) turns: each session's stored messages against those sent."""
+    from cgraph.backends.store.postgres import PostgresStore
+
     lost = duplicated = 0
-    with psycopg.connect(url) as conn:
+    store = PostgresStore(url, pool_size=2)
+    try:
         for sid, sent in load.sent.items():
-            rows = conn.execute(
-                "SELECT e.data FROM cgraph_events e JOIN cgraph_sessions s ON e.sid = s.key"
-                " WHERE s.id = %s AND e.kind = 'user_message' ORDER BY e.seq",
-                (sid,),
-            ).fetchall()
-            stored = [json.loads(r[0])["text"] for r in rows]
+            said = [e for e in store.events(sid) if e.kind == "user_message"]
+            stored = [e.data["text"] for e in said]
             lost += sum(1 for t in sent if t not in stored)
             duplicated += len(stored) - len(set(stored))
+    finally:
+        store.close()
     return lost, duplicated
 
 
@@ -260,16 +261,22 @@ def count(conn: psycopg.Connection[Any], query: str) -> int:
 
 
 def stored(url: str) -> tuple[int, int, int, int]:
-    """(bytes of cgraph's tables, turns, steps, bytes of event data), after a VACUUM (the
-    replaced snapshots' dead row versions are let go)."""
+    """(bytes of cgraph's tables, turns, steps, bytes of event data as stored), after a
+    VACUUM (the replaced snapshots' dead row versions are let go). Turns and steps are
+    counted in the log, read back through the store (a row holds a step's events, packed)."""
+    from cgraph.backends.store.postgres import PostgresStore
+
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
-        return (
-            relations(conn, TABLES),
-            count(conn, "SELECT count(*) FROM cgraph_events WHERE kind = 'user_message'"),
-            count(conn, "SELECT count(*) FROM cgraph_events WHERE kind = 'transition'"),
-            count(conn, "SELECT sum(octet_length(data)) FROM cgraph_events"),
-        )
+        size = relations(conn, TABLES)
+        data = count(conn, "SELECT sum(octet_length(data)) FROM cgraph_log")
+        ids = [r[0] for r in conn.execute("SELECT id FROM cgraph_sessions")]
+    store = PostgresStore(url, pool_size=2)
+    try:
+        kinds = [e.kind for sid in ids for e in store.events(sid)]
+    finally:
+        store.close()
+    return size, kinds.count("user_message"), kinds.count("transition"), data
 
 
 def growth(before: tuple[int, int, int, int], after: tuple[int, int, int, int]) -> str:

@@ -15,6 +15,7 @@ import httpx
 import psycopg
 import pytest
 
+from cgraph.backends.store.postgres import PostgresStore
 from tests.acceptance.test_memory_server import Server as ChromaServer
 from tests.commands import CGRAPH, environment, ran
 from tests.conftest import GRAPHS as EXAMPLES
@@ -34,25 +35,23 @@ def serve_on(url: str, folder: Path, *extra: str, script: Path = SLOW) -> Server
 
 
 def user_messages(url: str, session: str) -> list[str]:
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT e.data FROM cgraph_events e JOIN cgraph_sessions s ON e.sid = s.key"
-            " WHERE s.id = %s AND e.kind = 'user_message' ORDER BY e.seq",
-            (session,),
-        ).fetchall()
-    return [json.loads(r[0])["text"] for r in rows]
+    store = PostgresStore(url, pool_size=1)
+    try:
+        return [e.data["text"] for e in store.events(session) if e.kind == "user_message"]
+    finally:
+        store.close()
 
 
 def test_cgraph_creates_its_tables_and_refuses_a_later_layout(pg_url: str, tmp_path: Path) -> None:
     first = ran([str(CGRAPH), "store", "migrate", pg_url])
-    assert (first.returncode, first.stdout) == (0, "session store layout created at version 1\n")
+    assert (first.returncode, first.stdout) == (0, "session store layout created at version 2\n")
     again = ran([str(CGRAPH), "store", "migrate", pg_url])
-    assert again.stdout == "session store layout already at version 1\n"
+    assert again.stdout == "session store layout already at version 2\n"
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE cgraph_schema SET version = 99")
     refused = ran([str(CGRAPH), "serve", str(TALK), "--store", pg_url, "--memory", "off"])
     assert refused.returncode == 1
-    assert "has layout version 99, newer than this cgraph's 1: upgrade cgraph" in refused.stderr
+    assert "has layout version 99, newer than this cgraph's 2: upgrade cgraph" in refused.stderr
 
 
 def test_embedded_memory_is_refused_with_a_database_store(pg_url: str) -> None:

@@ -48,6 +48,9 @@ class EventLog:
         """The `seq` where the latest turn begins (its user message)."""
         self.transcript = self._transcript(state.marks, position.messages)
         self._buffer: list[Event] = []
+        self._deferred: tuple[SessionState, int, LogPosition] | None = None
+        """A step committed with the next one (`defer`): its state, the events of the
+        buffer it ends at, and the log's position then."""
         self._turn, self._tool_calls = -1, 0
         self._memories: list[Mapping[str, Any]] = []
         self._fold_turn()
@@ -79,10 +82,20 @@ class EventLog:
         self._count(event)
         return event
 
+    def defer(self, state: SessionState) -> None:
+        """A step whose commit goes with the next step's (one that only moves, see
+        `cgraph.runtime.turn.engine`): its events stay in the buffer."""
+        self._deferred = (state, len(self._buffer), self.position())
+
     def write_ahead(self, intent: Emit) -> None:
         """Write an event at once, before an irreversible call (a tool): a crash during the
         call leaves a record that it was attempted. It changes no state; the step's own
-        events and the next state are committed after the call, as for any step."""
+        events and the next state are committed after the call, as for any step. A step
+        left to be committed with this one is committed first, as it stood."""
+        if self._deferred is not None:
+            state, ended, position = self._deferred
+            self.store.commit(self.session_id, self._buffer[:ended], stored(state, position))
+            self._buffer, self._deferred = self._buffer[ended:], None
         self.emit(intent.kind, self._turn, intent.data)
         self.store.append(self.session_id, self._buffer)
         self._buffer = []
@@ -106,7 +119,7 @@ class EventLog:
             checkpoint=checkpoint,
             rewind_to=rewind_to,
         )
-        self._buffer = []
+        self._buffer, self._deferred = [], None
         # What the window no longer shows is let go (the store still holds it).
         marks = state.marks
         self.transcript.forget_before(min(marks.history_start, marks.context_start))

@@ -1,4 +1,4 @@
-"""The interpreter: one user turn, stepped state by state, committed at every step.
+"""The interpreter: one user turn, stepped state by state, committed step by step.
 
 A turn commits the user's message, then loops: the history window is brought up to date
 (`ask.history`), the current state's handler (`cgraph.runtime.handlers`) returns an
@@ -6,6 +6,13 @@ outcome, the `Applier` (`applying`) makes the session's next state from it, and 
 emits the events the applier names and commits them with that state in one transaction.
 The turn ends at a user-facing reply, a guard, a failure, or END. Memories are extracted
 afterwards, once the reply is committed (`cgraph.runtime.memory.extraction`).
+
+A step that only moves — it took the only way out or read a condition, tagged, set
+variables, recalled — asked no model and did nothing outside: redone after a crash, it
+comes out the same. Its commit is left to the next step's, which writes both in one
+transaction (`replayable`); a tool's intent, written ahead, commits it first
+(`EventLog.defer`). A turn of bench_serve's flow commits 4 times instead of 8, and the
+session is still always exactly at a committed step.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from cgraph.runtime.memory.gateway import MemoryGateway
 from cgraph.runtime.ports import ChatModel, ExitChooser, LLMRequest
 from cgraph.runtime.routes.failures import StepRenderFailed, failed_step
 from cgraph.runtime.routes.graphs import Graphs
-from cgraph.runtime.state.outcomes import Effects, Outcome
+from cgraph.runtime.state.outcomes import Effects, Emit, Outcome
 from cgraph.runtime.state.records import Event
 from cgraph.runtime.state.snapshot import LogPosition, SessionState
 from cgraph.runtime.state.view import View, template_context, view_of
@@ -42,6 +49,17 @@ from cgraph.spec.model import AnyState, Graph
 
 Sink = Callable[[Chunk], None]
 """Where a turn's reply goes as the model writes it (`Session.stream`)."""
+MOVES_ONLY = frozenset({"transition", "annotation", "variables", "recall"})
+"""What a step that only moves emits (a recall reads memories, and may read them again)."""
+
+
+def replayable(events: tuple[Emit, ...]) -> bool:
+    """The step asked no model (its decisions asked nothing: `attempts` 0), called no tool,
+    stored nothing and said nothing: redone, it comes out the same."""
+    return all(
+        e.kind in MOVES_ONLY or (e.kind == "decision" and not e.data.get("attempts", 1))
+        for e in events
+    )
 
 
 class Engine:
@@ -112,7 +130,10 @@ class Engine:
             if applied.done:
                 self._commit(checkpoint=self.state.turn)
                 return
-            self._commit()
+            if replayable(applied.events):
+                self.log.defer(self.state)
+            else:
+                self._commit()
 
     def _prepare(self, model: ChatModel | None) -> None:
         """Before a step: the entered state's `context:`, the summary, the window's start
