@@ -48,13 +48,23 @@ def main(folder: Path, session_id: str) -> None:
             folder / "graph.yaml", model=model, store=store, session_id=session_id
         )
     if session.interrupted is not None:
-        # A turn begun in a replying state still has its first question to ask.
-        turns.started = session.state not in REPLIED
+        # A turn begun in a replying state still has its first question to ask; one killed
+        # after its tool ran (the state it replies from reached) has asked it already.
+        turns.started = session.state not in REPLIED or _tool_ran(session)
         show(session.finish_turn().as_json(), recovered=True)
     for line in sys.stdin:
         turns.started = session.state not in REPLIED  # a new session begins at `call`
         show(session.send(line.strip()).as_json())
     session.close()
+
+
+def _tool_ran(session: Session) -> bool:
+    """Whether the unfinished turn already holds its tool call's outcome."""
+    events = session.events()
+    begun = max(i for i, e in enumerate(events) if e.kind == "user_message")
+    return any(
+        e.kind == "tool_call" and e.data.get("status") in ("done", "failed") for e in events[begun:]
+    )
 
 
 def show(data: dict[str, Any], **marks: Any) -> None:
