@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,7 @@ __all__ = [
     "Chunk",
     "Delta",
     "Event",
+    "Recheck",
     "Retracted",
     "Session",
     "SessionInfo",
@@ -72,6 +73,15 @@ __all__ = [
     "Turn",
 ]
 """Besides `Session`, what its methods return and yield, for front ends to name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recheck:
+    """What `Session.recheck` found: whether the session kept open is still the stored
+    one, and the turn already made for the key asked about, if any."""
+
+    current: bool
+    keyed: Turn | None = None
 
 
 class Session:
@@ -536,9 +546,22 @@ class Session:
         False once another process wrote to it since. A front end that keeps sessions open
         between requests checks it, under the session's lock (`SessionStore.hold`), before
         using one again; a stale one is opened anew with `resume`."""
-        stored = self.store.load(self.id)
-        same = stored.info.created_at == self.info.created_at  # not a new one of that id
-        return same and stored.snapshot.get("seq") == self._engine.log.position().seq
+        return self.recheck().current
+
+    def recheck(self, key: str | None = None) -> Recheck:
+        """`is_current`, and when it is and `key` is given, `turn_with_key(key)`, from one
+        read of the store that decodes neither the log nor the last turn
+        (`SessionStore.standing`): what a front end asks at every request to a session
+        it kept open."""
+        stood = self.store.standing(self.id, None if key is None else str(key))
+        same = stood.created_at == self.info.created_at  # not a new one of that id
+        if not (same and stood.seq == self._engine.log.position().seq):
+            return Recheck(current=False)
+        if stood.keyed is None:
+            return Recheck(current=True)
+        turn, seq = stood.keyed
+        events = self._engine.log.turn_events(turn, since=seq)
+        return Recheck(current=True, keyed=log.build_turn(self.id, turn, events))
 
     def turn_with_key(self, key: str) -> Turn | None:
         """The turn still in effect whose message was sent with this `key`, if any (the

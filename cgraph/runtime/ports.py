@@ -489,6 +489,19 @@ class StoredSession:
     events: list[Event] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """Where a stored session stands, read without its log (`SessionStore.standing`): what
+    a front end that kept a session open checks before using it again."""
+
+    created_at: float
+    """Tells the session from a later one of the same id."""
+    seq: int | None
+    """The `seq` of the last committed step (its snapshot's `seq`)."""
+    keyed: tuple[int, int] | None = None
+    """`turn_of_key`'s answer for the key asked about, read with the rest."""
+
+
 @runtime_checkable
 class SessionStore(Protocol):
     """The checkpoint store behind sessions: an append-only event log, the last snapshot,
@@ -547,6 +560,12 @@ class SessionStore(Protocol):
     def turn_of_key(self, session_id: str, key: str) -> tuple[int, int] | None:
         """(turn, seq of its user message) of the turn in effect sent with idempotency
         `key`, or None."""
+        ...
+
+    def standing(self, session_id: str, key: str | None = None) -> Standing:
+        """Where the session stands, and (with `key`) the turn sent with that key, in one
+        read that decodes the snapshot only: what a front end checks, at every request,
+        before it uses a session it kept open. `SessionNotFound` if absent."""
         ...
 
     def checkpoint(self, session_id: str, turn: int) -> dict[str, Any] | None:

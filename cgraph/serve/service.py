@@ -104,8 +104,8 @@ class Service:
 
     def send(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
         self.rate.take(user)
-        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid) as session:
-            found = session.turn_with_key(key) if key is not None else None
+        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid, key) as opened:
+            session, found = opened
             if found is not None:
                 return _turn(found, session, replayed=True)
             return _turn(session.send(text, key=key), session)
@@ -115,9 +115,9 @@ class Service:
         (nothing before it was said to the client), `delta`s, `retracted`, `tools`, then
         one `turn`."""
         self.rate.take(user)
-        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid) as session:
+        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid, key) as opened:
+            session, found = opened
             emit("open", {})
-            found = session.turn_with_key(key) if key is not None else None
             if found is not None:
                 emit("turn", _turn(found, session, replayed=True))
                 return
@@ -152,7 +152,8 @@ class Service:
 
     def undo(self, user: str, sid: str) -> dict[str, Any]:
         self.rate.take(user)
-        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid) as session:
+        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid) as opened:
+            session = opened[0]
             taken = session.undo()
             undone = taken.as_json() if taken is not None else None
             return {"undone": undone, "state": session.state, "turn": session.turn_number}
@@ -170,18 +171,24 @@ class Service:
         return {"sessions": [_listed(i) for i in Session.list_sessions(self.store, user)]}
 
     @contextmanager
-    def _writing(self, user: str, sid: str) -> Iterator[Session]:
-        """The session to write to, under its lock: the one this process kept open if the
-        store still holds its last step (`Session.is_current`), else opened from the store
-        (finishing a turn a killed process left). Kept open again when the request
-        succeeds; after a failure the next request opens it from the store."""
+    def _writing(
+        self, user: str, sid: str, key: str | None = None
+    ) -> Iterator[tuple[Session, Turn | None]]:
+        """The session to write to, under its lock, and the turn already made for `key`:
+        the session this process kept open if the store still holds its last step, the
+        key looked up in the same read (`Session.recheck`), else the session opened from
+        the store (finishing a turn a killed process left) and the key looked up after.
+        Kept open again when the request succeeds; after a failure the next request opens
+        it from the store."""
         kept = self.open.take(sid)
-        if kept is not None and kept.user_id == user and kept.is_current():
+        checked = kept.recheck(key) if kept is not None and kept.user_id == user else None
+        if kept is not None and checked is not None and checked.current:
             kept.recovered = None  # reported by the request that recovered it
-            session = kept
+            session, found = kept, checked.keyed
         else:
             session = self._open(user, sid)
-        yield session
+            found = session.turn_with_key(key) if key is not None else None
+        yield session, found
         self.open.keep(session)
 
     def opened(self, user: str, sid: str) -> Session:

@@ -10,7 +10,7 @@ from typing import Any
 from cgraph.backends.store.locks import ThreadLocks
 from cgraph.backends.store.rows import dumps, in_effect, key_of, last_at, place, summary_row
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
-from cgraph.runtime.ports import SessionInfo, StoredSession
+from cgraph.runtime.ports import SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
 
 
@@ -97,6 +97,12 @@ class InMemorySessionStore:
 
     def turn_of_key(self, session_id: str, key: str) -> tuple[int, int] | None:
         return self._keys.get((session_id, str(key)))
+
+    def standing(self, session_id: str, key: str | None = None) -> Standing:
+        info = self._require(session_id)
+        seq = json.loads(self._snapshots[session_id]).get("seq")
+        keyed = None if key is None else self.turn_of_key(session_id, key)
+        return Standing(info.created_at, seq, keyed)
 
     def checkpoint(self, session_id: str, turn: int) -> dict[str, Any] | None:
         text = self._checkpoints.get((session_id, turn))

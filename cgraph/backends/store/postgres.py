@@ -50,7 +50,7 @@ from cgraph.backends.store.packing import (
 )
 from cgraph.backends.store.rows import in_effect, key_of, last_at, place, summary_row
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
-from cgraph.runtime.ports import SessionInfo, StoredSession
+from cgraph.runtime.ports import SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
 
 MIGRATIONS: tuple[str, ...] = (
@@ -180,6 +180,12 @@ FROM cgraph_sessions s
 LEFT JOIN cgraph_log e ON e.sid = s.key AND e.seq >= s.turn_seq
 WHERE s.id = %s ORDER BY e.seq
 """
+_STANDING = """
+SELECT s.created_at, s.snapshot, k.turn, k.seq FROM cgraph_sessions s
+LEFT JOIN cgraph_keys k ON k.sid = s.key AND k.key = %s WHERE s.id = %s
+"""
+"""Where a session stands and the turn of a key (`standing`): one statement, not a `load`
+and a `turn_of_key`."""
 _KEY = "(SELECT key FROM cgraph_sessions WHERE id = %s)"
 """A session's number, from its id."""
 _DELETE = """
@@ -391,6 +397,15 @@ class PostgresStore:
             session_id,
         )
         return (int(rows[0][0]), int(rows[0][1])) if rows else None
+
+    def standing(self, session_id: str, key: str | None = None) -> Standing:
+        found = None if key is None else str(key)
+        rows = self._fetch(_STANDING, (found, session_id), session_id)
+        if not rows:
+            raise SessionNotFound(f"no session `{session_id}` in {self.where}")
+        created_at, snapshot, turn, seq = rows[0]
+        keyed = None if turn is None else (int(turn), int(seq))
+        return Standing(created_at, unpack(snapshot).get("seq"), keyed)
 
     def checkpoint(self, session_id: str, turn: int) -> dict[str, Any] | None:
         rows = self._fetch(

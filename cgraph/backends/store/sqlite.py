@@ -30,7 +30,7 @@ from cgraph.backends.store.rows import (
     summary_row,
 )
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
-from cgraph.runtime.ports import SessionInfo, StoredSession
+from cgraph.runtime.ports import SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
 
 Synchronous = Literal["OFF", "NORMAL", "FULL"]
@@ -193,6 +193,18 @@ class SQLiteStore:
                 "SELECT turn, seq FROM keys WHERE session=? AND key=?", (session_id, str(key))
             ).fetchone()
         return (int(row[0]), int(row[1])) if row else None
+
+    def standing(self, session_id: str, key: str | None = None) -> Standing:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT s.created_at, s.snapshot, k.turn, k.seq FROM sessions s"
+                " LEFT JOIN keys k ON k.session = s.id AND k.key = ? WHERE s.id = ?",
+                (None if key is None else str(key), session_id),
+            ).fetchone()
+        if row is None:
+            raise SessionNotFound(f"no session `{session_id}` in {self.path}")
+        keyed = None if row[2] is None else (int(row[2]), int(row[3]))
+        return Standing(row[0], json.loads(row[1]).get("seq"), keyed)
 
     def delete(self, session_id: str) -> bool:
         with self._transaction() as db:

@@ -102,6 +102,26 @@ def test_messages_and_keys_follow_an_undo(store: SessionStore) -> None:
     assert store.checkpoint("s", 2) is not None
 
 
+def test_standing_is_the_last_step_and_a_key_in_one_read(store: SessionStore) -> None:
+    log, other = Log(store, "s"), Log(store, "t")
+    other.turn(1, "elsewhere", key="k2")
+    first = log.turn(1, "one", key="k1")
+    stood = store.standing("s", "k1")
+    assert (stood.created_at, stood.keyed) == (1.0, (1, first))
+    assert store.standing("s").keyed is None and store.standing("s", "k2").keyed is None
+    assert stood.seq is None  # a snapshot without a `seq`: as stored
+    said = log.event(2, "user_message", text="two")
+    snapshot = {**log.snapshot(2, said.seq), "seq": said.seq + 1}
+    store.commit("s", [said], snapshot)
+    assert store.standing("s", "k1").seq == said.seq + 1
+    restored = store.checkpoint("s", 0)
+    assert restored is not None
+    log.undo(1, {**restored, "messages": 0})
+    assert store.standing("s", "k1").keyed is None  # an undone turn's key is free again
+    with pytest.raises(SessionNotFound):
+        store.standing("nobody", "k1")
+
+
 def test_a_deleted_session_leaves_nothing_and_others_stay(store: SessionStore) -> None:
     mine, theirs = Log(store, "s", "ann"), Log(store, "t", "bob")
     mine.turn(1, "hello", key="k")
