@@ -29,6 +29,7 @@ from cgraph.backends.offline.calibration import Calibration
 from cgraph.backends.offline.memories import extract_memories
 from cgraph.backends.offline.options import as_user, lent_acts
 from cgraph.backends.offline.policy import answer, decide
+from cgraph.backends.offline.reading import is_question
 from cgraph.backends.offline.reasons import of_verdict, reason
 from cgraph.backends.offline.silent import decide_silently
 from cgraph.backends.offline.slots import extract, refusals
@@ -165,9 +166,15 @@ class OfflineChooser:
         if filled and len(own) == 1 and choice.exit in (STAY, CLARIFY):
             # What the state asks for is given: its one way on is taken.
             return replace(choice, exit=own[0].id, reason=reason("slots_filled", best=own[0].id))
-        if valid & set(question.collect) and choice.exit in anywhere:
+        # Exits that leave before the state is answered: the global ones, and the state's
+        # own `early` ones unless the message is a question (an aside such as "are you
+        # open at 5?" asks; an answer such as "we are 3" gives).
+        aside = is_question(question.user_messages[-1])
+        early = {o.id for o in question.options if o.anywhere or (o.early and not aside)}
+        if valid & set(question.collect) and choice.exit in early:
             # A message that gives what this state asks for answers this state first
-            # ("yes please", "the 2:30 one"), however near a global exit its words fall.
+            # ("yes please", "the 2:30 one", "we are 3"), however near such an exit its
+            # words fall.
             return replace(choice, exit=STAY, reason=reason("slots_given"), candidates=())
         if filled and choice.exit == CLARIFY:
             # The message answers the state: it goes on (its `when:` exits), not asked about

@@ -412,3 +412,50 @@ def test_an_interruptions_values_are_no_answer_to_the_state_it_interrupts(
     assert turn.path == ("ask_name", "remove_first", "ask_name")
     assert turn.reply == "Removed. And the name of @sam?"
     assert session.variables["handle"] == "@sam"
+
+
+HOURS = """\
+cgraph: 1
+name: hours
+start: ask_party_size
+slots:
+  party_size: {type: integer, minimum: 1, maximum: 12}
+states:
+  ask_party_size:
+    type: action
+    objective: Find out how many people are coming.
+    collect: [party_size]
+    say: How many of you will there be?
+    exit_conditions:
+      - description: The guest asks when the restaurant is open.
+        examples: ["When are you open?", "What are your opening hours?", "Are you open on Sunday?"]
+        next_state: opening_hours
+        early: true
+        resume: true
+      - next_state: booked
+  opening_hours:
+    type: annotation
+    objective: Tell the guest the opening hours.
+    say: We are open every day from noon to 11 pm.
+    next_state: RESUME
+  booked:
+    type: annotation
+    objective: Confirm the booking.
+    say: A table for {{ party_size }}, booked.
+    next_state: END
+"""
+
+
+@pytest.mark.parametrize(
+    ("said", "path"),
+    [
+        ("We are 3", ("ask_party_size", "booked")),  # an answer, however near the aside
+        ("Are you open at 5?", ("ask_party_size", "opening_hours", "ask_party_size")),
+        ("Are you open on Sunday?", ("ask_party_size", "opening_hours", "ask_party_size")),
+    ],
+)
+def test_offline_a_slot_answer_beats_an_early_aside_and_a_question_does_not(
+    tmp_path: Path, said: str, path: tuple[str, ...]
+) -> None:
+    session = Session.start(write(tmp_path, actions(HOURS)), model="semantic")
+    assert session.send(said).path == path
