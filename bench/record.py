@@ -62,12 +62,30 @@ def write(name: str, printed: str) -> Path:
     command = shlex.join(["python", str(shown), *sys.argv[1:]])
     text = (
         f"<!-- Written by {shown}: run it again to rewrite this file. -->\n\n"
-        f"```text\n{printed.rstrip()}\n```\n\n"
+        f"{as_markdown(printed)}\n\n"
         f"*Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()}, "
         f"by `{command}`.*\n"
     )
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def as_markdown(printed: str) -> str:
+    """What a bench printed, for the docs: its Markdown tables (runs of lines that start
+    with `|`) as tables, everything else as it was printed, in text blocks."""
+    parts: list[str] = []
+    run: list[str] = []
+    table = False
+    for line in [*printed.rstrip().split("\n"), None]:
+        is_row = line is not None and line.lstrip().startswith("|")
+        if line is None or is_row != table:
+            text = "\n".join(run).strip("\n")
+            if text.strip():
+                parts.append(text.strip() if table else f"```text\n{text}\n```")
+            run, table = [], is_row
+        if line is not None:
+            run.append(line)
+    return "\n\n".join(parts)
 
 
 def machine() -> str:
