@@ -31,7 +31,7 @@ def looked(
         "session": session.id,
         "graph": session.graph.name,
         "state": state,
-        "type": getattr(session.current_state(), "type", None),
+        "type": None if session.completed else getattr(session.current_state(), "type", None),
         "completed": session.completed,
         "turn": session.turn_number,
         "variables": session.variables,

@@ -97,3 +97,50 @@ def test_open_interruptions_are_shown_where_they_come_back_to(
         send(page, "Yes, delete.", 4)
         assert "then back to hub" in str(page.text_content("#now-state"))
         page.screenshot(path=str(shots(tmp_path) / "studio-interrupted.png"))
+
+
+PATIENCE = """\
+cgraph: 1
+name: patience
+start: ask
+states:
+  ask:
+    type: action
+    objective: Learn the order number.
+    actions: [Ask for the order number.]
+    intra_state_navigation_guidelines: []
+    action_guidelines: []
+    boundary_constraints: []
+    say: What is your order number?
+    max_turns: 2
+    on_limit: person
+    exit_conditions:
+      - description: The customer gives the order number.
+        examples: ["It's 12345.", "Order 555"]
+        next_state: done
+  person:
+    type: annotation
+    objective: Hand over.
+    say: Let me put you through to a person.
+    next_state: END
+  done:
+    type: annotation
+    objective: Thank.
+    say: Thanks.
+    next_state: END
+"""
+
+
+def test_a_guard_that_routed_the_turn_is_marked_and_named(chromium: Any, tmp_path: Path) -> None:
+    (tmp_path / "patience.yaml").write_text(PATIENCE)
+    args = ("studio", "patience.yaml", "--no-browser", "--store", str(tmp_path / "store"))
+    with studio_process(*args, folder=tmp_path, cwd=tmp_path) as studio:
+        page = opened(chromium, studio)
+        for turn, text in enumerate(["hmm", "I don't know"], 1):
+            assert "guard" not in str(send(page, text, turn).locator("summary").text_content())
+        why = send(page, "no idea", 3)
+        assert "guard" in str(why.locator(".tag.warn").first.text_content())
+        guard = str(why.locator(".line.guard").text_content())
+        assert "max_turns stopped or re-routed this turn" in guard, guard
+        assert str(page.text_content("#now-state")).startswith("END ·")  # no state type
+        page.screenshot(path=str(shots(tmp_path) / "studio-guard.png"))
