@@ -63,3 +63,16 @@ def shots(default: Path) -> Path:
     folder = Path(os.environ.get("CGRAPH_STUDIO_SHOTS") or default)
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@contextmanager
+def browser_page(chromium: Any, wait_ms: float) -> Iterator[Any]:
+    """A page in a context of its own; the test fails if a script on it raised."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 860})
+    page = context.new_page()
+    page.set_default_timeout(wait_ms)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert errors == [], errors

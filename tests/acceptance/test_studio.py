@@ -20,7 +20,7 @@ import pytest
 from tests.commands import CGRAPH, ran
 from tests.conftest import GRAPHS
 from tests.serving import Server
-from tests.studio import browser, shots, studio_process
+from tests.studio import browser_page, shots, studio_process
 
 pytestmark = pytest.mark.slow
 
@@ -46,24 +46,12 @@ def studio(folder: Path) -> Iterator[Server]:
         yield running
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as launched:
-        yield launched
-
-
 @pytest.fixture
 def page(chromium: Any, studio: Server) -> Iterator[Any]:
-    context = chromium.new_context(viewport={"width": 1400, "height": 860})
-    opened = context.new_page()
-    opened.set_default_timeout(WAIT_MS)
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.goto(f"{studio.url}/studio")
-    opened.wait_for_selector("body[data-ready='1']")
-    yield opened
-    context.close()
-    assert errors == [], errors
+    with browser_page(chromium, WAIT_MS) as opened:
+        opened.goto(f"{studio.url}/studio")
+        opened.wait_for_selector("body[data-ready='1']")
+        yield opened
 
 
 @pytest.fixture

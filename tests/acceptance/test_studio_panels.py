@@ -15,17 +15,11 @@ import pytest
 
 from tests.conftest import GRAPHS
 from tests.serving import Server
-from tests.studio import browser, shots, studio_process
+from tests.studio import browser_page, shots, studio_process
 
 pytestmark = pytest.mark.slow
 
 WAIT_MS = 30_000
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as launched:
-        yield launched
 
 
 @contextmanager
@@ -38,12 +32,12 @@ def studied(tmp_path: Path, graph: str, *others: str) -> Iterator[Server]:
         yield running
 
 
-def opened(chromium: Any, studio: Server) -> Any:
-    page = chromium.new_context(viewport={"width": 1400, "height": 860}).new_page()
-    page.set_default_timeout(WAIT_MS)
-    page.goto(f"{studio.url}/studio")
-    page.wait_for_selector("body[data-ready='1']")
-    return page
+@contextmanager
+def opened(chromium: Any, studio: Server) -> Iterator[Any]:
+    with browser_page(chromium, WAIT_MS) as page:
+        page.goto(f"{studio.url}/studio")
+        page.wait_for_selector("body[data-ready='1']")
+        yield page
 
 
 def send(page: Any, text: str, turn: int) -> Any:
@@ -57,8 +51,10 @@ def send(page: Any, text: str, turn: int) -> Any:
 def test_slots_filled_and_tools_called_are_shown_under_the_reply(
     chromium: Any, tmp_path: Path
 ) -> None:
-    with studied(tmp_path, "restaurant_reservation.yaml") as studio:
-        page = opened(chromium, studio)
+    with (
+        studied(tmp_path, "restaurant_reservation.yaml") as studio,
+        opened(chromium, studio) as page,
+    ):
         why = send(page, "Table for 4 at 7 pm", 1 + 1)  # turn 1 is the opening (it speaks first)
         summary = str(why.locator("summary").text_content())
         assert "1 tool call" in summary and "slots" in summary, summary
@@ -73,8 +69,7 @@ def test_slots_filled_and_tools_called_are_shown_under_the_reply(
 def test_memories_recalled_are_shown_with_their_tier_and_score(
     chromium: Any, tmp_path: Path
 ) -> None:
-    with studied(tmp_path, "companion.yaml") as studio:
-        page = opened(chromium, studio)
+    with studied(tmp_path, "companion.yaml") as studio, opened(chromium, studio) as page:
         send(page, "Hi, I am writing a novel and I am on chapter two.", 1)
         why = send(page, "I finished the first chapter of my novel!", 2)
         assert "recalled" in str(why.locator("summary").text_content())
@@ -86,8 +81,10 @@ def test_memories_recalled_are_shown_with_their_tier_and_score(
 def test_open_interruptions_are_shown_where_they_come_back_to(
     chromium: Any, tmp_path: Path
 ) -> None:
-    with studied(tmp_path, "contacts.yaml", "add_contact.yaml", "remove_contact.yaml") as studio:
-        page = opened(chromium, studio)
+    with (
+        studied(tmp_path, "contacts.yaml", "add_contact.yaml", "remove_contact.yaml") as studio,
+        opened(chromium, studio) as page,
+    ):
         for turn, text in enumerate(["Can you save a new contact for me?", "@sam"], 1):
             send(page, text, turn)
         assert "then back to hub" in str(page.text_content("#now-state"))
@@ -134,8 +131,10 @@ states:
 def test_a_guard_that_routed_the_turn_is_marked_and_named(chromium: Any, tmp_path: Path) -> None:
     (tmp_path / "patience.yaml").write_text(PATIENCE)
     args = ("studio", "patience.yaml", "--no-browser", "--store", str(tmp_path / "store"))
-    with studio_process(*args, folder=tmp_path, cwd=tmp_path) as studio:
-        page = opened(chromium, studio)
+    with (
+        studio_process(*args, folder=tmp_path, cwd=tmp_path) as studio,
+        opened(chromium, studio) as page,
+    ):
         for turn, text in enumerate(["hmm", "I don't know"], 1):
             assert "guard" not in str(send(page, text, turn).locator("summary").text_content())
         why = send(page, "no idea", 3)

@@ -17,7 +17,7 @@ import yaml
 from tests.commands import CGRAPH, ran
 from tests.conftest import FIXTURES
 from tests.serving import Server
-from tests.studio import browser, shots, studio_process
+from tests.studio import browser_page, shots, studio_process
 
 pytestmark = pytest.mark.slow
 
@@ -88,22 +88,10 @@ def server(folder: Path) -> Iterator[Server]:
         yield running
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as launched:
-        yield launched
-
-
 @pytest.fixture
 def page(chromium: Any, server: Server) -> Iterator[Any]:
-    context = chromium.new_context(viewport={"width": 1400, "height": 860})
-    opened = context.new_page()
-    opened.set_default_timeout(30_000)
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    yield opened
-    context.close()
-    assert errors == [], errors
+    with browser_page(chromium, 30_000) as opened:
+        yield opened
 
 
 def view_box(page: Any) -> list[float]:
