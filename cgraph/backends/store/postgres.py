@@ -48,7 +48,7 @@ from cgraph.backends.store.packing import (
     unpack,
     unpack_events,
 )
-from cgraph.backends.store.rows import in_effect, key_of, last_at, place, summary_row
+from cgraph.backends.store.rows import in_effect, info_row, key_of, last_at, place
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
 from cgraph.runtime.ports import SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
@@ -364,7 +364,7 @@ class PostgresStore:
             raise SessionNotFound(f"no session `{session_id}` in {self.where}")
         snapshot, since = unpack(rows[0][7]), rows[0][8]
         events = [e for r in rows if r[9] is not None for e in _events(session_id, r[9], since)]
-        return StoredSession(_info(rows[0], snapshot), snapshot, events)
+        return StoredSession(info_row(rows[0], snapshot), snapshot, events)
 
     def events(self, session_id: str, *, after: int = -1, limit: int | None = None) -> list[Event]:
         # A row holds one step's events, at least one: `limit` rows hold `limit` events.
@@ -421,7 +421,7 @@ class PostgresStore:
             rows = self._fetch(query + " WHERE user_id = %s ORDER BY updated_at DESC", (user_id,))
         else:
             rows = self._fetch(query + " ORDER BY updated_at DESC", ())
-        return [_info(r, unpack(r[7])) for r in rows]
+        return [info_row(r, unpack(r[7])) for r in rows]
 
     def delete(self, session_id: str) -> bool:
         self._steps.pop(session_id, None)
@@ -584,16 +584,3 @@ def _where(url: str) -> str:
 def _events(session_id: str, data: bytes, since: int) -> list[Event]:
     """A row's events from `since` on (a row may begin before a page or a turn does)."""
     return [e for e in unpack_events(session_id, data) if e.seq >= since]
-
-
-def _info(row: Sequence[Any], snapshot: dict[str, Any]) -> SessionInfo:
-    base = SessionInfo(
-        id=row[0],
-        user_id=row[1],
-        graph=row[2],
-        graph_name=row[3],
-        model=row[4],
-        created_at=row[5],
-        updated_at=row[6],
-    )
-    return summary_row(base, snapshot, row[6])

@@ -29,6 +29,21 @@ def summary_row(info: SessionInfo, snapshot: dict[str, Any], at: float) -> Sessi
     )
 
 
+def info_row(row: Sequence[Any], snapshot: dict[str, Any]) -> SessionInfo:
+    """A `sessions` row (id, user, graph, graph name, model, created, updated, ...) with
+    its snapshot, as the store's `SessionInfo` (the SQL stores select the same columns)."""
+    base = SessionInfo(
+        id=row[0],
+        user_id=row[1],
+        graph=row[2],
+        graph_name=row[3],
+        model=row[4],
+        created_at=row[5],
+        updated_at=row[6],
+    )
+    return summary_row(base, snapshot, row[6])
+
+
 def last_at(events: Sequence[Event], default: float) -> float:
     return events[-1].at if events else default
 

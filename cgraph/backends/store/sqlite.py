@@ -23,11 +23,11 @@ from cgraph.backends.store.rows import (
     SCHEMA_VERSION,
     dumps,
     in_effect,
+    info_row,
     key_of,
     last_at,
     place,
     replayed,
-    summary_row,
 )
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
 from cgraph.runtime.ports import SessionInfo, Standing, StoredSession
@@ -166,7 +166,7 @@ class SQLiteStore:
                 (session_id, int(snapshot.get("turn_seq", 0))),
             ).fetchall()
         events = [_event(session_id, r) for r in rows]
-        return StoredSession(_info(row, snapshot), snapshot, events)
+        return StoredSession(info_row(row, snapshot), snapshot, events)
 
     def events(self, session_id: str, *, after: int = -1, limit: int | None = None) -> list[Event]:
         with self._lock:
@@ -231,7 +231,7 @@ class SQLiteStore:
             query, args = query + " WHERE user_id=?", (user_id,)
         with self._lock:
             rows = self._db.execute(query + " ORDER BY updated_at DESC", args).fetchall()
-        return [_info(r, json.loads(r[7])) for r in rows]
+        return [info_row(r, json.loads(r[7])) for r in rows]
 
     @contextmanager
     def hold(self, session_id: str, *, wait: float = 0.0) -> Iterator[None]:
@@ -304,7 +304,7 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
         )
     older = db.execute("SELECT 1 FROM sqlite_master WHERE name='events'").fetchone() is not None
     older = older and version < SCHEMA_VERSION
-    if older and "msg" not in {row[1] for row in db.execute("PRAGMA table_info(events)")}:
+    if older and "msg" not in {row[1] for row in db.execute("PRAGMA tableinfo_row(events)")}:
         db.execute("ALTER TABLE events ADD COLUMN msg INTEGER")
     # One statement at a time: `executescript` would commit the migration's transaction.
     for statement in (_SCHEMA + _INDEXES).split(";"):
@@ -330,19 +330,6 @@ def _event(session_id: str, row: tuple[Any, ...]) -> Event:
     return Event.model_construct(
         seq=seq, session=session_id, turn=turn, kind=kind, at=at, data=json.loads(data)
     )
-
-
-def _info(row: tuple[Any, ...], snapshot: dict[str, Any]) -> SessionInfo:
-    base = SessionInfo(
-        id=row[0],
-        user_id=row[1],
-        graph=row[2],
-        graph_name=row[3],
-        model=row[4],
-        created_at=row[5],
-        updated_at=row[6],
-    )
-    return summary_row(base, snapshot, row[6])
 
 
 def migrate_file(path: Path) -> tuple[int, int]:
