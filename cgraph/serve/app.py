@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import signal
 import threading
@@ -28,14 +29,17 @@ import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from cgraph.serve import openapi
 from cgraph.serve.limits import MAX_BODY_BYTES, message, parsed, session_id, text_field, too_large
+from cgraph.serve.metrics import CONTENT_TYPE
 from cgraph.serve.options import LOCAL_USER, digest, read_tokens
 from cgraph.serve.problems import Problem, body, problem_of
+from cgraph.serve.reporting import reporting
 from cgraph.serve.service import Service
+from cgraph.serve.watch import Answered
 
 DRAIN_SECONDS = 30.0
 """Longest a SIGTERM waits for the turns in flight before the process stops anyway."""
@@ -72,6 +76,8 @@ class Gate:
     loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     tasks: set[asyncio.Future[None]] = field(default_factory=set, repr=False)
     """Streamed turns running in their threads (kept so none is collected midway)."""
+    home: str = "/openapi.json"
+    """Where `GET /` sends a visitor: the studio when it is served, else this description."""
 
     def started(self, task: asyncio.Future[None]) -> None:
         """Count `task` in flight until it is done."""
@@ -123,7 +129,7 @@ async def _body(request: Request) -> bytes:
 
 
 async def create(call: Call) -> Response:
-    graph = text_field(call.data, "graph", limit=200)
+    graph = str(text_field(call.data, "graph", limit=200, schema=openapi.CREATE))
     chosen = session_id(text_field(call.data, "session_id", limit=64, required=False))
     return answer(await call.run(call.service.create, call.user, graph, chosen), 201)
 
@@ -247,6 +253,26 @@ async def described(call: Call) -> Response:
     return answer(openapi.document(ROUTES))
 
 
+async def home(call: Call) -> Response:
+    return RedirectResponse(call.gate.home, status_code=307)
+
+
+async def metrics(call: Call) -> Response:
+    counted, wanted = call.service.watch.metrics, call.service.options.metrics_token
+    if counted is None:
+        raise Problem(404, "metrics_off", "metrics are off (the server runs with --no-metrics)")
+    if wanted is not None:
+        scheme, _, token = call.request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip(), wanted):
+            raise Problem(
+                401,
+                "unauthorized",
+                "send Authorization: Bearer METRICS_TOKEN (--metrics-token)",
+                (("www-authenticate", "Bearer"),),
+            )
+    return Response(counted.text(), media_type=CONTENT_TYPE)
+
+
 ROUTES: tuple[openapi.Endpoint, ...] = (
     openapi.Endpoint("POST", "/v1/sessions", create, "Start a session", openapi.CREATE, 201),
     openapi.Endpoint("GET", "/v1/sessions", sessions, "The caller's sessions"),
@@ -276,6 +302,17 @@ ROUTES: tuple[openapi.Endpoint, ...] = (
     openapi.Endpoint("GET", "/healthz", healthz, "The process is up", public=True),
     openapi.Endpoint("GET", "/readyz", readyz, "Store and memory reachable", public=True),
     openapi.Endpoint("GET", "/openapi.json", described, "This description"),
+    openapi.Endpoint(
+        "GET",
+        "/metrics",
+        metrics,
+        "Prometheus metrics (no API token; `--metrics-token` sets one of their own)",
+        public=True,
+        returns="text/plain",
+    ),
+    openapi.Endpoint(
+        "GET", "/", home, "Redirects to the studio, or to this description", status=307, public=True
+    ),
 )
 
 
@@ -283,20 +320,50 @@ def _gated(
     endpoint: openapi.Endpoint, service: Service, gate: Gate
 ) -> Callable[[Request], Awaitable[Response]]:
     async def handle(request: Request) -> Response:
+        with service.watch.request(request, endpoint.path) as answered:
+            response = await _answered(request, answered)
+            answered.status = response.status_code
+            response.headers["x-request-id"] = answered.request_id
+            return response
+
+    async def _answered(request: Request, answered: Answered) -> Response:
         if gate.draining:
             return failed(Problem(503, "draining", "the server is stopping; try another"))
         gate.in_flight += 1
+        answered.session = request.path_params.get("id")
         try:
             user = LOCAL_USER if endpoint.public else gate.user(request)
+            answered.user = None if endpoint.public else user
             data = parsed(await _body(request)) if request.method == "POST" else {}
             response: Response = await endpoint.handler(Call(request, user, data, service, gate))
             return response
         except Exception as error:
-            return failed(problem_of(error, str(request.path_params.get("id", ""))))
+            problem = problem_of(error, str(request.path_params.get("id", "")))
+            answered.error_id = problem.error_id
+            return failed(problem)
         finally:
             gate.in_flight -= 1
 
     return handle
+
+
+def _by_path(endpoints: tuple[openapi.Endpoint, ...], service: Service, gate: Gate) -> list[Route]:
+    """One route per path, answering each of its methods (any other is a 405 whose `Allow`
+    names them all)."""
+    handlers: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
+    for e in endpoints:
+        handlers.setdefault(e.path, {})[e.method] = _gated(e, service, gate)
+
+    def dispatch(
+        methods: dict[str, Callable[[Request], Awaitable[Response]]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            method = "GET" if request.method == "HEAD" else request.method
+            return await methods[method](request)
+
+        return handle
+
+    return [Route(path, dispatch(m), methods=list(m)) for path, m in handlers.items()]
 
 
 def build(
@@ -306,6 +373,8 @@ def build(
     the `extra` endpoints behind the same gate (the studio's; not in `/openapi.json`)."""
     tokens = read_tokens(Path(tokens_file)) if tokens_file else None
     gate = Gate(tokens, anyio.CapacityLimiter(service.options.threads))
+    gate.home = next((e.path for e in extra if e.path.startswith("/studio")), "/openapi.json")
+    service.watch = reporting(service.options)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -315,13 +384,16 @@ def build(
 
     async def not_found(request: Request, error: Exception) -> Response:
         status = error.status_code if isinstance(error, HTTPException) else 500
-        code = {404: "no_route", 405: "method_not_allowed"}.get(status, "bad_request")
+        if status == 405 and isinstance(error, HTTPException):
+            allowed = (error.headers or {}).get("Allow", "")
+            said = f"{request.method} {request.url.path}: this endpoint takes {allowed}"
+            return failed(Problem(405, "method_not_allowed", said, (("allow", allowed),)))
+        code = {404: "no_route"}.get(status, "bad_request")
         return failed(
             Problem(status, code, f"{request.method} {request.url.path}: no such endpoint")
         )
 
-    served = (*ROUTES, *extra)
-    routes = [Route(e.path, _gated(e, service, gate), methods=[e.method]) for e in served]
+    routes = _by_path((*ROUTES, *extra), service, gate)
     return Starlette(
         routes=routes, lifespan=lifespan, exception_handlers={HTTPException: not_found}
     )

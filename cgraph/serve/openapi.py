@@ -59,6 +59,8 @@ class Endpoint:
     paged: bool = False
     public: bool = False
     """Answered without a token (a load balancer's health checks)."""
+    returns: str = "application/json"
+    """The media type of its answer."""
 
 
 def document(routes: tuple[Endpoint, ...]) -> dict[str, Any]:
@@ -78,7 +80,7 @@ def document(routes: tuple[Endpoint, ...]) -> dict[str, Any]:
 
 
 def _operation(route: Endpoint) -> dict[str, Any]:
-    kind = "text/event-stream" if route.streams else "application/json"
+    kind = "text/event-stream" if route.streams else route.returns
     described = "events `delta`, `retracted`, `tools`, then one `turn`" if route.streams else "OK"
     ok: dict[str, Any] = {"description": described}
     if route.status != 204:

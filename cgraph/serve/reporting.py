@@ -1,0 +1,13 @@
+"""The reporting parts an app's options ask for (`cgraph.serve.watch`): the log always,
+`/metrics` unless `--no-metrics`, traces when the `OTEL_*` variables configure them."""
+
+from __future__ import annotations
+
+from cgraph.serve.metrics import Metrics
+from cgraph.serve.options import ServeOptions
+from cgraph.serve.watch import Part, Watch
+
+
+def reporting(options: ServeOptions) -> Watch:
+    parts: list[Part] = []
+    return Watch(Metrics() if options.metrics else None, tuple(parts), content=options.log_content)
