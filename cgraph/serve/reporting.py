@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from cgraph.serve.metrics import Metrics
 from cgraph.serve.options import ServeOptions
+from cgraph.serve.tracing import from_environment
 from cgraph.serve.watch import Part, Watch
 
 
 def reporting(options: ServeOptions) -> Watch:
     parts: list[Part] = []
+    traced = from_environment(options.trace_content)
+    if traced is not None:
+        parts.append(traced)
     return Watch(Metrics() if options.metrics else None, tuple(parts), content=options.log_content)
