@@ -1,15 +1,22 @@
 """What an operator sees of a real `cgraph serve` process: `/metrics` (read with
-prometheus-client's own parser) and the structured log (`--log-format json`)."""
+prometheus-client's own parser), the structured log (`--log-format json`) and the traces
+it sends to an OTLP/HTTP receiver."""
 
 from __future__ import annotations
 
 import json
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.serving import GRAPHS, SCRIPT, Server, serving
@@ -20,8 +27,57 @@ ANN = "ann-token-0123456789"
 METRICS = "metrics-token-0123456789"
 
 
+class Collector:
+    """An OTLP/HTTP trace receiver: what `POST /v1/traces` brought, decoded from the real
+    protobuf (`opentelemetry-proto`)."""
+
+    def __init__(self) -> None:
+        self.spans: list[Any] = []
+        collector = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                sent = self.rfile.read(int(self.headers["content-length"]))
+                assert self.path == "/v1/traces"
+                assert self.headers["content-type"] == "application/x-protobuf"
+                request = ExportTraceServiceRequest.FromString(sent)
+                for resource in request.resource_spans:
+                    for scope in resource.scope_spans:
+                        collector.spans += [(resource.resource, s) for s in scope.spans]
+                answer = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("content-type", "application/x-protobuf")
+                self.send_header("content-length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def named(self, name: str, trace_id: str, until: float = 10.0) -> list[Any]:
+        """The spans of trace `trace_id` named `name`, once one has come."""
+        deadline = time.monotonic() + until
+        while time.monotonic() < deadline:
+            found = [s for _, s in self.spans if s.name == name and s.trace_id.hex() == trace_id]
+            if found:
+                return found
+            time.sleep(0.05)
+        raise AssertionError(f"no span {name}: {[s.name for _, s in self.spans]}")
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def collector() -> Iterator[Collector]:
+    running = Collector()
+    yield running
+    running.http.shutdown()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, collector: Collector) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("ops")
     tokens = folder / "tokens"
     tokens.write_text(f"{ANN} ann\n")
@@ -31,6 +87,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         *("--memory", "off", "--tokens", str(tokens), "--turns-per-minute", "1000"),
         *("--log-format", "json", "--metrics-token", METRICS),
         folder=folder,
+        OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+        OTEL_SERVICE_NAME="cgraph-test",
+        OTEL_BSP_SCHEDULE_DELAY="50",
     ) as running:
         yield running
 
@@ -120,3 +179,37 @@ def test_one_json_line_per_request_and_turn_with_the_error_id_the_client_got(
     assert {x["message"] for x in five} == {f"error {error_id}: 500 internal", "request"}
     assert any("Traceback" in x.get("traceback", "") for x in five)
     assert "a secret message" not in server.output()  # no message text unless asked
+
+
+def test_traces_reach_an_otlp_receiver_continuing_the_clients_trace(
+    server: Server, collector: Collector
+) -> None:
+    ann = server.client(ANN)
+    sid = ann.post("/v1/sessions", json={"graph": "talk"}).json()["session"]
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    parent = f"00-{trace_id}-00f067aa0ba902b7-01"
+    said = ann.post(
+        f"/v1/sessions/{sid}/messages", json={"text": "hi"}, headers={"traceparent": parent}
+    )
+    assert said.status_code == 200
+    requests = collector.named("POST /v1/sessions/{id}/messages", trace_id)
+    assert len(requests) == 1 and requests[0].parent_span_id.hex() == "00f067aa0ba902b7"
+    (turn,) = collector.named("cgraph.turn", trace_id)
+    assert turn.parent_span_id == requests[0].span_id
+    attributes = {a.key: a.value for a in turn.attributes}
+    assert attributes["cgraph.session"].string_value == sid
+    assert attributes["cgraph.outcome"].string_value == "stayed"
+    children = {s.name: s for _, s in collector.spans if s.parent_span_id == turn.span_id}
+    assert set(children) == {"cgraph.step START", "cgraph.step talk"}
+    step = {a.key: a.value for a in children["cgraph.step talk"].attributes}
+    assert (step["cgraph.exit"].string_value, step["cgraph.reason"].string_value) == (
+        "stay",
+        "stays",
+    )
+    (call,) = [
+        s for _, s in collector.spans if s.parent_span_id == children["cgraph.step talk"].span_id
+    ]
+    assert call.name == f"chat scripted:{SCRIPT}"
+    resource = next(r for r, s in collector.spans if s.span_id == turn.span_id)
+    names = {a.key: a.value.string_value for a in resource.attributes}
+    assert names["service.name"] == "cgraph-test"
