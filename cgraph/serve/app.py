@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from cgraph.serve import openapi
+from cgraph.serve import chat, openapi
 from cgraph.serve.limits import MAX_BODY_BYTES, message, parsed, session_id, text_field, too_large
 from cgraph.serve.metrics import CONTENT_TYPE
 from cgraph.serve.options import LOCAL_USER, digest, read_tokens
@@ -108,8 +108,8 @@ def answer(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(data, status_code=status)
 
 
-def failed(problem: Problem) -> JSONResponse:
-    return JSONResponse(body(problem), status_code=problem.status, headers=dict(problem.headers))
+def failed(problem: Problem, shape: Callable[[Problem], Any] = body) -> JSONResponse:
+    return JSONResponse(shape(problem), status_code=problem.status, headers=dict(problem.headers))
 
 
 async def _body(request: Request) -> bytes:
@@ -144,40 +144,54 @@ async def stream(call: Call) -> Response:
     response starts once the session is open, so a refusal (404, 409) is still a status.
     A client that goes away does not stop the turn: it is committed, and its key finds it."""
     text, key = message(call.data)
+    pieces = await bridged(call, partial(call.service.stream, call.user, call.sid, text, key))
+    first = await anext(pieces)
+    if first[0] == "failed":
+        return failed(problem_of(first[1]["error"], call.sid))
+
+    async def events() -> AsyncIterator[bytes]:
+        async for kind, data in pieces:
+            if kind == "failed":
+                yield _event("error", body(problem_of(data["error"], call.sid)))
+            else:
+                yield _event(kind, data)
+
+    headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+
+async def bridged(
+    call: Call, work: Callable[[Callable[[str, dict[str, Any]], None]], None]
+) -> AsyncIterator[tuple[str, Any]]:
+    """`work(emit)` run in a worker thread (counted in flight until done), what it emits
+    as (kind, data) pairs, then `("failed", {"error": …})` if it raised. The turn goes on
+    when the reader stops reading."""
     send_end, receive_end = anyio.create_memory_object_stream[tuple[str, Any]](64)
 
     def emit(kind: str, data: dict[str, Any]) -> None:
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             anyio.from_thread.run(send_end.send, (kind, data))  # gone: the turn goes on
 
-    def work() -> None:
+    def worked() -> None:
         try:
-            call.service.stream(call.user, call.sid, text, key, emit)
+            work(emit)
         except BaseException as error:
             emit("failed", {"error": error})
         finally:
             anyio.from_thread.run_sync(send_end.close)
 
     async def turn_in_thread() -> None:
-        await call.run(work)
+        await call.run(worked)
 
-    async def events() -> AsyncIterator[bytes]:
+    async def pieces() -> AsyncIterator[tuple[str, Any]]:
         try:
-            async for kind, data in receive_end:
-                if kind == "failed":
-                    problem = problem_of(data["error"], call.sid)
-                    yield _event("error", body(problem))
-                else:
-                    yield _event(kind, data)
+            async for piece in receive_end:
+                yield piece
         finally:
             receive_end.close()
 
     call.gate.started(asyncio.ensure_future(turn_in_thread()))
-    first = await receive_end.receive()
-    if first[0] == "failed":
-        return failed(problem_of(first[1]["error"], call.sid))
-    headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-    return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+    return pieces()
 
 
 def _event(kind: str, data: Any) -> bytes:
@@ -310,6 +324,15 @@ ROUTES: tuple[openapi.Endpoint, ...] = (
         public=True,
         returns="text/plain",
     ),
+    openapi.Endpoint("GET", "/v1/models", chat.models, "The served graphs, as OpenAI models"),
+    openapi.Endpoint(
+        "POST",
+        "/v1/chat/completions",
+        chat.completions,
+        "OpenAI's chat completions: `model` is a graph, the conversation a session",
+        openapi.CHAT,
+        errors=chat.openai_error,
+    ),
     openapi.Endpoint(
         "GET", "/", home, "Redirects to the studio, or to this description", status=307, public=True
     ),
@@ -326,9 +349,11 @@ def _gated(
             response.headers["x-request-id"] = answered.request_id
             return response
 
+    shape = endpoint.errors or body
+
     async def _answered(request: Request, answered: Answered) -> Response:
         if gate.draining:
-            return failed(Problem(503, "draining", "the server is stopping; try another"))
+            return failed(Problem(503, "draining", "the server is stopping; try another"), shape)
         gate.in_flight += 1
         answered.session = request.path_params.get("id")
         try:
@@ -340,7 +365,7 @@ def _gated(
         except Exception as error:
             problem = problem_of(error, str(request.path_params.get("id", "")))
             answered.error_id = problem.error_id
-            return failed(problem)
+            return failed(problem, shape)
         finally:
             gate.in_flight -= 1
 

@@ -238,6 +238,8 @@ def test_the_openapi_description_lists_every_endpoint(server: Server) -> None:
         "/readyz",
         "/openapi.json",
         "/metrics",
+        "/v1/models",
+        "/v1/chat/completions",
         "/",
     }
     assert paths["/v1/sessions/{id}/messages"]["post"]["requestBody"]["content"]

@@ -80,7 +80,7 @@ def collector() -> Iterator[Collector]:
 def server(tmp_path_factory: pytest.TempPathFactory, collector: Collector) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("ops")
     tokens = folder / "tokens"
-    tokens.write_text(f"{ANN} ann\n")
+    tokens.write_text(f"{ANN} ann\n{BOB} bob\n")
     with serving(
         str(GRAPHS),
         *("--store", str(folder / "store"), "--model", f"scripted:{SCRIPT}"),
@@ -213,3 +213,95 @@ def test_traces_reach_an_otlp_receiver_continuing_the_clients_trace(
     resource = next(r for r, s in collector.spans if s.span_id == turn.span_id)
     names = {a.key: a.value.string_value for a in resource.attributes}
     assert names["service.name"] == "cgraph-test"
+
+
+BOB = "bob-token-0123456789"
+
+
+def chat_client(server: Server, token: str = ANN) -> Any:
+    import openai
+
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=token, max_retries=0)
+
+
+def test_the_openai_client_talks_to_a_graph_turn_by_turn(server: Server) -> None:
+    client = chat_client(server)
+    assert [m.id for m in client.models.list()] == ["broken", "greet", "retract", "talk"]
+    said = [{"role": "system", "content": "not replayed"}, {"role": "user", "content": "hi"}]
+    first = client.chat.completions.with_raw_response.create(
+        model="talk", messages=said, user="alice"
+    )
+    answer = first.parse()
+    assert answer.object == "chat.completion" and answer.model == "talk"
+    assert answer.choices[0].message.content == "ok"
+    assert answer.choices[0].finish_reason == "stop"
+    sid = first.headers["x-session-id"]
+    assert (answer.model_extra or {})["cgraph"]["turn"] == 1
+    said += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "again"}]
+    second = client.chat.completions.create(model="talk", messages=said, user="alice")
+    assert (second.model_extra or {})["cgraph"] == {
+        "session": sid,
+        "turn": 2,
+        "state": "talk",
+        "completed": False,
+    }
+    again = client.chat.completions.create(model="talk", messages=said, user="alice")
+    assert (again.model_extra or {})["cgraph"]["replayed"] is True  # sent again: no new turn
+    view = server.client(ANN).get(f"/v1/sessions/{sid}").json()
+    assert [m["content"] for m in view["transcript"]] == ["hi", "ok", "again", "ok"]
+    opened = client.chat.completions.create(
+        model="greet", messages=[{"role": "user", "content": "hey"}]
+    )
+    assert opened.choices[0].message.content == "hello there\n\nhello there"  # it speaks first
+
+
+def test_a_streamed_chat_completion_comes_in_chunks(server: Server) -> None:
+    client = chat_client(server)
+    chunks = list(
+        client.chat.completions.create(
+            model="talk",
+            messages=[{"role": "user", "content": "hi"}],
+            user="streamer",
+            stream=True,
+        )
+    )
+    assert {c.object for c in chunks} == {"chat.completion.chunk"}
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == "ok"
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert [c.choices[0].finish_reason for c in chunks][-1] == "stop"
+
+
+def test_two_users_and_two_tokens_have_their_own_conversations(server: Server) -> None:
+    ann, bob = chat_client(server), chat_client(server, BOB)
+    ids = set()
+    for client, user in ((ann, "carol"), (ann, "dave"), (bob, "carol")):
+        done = client.chat.completions.with_raw_response.create(
+            model="talk", messages=[{"role": "user", "content": "hi"}], user=user
+        )
+        assert (done.parse().model_extra or {})["cgraph"]["turn"] == 1
+        ids.add(done.headers["x-session-id"])
+    assert len(ids) == 3
+    mine = {s["session"] for s in server.client(BOB).get("/v1/sessions").json()["sessions"]}
+    assert len(mine & ids) == 1
+
+
+def test_the_openai_client_raises_its_own_errors(server: Server) -> None:
+    import openai
+
+    hi = [{"role": "user", "content": "hi"}]
+    with pytest.raises(openai.NotFoundError) as wrong:
+        chat_client(server).chat.completions.create(model="tlak", messages=hi)
+    assert wrong.value.code == "model_not_found"
+    assert "did you mean `talk`?" in wrong.value.message
+    with pytest.raises(openai.AuthenticationError) as refused:
+        chat_client(server, "not-a-token-at-all-0000").chat.completions.create(
+            model="talk", messages=hi
+        )
+    assert refused.value.code == "invalid_api_key"
+    with pytest.raises(openai.ConflictError) as other:
+        history = [*hi, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "x"}]
+        chat_client(server).chat.completions.create(model="talk", messages=history, user="new")
+    assert other.value.code == "conversation_mismatch"
+    with pytest.raises(openai.BadRequestError) as unnamed:
+        chat_client(server).chat.completions.create(model="talk", messages=history)
+    assert unnamed.value.code == "no_session"
