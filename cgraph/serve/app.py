@@ -10,7 +10,6 @@ failure is `{"error": {"code", "message"}}` (`cgraph.serve.problems`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import json
 import signal
@@ -33,6 +32,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from cgraph.serve import chat, openapi
+from cgraph.serve.bridge import bridged
 from cgraph.serve.limits import MAX_BODY_BYTES, message, parsed, session_id, text_field, too_large
 from cgraph.serve.metrics import CONTENT_TYPE
 from cgraph.serve.options import LOCAL_USER, digest, read_tokens
@@ -63,6 +63,10 @@ class Call:
     async def run(self, function: Callable[..., Any], *args: Any) -> Any:
         """`function(*args)` in a worker thread (the whole call on one thread)."""
         return await anyio.to_thread.run_sync(partial(function, *args), limiter=self.gate.limiter)
+
+    def started(self, task: asyncio.Future[None]) -> None:
+        """Count `task` (a streamed turn in its thread) in flight until it is done."""
+        self.gate.started(task)
 
 
 @dataclass
@@ -160,40 +164,6 @@ async def stream(call: Call) -> Response:
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
 
-async def bridged(
-    call: Call, work: Callable[[Callable[[str, dict[str, Any]], None]], None]
-) -> AsyncIterator[tuple[str, Any]]:
-    """`work(emit)` run in a worker thread (counted in flight until done), what it emits
-    as (kind, data) pairs, then `("failed", {"error": …})` if it raised. The turn goes on
-    when the reader stops reading."""
-    send_end, receive_end = anyio.create_memory_object_stream[tuple[str, Any]](64)
-
-    def emit(kind: str, data: dict[str, Any]) -> None:
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            anyio.from_thread.run(send_end.send, (kind, data))  # gone: the turn goes on
-
-    def worked() -> None:
-        try:
-            work(emit)
-        except BaseException as error:
-            emit("failed", {"error": error})
-        finally:
-            anyio.from_thread.run_sync(send_end.close)
-
-    async def turn_in_thread() -> None:
-        await call.run(worked)
-
-    async def pieces() -> AsyncIterator[tuple[str, Any]]:
-        try:
-            async for piece in receive_end:
-                yield piece
-        finally:
-            receive_end.close()
-
-    call.gate.started(asyncio.ensure_future(turn_in_thread()))
-    return pieces()
-
-
 def _event(kind: str, data: Any) -> bytes:
     return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
@@ -267,6 +237,18 @@ async def described(call: Call) -> Response:
     return answer(openapi.document(ROUTES))
 
 
+async def deliveries(call: Call) -> Response:
+    hooks = call.service.watch.webhooks
+    if hooks is None:
+        raise Problem(404, "no_webhooks", "this server sends no webhooks (give --webhook URL)")
+    query = call.request.query_params
+    status = query.get("status")
+    if status not in (None, "pending", "delivered", "failed"):
+        raise Problem(422, "invalid_field", "`status` is pending, delivered or failed")
+    limit = min(max(_integer(query.get("limit"), 100, "limit"), 1), 1000)
+    return answer(await call.run(hooks.listed, call.user, status, limit))
+
+
 async def home(call: Call) -> Response:
     return RedirectResponse(call.gate.home, status_code=307)
 
@@ -323,6 +305,12 @@ ROUTES: tuple[openapi.Endpoint, ...] = (
         "Prometheus metrics (no API token; `--metrics-token` sets one of their own)",
         public=True,
         returns="text/plain",
+    ),
+    openapi.Endpoint(
+        "GET",
+        "/v1/webhooks/deliveries",
+        deliveries,
+        "The caller's webhook deliveries, latest first (`?status=failed`, `?limit=`)",
     ),
     openapi.Endpoint("GET", "/v1/models", chat.models, "The served graphs, as OpenAI models"),
     openapi.Endpoint(
@@ -406,6 +394,7 @@ def build(
         gate.loop = asyncio.get_running_loop()
         _drain_on_sigterm(gate)
         yield
+        service.watch.close()
 
     async def not_found(request: Request, error: Exception) -> Response:
         status = error.status_code if isinstance(error, HTTPException) else 500

@@ -18,11 +18,12 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from cgraph.errors import SessionNotFound
+from cgraph.serve.bridge import Running, bridged
 from cgraph.serve.graphs import unknown
 from cgraph.serve.limits import session_id
 from cgraph.serve.problems import Problem, problem_of
@@ -30,7 +31,17 @@ from cgraph.serve.service import Emit, Service
 from cgraph.spec.limits import MAX_MESSAGE_CHARS
 
 if TYPE_CHECKING:
-    from cgraph.serve.app import Call
+    from starlette.requests import Request
+
+
+class Call(Running, Protocol):
+    """A request as the gate hands it over (`cgraph.serve.app.Call`)."""
+
+    request: Request
+    user: str
+    data: dict[str, Any]
+    service: Service
+
 
 TYPES = {401: "invalid_request_error", 429: "rate_limit_error"}
 """OpenAI's error `type` by status (any other 4xx: `invalid_request_error`; 5xx: `server_error`)."""
@@ -220,8 +231,6 @@ async def _streamed(call: Call, request: Asked) -> Response:
     """`chat.completion.chunk` events: the role, the reply's pieces as the model writes them,
     then `finish_reason: stop` and `[DONE]`. A reply refused after its start was shown is
     followed by the one that replaced it (a chat protocol cannot take text back)."""
-    from cgraph.serve.app import bridged
-
     work: Callable[[Emit], Any] = partial(converse, call.service, call.user, request)
     pieces = await bridged(call, work)
     first = await anext(pieces)

@@ -84,6 +84,10 @@ def checked(options: ServeOptions) -> ServeOptions:
         raise ConfigError(f"--log-format {options.log_format}: choose {' or '.join(FORMATS)}")
     if options.metrics_token is not None and len(options.metrics_token) < 16:
         raise ConfigError("--metrics-token must have at least 16 characters")
+    if options.webhooks:
+        from cgraph.serve.webhooks import destinations
+
+        destinations(options.webhooks)
     return options
 
 

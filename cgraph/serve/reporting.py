@@ -1,5 +1,6 @@
 """The reporting parts an app's options ask for (`cgraph.serve.watch`): the log always,
-`/metrics` unless `--no-metrics`, traces when the `OTEL_*` variables configure them."""
+`/metrics` unless `--no-metrics`, traces when the `OTEL_*` variables configure them,
+webhooks for each `--webhook`."""
 
 from __future__ import annotations
 

@@ -84,6 +84,14 @@ class Part(Protocol):
 
     def started(self, graph: str, session: str, user: str) -> None: ...
 
+    def close(self) -> None: ...
+
+
+class Deliveries(Protocol):
+    """The part that sends webhooks, as `GET /v1/webhooks/deliveries` asks it."""
+
+    def listed(self, owner: str, status: str | None, limit: int) -> dict[str, Any]: ...
+
 
 class Watch:
     """The reporting parts of one app: the log always, the others as configured."""
@@ -94,8 +102,16 @@ class Watch:
         parts: tuple[Part, ...] = (),
         *,
         content: bool = False,
+        webhooks: Deliveries | None = None,
     ) -> None:
         self.metrics, self.parts, self.content = metrics, parts, content
+        self.webhooks = webhooks
+        """The part that sends events, for `GET /v1/webhooks/deliveries` (also in `parts`)."""
+
+    def close(self) -> None:
+        """The parts let go (what they still hold is exported or stored)."""
+        for part in self.parts:
+            _safely(part.close)
 
     @contextmanager
     def request(self, request: Request, route: str) -> Iterator[Answered]:
