@@ -338,8 +338,22 @@ def first_turn_texts(graph: Graph) -> list[str]:
     from cgraph.backends.offline.lexicon import CONVERSATIONAL
 
     starts = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
-    texts = [*CONVERSATIONAL, *graph_texts(graph, list(dict.fromkeys(starts)))]
+    # A closing state one move away reads the first message too: it may already end it.
+    closing = [n for s in starts for n in _next_states(graph, s) if _closes(graph, n)]
+    texts = [*CONVERSATIONAL, *graph_texts(graph, list(dict.fromkeys([*starts, *closing])))]
     return [t for t in dict.fromkeys(texts) if t and "{" not in t]
+
+
+def _next_states(graph: Graph, name: str) -> list[str]:
+    state = graph.states.get(name)
+    return [e.next_state for e in getattr(state, "exit_conditions", None) or ()]
+
+
+def _closes(graph: Graph, name: str) -> bool:
+    """An action state whose own exits all end the conversation (a goodbye state)."""
+    state = graph.states.get(name)
+    targets = _next_states(graph, name)
+    return getattr(state, "type", "") == "action" and bool(targets) and set(targets) == {"END"}
 
 
 def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
