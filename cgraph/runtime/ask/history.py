@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import LLMError
 from cgraph.runtime.log.transcript import estimate_tokens
+from cgraph.runtime.needs import Complete, Steps
 from cgraph.runtime.ports import ChatModel, LLMRequest
 from cgraph.runtime.state.outcomes import Effect, Effects, Emit, SetMarks
 from cgraph.runtime.state.snapshot import HistoryMarks
@@ -50,7 +51,7 @@ STATEMENT_CHARS = 240
 
 def before_step(
     prompter: Prompter, marks: HistoryMarks, context: str | None, model: ChatModel | None, here: str
-) -> Effects:
+) -> Steps[Effects]:
     """Before a step: the `context:` strategy of the state just entered, then (with
     `strategy: summarize`) the messages about to leave the window folded into the summary,
     then the window's start moved; the new marks as a `SetMarks` effect (none when nothing
@@ -58,9 +59,9 @@ def before_step(
     effects: list[Effect] = []
     start = marks
     if context is not None:
-        marks, done = apply_context(context, prompter, marks, model, here)
+        marks, done = yield from apply_context(context, prompter, marks, model, here)
         effects += done
-    marks, done = keep_summary(prompter, marks, model, here)
+    marks, done = yield from keep_summary(prompter, marks, model, here)
     effects += done
     moved = prompter.window_start(marks)
     if moved != marks.history_start:
@@ -72,7 +73,7 @@ def before_step(
 
 def keep_summary(
     prompter: Prompter, marks: HistoryMarks, model: ChatModel | None, here: str
-) -> tuple[HistoryMarks, Effects]:
+) -> Steps[tuple[HistoryMarks, Effects]]:
     """With `strategy: summarize`, the messages about to leave the window folded into the
     summary."""
     limits = prompter.root.limits
@@ -81,12 +82,12 @@ def keep_summary(
     start = prompter.window_start(marks)
     if start <= marks.summary_upto:
         return marks, ()
-    return fold(prompter, marks, model, here, start, "window")
+    return (yield from fold(prompter, marks, model, here, start, "window"))
 
 
 def apply_context(
     strategy: str, prompter: Prompter, marks: HistoryMarks, model: ChatModel | None, here: str
-) -> tuple[HistoryMarks, Effects]:
+) -> Steps[tuple[HistoryMarks, Effects]]:
     """A state's `context` strategy, on entry: the window restarts at the newest user message
     (`reset` drops the summary; `reset_with_summary` first folds what came before into it)."""
     if strategy == "keep":
@@ -94,7 +95,7 @@ def apply_context(
     cut = _newest_user(prompter.transcript)
     effects: Effects = ()
     if strategy == "reset_with_summary" and cut > marks.summary_upto:
-        marks, effects = fold(prompter, marks, model, here, cut, strategy)
+        marks, effects = yield from fold(prompter, marks, model, here, cut, strategy)
     elif strategy == "reset" and (marks.summary or marks.summary_upto != cut):
         marks = marks._replace(summary="", summary_upto=cut)
         data = {"state": here, "text": "", "upto": cut, "reason": strategy, "writer": "none"}
@@ -116,12 +117,12 @@ def fold(
     here: str,
     upto: int,
     reason: str,
-) -> tuple[HistoryMarks, Effects]:
+) -> Steps[tuple[HistoryMarks, Effects]]:
     """Fold the messages between the summary's end and `upto` into the summary."""
     older = prompter.transcript[marks.summary_upto : upto]
     budget = prompter.root.limits.history_budget() // 4
     failures: list[Emit] = []
-    text, writer = _written(model, here, marks.summary, older, budget, failures)
+    text, writer = yield from _written(model, here, marks.summary, older, budget, failures)
     if text is None:
         text, writer = extractive(marks.summary, older, budget), "extractive"
     data = {"state": here, "text": text, "upto": upto, "reason": reason, "writer": writer}
@@ -135,12 +136,12 @@ def _written(
     older: Sequence[Message],
     budget: int,
     failures: list[Emit],
-) -> tuple[str | None, str]:
+) -> Steps[tuple[str | None, str]]:
     """The model's summary, or None when it writes none (offline) or fails."""
     if model is None or not model.capabilities.writes_prose:
         return None, ""
     try:
-        raw = model.complete(summary_request(here, previous, older, budget))
+        raw = yield Complete(model, summary_request(here, previous, older, budget))
     except LLMError as err:
         failures.append(_failure(here, err.message))
         return None, ""
