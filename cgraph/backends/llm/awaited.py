@@ -20,6 +20,7 @@ from cgraph.backends.llm.failures import classify
 from cgraph.backends.llm.openai_http import OpenAIHTTP, built, speaks_openai
 from cgraph.backends.llm.providers import load_litellm
 from cgraph.errors import LLMError
+from cgraph.observe import model_call
 from cgraph.runtime.ports import LLMRequest, Whole
 
 
@@ -39,13 +40,26 @@ class Awaited:
     attempts, mode, deadline and answer reading)."""
 
     async def acomplete(self: Any, request: LLMRequest) -> str:
-        response = await self._asend(request)
-        if self._forced_call_ignored(self.mode(), response, request):  # auto moved on
+        with model_call(self.name, request.kind, request.state, request.messages) as noted:
+            before = self.calls
             response = await self._asend(request)
-        return str(self._finished(response, request))
+            if self._forced_call_ignored(self.mode(), response, request):  # auto moved on
+                response = await self._asend(request)
+            text = str(self._finished(response, request))
+            noted.done(self.mode(), self.calls - before, response, text)
+            return text
 
     async def astream(self: Any, request: LLMRequest) -> AsyncIterator[str | Whole]:
-        """`stream`, awaited: the pieces as they come, then the `Whole` answer."""
+        """`stream`, awaited, reported to the watchers of model calls as one call."""
+        messages = request.messages
+        with model_call(self.name, request.kind, request.state, messages, streamed=True) as noted:
+            before = self.calls
+            async for chunk_text in self._astream(request, noted):
+                yield chunk_text
+            noted.mode, noted.attempts = self.mode(), self.calls - before
+
+    async def _astream(self: Any, request: LLMRequest, noted: Any) -> AsyncIterator[str | Whole]:
+        """The pieces as they come, then the `Whole` answer."""
         deadline = self._turn_deadline()
         response = await self._asend(request, stream=True, deadline=deadline)
         mode, size = self.mode(), 0
@@ -85,10 +99,12 @@ class Awaited:
         if whole is None:
             raise LLMError(f"model `{self.name}` sent an empty stream")
         if self._forced_call_ignored(mode, whole, request):  # auto moved on: ask again
-            async for again in self.astream(request):
+            async for again in self._astream(request, noted):
                 yield again
             return
-        yield Whole(self._finished(whole, request))
+        text = self._finished(whole, request)
+        noted.done(mode, noted.attempts, whole, text)
+        yield Whole(text)
 
     def _chunks_built(self: Any, chunks: list[Any]) -> Any:
         if self._lean is not None:

@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from cgraph.errors import CgraphError, LLMError
+from cgraph.observe import model_call
 from cgraph.runtime.ports import Capabilities, LLMRequest, Quiet, Whole
 from cgraph.spec.names import bare
 from cgraph.spec.yaml_syntax import explain
@@ -88,21 +89,27 @@ class ScriptedModel(Quiet):
             yield text[start : start + self.chunk]
 
     def complete(self, request: LLMRequest) -> str:
-        delays, answer = self._scripted(request)
-        for seconds in delays:
-            self._sleep(seconds)
-        return self._given(answer, request)
+        with model_call(self.name, request.kind, request.state, request.messages) as noted:
+            delays, answer = self._scripted(request)
+            for seconds in delays:
+                self._sleep(seconds)
+            text = self._given(answer, request)
+            noted.done("", 1, None, text)
+            return text
 
     async def acomplete(self, request: LLMRequest) -> str:
         """`complete`, awaited: a scripted `sleep` waits on the event loop (the injected
         `sleep`, when one is, is called as it is)."""
-        delays, answer = self._scripted(request)
-        for seconds in delays:
-            if self._sleep is time.sleep:
-                await asyncio.sleep(seconds)
-            else:
-                self._sleep(seconds)
-        return self._given(answer, request)
+        with model_call(self.name, request.kind, request.state, request.messages) as noted:
+            delays, answer = self._scripted(request)
+            for seconds in delays:
+                if self._sleep is time.sleep:
+                    await asyncio.sleep(seconds)
+                else:
+                    self._sleep(seconds)
+            text = self._given(answer, request)
+            noted.done("", 1, None, text)
+            return text
 
     async def astream(self, request: LLMRequest) -> AsyncIterator[str | Whole]:
         """`stream`, awaited."""
