@@ -195,7 +195,10 @@ class Engine:
         marks, context = state.marks, state.scratch.context
         if state.scratch.step and context is None:
             return
-        effects = yield from history.before_step(self.prompter, marks, context, model, here)
+        summariser = self.deps.summariser
+        effects = yield from history.before_step(
+            self.prompter, marks, context, model, here, summariser
+        )
         if effects:
             self._take(self.applier.effects(state, effects))
             yield from self._commit()
