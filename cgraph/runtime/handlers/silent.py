@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from cgraph.errors import CgraphError, SlotValueError, ToolError
+from cgraph.runtime.ask.questions import Ask
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import ask_state, route, routed
 from cgraph.runtime.routes.exits import ON_ERROR, exit_options
@@ -48,7 +49,7 @@ def step_reflection(ctx: StepContext, graph: Graph, state: ReflectionState) -> O
     if ctx.view.reflections >= limit:
         return Stop("max_reflections", f"more than {limit} reflections in one turn")
     options = exit_options(state)
-    asked = ask_state(ctx, "reflection", graph, state, options=options)
+    asked = ask_state(ctx, "reflection", graph, state, Ask(options=options))
     noted = (AddNote(asked.choice.note),) if asked.choice is not None else ()
     effects = (CountReflection(), *asked.failures, *noted, decided(asked.decision))
     return routed(asked, options, effects)
