@@ -1,13 +1,13 @@
 """What each endpoint does, as calls of the library: `Session` (start, resume, send,
 stream, undo, delete) on the store and memories `cgraph.compose` opens. No second engine:
 a request opens its session from the store the way `cgraph run --session` does, under the
-store's lock for the session (`SessionStore.hold`), so two turns of one session never
+store's lease of the session (`SessionStore.hold`), so two turns of one session never
 interleave, whichever process runs them, and a turn a killed process left unfinished is
 finished by the next request that writes to the session (`Session.resume(finish=True)`,
 its `recovered` turn returned as `recovered_turn`).
 
-Every method blocks (database, model): the app runs each in a worker thread, and a whole
-request stays on one thread (a PostgreSQL lock is held on that thread's connection).
+Every method blocks (database, model): the app runs each in a worker thread. A lease
+holds no connection: the store lends one per statement.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class Service:
             raise Problem(403, "session_quota", f"over {limit} sessions; delete one first")
         self.rate.take(user)
         sid = session_id or uuid.uuid4().hex
-        with self.store.hold(sid, wait=self.options.wait):
+        with self.store.hold(sid, wait=self.options.wait, ttl=self.options.lease):
             session = Session.start(
                 served.graph,
                 model=self.options.model,
@@ -104,7 +104,10 @@ class Service:
 
     def send(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
         self.rate.take(user)
-        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid, key) as opened:
+        with (
+            self.store.hold(sid, wait=self.options.wait, ttl=self.options.lease),
+            self._writing(user, sid, key) as opened,
+        ):
             session, found = opened
             if found is not None:
                 return _turn(found, session, replayed=True)
@@ -115,7 +118,10 @@ class Service:
         (nothing before it was said to the client), `delta`s, `retracted`, `tools`, then
         one `turn`."""
         self.rate.take(user)
-        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid, key) as opened:
+        with (
+            self.store.hold(sid, wait=self.options.wait, ttl=self.options.lease),
+            self._writing(user, sid, key) as opened,
+        ):
             session, found = opened
             emit("open", {})
             if found is not None:
@@ -152,7 +158,10 @@ class Service:
 
     def undo(self, user: str, sid: str) -> dict[str, Any]:
         self.rate.take(user)
-        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid) as opened:
+        with (
+            self.store.hold(sid, wait=self.options.wait, ttl=self.options.lease),
+            self._writing(user, sid) as opened,
+        ):
             session = opened[0]
             taken = session.undo()
             undone = taken.as_json() if taken is not None else None
@@ -161,7 +170,7 @@ class Service:
     def delete(self, user: str, sid: str) -> None:
         """The session's log and its task memories (in its graph's memory store, when that
         graph is served here; the user's personal and project memories stay)."""
-        with self.store.hold(sid, wait=self.options.wait):
+        with self.store.hold(sid, wait=self.options.wait, ttl=self.options.lease):
             self.open.take(sid)
             name = Session.stored(sid, store=self.store, user_id=user).graph_name
             memory = self.memories.get(name)
