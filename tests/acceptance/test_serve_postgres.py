@@ -122,7 +122,7 @@ def test_a_server_killed_mid_turn_loses_nothing_and_another_finishes_it(
 
         sending = threading.Thread(target=send)
         sending.start()
-        time.sleep(0.6)  # inside the turn: its message is committed, its reply is not
+        wait_pending(b, sid, "one")  # inside the turn: its message is committed, its reply not
         a.stop(signal.SIGKILL)
         sending.join(10)
         assert lost, "the killed server's client must see its request fail"
@@ -139,6 +139,15 @@ def test_a_server_killed_mid_turn_loses_nothing_and_another_finishes_it(
     finally:
         for server in (a, b):
             server.stop(signal.SIGKILL)
+
+
+def wait_pending(server: Server, session: str, text: str) -> None:
+    """Until the session's turn is under way: its message committed, its reply not (a
+    fixed sleep misses that moment on a loaded machine)."""
+    reader, deadline = server.client(), time.monotonic() + 20
+    while reader.get(f"/v1/sessions/{session}").json()["pending"] != text:
+        assert time.monotonic() < deadline, "the message was never committed"
+        time.sleep(0.05)
 
 
 def lease_of(url: str, session: str) -> tuple[str | None, float, int, float]:
@@ -166,11 +175,7 @@ def test_a_holder_killed_mid_model_call_keeps_its_lease_until_it_lapses_and_no_l
             )
         )
         sending.start()
-        reader = b.client()
-        deadline = time.monotonic() + 20
-        while reader.get(f"/v1/sessions/{sid}").json()["pending"] != "one":
-            assert time.monotonic() < deadline, "the message was never committed"
-            time.sleep(0.05)
+        wait_pending(b, sid, "one")
         a.stop(signal.SIGKILL)  # waiting on the model: its message committed, no reply
         sending.join(10)
         holder, expires, fence, now = lease_of(pg_url, sid)
