@@ -15,6 +15,7 @@ from typing import Any
 from cgraph.runtime.ask.questions import Ask
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import ask_state
+from cgraph.runtime.needs import Steps
 from cgraph.runtime.ports import ExitOption
 from cgraph.runtime.routes.failures import rendered
 from cgraph.runtime.state.outcomes import Effects, Emit, Reply, SetVariables
@@ -62,7 +63,7 @@ def _question(ctx: StepContext, graph: Graph, name: str, new: Any) -> str:
 
 def settle(
     ctx: StepContext, graph: Graph, state: ActionState, effects: Effects
-) -> tuple[StepContext, Effects]:
+) -> Steps[tuple[StepContext, Effects]]:
     """Change or keep each proposed value, as the chooser reads the user's answer (a
     failed choice keeps the old value: nothing changes without a yes)."""
     variables = ctx.view.variables
@@ -84,7 +85,7 @@ def settle(
             ),
         )
         ask = Ask(options=options, may_clarify=False)
-        asked = ask_state(ctx, "action", graph, state, ask)
+        asked = yield from ask_state(ctx, "action", graph, state, ask)
         effects += asked.effects
         if asked.choice is not None and asked.choice.exit == CHANGE:
             changed[name] = new
