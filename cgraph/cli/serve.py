@@ -1,5 +1,5 @@
 """`cgraph serve` (graphs behind an HTTP API) and `cgraph store migrate`: options parsed
-here, everything else in `cgraph.serve` and `cgraph.compose`, imported only when run."""
+here, everything else in `cgraph.serve` and `cgraph.wiring`, imported only when run."""
 
 from __future__ import annotations
 
@@ -49,14 +49,20 @@ def serve(
     workers: Annotated[int, typer.Option(metavar="N", min=1, help="Server processes.")] = 1,
     threads: Annotated[
         int,
-        typer.Option(
-            metavar="N", min=1, help="Turns one process runs at once (a connection each)."
-        ),
+        typer.Option(metavar="N", min=1, help="Turns one process runs at once."),
     ] = 16,
     wait: Annotated[
         float,
         typer.Option(metavar="SECONDS", min=0, help="How long a message waits for a busy session."),
     ] = 5.0,
+    lease: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            min=0.5,
+            help="How long a killed server's sessions stay leased to it.",
+        ),
+    ] = 4.0,
     turns_per_minute: Annotated[
         int, typer.Option(metavar="N", min=1, help="Turns one user may start per minute.")
     ] = 60,
@@ -113,6 +119,7 @@ def serve(
         workers=workers,
         threads=threads,
         wait=wait,
+        lease=lease,
         turns_per_minute=turns_per_minute,
         sessions_per_user=sessions_per_user,
         metrics=metrics,
@@ -156,7 +163,7 @@ def migrate(
 ) -> None:
     """Create or upgrade the store's tables to this cgraph's layout (servers do it when they
     start; run it before a deploy to do it once)."""
-    from cgraph.compose import migrate_store
+    from cgraph.wiring.stores import migrate_store
 
     try:
         before, now = migrate_store(store)
