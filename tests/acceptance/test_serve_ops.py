@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -310,3 +311,28 @@ def test_the_openai_client_raises_its_own_errors(server: Server) -> None:
     with pytest.raises(openai.BadRequestError) as unnamed:
         chat_client(server).chat.completions.create(model="talk", messages=history)
     assert unnamed.value.code == "no_session"
+
+
+def test_with_workers_every_scrape_counts_every_worker(tmp_path: Path) -> None:
+    with serving(
+        str(GRAPHS / "talk.yaml"),
+        *("--store", str(tmp_path / "store"), "--model", f"scripted:{SCRIPT}"),
+        *("--memory", "off", "--workers", "2", "--turns-per-minute", "1000"),
+        folder=tmp_path,
+    ) as running:
+        with running.client() as client:
+            for _ in range(6):  # new connections: the workers share them out
+                sid = httpx.post(f"{running.url}/v1/sessions", json={"graph": "talk"}).json()
+                said = client.post(f"/v1/sessions/{sid['session']}/messages", json={"text": "hi"})
+                assert said.status_code == 200
+        for _ in range(4):  # whichever worker answers
+            found = {
+                (s.name, tuple(sorted(s.labels.items()))): s.value
+                for family in text_string_to_metric_families(
+                    httpx.get(f"{running.url}/metrics").text
+                )
+                for s in family.samples
+            }
+            assert found[("cgraph_turns_total", (("graph", "talk"), ("outcome", "stayed")))] == 6
+            assert found[("cgraph_sessions_started_total", (("graph", "talk"),))] == 6
+            assert found[("cgraph_turns_in_flight", ())] == 0
