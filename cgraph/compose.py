@@ -126,20 +126,23 @@ def is_url(store: Any) -> bool:
     return isinstance(store, str) and store.startswith(URL_SCHEMES)
 
 
-def open_store(store: Any) -> SessionStore:
+def open_store(store: Any, *, sessions_per_user: int | None = None) -> SessionStore:
     """A `SessionStore` as given, a `postgresql://` URL, a folder (→
-    `<folder>/sessions.sqlite`), a `.sqlite` file, or None (in memory)."""
+    `<folder>/sessions.sqlite`), a `.sqlite` file, or None (in memory). With
+    `sessions_per_user`, a store it opens refuses a user's session beyond that many
+    (`SessionQuota`), counted and created as one."""
+    most = sessions_per_user
     if store is None:
-        return InMemorySessionStore()
+        return InMemorySessionStore(sessions_per_user=most)
     if is_url(store):
         from cgraph.backends.store.postgres import PostgresStore  # psycopg: only for a URL
 
-        return PostgresStore(str(store))
+        return PostgresStore(str(store), sessions_per_user=most)
     if isinstance(store, str | Path):
         path = Path(store)
         if path.suffix in (".sqlite", ".db", ".sqlite3"):
-            return SQLiteStore(path)
-        return SQLiteStore(path / STORE_FILE)
+            return SQLiteStore(path, sessions_per_user=most)
+        return SQLiteStore(path / STORE_FILE, sessions_per_user=most)
     if isinstance(store, SessionStore):
         return store
     raise StoreError(

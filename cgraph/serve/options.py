@@ -44,6 +44,8 @@ class ServeOptions:
     """Sessions one user may keep in the store."""
     threads: int = 16
     """Turns one process runs at once (each holds one database connection)."""
+    allow_origins: tuple[str, ...] = ()
+    """Web origins besides the server's own that may write to it (a front end elsewhere)."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -52,6 +54,7 @@ class ServeOptions:
     def from_json(cls, text: str) -> ServeOptions:
         data = json.loads(text)
         data["graphs"] = tuple(data["graphs"])
+        data["allow_origins"] = tuple(data.get("allow_origins", ()))
         return cls(**data)
 
 
@@ -66,6 +69,13 @@ def checked(options: ServeOptions) -> ServeOptions:
         raise ConfigError("--workers and --threads must be at least 1")
     if options.tokens is not None:
         read_tokens(Path(options.tokens))
+    for origin in options.allow_origins:
+        scheme, _, rest = origin.partition("://")
+        if scheme not in ("http", "https") or not rest or "/" in rest.rstrip("/"):
+            raise ConfigError(
+                f"--allow-origin {origin}: an origin is `https://HOST` or `http://HOST:PORT` "
+                "(no path)"
+            )
     return options
 
 

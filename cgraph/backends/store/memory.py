@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from cgraph.backends.store.locks import ThreadLocks
-from cgraph.backends.store.rows import dumps, in_effect, key_of, last_at, place, summary_row
+from cgraph.backends.store.rows import (
+    check_quota,
+    dumps,
+    in_effect,
+    key_of,
+    last_at,
+    place,
+    summary_row,
+)
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
 from cgraph.runtime.ports import SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
@@ -20,7 +29,9 @@ class InMemorySessionStore:
     shared = False
     """Its sessions are this process's alone."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, sessions_per_user: int | None = None) -> None:
+        self.sessions_per_user = sessions_per_user
+        self._creating = threading.Lock()
         self._locks = ThreadLocks()
         self._info: dict[str, SessionInfo] = {}
         self._snapshots: dict[str, str] = {}
@@ -32,9 +43,12 @@ class InMemorySessionStore:
         self._updated: dict[str, float] = {}
 
     def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
-        if info.id in self._info:
-            raise SessionExists(f"session `{info.id}` already exists")
-        self._info[info.id] = info
+        with self._creating:  # the count and the insert as one
+            if info.id in self._info:
+                raise SessionExists(f"session `{info.id}` already exists")
+            kept = sum(1 for i in self._info.values() if i.user_id == info.user_id)
+            check_quota(kept, self.sessions_per_user)
+            self._info[info.id] = info
         self._updated[info.id] = info.created_at
         self._events[info.id] = []
         self._append(info.id, events)

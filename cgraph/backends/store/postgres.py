@@ -48,7 +48,7 @@ from cgraph.backends.store.packing import (
     unpack,
     unpack_events,
 )
-from cgraph.backends.store.rows import in_effect, info_row, key_of, last_at, place
+from cgraph.backends.store.rows import check_quota, in_effect, info_row, key_of, last_at, place
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
 from cgraph.runtime.ports import SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
@@ -196,6 +196,7 @@ k AS (DELETE FROM cgraph_keys USING s WHERE sid = s.key)
 SELECT count(*) FROM s
 """
 _LOCK = "hashtextextended('cgraph:' || %s, 0)"
+_USER_LOCK = "hashtextextended('cgraph-user:' || %s, 0)"
 
 
 class PostgresStore:
@@ -210,8 +211,11 @@ class PostgresStore:
     shared = True
     """Any process on any machine that reaches the database serves the same sessions."""
 
-    def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int = POOL_SIZE, sessions_per_user: int | None = None
+    ) -> None:
         self.url, self.pool_size = url, pool_size
+        self.sessions_per_user = sessions_per_user
         self.where = _where(url)
         self._open: ConnectionPool | None = None
         self._guard = threading.Lock()
@@ -272,6 +276,8 @@ class PostgresStore:
         seq = int(snapshot.get("turn_seq", 0))
         try:
             with self._connection(info.id) as conn, conn.transaction():
+                if self.sessions_per_user is not None:
+                    check_quota(_kept(conn, info.user_id), self.sessions_per_user)
                 conn.execute(
                     f"INSERT INTO cgraph_sessions ({_SESSION}, turn_seq)"
                     " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
@@ -455,6 +461,16 @@ class PostgresStore:
             "SELECT 1 FROM cgraph_sessions WHERE id = %s", (session_id,), session_id
         ):
             raise SessionNotFound(f"no session `{session_id}` in {self.where}")
+
+
+def _kept(conn: psycopg.Connection[Any], user_id: str) -> int:
+    """The user's sessions, counted under a lock on the user that the transaction holds
+    until it ends: two creates of one user never both see room for one more."""
+    conn.execute(f"SELECT pg_advisory_xact_lock({_USER_LOCK})", (user_id,))
+    found = conn.execute(
+        "SELECT count(*) FROM cgraph_sessions WHERE user_id = %s", (user_id,)
+    ).fetchone()
+    return int(found[0]) if found else 0
 
 
 def _lock(conn: psycopg.Connection[Any], session_id: str, wait: float) -> None:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from cgraph.backends.store.locks import file_lock
 from cgraph.backends.store.rows import (
     SCHEMA_VERSION,
+    check_quota,
     dumps,
     in_effect,
     info_row,
@@ -75,8 +76,15 @@ class SQLiteStore:
     shared = False
     """Processes on one machine share the file; other machines never reach it."""
 
-    def __init__(self, path: str | Path, *, synchronous: Synchronous = "NORMAL") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: Synchronous = "NORMAL",
+        sessions_per_user: int | None = None,
+    ) -> None:
         self.path = Path(path)
+        self.sessions_per_user = sessions_per_user
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,7 +117,12 @@ class SQLiteStore:
     def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
         text = dumps(snapshot)
         row = (info.id, info.user_id, info.graph, info.graph_name, info.model)
-        with self._transaction() as db:
+        with self._transaction() as db:  # BEGIN IMMEDIATE: the count and the insert as one
+            if self.sessions_per_user is not None:
+                (kept,) = db.execute(
+                    "SELECT count(*) FROM sessions WHERE user_id=?", (info.user_id,)
+                ).fetchone()
+                check_quota(kept, self.sessions_per_user)
             try:
                 db.execute(
                     "INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?)",
