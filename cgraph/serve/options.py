@@ -15,6 +15,8 @@ from pathlib import Path
 from cgraph.errors import ConfigError
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+FORMATS = ("text", "json")
+"""What `--log-format` takes."""
 LOCAL_USER = "local"
 """The one user of a server without `--tokens`."""
 
@@ -46,6 +48,18 @@ class ServeOptions:
     """Turns one process runs at once (each holds one database connection)."""
     allow_origins: tuple[str, ...] = ()
     """Web origins besides the server's own that may write to it (a front end elsewhere)."""
+    metrics: bool = True
+    """`GET /metrics` answers (Prometheus text), without the API's tokens."""
+    metrics_token: str | None = None
+    """The bearer token `/metrics` asks for instead, if any."""
+    log_format: str = "text"
+    """`text` or `json`: one line per request and per turn."""
+    log_content: bool = False
+    """Turn lines carry the user's message and the reply."""
+    trace_content: bool = False
+    """Model-call spans carry the prompt and the answer."""
+    webhooks: tuple[str, ...] = ()
+    """`URL [events=TYPE,…] [secret=env:NAME|file:PATH]`, one per destination."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -53,8 +67,8 @@ class ServeOptions:
     @classmethod
     def from_json(cls, text: str) -> ServeOptions:
         data = json.loads(text)
-        data["graphs"] = tuple(data["graphs"])
-        data["allow_origins"] = tuple(data.get("allow_origins", ()))
+        data["graphs"], data["webhooks"] = tuple(data["graphs"]), tuple(data["webhooks"])
+        data["allow_origins"] = tuple(data["allow_origins"])
         return cls(**data)
 
 
@@ -76,6 +90,14 @@ def checked(options: ServeOptions) -> ServeOptions:
                 f"--allow-origin {origin}: an origin is `https://HOST` or `http://HOST:PORT` "
                 "(no path)"
             )
+    if options.log_format not in FORMATS:
+        raise ConfigError(f"--log-format {options.log_format}: choose {' or '.join(FORMATS)}")
+    if options.metrics_token is not None and len(options.metrics_token) < 16:
+        raise ConfigError("--metrics-token must have at least 16 characters")
+    if options.webhooks:
+        from cgraph.serve.webhooks import destinations
+
+        destinations(options.webhooks)
     return options
 
 
