@@ -18,7 +18,15 @@ A backend may add "scores": {exit id: float} to explain its choice (shown by `/w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -103,11 +111,12 @@ class Question:
     only an `early` exit (a global one, cancel, "not now") may be taken."""
     render: Callable[[], LLMRequest] | None = field(default=None, compare=False, repr=False)
     """The prompt of this question, rendered when a chooser asks a language model."""
-    talk: Callable[[ChatModel, LLMRequest], tuple[LLMRequest, str]] | None = field(
-        default=None, compare=False, repr=False
+    talk: Callable[[ChatModel, LLMRequest], Generator[Any, Any, tuple[LLMRequest, str]]] | None = (
+        field(default=None, compare=False, repr=False)
     )
     """For a model that calls the state's tools: the first attempt as a conversation with
-    tool calls (the request as it ended, and the answer)."""
+    tool calls, as steps (`cgraph.runtime.needs.Steps`) that return the request as it
+    ended and the answer."""
 
     @property
     def exit_ids(self) -> tuple[str, ...]:
@@ -339,6 +348,9 @@ class Capabilities:
     """It calls the tools a request offers (`LLMRequest.tools`)."""
     writes_prose: bool = True
     """It writes summaries (`summary` requests); without, the runtime extracts them."""
+    awaits: bool = False
+    """It has `async acomplete(request)` (`cgraph.runtime.needs.AsyncModel`): the async
+    driver awaits it instead of waiting on it in a thread."""
     offline: bool = False
     """Its answers were read from the user's messages, not written by a language model (a
     recording of the offline chooser, replayed): a value a slot refuses is the user's."""
@@ -370,6 +382,16 @@ class ChatModel(Protocol):
     def begin_turn(self) -> None: ...
 
     def notices(self) -> tuple[str, ...]: ...
+
+
+class AsyncModel(Protocol):
+    """What a model whose capabilities say it `awaits` has besides `ChatModel`'s methods:
+    the same answers, awaited, so that a turn waiting on the model holds no thread
+    (`cgraph.runtime.needs.drive_async`)."""
+
+    async def acomplete(self, request: LLMRequest) -> str: ...
+
+    def astream(self, request: LLMRequest) -> AsyncIterator[str | Whole]: ...
 
 
 class Quiet:

@@ -196,7 +196,7 @@ class Watch:
     def started(self, graph: str, session: str, user: str) -> None:
         """A session was started (before its opening turn, if it speaks first)."""
         if self.metrics is not None:
-            self.metrics.started.labels(graph).inc()
+            self.metrics.session_started(graph)
         for part in self.parts:
             _safely(part.started, graph, session, user)
 
