@@ -201,8 +201,8 @@ class Watch:
             _safely(part.started, graph, session, user)
 
     @contextmanager
-    def held(self, hold: AbstractContextManager[None]) -> Iterator[None]:
-        """`hold` (a session's lock), its wait timed and a busy session (409) counted."""
+    def held(self, hold: AbstractContextManager[object]) -> Iterator[None]:
+        """`hold` (a session's lease), its wait timed and a busy session (409) counted."""
         clock, entered = time.perf_counter(), False
         try:
             with hold:
