@@ -27,7 +27,7 @@ CODES: dict[str, str] = {
     # structure (cgraph.lint.structure)
     "unknown-state": (
         "A start, next_state, on_error, on_limit, max_visits or a global exit's except"
-        " names no state; or a sim file's goal or `says:` does."
+        " names no state; or a sim file's goal (`reach`, `never`) or `says` does."
     ),
     "unreachable-state": "No path from START leads to the state.",
     "resume-unreachable": "A `RESUME` lies on no path a `resume: true` exit starts.",

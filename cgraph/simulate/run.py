@@ -64,6 +64,8 @@ class TurnRecord:
     taken: str | None
     """The exit taken out of `state` (`state -> exit`), `stay`, or None at END."""
     meant: str | None
+    target: str | None
+    """The state the user's plan went to next (the meant exit's target)."""
     verdict: str | None
     """`right`, `wrong` or `asked` when the user meant a known move; else None."""
     changed: bool
@@ -81,6 +83,7 @@ class TurnRecord:
             "path": list(self.path),
             "taken": self.taken,
             "meant": self.meant,
+            "target": self.target,
             "verdict": self.verdict,
             "changed": self.changed,
             "guard": self.guard,
@@ -178,19 +181,42 @@ class _Watch:
     """Turns in a row in which nothing changed."""
 
 
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """Lines to say instead of the persona's (`--minimise`), from a given state on."""
+
+    lines: tuple[str, ...]
+    state: str | None = None
+    variables: Mapping[str, Any] = field(default_factory=dict)
+
+
+Trace = list[tuple[str, dict[str, Any]]]
+"""(state, variables) before each turn, for `--minimise` to start a case there."""
+
+
 def simulate(
-    setup: Setup, persona: Persona, index: int, lines: Sequence[str] | None = None
+    setup: Setup,
+    persona: Persona,
+    index: int,
+    replay: Replay | None = None,
+    trace: Trace | None = None,
 ) -> RunRecord:
-    """Run `persona` once with its `index`-th seed (or say `lines` instead: a replay)."""
+    """Run `persona` once with its `index`-th seed (or say `replay`'s lines instead)."""
     seed = run_seed(setup.sim.seed, persona.name, index)
-    user = setup.user(persona, seed) if lines is None else None
+    user = setup.user(persona, seed) if replay is None else None
+    lines = replay.lines if replay is not None else None
     watch = _Watch()
     turns: list[TurnRecord] = []
     outcome, error, stuck, ended_at = "max_turns", None, None, None
     session: Session | None = None
     try:
         session = Session.start(
-            setup.graph, model=setup.model, session_id=f"sim{seed:08x}", tools=setup.tools
+            setup.graph,
+            model=setup.model,
+            session_id=f"sim{seed:08x}",
+            tools=setup.tools,
+            state=replay.state if replay is not None else None,
+            variables=dict(replay.variables) if replay is not None else None,
         )
         if session.opening is not None:
             _entered(watch, session.opening.path)
@@ -206,6 +232,8 @@ def simulate(
             if line.kind == "lost":  # no declared way on to its goal: the user gives up
                 outcome, stuck = "abandoned", here
                 break
+            if trace is not None:
+                trace.append((session.state, session.variables))
             before = _key(here, session.variables)
             turn = session.send(line.text)
             record = _record(setup.graph, number, here, line, turn, before, session)
@@ -269,6 +297,7 @@ def _record(
         path=turn.path,
         taken=taken,
         meant=meant,
+        target=line.target,
         verdict=verdict,
         changed=changed,
         guard=turn.guard,
@@ -289,9 +318,7 @@ def _observe(
     watch: _Watch, graph: Graph, turn: Turn, number: int, session: Session, changed: bool
 ) -> None:
     _entered(watch, turn.path)
-    watch.edges.extend(
-        n for t in turn.transitions if t.from_state != START for n in [_name(graph, t)]
-    )
+    watch.edges.extend(_name(graph, t) for t in turn.transitions)
     watch.paths.append(turn.path)
     watch.still = 0 if changed else watch.still + 1
     if session.completed:

@@ -110,7 +110,7 @@ class OfflineUser:
         if not step.described:  # an exit a `when:` takes: only slot values can lead there
             if wanted:
                 return self._slot_answer(state, wanted, variables)
-            return Line(self.rng.choice(WAITING), None, "waiting")
+            return Line(self.rng.choice(WAITING), None, "waiting", step.target)
         own = self.persona.says.get(state)
         if own:
             return Line(self.rng.choice(own), step.key, "says", step.target)

@@ -7,7 +7,10 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ["", "spec", "lint", "runtime", "backends", "draw", "testing", "cli", "serve", "studio"]
+PACKAGES = [
+    *("", "spec", "lint", "runtime", "backends", "draw", "testing", "simulate"),
+    *("cli", "serve", "studio"),
+]
 
 
 def rows() -> dict[str, str]:

@@ -13,7 +13,8 @@ from tests.conftest import ROOT
 
 
 @pytest.mark.parametrize(
-    "path", [ROOT / "schemas" / "cgraph-sim.schema.json", ROOT / "cgraph/spec/data/cgraph-sim.schema.json"]
+    "path",
+    [ROOT / "schemas" / "cgraph-sim.schema.json", ROOT / "cgraph/spec/data/cgraph-sim.schema.json"],
 )
 def test_published_schema_is_generated_from_the_model(path: Path) -> None:
     assert path.read_text() == dumps(simfile.generate()), "run `make schema`"
@@ -30,7 +31,9 @@ def test_a_sim_file_loads_with_its_defaults(tmp_path: Path) -> None:
 
 def test_an_unknown_trait_is_located_with_the_allowed_keys(tmp_path: Path) -> None:
     file = tmp_path / "a.sim.yaml"
-    file.write_text("cgraph-sim: 1\ngraph: g.yaml\npersonas:\n  - name: ann\n    traits: {typo: 1}\n")
+    file.write_text(
+        "cgraph-sim: 1\ngraph: g.yaml\npersonas:\n  - name: ann\n    traits: {typo: 1}\n"
+    )
     sim, found = parse_sim(read_file(file))
     assert sim is None
     [problem] = found
@@ -40,7 +43,9 @@ def test_an_unknown_trait_is_located_with_the_allowed_keys(tmp_path: Path) -> No
 
 def test_a_share_out_of_range_and_a_wrong_version_are_errors(tmp_path: Path) -> None:
     file = tmp_path / "a.sim.yaml"
-    file.write_text("cgraph-sim: 2\ngraph: g.yaml\npersonas:\n  - {name: a, traits: {typos: 1.5}}\n")
+    file.write_text(
+        "cgraph-sim: 2\ngraph: g.yaml\npersonas:\n  - {name: a, traits: {typos: 1.5}}\n"
+    )
     with pytest.raises(GraphError) as raised:
         load_sim_file(file)
     assert [d.line for d in raised.value.diagnostics] == [1, 4]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,8 +19,11 @@ from tests.conftest import FIXTURES
 SIM = FIXTURES / "sim" / "helpdesk.sim.yaml"
 
 
-def _simulate(out: Path, sim: Path = SIM, **given: object) -> tuple[int, dict, bytes]:
-    request = SimRequest((sim,), Options(out=out, **given), output="json")  # type: ignore[arg-type]
+def _simulate(
+    out: Path, sim: Path = SIM, minimise: bool = False, **given: object
+) -> tuple[int, dict, bytes]:
+    options = Options(out=out, **given)  # type: ignore[arg-type]
+    request = SimRequest((sim,), options, output="json", minimise=minimise)
     shown, err = io.StringIO(), io.StringIO()
     code = simulate_paths(request, shown, err)
     assert "Traceback" not in err.getvalue()
@@ -30,7 +34,7 @@ def _simulate(out: Path, sim: Path = SIM, **given: object) -> tuple[int, dict, b
 
 @pytest.fixture(scope="module")
 def helpdesk(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, bytes]:
-    return _simulate(tmp_path_factory.mktemp("sim"))
+    return _simulate(tmp_path_factory.mktemp("sim"), minimise=True)
 
 
 def test_the_report_names_the_dead_end_the_loop_and_the_greeting_thief(
@@ -57,6 +61,28 @@ def test_personas_are_judged_on_the_session_state(helpdesk: tuple[int, dict, byt
     assert greeter["flaky"] and 0 < greeter["success"] < 1
     assert greeter["failures"] == {"entered_never": greeter["runs"] - greeter["successes"]}
     assert summary["suite"]["model_calls"] == 0
+
+
+def test_minimise_turns_the_greeting_thief_into_a_short_case_that_fails_until_fixed(
+    helpdesk: tuple[int, dict, bytes], tmp_path: Path
+) -> None:
+    from cgraph.testing.runner import Options as TestOptions
+    from cgraph.testing.runner import Runner, count
+
+    cases = {c["failure"]: c for c in helpdesk[1]["minimised"]}
+    assert set(cases) == {"entered_never", "stuck"}
+    stolen = Path(cases["entered_never"]["test"])
+    assert cases["entered_never"]["turns"] <= 2
+    text = stolen.read_text()
+    assert "persona `polite greeter`" in text and "seed " in text and "0.1.0" in text
+    assert count(Runner(TestOptions()).run_paths([stolen]))[:2] == (0, 1)
+    fixed = tmp_path / "helpdesk.yaml"
+    graph = (SIM.parent / "helpdesk.yaml").read_text()
+    greetings = '"Hello!", "Hi there!", "Hey, hello.", "Good morning!", '
+    fixed.write_text(graph.replace(greetings, ""))  # the exit keeps only its real example
+    case = tmp_path / "case.test.yaml"
+    case.write_text(re.sub(r"(?m)^graph: .*$", "graph: helpdesk.yaml", text))
+    assert count(Runner(TestOptions()).run_paths([case]))[:2] == (1, 0)
 
 
 def test_the_same_inputs_give_the_same_bytes(
@@ -101,3 +127,25 @@ def test_a_bad_threshold_or_a_missing_file_is_a_usage_error(tmp_path: Path) -> N
     assert "between 0 and 1" in err.getvalue()
     missing = replace(bad, paths=(tmp_path / "nope.sim.yaml",), fail_under=None)
     assert simulate_paths(missing, io.StringIO(), err) == 2
+
+
+def test_the_html_report_draws_the_graph_and_keys_every_exit_taken_to_a_drawn_edge(
+    tmp_path: Path,
+) -> None:
+    from cgraph.simulate.html import page
+    from cgraph.simulate.suite import run_sim
+
+    from html import unescape
+
+    from cgraph.simulate.metrics import summarise
+    from cgraph.spec.load import load_graph
+
+    result = run_sim(SIM, Options(out=tmp_path, runs=2))
+    summary = summarise(result.sim, load_graph(result.sim.graph_path), result.records)
+    summary |= {"file": "helpdesk.sim.yaml", "seconds": 0.0, "results": "results.jsonl"}
+    html = page(result, summary)
+    data = json.loads(html.split('type="application/json">', 1)[1].split("</script>", 1)[0])
+    drawn = unescape(html.split("<svg", 1)[1].split("</svg>", 1)[0])
+    assert data["edges"] and all(f'id="{i}"' in drawn for i in data["edges"].values())
+    assert 'id="s-balance"' in drawn
+    assert "<script src" not in html and "<link" not in html  # nothing fetched
