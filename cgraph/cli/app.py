@@ -215,6 +215,18 @@ def run(
     exit_now(run_command(options, jsonl=jsonl))
 
 
+def lsp() -> None:
+    """Start the language server on stdin and stdout, for an editor to talk to.
+
+    Diagnostics as you type, completion, go to definition, references, hover, rename,
+    quick fixes, the outline and a code lens that runs a state's tests, for graph files and
+    their *.test.yaml files. Editors start it themselves: see the editor settings in the
+    docs (Linting and editors)."""
+    from cgraph.lsp.server import serve as serve_lsp
+
+    serve_lsp()
+
+
 # Listed in `cgraph --help` in the order of the work: check, look, talk, test, serve, then
 # the memories a run kept and the format's schema.
 COMMANDS = (
@@ -226,6 +238,7 @@ COMMANDS = (
     ("simulate", simulate_command, "Talk to a graph as simulated users (*.sim.yaml)."),
     ("studio", studio_command, "Chat with a graph in the browser and watch it move."),
     ("serve", serve_command, "Serve graphs over HTTP, on SQLite or PostgreSQL."),
+    ("lsp", lsp, "Start the language server an editor talks to (stdio)."),
 )
 for _name, _command, _short in COMMANDS:
     app.command(name=_name, cls=Command, short_help=_short)(_command)

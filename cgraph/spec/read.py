@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from cgraph.diagnostics import Diagnostic, Severity
+from cgraph.diagnostics import Diagnostic, Fix, Severity
 from cgraph.spec.files import Refusal, read_bytes
 from cgraph.spec.limits import MAX_SCAN_DEPTH, MAX_VALUE_CHARS, largest_part, too_large
 from cgraph.spec.yaml_syntax import explain
@@ -97,9 +97,10 @@ class Document:
         *,
         severity: Severity = Severity.ERROR,
         key: bool = False,
+        fix: Fix | None = None,
     ) -> Diagnostic:
         line, column = self.locate(path, key=key)
-        return Diagnostic(self.file, line, column, severity, code, message, hint, tuple(path))
+        return Diagnostic(self.file, line, column, severity, code, message, hint, tuple(path), fix)
 
 
 def _scalar_key(node: yaml.Node) -> Any:

@@ -8,8 +8,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = [
-    *("", "spec", "lint", "runtime", "backends", "draw", "testing", "simulate"),
-    *("cli", "serve", "studio"),
+    "",
+    "spec",
+    "lint",
+    "runtime",
+    "backends",
+    "draw",
+    "testing",
+    "simulate",
+    "cli",
+    "serve",
+    "studio",
+    "lsp",
 ]
 
 
