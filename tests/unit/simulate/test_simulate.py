@@ -132,12 +132,11 @@ def test_a_bad_threshold_or_a_missing_file_is_a_usage_error(tmp_path: Path) -> N
 def test_the_html_report_draws_the_graph_and_keys_every_exit_taken_to_a_drawn_edge(
     tmp_path: Path,
 ) -> None:
-    from cgraph.simulate.html import page
-    from cgraph.simulate.suite import run_sim
-
     from html import unescape
 
+    from cgraph.simulate.html import page
     from cgraph.simulate.metrics import summarise
+    from cgraph.simulate.suite import run_sim
     from cgraph.spec.load import load_graph
 
     result = run_sim(SIM, Options(out=tmp_path, runs=2))
