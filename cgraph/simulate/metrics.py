@@ -56,9 +56,18 @@ def percentile(values: Sequence[int], share: float) -> float | None:
 
 
 def summarise(
-    sim: SimFile, graph: Graph, records: Sequence[Mapping[str, Any]], ks: Iterable[int] = (1, 3)
+    sim: SimFile,
+    graph: Graph,
+    records: Sequence[Mapping[str, Any]],
+    ks: Iterable[int] = (1, 3),
+    gate_on_judge: bool = False,
 ) -> dict[str, Any]:
-    """The summary `summary.json` holds and every reporter reads."""
+    """The summary `summary.json` holds and every reporter reads; with `gate_on_judge`
+    a run succeeds only if its judged criteria were met too."""
+    if gate_on_judge:
+        records = [
+            {**r, "success": r["success"] and all(j["met"] for j in r["judged"])} for r in records
+        ]
     planner = Planner(graph)
     ks = sorted(set(ks))
     by: dict[str, list[Mapping[str, Any]]] = {p.name: [] for p in sim.personas}
@@ -102,6 +111,7 @@ def _persona(
         "pass^k": {str(k): _round(pass_hat(c, n, k)) for k in ks},
         "pass@k": {str(k): _round(pass_at(c, n, k)) for k in ks},
         "flaky": 0 < c < n,
+        "judged": _judged(runs),
         **_rates(turns, verdicts),
         "user_calls": sum(r["user_calls"] for r in runs),
         "agent_calls": sum(r["agent_calls"] for r in runs),
@@ -172,6 +182,15 @@ def _coverage(graph: Graph, records: Sequence[Mapping[str, Any]]) -> dict[str, A
         ],
         "stuck": [{"state": s, "runs": k} for s, k in sorted(stuck.items(), key=lambda kv: -kv[1])],
     }
+
+
+def _judged(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Each judged criterion and the share of runs a judge found it met in."""
+    met: dict[str, list[bool]] = {}
+    for run in runs:
+        for verdict in run.get("judged", ()):
+            met.setdefault(verdict["criterion"], []).append(bool(verdict["met"]))
+    return {c: round(sum(v) / len(v), 4) for c, v in met.items()}
 
 
 def _excess(won: Sequence[int], shortest: int | None) -> float | None:

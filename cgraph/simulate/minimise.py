@@ -95,7 +95,7 @@ def minimise_failures(result: SimResult, options: Options, err: IO[str]) -> list
             firsts.setdefault((record["persona"], record["failure"]), record)
     if not firsts:
         return []
-    setup = build(result.sim, options)
+    setup = build(result.sim, options, result.folder)
     personas = {p.name: p for p in result.sim.personas}
     written = []
     try:

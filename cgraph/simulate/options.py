@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from cgraph.errors import InputError
+
 EXPLORER = "explore"
 """The one persona of `--explore`: no goal, the least-taken exit first."""
 
@@ -28,11 +30,17 @@ class Options:
 
 def budget_calls(text: str | None) -> int | None:
     """`--budget calls=N` → N; `InputError` for anything else."""
-    from cgraph.errors import InputError
-
     if text is None:
         return None
     name, _, value = text.partition("=")
     if name.strip() != "calls" or not value.strip().isdigit():
         raise InputError(f"--budget: `{text}` is not calls=N (a whole number of model calls)")
     return int(value)
+
+
+class CacheMiss(InputError):
+    """`--replay` met a request its cache does not hold: the simulation stops (exit 2)."""
+
+
+class BudgetSpent(InputError):
+    """`--budget calls=N` is spent: no run starts after it (the simulation fails)."""

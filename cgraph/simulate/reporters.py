@@ -75,6 +75,8 @@ def _findings(summary: Mapping[str, Any]) -> list[str]:
             f" ({pair['count']}×)"
         )
     for p in summary["personas"]:
+        for criterion, share in p["judged"].items():
+            lines.append(f"judged: {p['name']}: {criterion!r} met in {share:.0%} of runs")
         for path, n in p["wrongly_ended_by"].items():
             lines.append(f"wrongly ended: {p['name']} by `{path}` ({_runs(n)})")
     if summary["unreached_states"]:

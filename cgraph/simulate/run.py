@@ -21,6 +21,7 @@ from cgraph.draw.taken import Exit, exits_taken
 from cgraph.errors import CgraphError
 from cgraph.runtime.ports import ChatModel, ExitChooser
 from cgraph.session import Session, ToolRunner, Turn
+from cgraph.simulate.options import BudgetSpent, CacheMiss
 from cgraph.simulate.plan import STAY, Planner
 from cgraph.simulate.user import Line, OfflineUser
 from cgraph.spec.model import Graph
@@ -47,7 +48,20 @@ def exit_name(key: Exit | None) -> str | None:
 class User(Protocol):
     """Who plays a persona: the next line, given where the conversation is."""
 
+    calls: int
+    """Model calls it made (0 offline)."""
+    tokens: int
+    seed_honoured: bool | None
+    """Whether its model takes the run's seed (None offline: the seed is the user's own)."""
+
     def next_line(self, state: str, variables: Mapping[str, Any], reached: set[str]) -> Line: ...
+
+    def hear(self, reply: str) -> None:
+        """The agent's reply to the last line (or its opening words)."""
+
+    def judge(self, transcript: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The persona's `criteria:`, each judged met or not."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +133,10 @@ class RunRecord:
     agent_calls: int = 0
     tokens: int = 0
     error: str | None = None
+    judged: tuple[dict[str, Any], ...] = ()
+    """The persona's `criteria:`, each judged met or not (model users only)."""
+    seed_honoured: bool | None = None
+    """A model user's: whether its provider took the seed (litellm's parameter table)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -139,6 +157,8 @@ class RunRecord:
             "agent_calls": self.agent_calls,
             "tokens": self.tokens,
             "error": self.error,
+            "judged": list(self.judged),
+            "seed_honoured": self.seed_honoured,
             "transcript": [t.as_json() for t in self.turns],
         }
 
@@ -220,6 +240,8 @@ def simulate(
         )
         if session.opening is not None:
             _entered(watch, session.opening.path)
+            if user is not None:
+                user.hear(session.opening.reply)
         limit = setup.sim.max_turns if lines is None else len(lines)
         patience = persona.traits.patience
         for number in range(1, limit + 1):
@@ -236,6 +258,8 @@ def simulate(
                 trace.append((session.state, session.variables))
             before = _key(here, session.variables)
             turn = session.send(line.text)
+            if user is not None:
+                user.hear(turn.reply)
             record = _record(setup.graph, number, here, line, turn, before, session)
             turns.append(record)
             _observe(watch, setup.graph, turn, number, session, record.changed)
@@ -252,8 +276,13 @@ def simulate(
             if watch.still + 1 >= setup.sim.stuck_after:
                 outcome, stuck = "stuck", session.state
                 break
+    except (CacheMiss, BudgetSpent):
+        raise  # the simulation stops: no run is right after it
     except CgraphError as err:
         outcome, error = "error", f"turn {len(turns) + 1}: {err.message}"
+    judged = (
+        user.judge([t.as_json() for t in turns]) if user is not None and persona.criteria else []
+    )
     missing = _missing(persona, watch, session.variables if session is not None else {})
     success = outcome == "end" and not missing
     failure = None if success else _failure(outcome, persona, watch)
@@ -272,9 +301,11 @@ def simulate(
         ended_at=ended_at,
         missing=missing,
         agent_calls=0 if setup.offline_agent or session is None else sum(_calls(session)),
-        user_calls=getattr(user, "calls", 0),
-        tokens=getattr(user, "tokens", 0),
+        user_calls=user.calls if user is not None else 0,
+        tokens=user.tokens if user is not None else 0,
         error=error,
+        judged=tuple(judged),
+        seed_honoured=user.seed_honoured if user is not None else None,
     )
 
 

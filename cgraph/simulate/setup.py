@@ -25,7 +25,7 @@ from cgraph.spec.names import START
 from cgraph.spec.simfile import SimFile
 
 
-def build(sim: SimFile, options: Options) -> Setup:
+def build(sim: SimFile, options: Options, folder: Path | None = None) -> Setup:
     """The shared part of every run of `sim`; `GraphError` when the graph has lint errors."""
     from cgraph.lint.gate import gate
 
@@ -47,7 +47,7 @@ def build(sim: SimFile, options: Options) -> Setup:
     if sim.user == "model":
         from cgraph.simulate.model_user import model_users
 
-        setup.make_user = model_users(sim, graph, options)
+        setup.make_user = model_users(sim, graph, options, folder or options.out)
     elif options.explore:
         counts: Counter[Exit] = Counter()
         setup.make_user = lambda persona, rng: Explorer(persona, graph, planner, rng, counts=counts)

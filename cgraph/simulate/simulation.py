@@ -76,12 +76,15 @@ def simulate_paths(request: SimRequest, out: IO[str], err: IO[str]) -> int:
             err.write(f"error: {path}: {problem.message}\n")
             return USAGE
     breaches = [b for s in summaries for b in gates.breaches(s, thresholds)]
+    stopped = [s for s in summaries if s.get("stopped")]
+    for summary in stopped:
+        err.write(f"{summary['file']}: stopped: {summary['stopped']}; the runs left were not run\n")
     out.write(REPORTERS.get(request.output, REPORTERS["text"])(summaries, breaches))
     if baseline is not None:
         from cgraph.simulate.baseline import compare
 
         out.write(compare(baseline, summaries))
-    return FAILED if breaches else HELD
+    return FAILED if breaches or stopped else HELD
 
 
 def _one(
@@ -89,15 +92,16 @@ def _one(
 ) -> dict[str, Any]:
     began = time.perf_counter()
     result = run_sim(path, request.options)
-    summary = summarise(
-        result.sim, load_graph(result.sim.graph_path), result.records, {1, 3, *gates.ks(thresholds)}
-    )
+    ks = {1, 3, *gates.ks(thresholds)}
+    graph = load_graph(result.sim.graph_path)
+    summary = summarise(result.sim, graph, result.records, ks, request.gate_on_judge)
     summary |= {
         "file": str(shown_path(path)),
         "user": result.sim.user,
         "model": result.sim.model,
         "seed": result.sim.seed,
         "resumed": result.resumed,
+        "stopped": result.stopped,
         "seconds": round(time.perf_counter() - began, 3),
         "results": str(shown_path(result.folder / RESULTS)),
     }

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cgraph.errors import ConfigError, GraphError
-from cgraph.simulate.options import EXPLORER, Options
+from cgraph.simulate.options import EXPLORER, BudgetSpent, Options
 from cgraph.simulate.run import Setup, simulate
 from cgraph.simulate.setup import build
 from cgraph.spec.simfile import Persona, SimFile, load_sim_file
@@ -40,7 +40,8 @@ class SimResult:
     records: list[dict[str, Any]] = field(default_factory=list)
     resumed: int = 0
     """Runs kept from an earlier, stopped simulation."""
-    budget_left: int | None = None
+    stopped: str | None = None
+    """Why runs were left unrun (`--budget` spent), if they were."""
 
 
 def prepared(path: Path, options: Options) -> SimFile:
@@ -78,7 +79,7 @@ def run_sim(
 ) -> SimResult:
     """Run (or resume) one sim file; `on_run` sees each run as it finishes."""
     sim = prepared(path, options)
-    folder = options.out / path.name.removesuffix(".yaml").removesuffix(".sim")
+    folder = folder_of(path, options)
     folder.mkdir(parents=True, exist_ok=True)
     stamp = fingerprint(sim, options)
     kept = _kept(folder, stamp)
@@ -86,16 +87,24 @@ def run_sim(
     result = SimResult(sim, folder, resumed=len(kept))
     (folder / STAMP).write_text(json.dumps({"fingerprint": stamp, "version": __version__}) + "\n")
     with (folder / RESULTS).open("a", encoding="utf-8") as out:
-        for record in _runs(path, sim, options, todo):
-            out.write(line(record))
-            out.flush()
-            kept[(record["persona"], record["run"])] = record
-            if on_run:
-                on_run(record)
+        try:
+            for record in _runs(path, sim, options, todo):
+                out.write(line(record))
+                out.flush()
+                kept[(record["persona"], record["run"])] = record
+                if on_run:
+                    on_run(record)
+        except BudgetSpent as spent:
+            result.stopped = spent.message
     ordered = [kept[_key(sim, key)] for key in planned(sim) if _key(sim, key) in kept]
     _write_atomically(folder / RESULTS, "".join(line(r) for r in ordered))
     result.records = ordered
     return result
+
+
+def folder_of(path: Path, options: Options) -> Path:
+    """Where a sim file's results go: `--out`/<its name without `.sim.yaml`>."""
+    return options.out / path.name.removesuffix(".yaml").removesuffix(".sim")
 
 
 def line(record: dict[str, Any]) -> str:
@@ -178,7 +187,7 @@ class _Worker:
 
     def __init__(self, path: Path, options: Options) -> None:
         self.sim = prepared(path, options)
-        self.setup: Setup = build(self.sim, options)
+        self.setup: Setup = build(self.sim, options, folder_of(path, options))
 
     def run(self, key: tuple[int, int]) -> dict[str, Any]:
         persona = self.sim.personas[key[0]]

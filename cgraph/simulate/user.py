@@ -70,6 +70,9 @@ class OfflineUser:
     was meant in (if the conversation moved instead, the user plans again)."""
     _corrections: int = 0
     _said: int = 0
+    calls: int = 0
+    tokens: int = 0
+    seed_honoured: bool | None = None
 
     def next_line(self, state: str, variables: Mapping[str, Any], reached: set[str]) -> Line:
         """What the user says in `state`, given the variables and the states entered."""
@@ -85,6 +88,13 @@ class OfflineUser:
             return Line(LOST, None, "lost")
         line = self._line(here, step, variables)
         return self._traits(line, step)
+
+    def hear(self, reply: str) -> None:
+        """The offline user plans on the session's state, not on what the agent says."""
+
+    def judge(self, transcript: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """No judge offline: judged criteria need `--user model`."""
+        return []
 
     def known(self, variables: Mapping[str, Any]) -> dict[str, Any]:
         """What the user knows: each slot's value, or the one it would give."""
