@@ -189,6 +189,10 @@ def run(
         int | None,
         typer.Option(min=0, max=10, metavar="N", help="Retries of a transient failure."),
     ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Append each turn's spans to FILE (JSON lines)."),
+    ] = None,
     max_file_size: MaxFileSize = None,
     allow_module: AllowModule = None,
     allow_path: AllowPath = None,
@@ -211,6 +215,7 @@ def run(
         timeout=timeout,
         max_tokens=max_tokens,
         retries=retries,
+        trace=trace,
     )
     exit_now(run_command(options, jsonl=jsonl))
 
