@@ -99,6 +99,7 @@ CODES: dict[str, str] = {
     "sim-graph-invalid": "The graph a sim file names does not load.",
     "sim-no-personas": "A sim file lists no personas.",
     "sim-duplicate-persona": "Two personas of a sim file have one name.",
+    "sim-fact-invalid": "A persona's fact is a value its slot refuses (enum, type, range).",
     "sim-goal-unreachable": "No declared path meets a persona's goal without a `never` state.",
     "graph-recursive": "Graph files include each other in a cycle.",
     "graph-outside": "A graph state or a `file#state` target names a file outside the root folder.",

@@ -9,14 +9,16 @@ declared exits cannot reach without a `never` state.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 
 from cgraph.diagnostics import Diagnostic, Severity
 from cgraph.errors import GraphError
 from cgraph.spec.load import did_you_mean, load_graph
-from cgraph.spec.model import Graph, anywhere_targets, targets_of
-from cgraph.spec.names import END
+from cgraph.spec.model import Graph, GraphState, Slot, anywhere_targets, targets_of
+from cgraph.spec.names import END, RESUME
 from cgraph.spec.read import Document
 from cgraph.spec.simfile import Persona, SimFile, parse_sim
+from cgraph.spec.trust import graph_file_problem
 
 
 def check_sim_file(doc: Document) -> list[Diagnostic]:
@@ -105,11 +107,22 @@ def _states(
 def _slots(
     doc: Document, graph: Graph, persona: Persona, where: tuple[str | int, ...]
 ) -> Iterator[Diagnostic]:
-    known = [*graph.slots, *graph.variables]
+    known = _names(graph)
     given: Iterable[tuple[str, tuple[str | int, ...]]] = [
         *((n, (*where, "facts", n)) for n in persona.facts),
         *((n, (*where, "goal", "slots", n)) for n in persona.goal.slots),
     ]
+    slots = {n: slot for g in _graphs(graph) for n, slot in g.slots.items()}
+    for name, value in persona.facts.items():
+        problem = _misfit(slots[name], value) if name in slots else None
+        if problem:
+            yield doc.diag(
+                (*where, "facts", name),
+                "sim-fact-invalid",
+                f"fact `{name}: {value!r}` {problem}",
+                "give a value the slot accepts, or the user's answers are refused",
+                severity=Severity.WARNING,
+            )
     for name, path in given:
         if name not in known:
             yield doc.diag(
@@ -119,6 +132,48 @@ def _slots(
                 did_you_mean(name, known) + "use a name from the graph's `slots:` or `variables:`",
                 key=True,
             )
+
+
+def _names(graph: Graph) -> list[str]:
+    """The slots and variables of the graph and of the sub-graphs it may enter (a facts
+    line names a sub-graph's slot as plainly as its own)."""
+    return list(dict.fromkeys(n for g in _graphs(graph) for n in (*g.slots, *g.variables)))
+
+
+def _graphs(graph: Graph, depth: int = 0) -> list[Graph]:
+    found = [graph]
+    folder = graph.source.parent if graph.source else Path.cwd()
+    for state in graph.states.values():
+        if not isinstance(state, GraphState) or depth > 8:
+            continue
+        path = folder / state.graph
+        if graph_file_problem(path, folder) is not None or not path.is_file():
+            continue  # the graph's own lint says why
+        try:
+            found += _graphs(load_graph(path), depth + 1)
+        except GraphError:
+            continue
+    return found
+
+
+def _misfit(slot: Slot, value: object) -> str | None:
+    """Why a slot would refuse `value`, or None."""
+    import re
+
+    if slot.enum and value not in slot.enum:
+        return f"is not one of the slot's values ({', '.join(map(str, slot.enum))})"
+    if slot.type in ("integer", "number") and (
+        isinstance(value, bool) or not isinstance(value, (int, float))
+    ):
+        return f"is not a {slot.type}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if slot.minimum is not None and value < slot.minimum:
+            return f"is under the slot's minimum {slot.minimum:g}"
+        if slot.maximum is not None and value > slot.maximum:
+            return f"is over the slot's maximum {slot.maximum:g}"
+    if slot.pattern and isinstance(value, str) and not re.search(slot.pattern, value):
+        return f"does not match the slot's pattern `{slot.pattern}`"
+    return None
 
 
 def _reachable(
@@ -154,11 +209,14 @@ def _reachable(
 
 
 def _edges(graph: Graph) -> Mapping[str, tuple[str, ...]]:
+    """Each state's targets; `RESUME` as every state an interruption may begin in."""
     anywhere = anywhere_targets(graph)
-    return {
+    edges = {
         name: (*targets_of(state), *(anywhere if state.type == "action" else ()))
         for name, state in graph.states.items()
     }
+    edges[RESUME] = tuple(n for n, s in graph.states.items() if s.type == "action")
+    return edges
 
 
 def _closure(

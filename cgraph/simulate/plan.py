@@ -21,10 +21,20 @@ from cgraph.errors import CgraphError
 from cgraph.runtime.routes.exits import exit_options, holds, unique_ids
 from cgraph.runtime.routes.graphs import Graphs
 from cgraph.spec import conditions
-from cgraph.spec.model import ExitCondition, GlobalExit, Graph, exits_of
-from cgraph.spec.names import END, START, qualify, split
+from cgraph.spec.model import (
+    AnyState,
+    ExitCondition,
+    GlobalExit,
+    Graph,
+    GraphState,
+    Slot,
+    exits_of,
+)
+from cgraph.spec.names import END, RESUME, START, qualify, split
 from cgraph.spec.topology import ANY
 
+Node = tuple[str, frozenset[str], str]
+"""A search node: the state, the goal states entered, where a `RESUME` goes back to."""
 STAY: Exit = ("", "stay")
 """The move a user means when nothing they say should move the conversation."""
 
@@ -64,6 +74,17 @@ class Planner:
         self._targets = targets(graph) if not key else {}
         self._graphs: Graphs = Graphs(graph) if root is None else root._graphs
         self._subs: dict[str, Planner] = {}
+        self.slots: dict[str, Slot] = (
+            {n: v for g in self._graphs.reachable() for n, v in g.slots.items()}
+            if root is None
+            else {}
+        )
+        """Every slot a conversation may collect, the sub-graphs' too."""
+
+    def state(self, name: str) -> AnyState | None:
+        """The declared state of a session's state name (a sub-graph's too)."""
+        planner, local = self.sub(name)
+        return planner.graph.states.get(local)
 
     def sub(self, state: str) -> tuple[Planner, str]:
         """The planner of the graph `state` belongs to, and the state's id there."""
@@ -127,29 +148,49 @@ class Planner:
                 state, inside, [s for s in never if split(s)[0] == planner.key], known
             )
         known = known or {}
-        goal = frozenset(reach)
+        goal = frozenset(self._entering(s) for s in reach)
         blocked = frozenset(never)
-        first = (state, goal & {state})
-        best: dict[tuple[str, frozenset[str]], int] = {first: 0}
-        back: dict[tuple[str, frozenset[str]], tuple[tuple[str, frozenset[str]], Step]] = {}
-        queue: list[tuple[int, int, str, frozenset[str]]] = [(0, 0, state, first[1])]
+        first: Node = (state, goal & {state}, "")
+        best: dict[Node, int] = {first: 0}
+        back: dict[Node, tuple[Node, Step]] = {}
+        queue: list[tuple[int, int, Node]] = [(0, 0, first)]
         order = 0
         while queue:
-            cost, _, here, got = heapq.heappop(queue)
+            cost, _, node = heapq.heappop(queue)
+            here, got, ret = node
             if here == END and got == goal:
-                return _walk_back(back, (here, got))
-            if cost > best.get((here, got), cost):
+                return _walk_back(back, node)
+            if cost > best.get(node, cost):
                 continue
             for step in self.steps(here, known):
-                if step.target in blocked:
+                target, resume = step.target, ret
+                if target == RESUME:  # back where the interruption began
+                    target, resume = ret or here, ""
+                elif step.exit.resume:
+                    resume = here
+                if target in blocked:
                     continue
-                node = (step.target, got | (goal & {step.target}))
-                if cost + step.turns < best.get(node, 1 << 30):
-                    best[node] = cost + step.turns
-                    back[node] = ((here, got), step)
+                ahead: Node = (target, got | (goal & {target}), resume)
+                if cost + step.turns < best.get(ahead, 1 << 30):
+                    best[ahead] = cost + step.turns
+                    back[ahead] = (node, step)
                     order += 1
-                    heapq.heappush(queue, (cost + step.turns, order, *node))
+                    heapq.heappush(queue, (cost + step.turns, order, ahead))
         return None
+
+    def _entering(self, goal: str) -> str:
+        """A goal state as this graph sees it: its own, or the `graph` state that runs the
+        file a sub-graph's goal state is in (the sub-graph's planner takes it from there)."""
+        key, local = split(goal)
+        if key == self.key:
+            return local if not self.key else goal
+        for name, state in self.graph.states.items():
+            if (
+                isinstance(state, GraphState)
+                and self._graphs.child_key(self.key, state.graph) == key
+            ):
+                return self._qualified(name)
+        return goal
 
     def shortest_turns(self, reach: Sequence[str], never: Sequence[str]) -> int | None:
         """User messages on the shortest declared path from the start to the goal."""
@@ -197,10 +238,7 @@ def _possible(exit_: ExitCondition, known: Mapping[str, Any] | None, state: str)
 _UNKNOWN = (CgraphError, TypeError, ValueError, AttributeError, KeyError)
 
 
-def _walk_back(
-    back: Mapping[tuple[str, frozenset[str]], tuple[tuple[str, frozenset[str]], Step]],
-    node: tuple[str, frozenset[str]],
-) -> list[Step]:
+def _walk_back(back: Mapping[Node, tuple[Node, Step]], node: Node) -> list[Step]:
     steps = []
     while node in back:
         node, step = back[node]

@@ -247,7 +247,7 @@ def simulate(
         for number in range(1, limit + 1):
             here = setup.planner.start_state() if session.state == START else session.state
             if user is not None:
-                line = user.next_line(here, session.variables, set(watch.entered))
+                line = user.next_line(session.state, session.variables, set(watch.entered))
             else:
                 assert lines is not None
                 line = Line(lines[number - 1], None, "replay")
@@ -260,7 +260,7 @@ def simulate(
             turn = session.send(line.text)
             if user is not None:
                 user.hear(turn.reply)
-            record = _record(setup.graph, number, here, line, turn, before, session)
+            record = _record(setup.graph, setup.planner, number, here, line, turn, before, session)
             turns.append(record)
             _observe(watch, setup.graph, turn, number, session, record.changed)
             if session.completed:
@@ -310,12 +310,19 @@ def simulate(
 
 
 def _record(
-    graph: Graph, number: int, here: str, line: Line, turn: Turn, before: str, session: Session
+    graph: Graph,
+    planner: Planner,
+    number: int,
+    here: str,
+    line: Line,
+    turn: Turn,
+    before: str,
+    session: Session,
 ) -> TurnRecord:
     taken = _taken(graph, here, turn)
     meant = exit_name(line.meant)
     verdict = None
-    speaks = getattr(graph.states.get(here), "type", None) == "action"
+    speaks = getattr(planner.state(here), "type", None) == "action"
     if meant is not None and taken is not None and speaks:
         verdict = "asked" if turn.clarified else ("right" if taken == meant else "wrong")
     changed = bool(turn.transitions) or _key(session.state, session.variables) != before
@@ -338,11 +345,12 @@ def _record(
 
 
 def _taken(graph: Graph, here: str, turn: Turn) -> str | None:
-    """The exit the turn took out of the state the user spoke in, or `stay`."""
+    """The exit the turn took out of the state the user spoke in, or `stay`; None when the
+    turn never was there (a conditional start chose another state than the plan's)."""
     for t in turn.transitions:
         if t.from_state == here:
             return exit_name(next(iter(exits_taken(graph, [t]))))
-    return "stay"
+    return "stay" if here in turn.path or not turn.transitions else None
 
 
 def _observe(

@@ -81,6 +81,10 @@ class OfflineUser:
         pending, self._pending = self._pending, None
         if pending is not None and pending[0] == here:
             return pending[1]
+        if state == START and len(set(self.graph.start_states())) > 1:
+            # A conditional start is decided on the first message: the user cannot know
+            # where it begins, so it opens with a greeting meant for no exit in particular.
+            return Line(self.rng.choice(GREETINGS), None, "greeting")
         if self._said == 1 and self.rng.random() < self.persona.traits.greets:
             return Line(self.rng.choice(GREETINGS), STAY, "greeting")
         step = self._plan(here, variables, reached)
@@ -100,19 +104,19 @@ class OfflineUser:
         """What the user knows: each slot's value, or the one it would give."""
         return {
             n: variables.get(n) if variables.get(n) is not None else self.value(n)
-            for n in self.graph.slots
+            for n in self.planner.slots
         }
 
     def value(self, slot: str) -> Any:
-        return self.persona.facts.get(slot, made_up(self.graph.slots.get(slot)))
+        return self.persona.facts.get(slot, made_up(self.planner.slots.get(slot)))
 
     def _plan(self, state: str, variables: Mapping[str, Any], reached: set[str]) -> Step | None:
         goal = self.persona.goal
         known = self.known(variables)
         left = [s for s in goal.reach if s not in reached]
         path = self.planner.path(state, left, goal.never, known)
-        if path is None:  # a `never` state may be the only way on: still try to finish
-            path = self.planner.path(state, left, (), known) or []
+        if path is None:  # the goal is out of reach from here: at least end, and well
+            path = self.planner.path(state, [], goal.never, known) or []
         return next((s for s in path if s.source == state), None)
 
     def _line(self, state: str, step: Step, variables: Mapping[str, Any]) -> Line:
@@ -132,7 +136,7 @@ class OfflineUser:
         return Line(words, step.key, "description", step.target)
 
     def _unfilled(self, state: str, variables: Mapping[str, Any]) -> list[str]:
-        spec = self.graph.states.get(state)
+        spec = self.planner.state(state)
         if not isinstance(spec, ActionState):
             return []
         return [name for name in spec.collect if variables.get(name) is None]
@@ -141,7 +145,7 @@ class OfflineUser:
         """The first slot the state waits for; meant for the exit its value leads to."""
         name = wanted[0]
         value = self.value(name)
-        slot = self.graph.slots.get(name)
+        slot = self.planner.slots.get(name)
         if value is None:
             return Line(slot.description if slot else name, None, "slot")
         meant = self._after(state, {**variables, name: value}) if len(wanted) == 1 else STAY
@@ -177,7 +181,8 @@ class OfflineUser:
             return Line(f"No, I wouldn't say {line.text.rstrip('.!?').lower()}.", STAY, "negated")
         text = line.text
         if self.rng.random() < traits.fillers:
-            text = self.rng.choice(FILLERS) + text[:1].lower() + text[1:]
+            head = text[:1].lower() if text[1:2].islower() else text[:1]  # "LIB-1", not "lIB-1"
+            text = self.rng.choice(FILLERS) + head + text[1:]
         if self.rng.random() < traits.typos:
             text = typo(text, self.rng)
         return Line(text, line.meant, line.kind, line.target)
