@@ -141,7 +141,7 @@ def _states(graph: Index | None, *, ends: bool, resume: bool = False) -> Iterato
         letter = TYPE_LETTERS.get(kind, "?")
         yield t.CompletionItem(
             name,
-            kind=t.CompletionItemKind.Class if kind == "action" else t.CompletionItemKind.Function,
+            kind=t.CompletionItemKind.EnumMember,
             detail=f"[{letter}] {kind} state",
             documentation=_objective(graph, name),
         )

@@ -36,7 +36,8 @@ class Files:
         self.root = root
         self.open: dict[Path, str] = {}
         """Buffers the editor holds, by resolved path."""
-        self.depends: dict[Path, frozenset[Path]] = {}
+        self.subgraphs: dict[Path, frozenset[Path]] = {}
+        """The sub-graph files each graph's last lint read."""
         self._indexes: dict[Path, tuple[object, Index]] = {}
 
     def text(self, path: Path) -> str | None:
@@ -79,10 +80,13 @@ class Files:
         text = self.open.get(path, "")
         result = lint_paths([path], texts=dict(self.open))
         own = [d for d in result.diagnostics if resolved(d.file) == path]
-        self.depends[path] = frozenset(
-            {*(resolved(f) for f in result.files), *self._uses(path)} - {path}
-        )
+        self.subgraphs[path] = frozenset(resolved(f) for f in result.files) - {path}
         return Linted(own, text)
+
+    def uses(self, path: Path) -> frozenset[Path]:
+        """The files a file's diagnostics depend on (its index is built only when asked:
+        a lint parses the text once)."""
+        return self.subgraphs.get(path, frozenset()) | frozenset(self._uses(path))
 
     def _uses(self, path: Path) -> Iterator[Path]:
         index = self.index(path)
@@ -100,7 +104,7 @@ class Files:
 
     def dependents(self, changed: Path) -> list[Path]:
         """Open files whose diagnostics may change when `changed` does."""
-        return [p for p in self.open if p != changed and changed in self.depends.get(p, ())]
+        return [p for p in list(self.open) if p != changed and changed in self.uses(p)]
 
     def workspace(self) -> Iterator[Path]:
         """Graph and test files under the workspace root (and every open one)."""

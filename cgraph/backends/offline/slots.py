@@ -17,14 +17,14 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from cgraph.backends.offline import lexicon as lx
+from cgraph.backends.offline.calibration import Calibration
+from cgraph.backends.offline.lexicon import LEXICON as lx
 from cgraph.spec.model import Slot
 from cgraph.spec.slots import from_answer_schema, normalised, problem
 
 Closest = Callable[[str, Sequence[str]], tuple[str, float]]
 """The enum value closest to a message, with its similarity (the embedder's)."""
-ENUM_THRESHOLD = 0.45
-"""The default of `Calibration.enum_threshold`."""
+ENUM_THRESHOLD = Calibration().enum_threshold
 
 _UNIT_WORDS = (
     "zero",
