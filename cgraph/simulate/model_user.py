@@ -102,7 +102,7 @@ class Caller:
             )
         self.counter.spend()
         if self.complete is None:
-            from cgraph.backends.llm.litellm_chat import load_litellm
+            from cgraph.backends.llm.providers import load_litellm
 
             self.complete = load_litellm().completion
         try:
@@ -227,7 +227,7 @@ def model_users(
 
 def _takes_seed(model: str) -> bool:
     """Whether the provider takes `seed` (litellm's table of each provider's parameters)."""
-    from cgraph.backends.llm.litellm_chat import load_litellm
+    from cgraph.backends.llm.providers import load_litellm
 
     try:
         supported = load_litellm().get_supported_openai_params(model=model) or []
