@@ -12,7 +12,7 @@ from typing import Any
 
 from cgraph.draw.taken import Exit
 from cgraph.errors import GraphError
-from cgraph.models import SEMANTIC, resolve_model
+from cgraph.wiring.models import SEMANTIC, resolve_model
 from cgraph.runtime.routes.exits import exit_options
 from cgraph.session import ToolRunner
 from cgraph.simulate.options import Options
