@@ -78,8 +78,8 @@ def speed(runs: int, out: Path) -> list[tuple[str, dict[str, Any]]]:
 
 def _anchor(graph: Any, records: list[dict[str, Any]]) -> float:
     """The same runs' user lines sent through `Session.send` alone."""
-    from cgraph.wiring.models import resolve_model
     from cgraph.session import ToolRunner
+    from cgraph.wiring.models import resolve_model
 
     model = resolve_model("semantic", graph.model, embedding_model=graph.embedding_source())
     tools = ToolRunner()

@@ -12,7 +12,6 @@ from typing import Any
 
 from cgraph.draw.taken import Exit
 from cgraph.errors import GraphError
-from cgraph.wiring.models import SEMANTIC, resolve_model
 from cgraph.runtime.routes.exits import exit_options
 from cgraph.session import ToolRunner
 from cgraph.simulate.options import Options
@@ -23,6 +22,7 @@ from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.names import START
 from cgraph.spec.simfile import SimFile
+from cgraph.wiring.models import SEMANTIC, resolve_model
 
 
 def build(sim: SimFile, options: Options, folder: Path | None = None) -> Setup:
