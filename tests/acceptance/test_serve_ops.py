@@ -337,6 +337,7 @@ def test_with_workers_every_scrape_counts_every_worker(tmp_path: Path) -> None:
             assert found[("cgraph_turns_total", (("graph", "talk"), ("outcome", "stayed")))] == 6
             assert found[("cgraph_sessions_started_total", (("graph", "talk"),))] == 6
             assert found[("cgraph_turns_in_flight", ())] == 0
+        assert running.stop() == 0  # SIGTERM: the workers stop (and their counts folder goes)
 
 
 def test_a_busy_session_is_counted_with_its_lock_wait(tmp_path: Path) -> None:
