@@ -44,6 +44,10 @@ NO = (
     "not as far as i know", "not that i remember", "not that i can remember",
     "not that i recall", "not that i can recall", "not that i can think of",
 )  # fmt: skip
+SAYS_YES = ("Yes.", "Yes, go ahead.", "Yeah, do it.", "Sure, that's right.", "Correct.")
+"""How users answer yes to a yes-or-no question (a boolean slot's answer, `answers`)."""
+SAYS_NO = ("No.", "No, don't.", "Nope, not that.", "No thanks.")
+"""How users answer no to a yes-or-no question."""
 NEGATORS = ("no", "not", "never", "without", "nothing", "none", "nobody", "neither", "nor")
 CONTRACTED = (
     "ca", "do", "does", "did", "is", "are", "was", "were", "have", "has", "had", "would",
@@ -392,8 +396,6 @@ ORDINALS = {
 
 LEADING_YES = _opening(YES)
 LEADING_NO = _opening(NO)
-ANY_YES = _anywhere(YES)
-ANY_NO = re.compile(rf"\b(?:{_any(NO)})\b|n['’]?t\b|\bwrong\b", re.I)
 NEGATOR = re.compile(
     rf"\b(?:{_any(NEGATORS)}|cannot|(?:{_any(CONTRACTED)})n['’]?t)\b",
     re.I,
