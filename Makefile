@@ -19,10 +19,11 @@ export NO_MKDOCS_2_WARNING := 1
 install: $(STAMP)
 
 # One pip command so the resolver sees torch==2.13.0 next to everything that needs torch.
+# pip shows its own progress: the first install takes minutes and should say what it does.
 $(STAMP):
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev,docs]"
+	$(BIN)/pip install --upgrade pip
+	$(BIN)/pip install -e ".[dev,docs]"
 	rm -f $(VENV)/.installed*
 	touch $(STAMP)
 

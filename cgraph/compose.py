@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from cgraph.backends.store.memory import InMemorySessionStore
+from cgraph.backends.store.outbox import Delivery as Delivery  # for the server to name
+from cgraph.backends.store.outbox import Outbox as Outbox
+from cgraph.backends.store.outbox import PostgresOutbox, SQLiteOutbox
 from cgraph.backends.store.sqlite import SQLiteStore
 from cgraph.errors import ConfigError, StoreError
 from cgraph.models import Models, models_of, resolve_model
@@ -160,6 +163,18 @@ def migrate_store(store: str | Path) -> tuple[int, int]:
     return migrate_file(
         path if path.suffix in (".sqlite", ".db", ".sqlite3") else path / STORE_FILE
     )
+
+
+def open_outbox(store: str) -> Outbox:
+    """The webhook outbox beside a store (`cgraph.backends.store.outbox`): the table
+    `cgraph_webhook_deliveries` of a PostgreSQL store, else `webhooks.sqlite` in the
+    store's folder (beside a `.sqlite` file: `<name>.webhooks.sqlite`)."""
+    if is_url(store):
+        return PostgresOutbox(store)
+    path = Path(store)
+    if path.suffix in (".sqlite", ".db", ".sqlite3"):
+        return SQLiteOutbox(path.with_name(f"{path.stem}.webhooks.sqlite"))
+    return SQLiteOutbox(path / "webhooks.sqlite")
 
 
 MEMORY_OFF = "off"

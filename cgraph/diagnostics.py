@@ -17,6 +17,15 @@ class Severity(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Fix:
+    """The edit a diagnostic proposes: the word `old`, in the node it points at, becomes
+    `new` ("did you mean `check_meds`?" as data, for an editor's quick fix)."""
+
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnostic:
     """One problem in one file, pointing at the YAML node that causes it."""
 
@@ -28,6 +37,7 @@ class Diagnostic:
     message: str
     hint: str = ""
     path: DataPath = field(default=())
+    fix: Fix | None = None
 
     def render(self) -> str:
         """`file:line:col severity code message`, then the hint on its own line."""

@@ -57,15 +57,15 @@ class Server:
         return int(self.process.returncode)
 
 
-def start(*args: str, folder: Path, ready: bool = True) -> Server:
-    """`cgraph serve ARGS --port <free>` from the repository root; with `ready`, once
-    `/healthz` answers (or fails with what the server wrote)."""
+def start(*args: str, folder: Path, ready: bool = True, **env: str) -> Server:
+    """`cgraph serve ARGS --port <free>` from the repository root (with `env` variables
+    added); with `ready`, once `/healthz` answers (or fails with what the server wrote)."""
     port = free_port()
     log = folder / f"serve-{port}.log"
     command = [sys.executable, "-m", "cgraph", "serve", *args, "--port", str(port)]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=environment()
+            command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=environment(**env)
         )
     server = Server(process, f"http://127.0.0.1:{port}", log)
     if ready:
@@ -89,8 +89,8 @@ def wait_ready(server: Server) -> None:
 
 
 @contextmanager
-def serving(*args: str, folder: Path) -> Iterator[Server]:
-    server = start(*args, folder=folder)
+def serving(*args: str, folder: Path, **env: str) -> Iterator[Server]:
+    server = start(*args, folder=folder, **env)
     try:
         yield server
     finally:

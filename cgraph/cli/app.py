@@ -188,6 +188,10 @@ def run(
         int | None,
         typer.Option(min=0, max=10, metavar="N", help="Retries of a transient failure."),
     ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Append each turn's spans to FILE (JSON lines)."),
+    ] = None,
     max_file_size: MaxFileSize = None,
     allow_module: AllowModule = None,
     allow_path: AllowPath = None,
@@ -210,8 +214,21 @@ def run(
         timeout=timeout,
         max_tokens=max_tokens,
         retries=retries,
+        trace=trace,
     )
     exit_now(run_command(options, jsonl=jsonl))
+
+
+def lsp() -> None:
+    """Start the language server on stdin and stdout, for an editor to talk to.
+
+    Diagnostics as you type, completion, go to definition, references, hover, rename,
+    quick fixes, the outline and a code lens that runs a state's tests, for graph files and
+    their *.test.yaml files. Editors start it themselves: see the editor settings in the
+    docs (Linting and editors)."""
+    from cgraph.lsp.server import serve as serve_lsp
+
+    serve_lsp()
 
 
 # Listed in `cgraph --help` in the order of the work: check, look, talk, test, serve, then
@@ -224,6 +241,7 @@ COMMANDS = (
     ("test", test_command, "Run conversation tests (*.test.yaml)."),
     ("studio", studio_command, "Chat with a graph in the browser and watch it move."),
     ("serve", serve_command, "Serve graphs over HTTP, on SQLite or PostgreSQL."),
+    ("lsp", lsp, "Start the language server an editor talks to (stdio)."),
 )
 for _name, _command, _short in COMMANDS:
     app.command(name=_name, cls=Command, short_help=_short)(_command)

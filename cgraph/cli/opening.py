@@ -70,6 +70,8 @@ class RunOptions:
     timeout: float | None = None
     max_tokens: int | None = None
     retries: int | None = None
+    trace: Path | None = None
+    """Append the spans of every turn to this file (JSON lines)."""
 
 
 def load_checked(

@@ -14,8 +14,10 @@ import contextlib
 import io
 import os
 import sys
+from collections.abc import Iterator
 from functools import partial
-from typing import TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from cgraph.cli.opening import (
     SEMANTIC,
@@ -26,6 +28,9 @@ from cgraph.cli.opening import (
 )
 from cgraph.cli.shown import printable_lines
 from cgraph.errors import CgraphError, GraphError
+
+if TYPE_CHECKING:
+    from cgraph.session import Session
 
 
 def run_command(options: RunOptions, *, jsonl: bool) -> int:
@@ -52,17 +57,42 @@ def run_command(options: RunOptions, *, jsonl: bool) -> int:
     if isinstance(sys.stdin, io.TextIOWrapper):
         sys.stdin.reconfigure(errors="surrogateescape")
     try:
-        if sys.stdin.isatty() and not jsonl:
-            from cgraph.cli.repl import Repl
+        with traced(options.trace, opened.session):
+            if sys.stdin.isatty() and not jsonl:
+                from cgraph.cli.repl import Repl
 
-            return Repl(opened).loop()
-        from cgraph.cli.lines import run_lines
+                return Repl(opened).loop()
+            from cgraph.cli.lines import run_lines
 
-        return run_lines(opened, sys.stdin, own_stdout(), sys.stderr, jsonl=jsonl)
+            return run_lines(opened, sys.stdin, own_stdout(), sys.stderr, jsonl=jsonl)
+    except CgraphError as err:  # the trace file cannot be written
+        sys.stderr.write(f"error: {err.message}\n")
+        return 1
     finally:
         # What is still being remembered is taken in; the tool workers stop.
         with contextlib.suppress(CgraphError):
             opened.session.close()
+
+
+@contextlib.contextmanager
+def traced(path: Path | None, session: Session) -> Iterator[None]:
+    """With `--trace FILE`: the model calls of the run watched, and when it ends the spans
+    of its turns appended to FILE, as `cgraph serve` exports them."""
+    if path is None:
+        yield
+        return
+    from cgraph.observe import ModelCall, watching
+    from cgraph.serve.tracing import to_file
+
+    tracing = to_file(path, content=True)
+    calls: list[ModelCall] = []
+    after = -1 if session.opening is not None else session.turn_number
+    try:
+        with watching(calls.append):
+            yield
+    finally:
+        tracing.session_spans(session, after, calls)
+        tracing.close()
 
 
 def own_stdout() -> TextIO:

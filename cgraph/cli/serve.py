@@ -67,6 +67,36 @@ def serve(
         bool,
         typer.Option("--studio", help="Also serve the studio page at /studio (one designer)."),
     ] = False,
+    metrics: Annotated[
+        bool, typer.Option("--metrics/--no-metrics", help="Serve GET /metrics (Prometheus).")
+    ] = True,
+    metrics_token: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            metavar="TOKEN",
+            envvar="CGRAPH_METRICS_TOKEN",
+            help="A bearer token of its own for /metrics (else it needs none).",
+            show_default=False,
+        ),
+    ] = None,
+    log_format: Annotated[
+        str, typer.Option(metavar="text|json", help="One line per request and per turn.")
+    ] = "text",
+    log_content: Annotated[
+        bool, typer.Option("--log-content", help="Turn lines carry the message and the reply.")
+    ] = False,
+    trace_content: Annotated[
+        bool,
+        typer.Option("--trace-content", help="Model-call spans carry the prompt and the answer."),
+    ] = False,
+    webhook: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            metavar="'URL [events=E,…] [secret=env:NAME|file:PATH]'",
+            help="POST events there, signed (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve graphs over HTTP (JSON, server-sent events; /openapi.json describes it)."""
     from cgraph.serve.main import serve as run_server
@@ -85,6 +115,12 @@ def serve(
         wait=wait,
         turns_per_minute=turns_per_minute,
         sessions_per_user=sessions_per_user,
+        metrics=metrics,
+        metrics_token=metrics_token,
+        log_format=log_format,
+        log_content=log_content,
+        trace_content=trace_content,
+        webhooks=tuple(webhook or ()),
     )
     try:
         if studio:

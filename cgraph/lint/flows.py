@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
 from cgraph.lint.templates import allowed_names, not_returned
 from cgraph.spec import conditions, slots
-from cgraph.spec.load import did_you_mean, parse_graph
+from cgraph.spec.load import did_you_mean, fix_for, parse_graph
 from cgraph.spec.model import CROSS, ExitCondition, Graph, GraphState, Slot, is_cross
-from cgraph.spec.read import read_file
+from cgraph.spec.read import read_file, read_text
 from cgraph.spec.templating import BUILTIN_NAMES
 from cgraph.spec.trust import GRAPH_FILE_HINT, graph_file_problem
 
@@ -57,6 +57,7 @@ def check_conditions(ctx: GraphContext) -> Iterator[Diagnostic]:
                 f"`when` uses `{name}`, which is never defined",
                 did_you_mean(name, sorted(allowed))
                 + "declare it under `variables:` or `slots:`, or store a tool `result:` in it",
+                fix=fix_for(name, sorted(allowed)),
             )
 
 
@@ -149,6 +150,7 @@ def _collected(ctx: GraphContext, state: str, names: tuple[str, ...]) -> Iterato
                 "unknown-slot",
                 f"state `{state}` collects `{slot}`, which is not a slot",
                 did_you_mean(slot, sorted(ctx.graph.slots)) + "declare it under `slots:`",
+                fix=fix_for(slot, sorted(ctx.graph.slots)),
             )
 
 
@@ -187,6 +189,7 @@ def check_global_exits(ctx: GraphContext) -> Iterator[Diagnostic]:
                     "unknown-state",
                     f"global exit {index + 1} is not offered in `{state}`, which is not a state",
                     did_you_mean(state, names) + "use a state id from `states:`",
+                    fix=fix_for(state, names),
                 )
 
 
@@ -217,7 +220,7 @@ def _foreign_state(
             path, "graph-outside", f"`{file}#{state}`: `{file}` {outside}", GRAPH_FILE_HINT
         )
         return
-    sub = graph_at(str(target))
+    sub = graph_at(str(target), ctx.texts)
     if sub is None:
         yield ctx.diag(
             path,
@@ -232,10 +235,16 @@ def _foreign_state(
             "unknown-graph-target",
             f"`{file}#{state}`: `{file}` has no state `{state}`",
             did_you_mean(state, list(sub.states)) + f"use a state id from `{file}`",
+            fix=fix_for(state, list(sub.states)),
         )
 
 
-def graph_at(file: str) -> Graph | None:
+def graph_at(file: str, texts: Mapping[Path, str] | None = None) -> Graph | None:
+    """The graph in `file` (as `texts` holds it, if it does), or None if it is not one."""
+    text = (texts or {}).get(Path(os.path.realpath(file)))
+    if text is not None:
+        graph, _ = parse_graph(read_text(text, file))
+        return graph
     if not os.path.isfile(file):
         return None
     graph, _ = parse_graph(read_file(file))

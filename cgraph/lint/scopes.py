@@ -16,7 +16,7 @@ from pathlib import Path
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.flows import graph_at
 from cgraph.lint.structure import GraphContext, field_of
-from cgraph.spec.load import did_you_mean
+from cgraph.spec.load import did_you_mean, fix_for
 from cgraph.spec.model import Graph, GraphState
 from cgraph.spec.names import RESUME
 
@@ -29,6 +29,7 @@ def _unknown_slot(
         "unknown-slot",
         f"{what} names `{name}`, which is not a slot of graph `{graph.name}`",
         did_you_mean(name, sorted(graph.slots)) + f"declare it under `slots:` of `{graph.name}`",
+        fix=fix_for(name, sorted(graph.slots)),
     )
 
 
@@ -51,7 +52,7 @@ def check_passed_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
     for state_name, state in ctx.graph.states.items():
         if not isinstance(state, GraphState) or not state.with_:
             continue
-        sub = graph_at(os.path.normpath(folder / state.graph))
+        sub = graph_at(os.path.normpath(folder / state.graph), ctx.texts)
         if sub is None:
             continue  # a missing or broken sub-graph is reported where it is named
         for name in state.with_:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cgraph.diagnostics import DataPath, Diagnostic, Severity
-from cgraph.spec.load import closest, did_you_mean
+from cgraph.diagnostics import DataPath, Diagnostic, Fix, Severity
+from cgraph.spec.load import closest, did_you_mean, fix_for
 from cgraph.spec.model import SILENT_TYPES, AnyState, Graph, anywhere_targets, is_cross
 from cgraph.spec.names import END, RESUME
 from cgraph.spec.read import Document
@@ -60,6 +60,8 @@ class GraphContext:
     root: Path | None = None
     """The root graph's folder: no graph file outside it is read (`cgraph.spec.trust`);
     None: this graph's own folder."""
+    texts: Mapping[Path, str] = field(default_factory=dict)
+    """Files' texts read instead of the disk's (by resolved path): an editor's buffers."""
     edges: dict[str, list[Located]] = field(init=False)
     """Every state's targets, computed once for all checks."""
 
@@ -75,9 +77,10 @@ class GraphContext:
         *,
         warning: bool = False,
         key: bool = False,
+        fix: Fix | None = None,
     ) -> Diagnostic:
         severity = Severity.WARNING if warning else Severity.ERROR
-        return self.doc.diag(path, code, message, hint, severity=severity, key=key)
+        return self.doc.diag(path, code, message, hint, severity=severity, key=key, fix=fix)
 
 
 def start_targets(graph: Graph) -> Iterator[Located]:
@@ -111,6 +114,7 @@ def check_references(ctx: GraphContext) -> Iterator[Diagnostic]:
                 f"`{path[-1]}` names `{target}`, which is not a state",
                 did_you_mean(target, [*names, END, RESUME])
                 + "use a state id from `states:`, `END`, or `RESUME` (after a `resume: true` exit)",
+                fix=fix_for(target, [*names, END, RESUME]),
             )
     for name in ctx.graph.limits.max_visits:
         if name not in ctx.graph.states:
@@ -120,6 +124,7 @@ def check_references(ctx: GraphContext) -> Iterator[Diagnostic]:
                 f"`limits.max_visits` names `{name}`, which is not a state",
                 did_you_mean(name, names) + "use a state id from `states:`",
                 key=True,
+                fix=fix_for(name, names),
             )
 
 

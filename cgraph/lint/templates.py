@@ -18,7 +18,7 @@ from typing import Any
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
 from cgraph.lint.template_ast import TemplateProblem, read_names
-from cgraph.spec.load import did_you_mean
+from cgraph.spec.load import did_you_mean, fix_for
 from cgraph.spec.model import Graph
 from cgraph.spec.read import Document
 from cgraph.spec.templating import BUILTIN_NAMES, is_template, text_env
@@ -190,6 +190,7 @@ def check_templates(ctx: GraphContext) -> Iterator[Diagnostic]:
                 did_you_mean(name, sorted(allowed))
                 + "declare it under `variables:`, set it in an annotation state's `set:`, "
                 "or store a tool `result:` in it",
+                fix=fix_for(name, sorted(allowed)),
             )
 
 

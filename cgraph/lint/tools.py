@@ -15,7 +15,7 @@ from typing import Any
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
 from cgraph.spec.files import Refusal, read_bytes
-from cgraph.spec.load import did_you_mean
+from cgraph.spec.load import did_you_mean, fix_for
 from cgraph.spec.tool_files import local_module
 from cgraph.spec.trust import HANDLER_HINT, module_allowed
 
@@ -160,6 +160,7 @@ def _calls(ctx: GraphContext) -> Iterator[Diagnostic]:
                 f"state `{name}` calls tool `{state.tool}`, which is not declared under `tools`",
                 did_you_mean(state.tool, declared)
                 + "declare it under `tools:` with a name and a `module:function` handler",
+                fix=fix_for(state.tool, declared),
             )
             continue
         yield from _arguments(ctx, name, state.arguments, tool.parameters)
@@ -189,6 +190,7 @@ def _arguments(
                 f"state `{name}` passes `{extra}`, which the tool does not take",
                 did_you_mean(extra, list(properties)) + f"parameters are {', '.join(properties)}",
                 key=True,
+                fix=fix_for(extra, list(properties)),
             )
 
 
@@ -204,4 +206,5 @@ def _offered(
                 f"state `{name}` offers tool `{tool}`, which is not declared under `tools`",
                 did_you_mean(tool, declared)
                 + "declare it under `tools:` with a name and a `module:function` handler",
+                fix=fix_for(tool, declared),
             )

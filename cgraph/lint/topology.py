@@ -10,16 +10,17 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
-from cgraph.diagnostics import DataPath, Diagnostic
+from cgraph.diagnostics import DataPath, Diagnostic, Fix
 from cgraph.lint.structure import GraphContext, anywhere_located, start_targets
-from cgraph.spec.load import did_you_mean
+from cgraph.spec.load import did_you_mean, fix_for
 from cgraph.spec.model import TYPE_LETTERS, is_cross
 from cgraph.spec.names import END, RESUME, START
 from cgraph.spec.read import Document
 from cgraph.spec.topology import ANY, RESUMABLE, Topology, graph_edges, parse
 
 _PATH: DataPath = ("topology",)
-_At = Callable[[int, int, str, str, str], Diagnostic]
+_At = Callable[..., Diagnostic]
+"""`at(line, column, code, message, hint, fix=None)`: a diagnostic in the topology text."""
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,12 @@ def check_topology(ctx: GraphContext) -> Iterator[Diagnostic]:
     topology = parse(text)
     lines = _lines(ctx.doc)
 
-    def at(line: int, column: int, code: str, message: str, hint: str) -> Diagnostic:
+    def at(
+        line: int, column: int, code: str, message: str, hint: str, fix: Fix | None = None
+    ) -> Diagnostic:
         file_line, file_column = lines.at(line, column)
-        return replace(ctx.diag(_PATH, code, message, hint), line=file_line, column=file_column)
+        found = ctx.diag(_PATH, code, message, hint, fix=fix)
+        return replace(found, line=file_line, column=file_column)
 
     for problem in topology.problems:
         yield at(
@@ -87,6 +91,7 @@ def _nodes(ctx: GraphContext, topology: Topology, at: _At) -> Iterator[Diagnosti
                 "topology-unknown-state",
                 f"the topology names `{node.name}`, which is not a state",
                 did_you_mean(node.name, names) + "use a state id from `states:`",
+                fix_for(node.name, names),
             )
             continue
         letter = TYPE_LETTERS[state.type]

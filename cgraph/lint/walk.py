@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from cgraph.spec.files import Refusal, read_head
 from cgraph.spec.load import parse_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.names import TESTS_KEY
-from cgraph.spec.read import Document, read_file
+from cgraph.spec.read import Document, read_file, read_text
 from cgraph.spec.topology import derive
 from cgraph.spec.topology import mermaid as draw_mermaid
 from cgraph.spec.trust import GRAPH_FILE_HINT, graph_file_problem
@@ -98,9 +98,13 @@ class _Outcome:
 
 
 class _Linter:
-    def __init__(self, result: LintResult, checks: tuple[Check, ...]) -> None:
+    def __init__(
+        self, result: LintResult, checks: tuple[Check, ...], texts: Mapping[Path, str]
+    ) -> None:
         self.result = result
         self.checks = checks
+        self.texts = texts
+        """Files' texts that replace what is on disk (an editor's unsaved buffers)."""
         self.done: dict[Path, _Outcome] = {}
         self.active: list[tuple[Path, str]] = []
         self.root = Path.cwd()
@@ -112,7 +116,8 @@ class _Linter:
             return self.done[key]
         self.active.append((key, display))
         try:
-            doc = read_file(display)
+            text = self.texts.get(key)
+            doc = read_file(display) if text is None else read_text(text, display)
             for diag in doc.diagnostics:
                 if diag.code == "unreadable":
                     self.result.missing.append(display)
@@ -148,7 +153,15 @@ class _Linter:
                     talking.add(name)
                 inherited.update(sub.names if sub else ())
                 dropped.update(dict.fromkeys(sub.dropped if sub else (), state.graph))
-        ctx = GraphContext(doc, graph, frozenset(talking), frozenset(inherited), dropped, self.root)
+        ctx = GraphContext(
+            doc,
+            graph,
+            frozenset(talking),
+            frozenset(inherited),
+            dropped,
+            self.root,
+            self.texts,
+        )
         for check in self.checks:
             try:
                 diagnostics.extend(check(ctx))
@@ -201,28 +214,37 @@ class _Linter:
 
 
 def lint_paths(
-    paths: Iterable[str | Path], *, only_graphs: bool = False, checks: tuple[Check, ...] = CHECKS
+    paths: Iterable[str | Path],
+    *,
+    only_graphs: bool = False,
+    checks: tuple[Check, ...] = CHECKS,
+    texts: Mapping[Path, str] | None = None,
 ) -> LintResult:
     """Lint files and folders (recursively `*.yaml`, `*.yml`, `*.json`).
 
     A folder walk skips files without a top-level `cgraph:` key (with a note); a file
     named explicitly is always linted, unless `only_graphs` applies the same rule to it.
     `checks` replaces the semantic checks run after the format check (default: all).
+    `texts` (by resolved path) is read instead of those files on disk: a graph and the
+    sub-graphs it hands over to as an editor holds them, saved or not.
     """
     collecting = gc.isenabled()
     gc.disable()  # see reader.read_text: lint builds large, acyclic trees
     try:
-        return _lint_all(paths, only_graphs, checks)
+        return _lint_all(paths, only_graphs, checks, texts or {})
     finally:
         if collecting:
             gc.enable()
 
 
 def _lint_all(
-    paths: Iterable[str | Path], only_graphs: bool, checks: tuple[Check, ...]
+    paths: Iterable[str | Path],
+    only_graphs: bool,
+    checks: tuple[Check, ...],
+    texts: Mapping[Path, str],
 ) -> LintResult:
     result = LintResult()
-    linter = _Linter(result, checks)
+    linter = _Linter(result, checks, texts)
     for given in paths:
         path = Path(given)
         linter.root = path if path.is_dir() else path.parent
@@ -234,7 +256,7 @@ def _lint_all(
                 linter.lint(file, str(file))
         elif only_graphs and path.is_file() and not looks_like_graph(path):
             result.notes.append(f"{given}: skipped, no top-level `cgraph:` key")
-        elif path.exists() or path.is_symlink():
+        elif path.exists() or path.is_symlink() or _real(path) in texts:
             linter.lint(path, str(given))
         else:
             result.missing.append(str(given))
@@ -290,7 +312,12 @@ def looks_like_graph(path: Path) -> bool:
     head = read_head(path, 1 << 20)  # a FIFO or a device is never waited on nor read
     if isinstance(head, Refusal):
         return True  # let lint report why it cannot be read
-    return _GRAPH_KEY.search(head.decode("utf-8-sig", "replace")) is not None
+    return looks_like_graph_text(head.decode("utf-8-sig", "replace"))
+
+
+def looks_like_graph_text(text: str) -> bool:
+    """Whether a file's text has a top-level `cgraph:` (or `cgraph-test:`) key."""
+    return _GRAPH_KEY.search(text) is not None
 
 
 def _real(path: Path) -> Path:

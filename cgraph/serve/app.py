@@ -10,7 +10,7 @@ failure is `{"error": {"code", "message"}}` (`cgraph.serve.problems`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import hmac
 import json
 import signal
 import threading
@@ -28,14 +28,18 @@ import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from cgraph.serve import openapi
+from cgraph.serve import chat, openapi
+from cgraph.serve.bridge import bridged
 from cgraph.serve.limits import MAX_BODY_BYTES, message, parsed, session_id, text_field, too_large
+from cgraph.serve.metrics import CONTENT_TYPE
 from cgraph.serve.options import LOCAL_USER, digest, read_tokens
 from cgraph.serve.problems import Problem, body, problem_of
+from cgraph.serve.reporting import reporting
 from cgraph.serve.service import Service
+from cgraph.serve.watch import Answered
 
 DRAIN_SECONDS = 30.0
 """Longest a SIGTERM waits for the turns in flight before the process stops anyway."""
@@ -60,6 +64,10 @@ class Call:
         """`function(*args)` in a worker thread (the whole call on one thread)."""
         return await anyio.to_thread.run_sync(partial(function, *args), limiter=self.gate.limiter)
 
+    def started(self, task: asyncio.Future[None]) -> None:
+        """Count `task` (a streamed turn in its thread) in flight until it is done."""
+        self.gate.started(task)
+
 
 @dataclass
 class Gate:
@@ -72,6 +80,8 @@ class Gate:
     loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     tasks: set[asyncio.Future[None]] = field(default_factory=set, repr=False)
     """Streamed turns running in their threads (kept so none is collected midway)."""
+    home: str = "/openapi.json"
+    """Where `GET /` sends a visitor: the studio when it is served, else this description."""
 
     def started(self, task: asyncio.Future[None]) -> None:
         """Count `task` in flight until it is done."""
@@ -102,8 +112,8 @@ def answer(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(data, status_code=status)
 
 
-def failed(problem: Problem) -> JSONResponse:
-    return JSONResponse(body(problem), status_code=problem.status, headers=dict(problem.headers))
+def failed(problem: Problem, shape: Callable[[Problem], Any] = body) -> JSONResponse:
+    return JSONResponse(shape(problem), status_code=problem.status, headers=dict(problem.headers))
 
 
 async def _body(request: Request) -> bytes:
@@ -123,7 +133,7 @@ async def _body(request: Request) -> bytes:
 
 
 async def create(call: Call) -> Response:
-    graph = text_field(call.data, "graph", limit=200)
+    graph = str(text_field(call.data, "graph", limit=200, schema=openapi.CREATE))
     chosen = session_id(text_field(call.data, "session_id", limit=64, required=False))
     return answer(await call.run(call.service.create, call.user, graph, chosen), 201)
 
@@ -138,38 +148,18 @@ async def stream(call: Call) -> Response:
     response starts once the session is open, so a refusal (404, 409) is still a status.
     A client that goes away does not stop the turn: it is committed, and its key finds it."""
     text, key = message(call.data)
-    send_end, receive_end = anyio.create_memory_object_stream[tuple[str, Any]](64)
-
-    def emit(kind: str, data: dict[str, Any]) -> None:
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            anyio.from_thread.run(send_end.send, (kind, data))  # gone: the turn goes on
-
-    def work() -> None:
-        try:
-            call.service.stream(call.user, call.sid, text, key, emit)
-        except BaseException as error:
-            emit("failed", {"error": error})
-        finally:
-            anyio.from_thread.run_sync(send_end.close)
-
-    async def turn_in_thread() -> None:
-        await call.run(work)
-
-    async def events() -> AsyncIterator[bytes]:
-        try:
-            async for kind, data in receive_end:
-                if kind == "failed":
-                    problem = problem_of(data["error"], call.sid)
-                    yield _event("error", body(problem))
-                else:
-                    yield _event(kind, data)
-        finally:
-            receive_end.close()
-
-    call.gate.started(asyncio.ensure_future(turn_in_thread()))
-    first = await receive_end.receive()
+    pieces = await bridged(call, partial(call.service.stream, call.user, call.sid, text, key))
+    first = await anext(pieces)
     if first[0] == "failed":
         return failed(problem_of(first[1]["error"], call.sid))
+
+    async def events() -> AsyncIterator[bytes]:
+        async for kind, data in pieces:
+            if kind == "failed":
+                yield _event("error", body(problem_of(data["error"], call.sid)))
+            else:
+                yield _event(kind, data)
+
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
@@ -247,6 +237,38 @@ async def described(call: Call) -> Response:
     return answer(openapi.document(ROUTES))
 
 
+async def deliveries(call: Call) -> Response:
+    hooks = call.service.watch.webhooks
+    if hooks is None:
+        raise Problem(404, "no_webhooks", "this server sends no webhooks (give --webhook URL)")
+    query = call.request.query_params
+    status = query.get("status")
+    if status not in (None, "pending", "delivered", "failed"):
+        raise Problem(422, "invalid_field", "`status` is pending, delivered or failed")
+    limit = min(max(_integer(query.get("limit"), 100, "limit"), 1), 1000)
+    return answer(await call.run(hooks.listed, call.user, status, limit))
+
+
+async def home(call: Call) -> Response:
+    return RedirectResponse(call.gate.home, status_code=307)
+
+
+async def metrics(call: Call) -> Response:
+    counted, wanted = call.service.watch.metrics, call.service.options.metrics_token
+    if counted is None:
+        raise Problem(404, "metrics_off", "metrics are off (the server runs with --no-metrics)")
+    if wanted is not None:
+        scheme, _, token = call.request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip(), wanted):
+            raise Problem(
+                401,
+                "unauthorized",
+                "send Authorization: Bearer METRICS_TOKEN (--metrics-token)",
+                (("www-authenticate", "Bearer"),),
+            )
+    return Response(counted.text(), media_type=CONTENT_TYPE)
+
+
 ROUTES: tuple[openapi.Endpoint, ...] = (
     openapi.Endpoint("POST", "/v1/sessions", create, "Start a session", openapi.CREATE, 201),
     openapi.Endpoint("GET", "/v1/sessions", sessions, "The caller's sessions"),
@@ -276,6 +298,32 @@ ROUTES: tuple[openapi.Endpoint, ...] = (
     openapi.Endpoint("GET", "/healthz", healthz, "The process is up", public=True),
     openapi.Endpoint("GET", "/readyz", readyz, "Store and memory reachable", public=True),
     openapi.Endpoint("GET", "/openapi.json", described, "This description"),
+    openapi.Endpoint(
+        "GET",
+        "/metrics",
+        metrics,
+        "Prometheus metrics (no API token; `--metrics-token` sets one of their own)",
+        public=True,
+        returns="text/plain",
+    ),
+    openapi.Endpoint(
+        "GET",
+        "/v1/webhooks/deliveries",
+        deliveries,
+        "The caller's webhook deliveries, latest first (`?status=failed`, `?limit=`)",
+    ),
+    openapi.Endpoint("GET", "/v1/models", chat.models, "The served graphs, as OpenAI models"),
+    openapi.Endpoint(
+        "POST",
+        "/v1/chat/completions",
+        chat.completions,
+        "OpenAI's chat completions: `model` is a graph, the conversation a session",
+        openapi.CHAT,
+        errors=chat.openai_error,
+    ),
+    openapi.Endpoint(
+        "GET", "/", home, "Redirects to the studio, or to this description", status=307, public=True
+    ),
 )
 
 
@@ -283,20 +331,52 @@ def _gated(
     endpoint: openapi.Endpoint, service: Service, gate: Gate
 ) -> Callable[[Request], Awaitable[Response]]:
     async def handle(request: Request) -> Response:
+        with service.watch.request(request, endpoint.path) as answered:
+            response = await _answered(request, answered)
+            answered.status = response.status_code
+            response.headers["x-request-id"] = answered.request_id
+            return response
+
+    shape = endpoint.errors or body
+
+    async def _answered(request: Request, answered: Answered) -> Response:
         if gate.draining:
-            return failed(Problem(503, "draining", "the server is stopping; try another"))
+            return failed(Problem(503, "draining", "the server is stopping; try another"), shape)
         gate.in_flight += 1
+        answered.session = request.path_params.get("id")
         try:
             user = LOCAL_USER if endpoint.public else gate.user(request)
+            answered.user = None if endpoint.public else user
             data = parsed(await _body(request)) if request.method == "POST" else {}
             response: Response = await endpoint.handler(Call(request, user, data, service, gate))
             return response
         except Exception as error:
-            return failed(problem_of(error, str(request.path_params.get("id", ""))))
+            problem = problem_of(error, str(request.path_params.get("id", "")))
+            answered.error_id = problem.error_id
+            return failed(problem, shape)
         finally:
             gate.in_flight -= 1
 
     return handle
+
+
+def _by_path(endpoints: tuple[openapi.Endpoint, ...], service: Service, gate: Gate) -> list[Route]:
+    """One route per path, answering each of its methods (any other is a 405 whose `Allow`
+    names them all)."""
+    handlers: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
+    for e in endpoints:
+        handlers.setdefault(e.path, {})[e.method] = _gated(e, service, gate)
+
+    def dispatch(
+        methods: dict[str, Callable[[Request], Awaitable[Response]]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            method = "GET" if request.method == "HEAD" else request.method
+            return await methods[method](request)
+
+        return handle
+
+    return [Route(path, dispatch(m), methods=list(m)) for path, m in handlers.items()]
 
 
 def build(
@@ -306,22 +386,28 @@ def build(
     the `extra` endpoints behind the same gate (the studio's; not in `/openapi.json`)."""
     tokens = read_tokens(Path(tokens_file)) if tokens_file else None
     gate = Gate(tokens, anyio.CapacityLimiter(service.options.threads))
+    gate.home = next((e.path for e in extra if e.path.startswith("/studio")), "/openapi.json")
+    service.watch = reporting(service.options)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         gate.loop = asyncio.get_running_loop()
         _drain_on_sigterm(gate)
         yield
+        service.watch.close()
 
     async def not_found(request: Request, error: Exception) -> Response:
         status = error.status_code if isinstance(error, HTTPException) else 500
-        code = {404: "no_route", 405: "method_not_allowed"}.get(status, "bad_request")
+        if status == 405 and isinstance(error, HTTPException):
+            allowed = (error.headers or {}).get("Allow", "")
+            said = f"{request.method} {request.url.path}: this endpoint takes {allowed}"
+            return failed(Problem(405, "method_not_allowed", said, (("allow", allowed),)))
+        code = {404: "no_route"}.get(status, "bad_request")
         return failed(
             Problem(status, code, f"{request.method} {request.url.path}: no such endpoint")
         )
 
-    served = (*ROUTES, *extra)
-    routes = [Route(e.path, _gated(e, service, gate), methods=[e.method]) for e in served]
+    routes = _by_path((*ROUTES, *extra), service, gate)
     return Starlette(
         routes=routes, lifespan=lifespan, exception_handlers={HTTPException: not_found}
     )

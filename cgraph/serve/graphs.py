@@ -10,7 +10,7 @@ from pathlib import Path
 from cgraph.diagnostics import Severity
 from cgraph.errors import ConfigError, GraphError
 from cgraph.lint.walk import lint_paths
-from cgraph.spec.load import load_graph
+from cgraph.spec.load import did_you_mean, load_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.names import TESTS_KEY
 from cgraph.spec.read import read_file
@@ -33,6 +33,12 @@ class Served:
             "schema_version": self.graph.cgraph,
             "speaks_first": self.graph.speaks_first,
         }
+
+
+def unknown(name: str, served: dict[str, Served]) -> str:
+    """What a request naming a graph not served is told: the closest name, and all."""
+    names = sorted(served)
+    return f"no graph `{name}` here; {did_you_mean(name, names)}served: {', '.join(names)}"
 
 
 def load_served(paths: tuple[str, ...]) -> dict[str, Served]:

@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from cgraph.serve.openapi import MESSAGE
 from cgraph.serve.problems import Problem
 from cgraph.spec.limits import MAX_MESSAGE_CHARS
 
@@ -47,11 +48,21 @@ def parsed(raw: bytes) -> dict[str, Any]:
     return data
 
 
-def text_field(data: dict[str, Any], name: str, *, limit: int, required: bool = True) -> str | None:
-    """A string field; `Problem` 422 when missing (if required), not a string or too long."""
+def text_field(
+    data: dict[str, Any],
+    name: str,
+    *,
+    limit: int,
+    required: bool = True,
+    schema: dict[str, Any] | None = None,
+) -> str | None:
+    """A string field; `Problem` 422 when missing (if required: the body's `schema` names
+    the fields it takes), not a string or too long."""
     value = data.get(name)
     if value is None and not required:
         return None
+    if name not in data:
+        raise Problem(422, "missing_field", f"`{name}` is missing{_fields(schema)}")
     if not isinstance(value, str):
         raise Problem(422, "invalid_field", f"`{name}` must be a string")
     if len(value) > limit:
@@ -60,9 +71,18 @@ def text_field(data: dict[str, Any], name: str, *, limit: int, required: bool = 
     return value
 
 
+def _fields(schema: dict[str, Any] | None) -> str:
+    """ "; the body takes `graph` (required), `session_id`", from a body's schema."""
+    if not schema:
+        return ""
+    required = set(schema.get("required", ()))
+    named = (f"`{n}`" + (" (required)" if n in required else "") for n in schema["properties"])
+    return f"; the body takes {', '.join(named)}"
+
+
 def message(data: dict[str, Any]) -> tuple[str, str | None]:
     """(text, idempotency key) of a message body."""
-    text = text_field(data, "text", limit=MAX_MESSAGE_CHARS)
+    text = text_field(data, "text", limit=MAX_MESSAGE_CHARS, schema=MESSAGE)
     key = data.get("key")
     if isinstance(key, int) and not isinstance(key, bool):
         key = str(key)

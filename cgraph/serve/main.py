@@ -4,10 +4,12 @@ or with `--workers N` in N processes that each build the same app from the optio
 
 from __future__ import annotations
 
-import logging
 import os
+import socket
 from collections.abc import Callable
 
+from cgraph.errors import ConfigError
+from cgraph.serve import logs
 from cgraph.serve.app import DRAIN_SECONDS, build
 from cgraph.serve.graphs import load_served
 from cgraph.serve.openapi import Endpoint
@@ -16,7 +18,6 @@ from cgraph.serve.service import Service
 
 OPTIONS_VARIABLE = "CGRAPH_SERVE_OPTIONS"
 """How the options reach the worker processes."""
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 Extra = Callable[[Service], tuple[Endpoint, ...]]
 """More endpoints for one process's service (the studio's)."""
 
@@ -26,6 +27,8 @@ def serve(options: ServeOptions, say: Callable[[str], None], extra: Extra | None
     is a `CgraphError` (a `GraphError` carries the located lint errors) before any port
     is opened. `extra` adds endpoints (one process only)."""
     options = checked(options)
+    free(options.host, options.port)
+    logs.configure(options.log_format)
     service = Service(options, load_served(options.graphs))
     for line in banner(options, service):
         say(line)
@@ -48,9 +51,27 @@ def run(service: Service, extra: tuple[Endpoint, ...] = ()) -> None:
     uvicorn.run(build(service, service.options.tokens, extra), **settings)  # type: ignore[arg-type]
 
 
+def free(host: str, port: int) -> None:
+    """`ConfigError` when another process listens on `port` (checked before anything is
+    said or opened, so the refusal is the one line printed)."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            raise ConfigError(
+                f"cannot listen on {host}:{port}: {err.strerror or err} (another server on "
+                "that port? stop it, or give --port N)"
+            ) from err
+
+
 def uvicorn_settings(options: ServeOptions) -> dict[str, object]:
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    logs.configure(options.log_format)
     return {
+        "log_config": None,  # uvicorn's own lines go through the server's log format
         "host": options.host,
         "port": options.port,
         "log_level": "warning",
@@ -61,8 +82,8 @@ def uvicorn_settings(options: ServeOptions) -> dict[str, object]:
 
 def worker_app() -> object:
     """The app of one worker process (`--workers N`), from the options in the environment."""
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     options = ServeOptions.from_json(os.environ[OPTIONS_VARIABLE])
+    logs.configure(options.log_format)
     return build(Service(options), options.tokens)
 
 

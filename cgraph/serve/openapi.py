@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cgraph.serve.problems import Problem
 from cgraph.spec.limits import MAX_MESSAGE_CHARS
 from cgraph.version import __version__
 
@@ -31,6 +32,27 @@ MESSAGE: dict[str, Any] = {
             "type": ["string", "integer"],
             "description": "Idempotency key: sent again, the first turn is returned "
             '(`"replayed": true`), never a second turn.',
+        },
+    },
+}
+CHAT: dict[str, Any] = {
+    "type": "object",
+    "required": ["model", "messages"],
+    "properties": {
+        "model": {"type": "string", "description": "A served graph's `name` (GET /v1/models)."},
+        "messages": {
+            "type": "array",
+            "description": "The conversation; the last is the `user` message of this turn.",
+            "items": {
+                "type": "object",
+                "required": ["role", "content"],
+                "properties": {"role": {"type": "string"}, "content": {}},
+            },
+        },
+        "stream": {"type": "boolean", "description": "`chat.completion.chunk` events."},
+        "user": {
+            "type": "string",
+            "description": "Names the conversation (its session), unless X-Session-Id does.",
         },
     },
 }
@@ -59,6 +81,10 @@ class Endpoint:
     paged: bool = False
     public: bool = False
     """Answered without a token (a load balancer's health checks)."""
+    returns: str = "application/json"
+    """The media type of its answer."""
+    errors: Callable[[Problem], dict[str, Any]] | None = None
+    """How its refusals are written, when not as `{"error": {"code", "message"}}`."""
 
 
 def document(routes: tuple[Endpoint, ...]) -> dict[str, Any]:
@@ -78,7 +104,7 @@ def document(routes: tuple[Endpoint, ...]) -> dict[str, Any]:
 
 
 def _operation(route: Endpoint) -> dict[str, Any]:
-    kind = "text/event-stream" if route.streams else "application/json"
+    kind = "text/event-stream" if route.streams else route.returns
     described = "events `delta`, `retracted`, `tools`, then one `turn`" if route.streams else "OK"
     ok: dict[str, Any] = {"description": described}
     if route.status != 204:

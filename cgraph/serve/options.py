@@ -15,6 +15,8 @@ from pathlib import Path
 from cgraph.errors import ConfigError
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+FORMATS = ("text", "json")
+"""What `--log-format` takes."""
 LOCAL_USER = "local"
 """The one user of a server without `--tokens`."""
 
@@ -44,6 +46,18 @@ class ServeOptions:
     """Sessions one user may keep in the store."""
     threads: int = 16
     """Turns one process runs at once (each holds one database connection)."""
+    metrics: bool = True
+    """`GET /metrics` answers (Prometheus text), without the API's tokens."""
+    metrics_token: str | None = None
+    """The bearer token `/metrics` asks for instead, if any."""
+    log_format: str = "text"
+    """`text` or `json`: one line per request and per turn."""
+    log_content: bool = False
+    """Turn lines carry the user's message and the reply."""
+    trace_content: bool = False
+    """Model-call spans carry the prompt and the answer."""
+    webhooks: tuple[str, ...] = ()
+    """`URL [events=TYPE,…] [secret=env:NAME|file:PATH]`, one per destination."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -51,7 +65,7 @@ class ServeOptions:
     @classmethod
     def from_json(cls, text: str) -> ServeOptions:
         data = json.loads(text)
-        data["graphs"] = tuple(data["graphs"])
+        data["graphs"], data["webhooks"] = tuple(data["graphs"]), tuple(data["webhooks"])
         return cls(**data)
 
 
@@ -66,6 +80,14 @@ def checked(options: ServeOptions) -> ServeOptions:
         raise ConfigError("--workers and --threads must be at least 1")
     if options.tokens is not None:
         read_tokens(Path(options.tokens))
+    if options.log_format not in FORMATS:
+        raise ConfigError(f"--log-format {options.log_format}: choose {' or '.join(FORMATS)}")
+    if options.metrics_token is not None and len(options.metrics_token) < 16:
+        raise ConfigError("--metrics-token must have at least 16 characters")
+    if options.webhooks:
+        from cgraph.serve.webhooks import destinations
+
+        destinations(options.webhooks)
     return options
 
 

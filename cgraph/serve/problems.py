@@ -39,6 +39,8 @@ class Problem(Exception):
     code: str
     message: str
     headers: tuple[tuple[str, str], ...] = ()
+    error_id: str | None = None
+    """The id a 5xx's client is given, which the server's log lines carry too."""
 
 
 STATUS: tuple[tuple[type[CgraphError], int, str], ...] = (
@@ -78,12 +80,14 @@ def problem_of(error: BaseException, session_id: str | None = None) -> Problem:
 
 def _logged(error: BaseException, status: int, code: str) -> Problem:
     error_id = uuid.uuid4().hex[:16]
-    LOG.error("error %s: %s %s", error_id, status, code, exc_info=error)
+    fields = {"error_id": error_id, "status": status, "code": code}
+    LOG.error("error %s: %s %s", error_id, status, code, exc_info=error, extra={"fields": fields})
     said = {
         503: "the session store is unavailable",
         502: "the model or a tool failed",
     }.get(status, "the server failed")
-    return Problem(status, code, f"{said}; error id {error_id} (in the server's log)")
+    message = f"{said}; error id {error_id} (in the server's log)"
+    return Problem(status, code, message, error_id=error_id)
 
 
 def body(problem: Problem) -> dict[str, dict[str, str]]:

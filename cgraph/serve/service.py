@@ -16,17 +16,18 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from cgraph.compose import is_url, open_memory_store, open_store
 from cgraph.errors import ConfigError
-from cgraph.serve.graphs import Served, load_served
+from cgraph.serve.graphs import Served, load_served, unknown
 from cgraph.serve.limits import Rate
 from cgraph.serve.options import ServeOptions
 from cgraph.serve.problems import Problem
+from cgraph.serve.watch import Seen, Watch
 from cgraph.session import (
     CallingTools,
     Delta,
@@ -63,6 +64,8 @@ class Service:
         self.open = OpenSessions(CACHED_SESSIONS)
         self.tools = ToolRunner()
         """One runner for every session: its idle tool workers serve them all."""
+        self.watch = Watch()
+        """Who is told of each turn (the log; the app adds metrics, traces, webhooks)."""
 
     def _refuse_one_process_memory(self, folder: Path | None) -> None:
         embedded = [n for n, s in self.served.items() if not s.graph.memory.host]
@@ -80,14 +83,14 @@ class Service:
     def create(self, user: str, graph: str, session_id: str | None) -> dict[str, Any]:
         served = self.served.get(graph)
         if served is None:
-            names = ", ".join(sorted(self.served))
-            raise Problem(422, "unknown_graph", f"no graph `{graph}` here; served: {names}")
+            raise Problem(422, "unknown_graph", unknown(graph, self.served))
         if len(Session.list_sessions(self.store, user)) >= self.options.sessions_per_user:
             limit = self.options.sessions_per_user
             raise Problem(403, "session_quota", f"over {limit} sessions; delete one first")
         self.rate.take(user)
         sid = session_id or uuid.uuid4().hex
-        with self.store.hold(sid, wait=self.options.wait):
+        with self.watch.turn(user, sid) as seen, self._held(sid):
+            seen.graph = graph if served.graph.speaks_first else ""
             session = Session.start(
                 served.graph,
                 model=self.options.model,
@@ -97,39 +100,57 @@ class Service:
                 memory=self.memories[graph],
                 tools=self.tools,
             )
+            self.watch.started(graph, sid, user)
             answer: dict[str, Any] = {"session": sid, "graph": graph, "state": session.state}
             if session.opening is not None:
+                seen.done(session.opening, session)
                 answer["turn"] = session.opening.as_json()
             return answer
 
     def send(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
         self.rate.take(user)
-        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid, key) as opened:
-            session, found = opened
+        with (
+            self.watch.turn(user, sid) as seen,
+            self._held(sid),
+            self._writing(user, sid, key) as (session, found),
+        ):
             if found is not None:
                 return _turn(found, session, replayed=True)
-            return _turn(session.send(text, key=key), session)
+            seen.open(session)
+            turn = session.send(text, key=key)
+            seen.done(turn, session)
+            return _turn(turn, session)
 
     def stream(self, user: str, sid: str, text: str, key: str | None, emit: Emit) -> None:
         """`send`, each piece emitted as it comes: `open` once the session is held and open
         (nothing before it was said to the client), `delta`s, `retracted`, `tools`, then
         one `turn`."""
         self.rate.take(user)
-        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid, key) as opened:
-            session, found = opened
+        with (
+            self.watch.turn(user, sid) as seen,
+            self._held(sid),
+            self._writing(user, sid, key) as (session, found),
+        ):
             emit("open", {})
             if found is not None:
                 emit("turn", _turn(found, session, replayed=True))
                 return
-            for item in session.stream(text, key=key):
-                if isinstance(item, Delta):
-                    emit("delta", {"text": item.text})
-                elif isinstance(item, Retracted):
-                    emit("retracted", {"shown": item.shown, "failed": item.failed})
-                elif isinstance(item, CallingTools):
-                    emit("tools", {"names": list(item.names)})
-                elif isinstance(item, Turn):
-                    emit("turn", _turn(item, session))
+            seen.open(session)
+            self._streamed(session, seen, text, key, emit)
+
+    def _streamed(
+        self, session: Session, seen: Seen, text: str, key: str | None, emit: Emit
+    ) -> None:
+        for item in session.stream(text, key=key):
+            if isinstance(item, Delta):
+                emit("delta", {"text": item.text})
+            elif isinstance(item, Retracted):
+                emit("retracted", {"shown": item.shown, "failed": item.failed})
+            elif isinstance(item, CallingTools):
+                emit("tools", {"names": list(item.names)})
+            elif isinstance(item, Turn):
+                seen.done(item, session)
+                emit("turn", _turn(item, session))
 
     def view(self, user: str, sid: str) -> dict[str, Any]:
         session = self.opened(user, sid)
@@ -152,7 +173,7 @@ class Service:
 
     def undo(self, user: str, sid: str) -> dict[str, Any]:
         self.rate.take(user)
-        with self.store.hold(sid, wait=self.options.wait), self._writing(user, sid) as opened:
+        with self._held(sid), self._writing(user, sid) as opened:
             session = opened[0]
             taken = session.undo()
             undone = taken.as_json() if taken is not None else None
@@ -161,7 +182,7 @@ class Service:
     def delete(self, user: str, sid: str) -> None:
         """The session's log and its task memories (in its graph's memory store, when that
         graph is served here; the user's personal and project memories stay)."""
-        with self.store.hold(sid, wait=self.options.wait):
+        with self._held(sid):
             self.open.take(sid)
             name = Session.stored(sid, store=self.store, user_id=user).graph_name
             memory = self.memories.get(name)
@@ -169,6 +190,10 @@ class Service:
 
     def sessions(self, user: str) -> dict[str, Any]:
         return {"sessions": [_listed(i) for i in Session.list_sessions(self.store, user)]}
+
+    def _held(self, sid: str) -> AbstractContextManager[None]:
+        """The session's lock, waited for at most `--wait` seconds (the wait is counted)."""
+        return self.watch.held(self.store.hold(sid, wait=self.options.wait))
 
     @contextmanager
     def _writing(

@@ -6,7 +6,7 @@ from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cgraph.diagnostics import Diagnostic, has_errors
+from cgraph.diagnostics import Diagnostic, Fix, has_errors
 from cgraph.errors import GraphError
 from cgraph.spec import model as m
 from cgraph.spec.conform import Violation, conform
@@ -129,6 +129,12 @@ def did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
     return f"did you mean `{close}`? " if close else ""
 
 
+def fix_for(word: str, options: list[str] | tuple[str, ...]) -> Fix | None:
+    """The edit `did_you_mean` proposes, as data: `word` replaced by the closest option."""
+    close = closest(word, options)
+    return Fix(word, close) if close else None
+
+
 def _value_at(data: Any, path: tuple[Any, ...]) -> Any:
     for step in path:
         data = data[step]
@@ -149,7 +155,8 @@ def _describe(doc: Document, violation: Violation) -> Diagnostic:
         keys = list(violation.detail)
         hint = did_you_mean(str(path[-1]), keys) + f"allowed keys are {', '.join(keys)}"
         message = f"{where(data, path[:-1])} has unknown key `{path[-1]}`"
-        return doc.diag(path, "unknown-key", message, hint, key=True)
+        fix = fix_for(str(path[-1]), keys)
+        return doc.diag(path, "unknown-key", message, hint, key=True, fix=fix)
     if kind == "state-type":
         return _state_type(doc, path, violation.detail)
     if kind == "key":
@@ -172,6 +179,7 @@ def _state_type(doc: Document, path: tuple[Any, ...], got: Any) -> Diagnostic:
         message,
         did_you_mean(str(got), list(TYPE_LETTERS)) + f"types are {', '.join(TYPE_LETTERS)}",
         key=not written,
+        fix=fix_for(str(got), list(TYPE_LETTERS)) if written else None,
     )
 
 
@@ -181,7 +189,8 @@ def _wrong_key(doc: Document, path: tuple[Any, ...], names: dict[str, Any]) -> D
     if "enum" in names:
         choices = _choices(names["enum"])
         hint = did_you_mean(str(path[-1]), names["enum"]) + f"use one of {choices}"
-        return doc.diag(path, "schema", f"{place} is not one of {choices}", hint, key=True)
+        fix = fix_for(str(path[-1]), names["enum"])
+        return doc.diag(path, "schema", f"{place} is not one of {choices}", hint, key=True, fix=fix)
     return doc.diag(path, "schema", f"{place} is not a valid id", _ID_HINT, key=True)
 
 

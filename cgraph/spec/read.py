@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from cgraph.diagnostics import Diagnostic, Severity
+from cgraph.diagnostics import Diagnostic, Fix, Severity
 from cgraph.spec.files import Refusal, read_bytes
 from cgraph.spec.limits import MAX_SCAN_DEPTH, MAX_VALUE_CHARS, largest_part, too_large
 from cgraph.spec.yaml_syntax import explain
@@ -97,9 +97,10 @@ class Document:
         *,
         severity: Severity = Severity.ERROR,
         key: bool = False,
+        fix: Fix | None = None,
     ) -> Diagnostic:
         line, column = self.locate(path, key=key)
-        return Diagnostic(self.file, line, column, severity, code, message, hint, tuple(path))
+        return Diagnostic(self.file, line, column, severity, code, message, hint, tuple(path), fix)
 
 
 def _scalar_key(node: yaml.Node) -> Any:
@@ -154,15 +155,17 @@ def _read(text: str, file: str) -> Document:
     if root is None:
         return doc
     doc.root = root
+    builder = NodeBuilder(doc.file, doc.diagnostics)
     try:
-        doc.data = NodeBuilder(doc.file, doc.diagnostics).build(root)
+        doc.data = builder.build(root)
     except RecursionError:
         doc.root = None
         doc.diagnostics.append(_too_deep(file))
         return doc
     # Aliases share values; expanded, a few lines can stand for gigabytes ("billion
     # laughs"), which every later step (schema check, session snapshot) would walk.
-    if too_large(doc.data, 2 * len(text) + MAX_VALUE_CHARS):
+    # Without an alias the data is no larger than its text allows: nothing to count.
+    if builder.shared and too_large(doc.data, 2 * len(text) + MAX_VALUE_CHARS):
         doc.diagnostics.append(
             doc.diag(
                 largest_part(doc.data),

@@ -35,6 +35,8 @@ class NodeBuilder:
         self.diagnostics = diagnostics
         self.memo: dict[int, Any] = {}
         self.active: set[int] = set()
+        self.shared = False
+        """Whether an alias shared a value: only then can the data outgrow the text."""
 
     def build(self, node: yaml.Node) -> Any:
         if node.__class__ is _Scalar:
@@ -42,6 +44,7 @@ class NodeBuilder:
             return node.value if node.tag == _STR else self.scalar(node)
         key = id(node)
         if key in self.memo:  # an alias: share the value, never expand it again
+            self.shared = True
             return self.memo[key]
         if key in self.active:
             self.report(

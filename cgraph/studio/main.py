@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cgraph.errors import ConfigError
-from cgraph.serve.main import run, serve
+from cgraph.serve.main import free, run, serve
 from cgraph.serve.options import ServeOptions, checked
 from cgraph.serve.service import Service
 from cgraph.studio.routes import endpoints
@@ -37,6 +37,7 @@ def address(options: ServeOptions) -> str:
 
 def studio(options: ServeOptions, say: Callable[[str], None]) -> None:
     """Serve the page on `options.graphs` until Ctrl-C (a `CgraphError` before start)."""
+    free(options.host, options.port)
     service = Service(checked(options), served={})
     workspace = Workspace(service, options.graphs)
     for line in banner(options, workspace):
@@ -51,6 +52,7 @@ def serve_with_studio(options: ServeOptions, say: Callable[[str], None]) -> None
             "--studio is a page for one designer on this machine: serve it without "
             "--tokens and --workers (on 127.0.0.1), or drop --studio"
         )
+    free(options.host, options.port)
     say(f"studio: {address(options)}")
     serve(options, say, lambda service: endpoints(Workspace.of(service)))
 

@@ -7,7 +7,9 @@
 - `docs/img/test-report.png`: `cgraph test graphs/tests --html` opened in headless
   Chromium;
 - `docs/img/medical_checkin.svg`: the check-in graph as `cgraph render` draws it (the
-  README's picture; the site draws every graph at build, see `gen_pictures.py`).
+  README's picture; the site draws every graph at build, see `gen_pictures.py`);
+- `docs/img/editor.svg`: Neovim in tmux talking to `cgraph lsp` on a graph with a misspelt
+  `next_state` (its diagnostic) and a `next_state` being completed.
 
 They are committed, so building the site needs neither a browser nor a terminal; run this
 again when what they show changes. The studio page's screenshot belongs here too once
@@ -88,6 +90,69 @@ def terminal() -> Path:
     return out
 
 
+EDITOR_INIT = """\
+vim.o.termguicolors = true
+vim.o.number = true
+vim.o.signcolumn = 'yes'
+vim.o.completeopt = 'menuone,noselect'
+vim.o.pumheight = 8
+vim.o.shortmess = vim.o.shortmess .. 'c'
+vim.diagnostic.config({ update_in_insert = true, virtual_text = { prefix = '●' } })
+vim.cmd('highlight Pmenu guibg=#2f3545 guifg=#e8e8e8')
+vim.cmd('highlight PmenuSel guibg=#4f6fb0 guifg=#ffffff')
+vim.api.nvim_create_autocmd('FileType', { pattern = 'yaml', callback = function(args)
+  local id = vim.lsp.start_client({ name = 'cgraph', cmd = { '%s', 'lsp' },
+                                    root_dir = vim.fn.getcwd() })
+  vim.lsp.buf_attach_client(args.buf, id)
+  vim.bo[args.buf].omnifunc = 'v:lua.vim.lsp.omnifunc'
+end })
+"""
+"""Neovim 0.7's own LSP client started on YAML files (newer versions: see the docs' page)."""
+
+
+def editor() -> Path:
+    """Neovim in tmux with `cgraph lsp`: a diagnostic, and a `next_state` completed."""
+    from rich.console import Console
+    from rich.text import Text
+
+    if shutil.which("nvim") is None:
+        raise SystemExit("pictures: needs Neovim (apt-get install neovim)")
+    name = f"cgraph-editor-{os.getpid()}"
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for item in (ROOT / "tests" / "fixtures" / "lsp").iterdir():
+            shutil.copy(item, folder / item.name)
+        desk = folder / "desk.yaml"
+        text = desk.read_text(encoding="utf-8").replace("next_state: reserve", "next_state: reserv")
+        desk.write_text(text, encoding="utf-8")
+        init = folder / "init.lua"
+        init.write_text(EDITOR_INIT % CGRAPH, encoding="utf-8")
+        tmux = ["tmux", "-L", name]
+        command = f"nvim -u {init} +50 -c 'normal zz' desk.yaml"
+        subprocess.run(
+            [*tmux, "new-session", "-d", "-x", "100", "-y", "34", "-c", tmp, command],
+            check=True,
+            env=environment(),
+        )
+        try:
+            _wait_for(tmux, "not a state", 1)
+            for keys in (["/next_state: confirm", "Enter"], ["$", "c", "i", "w"], ["C-x", "C-o"]):
+                subprocess.run([*tmux, "send-keys", "-t", "0", *keys], check=True)
+                time.sleep(1.0)
+            _wait_for(tmux, "action state", 1)
+            screen = _capture(tmux)
+        finally:
+            subprocess.run([*tmux, "kill-server"], check=False)
+    console = Console(
+        record=True, width=100, force_terminal=True, color_system="truecolor", file=io.StringIO()
+    )
+    console.print(Text.from_ansi(screen.rstrip() + "\n"))
+    svg = console.export_svg(title="nvim desk.yaml (cgraph lsp)")
+    out = IMG / "editor.svg"
+    out.write_text(_offline_svg(svg), encoding="utf-8")
+    return out
+
+
 def _capture(tmux: list[str]) -> str:
     done = subprocess.run(
         [*tmux, "capture-pane", "-t", "0", "-p", "-e", "-J", "-S", "-"],
@@ -153,7 +218,7 @@ def graph() -> Path:
 
 
 def main() -> None:
-    takers = {"terminal": terminal, "report": report, "graph": graph}
+    takers = {"terminal": terminal, "report": report, "graph": graph, "editor": editor}
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=sorted(takers), action="append")
     chosen = parser.parse_args().only or list(takers)

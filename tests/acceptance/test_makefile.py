@@ -78,3 +78,17 @@ def test_make_check_and_test_start_at_once_when_installed(project: Path) -> None
         check=True,
     )
     assert "pip install" not in dry.stdout
+
+
+def test_the_first_install_shows_pips_own_progress(project: Path) -> None:
+    """A first `make demo` installs for minutes: pip says what it does, not nothing."""
+    assert installs(project) == 2
+    calls = [c for c in (project / "calls.log").read_text().splitlines() if "/pip install" in c]
+    assert calls and not any("--quiet" in c or " -q" in c for c in calls), calls
+
+
+def test_the_readme_says_how_long_the_first_install_and_the_tests_take() -> None:
+    start = (ROOT / "README.md").read_text(encoding="utf-8").split("## Quick start", 1)[1]
+    start = start.split("\n## ", 1)[0]
+    assert "the first install" in start and "minutes" in start.split("the first install")[1]
+    assert "`make test`" in start and "minutes on two cores" in start

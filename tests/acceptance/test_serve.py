@@ -118,16 +118,19 @@ def test_another_users_session_answers_as_a_missing_one_on_every_endpoint(server
 def test_every_endpoint_needs_a_token_but_the_health_checks(server: Server) -> None:
     routes = server.client(ANN).get("/openapi.json").json()["paths"]
     anonymous, wrong = server.client(), server.client("not-a-token-at-all-0000")
+    public = {"/healthz": 200, "/readyz": 200, "/metrics": 200, "/": 307}
     for path, operations in routes.items():
-        for method in operations:
+        for method, operation in operations.items():
             url = path.replace("{id}", "x")
+            assert (operation.get("security") == []) == (path in public), path
             for client in (anonymous, wrong):
                 done = client.request(method, url)
-                if path in ("/healthz", "/readyz"):
-                    assert done.status_code == 200, path
+                if path in public:
+                    assert done.status_code == public[path], path
                 else:
                     assert done.status_code == 401, (method, path)
-                    assert done.json()["error"]["code"] == "unauthorized"
+                    code = "invalid_api_key" if path.startswith("/v1/chat") else "unauthorized"
+                    assert done.json()["error"]["code"] == code
                     assert done.headers["www-authenticate"] == "Bearer"
 
 
@@ -159,6 +162,47 @@ def test_bad_input_is_refused_with_a_json_error_and_nothing_stored(server: Serve
     assert len(ann.get(f"/v1/sessions/{sid}/events").json()["events"]) == before
     longest = ann.post(url, json={"text": "é" * 8_000})
     assert longest.status_code == 200 and longest.json()["user"] == "é" * 8_000
+
+
+def test_an_operator_is_told_what_is_missing_meant_or_allowed(server: Server) -> None:
+    ann = server.client(ANN)
+    missing = ann.post("/v1/sessions", json={}).json()["error"]
+    assert missing == {
+        "code": "missing_field",
+        "message": "`graph` is missing; the body takes `graph` (required), `session_id`",
+    }
+    sid = created(ann)["session"]
+    no_text = ann.post(f"/v1/sessions/{sid}/messages", json={"key": "k"}).json()["error"]
+    assert no_text["message"] == "`text` is missing; the body takes `text` (required), `key`"
+    typo = ann.post("/v1/sessions", json={"graph": "tlak"}).json()["error"]["message"]
+    assert typo == "no graph `tlak` here; did you mean `talk`? served: broken, greet, retract, talk"
+    for method, path, allowed in (
+        ("GET", f"/v1/sessions/{sid}/messages", "POST"),
+        ("PUT", f"/v1/sessions/{sid}", "DELETE, GET, HEAD"),
+        ("DELETE", "/v1/graphs", "GET, HEAD"),
+    ):
+        done = ann.request(method, path)
+        assert done.status_code == 405 and done.json()["error"]["code"] == "method_not_allowed"
+        assert ", ".join(sorted(done.headers["allow"].split(", "))) == allowed, path
+        assert f"this endpoint takes {done.headers['allow']}" in done.json()["error"]["message"]
+    home = server.client().get("/")
+    assert (home.status_code, home.headers["location"]) == (307, "/openapi.json")
+
+
+def test_a_busy_port_is_said_alone(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = ["serve", str(GRAPHS), "--store", str(tmp_path), "--port", str(port)]
+        done = ran([str(CGRAPH), *args])
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use (another server "
+        "on that port? stop it, or give --port N)"
+    ]
 
 
 def test_a_server_failure_shows_an_error_id_that_the_log_has_and_no_traceback(
@@ -194,6 +238,11 @@ def test_the_openapi_description_lists_every_endpoint(server: Server) -> None:
         "/healthz",
         "/readyz",
         "/openapi.json",
+        "/metrics",
+        "/v1/models",
+        "/v1/chat/completions",
+        "/v1/webhooks/deliveries",
+        "/",
     }
     assert paths["/v1/sessions/{id}/messages"]["post"]["requestBody"]["content"]
 

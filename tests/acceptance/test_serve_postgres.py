@@ -200,3 +200,26 @@ def test_the_deployment_one_postgresql_one_chroma_server_two_workers(
     finally:
         running.stop(signal.SIGKILL)
         chroma.stop()
+
+
+def test_32_threads_on_a_pool_of_20_answer_every_first_turn(pg_url: str, tmp_path: Path) -> None:
+    """More turns at once than the pool has connections, each opening a session another
+    process created: a holder's own reads go through the connection it holds, never a
+    second one (twenty holders waiting for a twenty-first stalled the process in 30-s
+    cycles and answered 503)."""
+    with serving(str(TALK), "--store", pg_url, "--memory", "off", folder=tmp_path) as creator:
+        client = creator.client()
+        sids = [
+            client.post("/v1/sessions", json={"graph": "talk"}).json()["session"] for _ in range(32)
+        ]
+    running = serve_on(pg_url, tmp_path, "--threads", "32", "--turns-per-minute", "1000")
+    try:
+
+        def first(sid: str) -> int:
+            with running.client(timeout=60) as mine:
+                return mine.post(f"/v1/sessions/{sid}/messages", json={"text": "hi"}).status_code
+
+        with ThreadPoolExecutor(32) as pool:
+            assert list(pool.map(first, sids)) == [200] * 32
+    finally:
+        running.stop(signal.SIGKILL)

@@ -7,7 +7,19 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ["", "spec", "lint", "runtime", "backends", "draw", "testing", "cli", "serve", "studio"]
+PACKAGES = [
+    "",
+    "spec",
+    "lint",
+    "runtime",
+    "backends",
+    "draw",
+    "testing",
+    "cli",
+    "serve",
+    "studio",
+    "lsp",
+]
 
 
 def rows() -> dict[str, str]:

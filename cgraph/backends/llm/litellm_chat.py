@@ -37,6 +37,7 @@ from cgraph.backends.llm.providers import (
 )
 from cgraph.backends.llm.structured import mode_arguments, mode_messages
 from cgraph.errors import ConfigError, LLMError, UnknownModel
+from cgraph.observe import Noted, model_call
 from cgraph.runtime.ports import Capabilities, LLMRequest, Whole
 from cgraph.spec.model import Structured
 
@@ -225,10 +226,14 @@ class LiteLLMModel:
         return args
 
     def complete(self, request: LLMRequest) -> str:
-        response = self._send(request)  # in the mode it ends in: a refused one is left
-        if self._forced_call_ignored(self.mode(), response, request):  # auto moved on
-            response = self._send(request)
-        return self._finished(response, request)
+        with model_call(self.name, request.kind, request.state, request.messages) as noted:
+            before = self.calls
+            response = self._send(request)  # in the mode it ends in: a refused one is left
+            if self._forced_call_ignored(self.mode(), response, request):  # auto moved on
+                response = self._send(request)
+            text = self._finished(response, request)
+            noted.done(self.mode(), self.calls - before, response, text)
+            return text
 
     def _forced_call_ignored(self, mode: Mode, response: Any, request: LLMRequest) -> bool:
         """A server that takes a forced tool call and answers in prose (llama.cpp's own
@@ -266,6 +271,14 @@ class LiteLLMModel:
         return text
 
     def stream(self, request: LLMRequest) -> Iterator[str | Whole]:
+        """`_stream`, reported to the watchers of model calls as one call."""
+        messages = request.messages
+        with model_call(self.name, request.kind, request.state, messages, streamed=True) as noted:
+            before = self.calls
+            yield from self._stream(request, noted)
+            noted.mode, noted.attempts = self.mode(), self.calls - before
+
+    def _stream(self, request: LLMRequest, noted: Noted) -> Iterator[str | Whole]:
         """The answer's text as the provider sends it (`stream=True`), piece by piece: the
         content, or the answer call's arguments (an offered tool's are not the answer),
         then the `Whole` answer as `complete` gives it, built from the chunks by litellm's
@@ -303,9 +316,11 @@ class LiteLLMModel:
         if built is None:
             raise LLMError(f"model `{self.name}` sent an empty stream")
         if self._forced_call_ignored(mode, built, request):  # auto moved on: ask again
-            yield from self.stream(request)
+            yield from self._stream(request, noted)
             return
-        yield Whole(self._finished(built, request))
+        text = self._finished(built, request)
+        noted.done(mode, noted.attempts, built, text)
+        yield Whole(text)
 
     def _turn_deadline(self) -> float:
         return self._deadline or self._clock() + self.timeout

@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from cgraph.errors import CgraphError, LLMError
+from cgraph.observe import model_call
 from cgraph.runtime.ports import Capabilities, LLMRequest, Quiet, Whole
 from cgraph.spec.names import bare
 from cgraph.spec.yaml_syntax import explain
@@ -85,6 +86,12 @@ class ScriptedModel(Quiet):
             yield text[start : start + self.chunk]
 
     def complete(self, request: LLMRequest) -> str:
+        with model_call(self.name, request.kind, request.state, request.messages) as noted:
+            text = self._answer(request)
+            noted.done("", 1, None, text)
+            return text
+
+    def _answer(self, request: LLMRequest) -> str:
         self.requests.append(request)
         answer = self._next(request)
         while isinstance(answer, dict) and "sleep" in answer and "then" in answer:

@@ -449,7 +449,11 @@ class PostgresStore:
                 self._open = None
 
     def _require(self, session_id: str) -> None:
-        if not self._fetch("SELECT 1 FROM cgraph_sessions WHERE id = %s", (session_id,)):
+        # Through the held connection when this thread holds the session: a second one,
+        # borrowed while holding the first, deadlocks a pool whose every holder does so.
+        if not self._fetch(
+            "SELECT 1 FROM cgraph_sessions WHERE id = %s", (session_id,), session_id
+        ):
             raise SessionNotFound(f"no session `{session_id}` in {self.where}")
 
 

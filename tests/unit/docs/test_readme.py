@@ -3,6 +3,7 @@ Makefile runs them, and a link into the docs for the rest."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from cgraph.lint.walk import lint_paths
@@ -33,3 +34,32 @@ def test_the_readmes_graph_lints_clean(tmp_path: Path) -> None:
     (tmp_path / "schemas").symlink_to(ROOT / "schemas")
     result = lint_paths([tmp_path / "hello.yaml"])
     assert result.diagnostics == [], [d.render() for d in result.diagnostics]
+
+
+PLACEHOLDER = re.compile(r"\{\{\s*(?:cal\.|http\.|graphs\.|doc\s)")
+"""What the site's build fills in (docs/gen/hooks.py), which GitHub shows as written."""
+
+
+def test_every_page_with_a_build_placeholder_is_named_where_the_readme_says_so() -> None:
+    docs = ROOT / "docs"
+    pages = sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in docs.rglob("*.md")
+        if PLACEHOLDER.search(p.read_text(encoding="utf-8"))
+    )
+    note = README.split("## Documentation", 1)[1].split("| I want to", 1)[0]
+    assert "placeholder" in note and "make docs-serve" in note
+    assert pages and [p for p in pages if f"]({p})" not in note] == []
+
+
+def test_the_docs_home_has_a_row_for_tools_the_studio_and_the_language_server() -> None:
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    table = home.split("## Find what you need", 1)[1].split("\n## ", 1)[0]
+    for page in ("concepts/tools.md", "guides/studio.md", "guides/editors.md"):
+        assert f"]({page})" in table, page
+
+
+def test_the_studio_guide_says_each_thing_once() -> None:
+    guide = (ROOT / "docs" / "guides" / "studio.md").read_text(encoding="utf-8")
+    paragraphs = [p for p in guide.split("\n\n") if "--tokens" in p]
+    assert len(paragraphs) == 1, paragraphs  # `--studio` refuses `--tokens`: said once

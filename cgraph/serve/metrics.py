@@ -1,0 +1,141 @@
+"""`GET /metrics`: the server's counters in the Prometheus text format (`prometheus-client`),
+one registry per app. Everything is counted from what a request answered and what a turn
+returned (`cgraph.serve.watch`), and from the model calls the library reports
+(`cgraph.observe`): the runtime is not instrumented.
+
+With `--workers N` each process counts its own; scrape each, or serve one worker per
+port.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from cgraph.observe import ModelCall
+from cgraph.session import Turn
+from cgraph.spec.names import START
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+TURN_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10)
+
+
+def outcome(turn: Turn | None) -> str:
+    """What a turn came to, as one label: error (it raised), fallback (the model failed and
+    the graph's fallback answered), guard (a loop guard stopped or routed it), clarified
+    (it asked which exit was meant), moved (it took an exit; entering the graph's first
+    state is none) or stayed."""
+    if turn is None:
+        return "error"
+    if turn.fallback:
+        return "fallback"
+    if turn.guard:
+        return "guard"
+    if turn.clarified:
+        return "clarified"
+    moved = any(t.from_state != START for t in turn.transitions)
+    return "moved" if moved else "stayed"
+
+
+class Metrics:
+    """The counters of one app."""
+
+    def __init__(self) -> None:
+        self.registry = registry = CollectorRegistry(auto_describe=True)
+        self.turns = Counter(
+            "cgraph_turns", "Turns by graph and outcome", ["graph", "outcome"], registry=registry
+        )
+        self.turn_seconds = Histogram(
+            "cgraph_turn_seconds",
+            "Turn latency (lock wait excluded)",
+            ["graph"],
+            buckets=TURN_BUCKETS,
+            registry=registry,
+        )
+        self.in_flight = Gauge("cgraph_turns_in_flight", "Turns running now", registry=registry)
+        self.model_calls = Counter(
+            "cgraph_model_calls",
+            "Model calls by model and result (ok, error)",
+            ["model", "result"],
+            registry=registry,
+        )
+        self.model_seconds = Histogram(
+            "cgraph_model_call_seconds",
+            "Model call latency, retries included",
+            ["model"],
+            buckets=TURN_BUCKETS,
+            registry=registry,
+        )
+        self.tokens = Counter(
+            "cgraph_model_tokens",
+            "Tokens by model and kind (prompt, completion), as the provider counted them",
+            ["model", "kind"],
+            registry=registry,
+        )
+        self.tool_calls = Counter(
+            "cgraph_tool_calls",
+            "Tool calls by tool and result (done, failed, refused, …)",
+            ["tool", "result"],
+            registry=registry,
+        )
+        self.lock_wait = Histogram(
+            "cgraph_session_lock_wait_seconds",
+            "Time a request waited for its session's lock",
+            buckets=WAIT_BUCKETS,
+            registry=registry,
+        )
+        self.busy = Counter(
+            "cgraph_session_busy",
+            "Requests refused 409: the session stayed busy",
+            registry=registry,
+        )
+        self.requests = Counter(
+            "cgraph_http_requests",
+            "HTTP requests by method, route and status",
+            ["method", "route", "status"],
+            registry=registry,
+        )
+        self.request_seconds = Histogram(
+            "cgraph_http_request_seconds",
+            "HTTP request latency by route (a stream: until its response starts)",
+            ["route"],
+            buckets=TURN_BUCKETS,
+            registry=registry,
+        )
+        self.started = Counter(
+            "cgraph_sessions_started", "Sessions started by graph", ["graph"], registry=registry
+        )
+        self.completed = Counter(
+            "cgraph_sessions_completed", "Sessions that reached END", ["graph"], registry=registry
+        )
+
+    def request(self, method: str, route: str, status: int, seconds: float) -> None:
+        self.requests.labels(method, route, str(status)).inc()
+        self.request_seconds.labels(route).observe(seconds)
+
+    def turn(self, graph: str, turn: Turn | None, seconds: float) -> None:
+        self.turns.labels(graph, outcome(turn)).inc()
+        self.turn_seconds.labels(graph).observe(seconds)
+        if turn is None:
+            return
+        if turn.completed:
+            self.completed.labels(graph).inc()
+        for call in (*turn.tool_calls, *turn.effects):
+            self.tool_calls.labels(str(call.get("tool", "")), str(call.get("status", ""))).inc()
+
+    def model_call(self, call: ModelCall) -> None:
+        self.model_calls.labels(call.model, "error" if call.error else "ok").inc()
+        self.model_seconds.labels(call.model).observe(call.seconds)
+        if call.prompt_tokens:
+            self.tokens.labels(call.model, "prompt").inc(call.prompt_tokens)
+        if call.completion_tokens:
+            self.tokens.labels(call.model, "completion").inc(call.completion_tokens)
+
+    def waited(self, seconds: float, busy: bool) -> None:
+        self.lock_wait.observe(seconds)
+        if busy:
+            self.busy.inc()
+
+    def text(self) -> bytes:
+        return generate_latest(self.registry)

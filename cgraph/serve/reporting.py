@@ -1,0 +1,18 @@
+"""The reporting parts an app's options ask for (`cgraph.serve.watch`): the log always,
+`/metrics` unless `--no-metrics`, traces when the `OTEL_*` variables configure them,
+webhooks for each `--webhook`."""
+
+from __future__ import annotations
+
+from cgraph.serve.metrics import Metrics
+from cgraph.serve.options import ServeOptions
+from cgraph.serve.tracing import from_environment
+from cgraph.serve.watch import Part, Watch
+
+
+def reporting(options: ServeOptions) -> Watch:
+    parts: list[Part] = []
+    traced = from_environment(options.trace_content)
+    if traced is not None:
+        parts.append(traced)
+    return Watch(Metrics() if options.metrics else None, tuple(parts), content=options.log_content)

@@ -1,0 +1,111 @@
+"""A served turn's spans, caught with the OpenTelemetry SDK's in-memory exporter: the turn,
+a step per decision with its exit, score and reason, the model call under its step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from cgraph.errors import CgraphError
+from cgraph.serve.options import ServeOptions
+from cgraph.serve.service import Service
+from cgraph.serve.tracing import Tracing
+from cgraph.serve.watch import Watch
+from tests.conftest import GRAPHS
+
+SCRIPT = """\
+welcome_patient: {exit: medication_adherence_check, reason: the patient is ready}
+medication_adherence_check: {exit: stay, reason: it asks, reply: "Did you take them?"}
+"""
+
+
+def served(
+    folder: Path, *, content: bool, script: str = SCRIPT
+) -> tuple[Service, InMemorySpanExporter]:
+    (folder / "script.yaml").write_text(script)
+    options = ServeOptions(
+        graphs=(str(GRAPHS / "medical_checkin.yaml"),),
+        store=str(folder / "store"),
+        memory="off",
+        model=f"scripted:{folder / 'script.yaml'}",
+    )
+    caught = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(caught))
+    service = Service(options)
+    service.watch = Watch(parts=(Tracing(provider, content=content),))
+    return service, caught
+
+
+def by_name(spans: tuple[ReadableSpan, ...]) -> dict[str, ReadableSpan]:
+    return {s.name: s for s in spans}
+
+
+@pytest.mark.parametrize("content", [False, True])
+def test_a_turn_span_holds_its_steps_and_the_model_call_of_each(
+    tmp_path: Path, content: bool
+) -> None:
+    service, caught = served(tmp_path, content=content)
+    sid = service.create("ann", "medical_checkin", None)["session"]
+    service.send("ann", sid, "Hi, I am ready", None)
+    spans = by_name(caught.get_finished_spans())
+    assert set(spans) == {
+        "cgraph.turn",
+        "cgraph.step START",
+        "cgraph.step welcome_patient",
+        "cgraph.step medication_adherence_check",
+        f"chat scripted:{tmp_path / 'script.yaml'}",
+    }
+    turn = spans["cgraph.turn"]
+    assert turn.parent is None and turn.attributes is not None
+    assert dict(turn.attributes) == {
+        "cgraph.graph": "medical_checkin",
+        "cgraph.session": sid,
+        "enduser.id": "ann",
+        "cgraph.outcome": "moved",
+        "cgraph.turn": 1,
+        "cgraph.state": "medication_adherence_check",
+        "cgraph.path": ("welcome_patient", "medication_adherence_check"),
+        "cgraph.completed": False,
+        "cgraph.fallback": False,
+        "cgraph.model_calls": 2,
+    }
+    step = spans["cgraph.step welcome_patient"]
+    assert step.parent is not None and step.parent.span_id == turn.context.span_id
+    assert step.attributes is not None
+    assert (step.attributes["cgraph.exit"], step.attributes["cgraph.reason"]) == (
+        "medication_adherence_check",
+        "the patient is ready",
+    )
+    assert step.attributes["cgraph.kind"] == "action"
+    calls = [s for s in caught.get_finished_spans() if s.name.startswith("chat scripted:")]
+    assert [c.attributes["cgraph.state"] for c in calls if c.attributes] == [
+        "welcome_patient",
+        "medication_adherence_check",
+    ]
+    for call in calls:
+        assert call.attributes is not None and call.parent is not None
+        mine = spans[f"cgraph.step {call.attributes['cgraph.state']}"]
+        assert call.parent.span_id == mine.context.span_id
+        assert turn.start_time is not None and call.start_time is not None
+        assert turn.start_time <= call.start_time
+        assert ("gen_ai.prompt" in call.attributes) == content
+    if content:
+        assert calls[0].attributes is not None
+        assert "the patient is ready" in str(calls[0].attributes["gen_ai.completion"])
+
+
+def test_a_failed_turn_is_an_error_span(tmp_path: Path) -> None:
+    service, caught = served(tmp_path, content=False, script="{}\n")  # no answer: it fails
+    sid = service.create("ann", "medical_checkin", None)["session"]
+    with pytest.raises(CgraphError):
+        service.send("ann", sid, "Hi, I am ready", None)
+    turn = by_name(caught.get_finished_spans())["cgraph.turn"]
+    assert turn.status.status_code is StatusCode.ERROR and turn.status.description == "ScriptError"
+    assert turn.attributes is not None and turn.attributes["cgraph.outcome"] == "error"
+    assert [e.name for e in turn.events] == ["exception"]
