@@ -1,6 +1,6 @@
 """Fit the offline chooser's scorer on the development sets and write its weights.
 
-    python bench/fit_chooser.py [--heldout] [--folds 5] [--dry-run]
+    python bench/fit_chooser.py [--heldout] [--reading] [--folds 5] [--dry-run]
 
 1. Every case of the development sets (check-in, dev, dev2, dev3, dev4: `FIT_SETS`) that
    an action state decides by its scorer becomes a choice: a feature row per candidate
@@ -19,7 +19,14 @@
    question that names the exit meant (its answer gets there) and three quarters of one
    that does not (a question about exits the user never meant), with at most 9 % of turns
    asking.
-4. The weights and bars are written to `cgraph/backends/offline/weights.json`.
+4. With `--reading`, the reading constants that shape the features (`Calibration.far`,
+   `denied_near`, `act_floor`: `READING`) are chosen first, each in turn, by the lowest
+   out-of-fold log loss of features read with it (every value costs a reading of the
+   development sets; without the flag they stay as shipped).
+5. The weights, bars and constants are written to `cgraph/backends/offline/weights.json`
+   (`Calibration.fitted` reads them). The remaining thresholds (`answer_floor`,
+   `decisive_lead`, `enum_threshold`) judge what no development choice exercises (an
+   answer to a clarifying question, a silent state, an enum slot) and are not fitted.
 
 The held-out sets (`HELD_OUT`: the global-exit set and held-out 1-5) are never fitted or
 tuned on; `--heldout` prints their figures (aggregates only, never a miss) once the
@@ -75,6 +82,14 @@ class Sample:
     meets (`make demo`), counts `CHECK_IN_WEIGHT` times."""
 
 
+READING = {
+    "far": (0.4, 0.45, 0.5),
+    "denied_near": (0.25, 0.3, 0.35),
+    "act_floor": (0.55, 0.6, 0.65),
+}
+"""The values each reading constant may take with `--reading`."""
+
+
 def samples(chooser: OfflineChooser, paths: tuple[Path, ...]) -> list[Sample]:
     found = []
     for path in paths:
@@ -88,7 +103,7 @@ def samples(chooser: OfflineChooser, paths: tuple[Path, ...]) -> list[Sample]:
             if not scored_here or not question.options:
                 continue
             texts = {o.id: chooser.option_texts(o) for o in question.options}
-            rows = features.rows(question, texts, chooser.embed)
+            rows = features.rows(question, texts, chooser.embed, chooser.calibration)
             if case.expect not in rows.ids:
                 continue
             group = f"{set_name(path)}:{case.graph}"
@@ -180,19 +195,20 @@ GRID = {
     "stay_margin": (0.0, 0.05, 0.1, 0.15, 0.2),
     "global_floor": (0.0, 0.4, 0.5, 0.6, 0.7, 0.8),
     "ask_floor": (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4),
+    "candidate_floor": (0.1, 0.15, 0.2, 0.25),
 }
 """The values each bar of the ask policy may take."""
 TUNED = tuple(GRID)
 
 
-def tune(data: list[Sample], oof: list[dict[str, float]]) -> Calibration:
+def tune(data: list[Sample], oof: list[dict[str, float]], base: Calibration) -> Calibration:
     """The policy's bars with the lowest cost on the out-of-fold confidences: each bar in
     turn set to its best value on `GRID`, the others held, until none moves (from a few
-    starting points)."""
+    starting points; `base`'s reading constants kept)."""
     starts = (
-        Calibration(take_floor=0.5, ask_margin=0.1, irreversible_floor=0.8, stay_margin=0.1),
-        Calibration(take_floor=0.4, ask_margin=0.05, irreversible_floor=0.7, stay_margin=0.0),
-        Calibration(take_floor=0.6, ask_margin=0.2, irreversible_floor=0.9, stay_margin=0.2),
+        replace(base, take_floor=0.5, ask_margin=0.1, irreversible_floor=0.8, stay_margin=0.1),
+        replace(base, take_floor=0.4, ask_margin=0.05, irreversible_floor=0.7, stay_margin=0.0),
+        replace(base, take_floor=0.6, ask_margin=0.2, irreversible_floor=0.9, stay_margin=0.2),
     )
     best: tuple[tuple[float, ...], Calibration] | None = None
     for start in starts:
@@ -229,42 +245,71 @@ def report(chooser: OfflineChooser, paths: tuple[Path, ...], title: str) -> None
         print(f"  {key:28s} {figures.line()}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--heldout", action="store_true", help="print the held-out figures")
-    parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
-    args = parser.parse_args()
-    started = time.perf_counter()
-    chooser = OfflineChooser()
-    data = samples(chooser, FIT_SETS)
-    print(
-        f"{len(data)} choices from {len(FIT_SETS)} development sets "
-        f"({time.perf_counter() - started:.0f} s)"
-    )
+def best_penalty(
+    data: list[Sample], folds: int, quiet: bool = False
+) -> tuple[float, tuple[float, int, list[dict[str, float]]]]:
+    """The penalty with the lowest out-of-fold log loss, with (loss, right, confidences)."""
     scored = {}
     for penalty in PENALTIES:
-        oof = out_of_fold(data, penalty, args.folds)
+        oof = out_of_fold(data, penalty, folds)
         right = sum(
             max(c, key=lambda k: c[k]) == s.case.expect for s, c in zip(data, oof, strict=True)
         )
         loss = log_loss(data, oof)
         scored[penalty] = (loss, right, oof)
-        print(
-            f"penalty {penalty}: out-of-fold top-1 {right}/{len(data)} "
-            f"({right / len(data):.1%}), log loss {loss:.4f}"
-        )
+        if not quiet:
+            print(
+                f"penalty {penalty}: out-of-fold top-1 {right}/{len(data)} "
+                f"({right / len(data):.1%}), log loss {loss:.4f}"
+            )
     penalty = min(scored, key=lambda p: scored[p][0])
-    cal = tune(data, scored[penalty][2])
+    return penalty, scored[penalty]
+
+
+def read_constants(chooser: OfflineChooser, folds: int) -> OfflineChooser:
+    """The chooser with each reading constant (`READING`) set in turn to the value whose
+    features give the lowest out-of-fold log loss, the others held."""
+    cal = chooser.calibration
+    for name, values in READING.items():
+        losses = {}
+        for value in values:
+            tried = OfflineChooser(
+                embedder=chooser.embedder, calibration=replace(cal, **{name: value})
+            )
+            losses[value] = best_penalty(samples(tried, FIT_SETS), folds, quiet=True)[1][0]
+        cal = replace(cal, **{name: min(losses, key=losses.__getitem__)})
+        print(f"{name}: " + ", ".join(f"{v} → {loss:.4f}" for v, loss in losses.items()))
+    return OfflineChooser(embedder=chooser.embedder, calibration=cal)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--heldout", action="store_true", help="print the held-out figures")
+    parser.add_argument("--dry-run", action="store_true", help="do not write the weights")
+    parser.add_argument("--reading", action="store_true", help="choose the reading constants")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    chooser = OfflineChooser()
+    if args.reading:
+        chooser = read_constants(chooser, args.folds)
+    data = samples(chooser, FIT_SETS)
+    print(
+        f"{len(data)} choices from {len(FIT_SETS)} development sets "
+        f"({time.perf_counter() - started:.0f} s)"
+    )
+    penalty, (loss, right, oof) = best_penalty(data, args.folds)
+    read = {k: getattr(chooser.calibration, k) for k in READING}
+    cal = tune(data, oof, Calibration(**read))
     weights = fit(data, penalty)
     about = {
         "fitted_on": [set_name(p) for p in FIT_SETS],
         "choices": len(data),
         "penalty": penalty,
-        "out_of_fold_top1": round(scored[penalty][1] / len(data), 4),
-        "out_of_fold_log_loss": round(scored[penalty][0], 4),
+        "out_of_fold_top1": round(right / len(data), 4),
+        "out_of_fold_log_loss": round(loss, 4),
     }
-    calibration = {k: v for k, v in asdict(cal).items() if k in TUNED}
+    calibration = {k: v for k, v in asdict(cal).items() if k in TUNED or k in READING}
     data_out = {
         "features": list(features.NAMES),
         "weights": [round(float(w), 6) for w in weights],
@@ -276,7 +321,11 @@ def main() -> None:
         print(f"  {name:22s} {weight:+.3f}")
     if not args.dry_run:
         OUT.write_text(json.dumps(data_out, indent=1) + "\n", encoding="utf-8")
-    fitted = OfflineChooser(embedder=chooser.embedder, weights=from_data(data_out, features.NAMES))
+    fitted = OfflineChooser(
+        embedder=chooser.embedder,
+        calibration=cal,
+        weights=from_data(data_out, features.NAMES),
+    )
     report(fitted, FIT_SETS, "development sets (fitted on: in-sample)")
     if args.heldout:
         report(fitted, HELD_OUT, "held-out sets (never fitted or tuned on)")

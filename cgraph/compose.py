@@ -42,7 +42,11 @@ def session_models(
 ) -> Models:
     """What a session chooses and talks with: `model`, else the graph's (`resolve_model`)."""
     made = resolve_model(
-        model, spec.model, api_base=api_base, embedding_model=spec.embedding_source()
+        model,
+        spec.model,
+        api_base=api_base,
+        embedding_model=spec.embedding_source(),
+        acts=spec.acts,
     )
     return models_of(made)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from cgraph.errors import ConfigError, UnknownModel
 from cgraph.runtime.ask.choosing import ModelChooser
-from cgraph.runtime.ports import ChatModel, ExitChooser, Rememberer
+from cgraph.runtime.ports import ChatModel, ExitChooser, Rememberer, Summariser
 from cgraph.spec.model import ModelConfig
 
 ModelFactory = Callable[..., ChatModel | ExitChooser]
@@ -53,11 +53,13 @@ def resolve_model(
     config: ModelConfig | None = None,
     *,
     embedding_model: str = "",
+    acts: Mapping[str, Any] | None = None,
     **overrides: Any,
 ) -> ChatModel | ExitChooser:
     """The backend for `model`: a `ChatModel` as given, else by name (`config.name`, else
     `semantic`), built with `config`'s settings and `overrides` (None means "not given");
-    every entry receives the same options (`embedding_model` is the semantic entry's).
+    every entry receives the same options (`embedding_model` and the graph's dialogue
+    `acts` are the semantic entry's).
     A provider model is checked now: an unknown name or a missing key fails before a turn."""
     if model is not None and not isinstance(model, str):
         return model
@@ -68,6 +70,7 @@ def resolve_model(
     entry, rest = _entry(name)
     options = {k: v for k, v in asdict(settings).items() if k != "name"}
     options["embedding_model"] = embedding_model
+    options["acts"] = dict(acts or {})
     chat = _factory(entry)(rest, **options)
     validate = getattr(chat, "validate", None)
     try:
@@ -141,11 +144,16 @@ class Models:
     chooser: ExitChooser
     chat: ChatModel | None
     rememberer: Rememberer | None
+    summariser: Summariser
+    """Writes the running summary when `chat` writes none (offline) or fails to."""
 
 
 def models_of(made: ChatModel | ExitChooser) -> Models:
     """A session's models: a chooser that reads messages itself, or a language model asked
     through the runtime's own chooser."""
+    from cgraph.backends.offline.summary import ExtractiveSummariser
+
     if isinstance(made, ExitChooser):
-        return Models(made, None, made if isinstance(made, Rememberer) else None)
-    return Models(ModelChooser(made), made, None)
+        rememberer = made if isinstance(made, Rememberer) else None
+        return Models(made, None, rememberer, ExtractiveSummariser())
+    return Models(ModelChooser(made), made, None, ExtractiveSummariser())

@@ -169,6 +169,7 @@ class Session:
             user_id=user_id,
             tools=tools or ToolRunner(),
             rememberer=models.rememberer,
+            summariser=models.summariser,
         )
         info, first = create(deps, first_state)
         session = cls(info=info, deps=deps, state=first_state, events=[first], position=FIRST)
@@ -232,6 +233,7 @@ class Session:
             session_id=info.id,
             user_id=info.user_id,
             rememberer=models.rememberer,
+            summariser=models.summariser,
             tools=tools or ToolRunner(),
         )
         session = cls(info=info, deps=deps, state=state, events=stored.events, position=position)

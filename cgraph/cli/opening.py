@@ -112,6 +112,7 @@ def build_model(graph: Graph, name: str, options: RunOptions) -> ChatModel | Exi
         name,
         graph.model,
         embedding_model=graph.embedding_source(),
+        acts=graph.acts,
         api_base=options.api_base,
         structured=options.structured,
         timeout=options.timeout,
@@ -335,10 +336,10 @@ def first_turn_texts(graph: Graph) -> list[str]:
     and exits as it reads them (see `graph_texts`), the global exits, the conversational
     moves. Only a warm-up of the embedder's cache: a text missed here is embedded when
     it is needed."""
-    from cgraph.backends.offline.lexicon import CONVERSATIONAL
+    from cgraph.backends.offline.lexicon import LEXICON
 
     starts = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
-    texts = [*CONVERSATIONAL, *graph_texts(graph, list(dict.fromkeys(starts)))]
+    texts = [*LEXICON.CONVERSATIONAL, *graph_texts(graph, list(dict.fromkeys(starts)))]
     return [t for t in dict.fromkeys(texts) if t and "{" not in t]
 
 
@@ -349,11 +350,12 @@ def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
     shared dialogue acts) with the global exits, objectives, actions, intra-state
     guidelines (what a question is weighed against to stay). Only a warm-up,
     like the above."""
-    from cgraph.backends.offline.lexicon import ACTS
+    from cgraph.backends.offline.lexicon import LEXICON, with_declared
     from cgraph.backends.offline.options import as_user, stand_ins
     from cgraph.backends.offline.reading import affirmed
 
-    texts: list[str] = [text for act in ACTS for text in (act.description, *act.utterances)]
+    acts = with_declared(LEXICON.ACTS, graph.acts)
+    texts: list[str] = [text for act in acts for text in (act.description, *act.examples)]
     for name in graph.states if names is None else names:
         state = graph.states.get(name)
         texts += [getattr(state, "objective", None) or "", *(getattr(state, "actions", None) or ())]

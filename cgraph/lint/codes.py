@@ -44,6 +44,7 @@ CODES: dict[str, str] = {
     "duplicate-exit": "Two exits (or start entries) of one state share a description.",
     "same-target": "Two exits of one state lead to the same state.",
     "duplicate-example": "One utterance is an example of two exits of a state.",
+    "act-no-examples": "A dialogue act (`acts:`) has no examples, so no exit is matched on it.",
     "exit-conflict": "A state has both exit_conditions and next_state.",
     "no-exit": "A silent state has no way out.",
     "memory-off": "included_contexts are recalled while memory.store is off.",

@@ -251,7 +251,28 @@ def graph_at(file: str, texts: Mapping[Path, str] | None = None) -> Graph | None
     return graph
 
 
-FLOW_CHECKS = (check_conditions, check_branches, check_slots, check_global_exits, check_cross_graph)
+def check_acts(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """A dialogue act without examples lends an exit nothing."""
+    for name, act in ctx.graph.acts.items():
+        if not act.examples:
+            yield ctx.diag(
+                ("acts", name),
+                "act-no-examples",
+                f"dialogue act `{name}` has no `examples`: no exit is matched on it",
+                "add `examples:` with a few ways users say it",
+                warning=True,
+                key=True,
+            )
+
+
+FLOW_CHECKS = (
+    check_conditions,
+    check_branches,
+    check_slots,
+    check_global_exits,
+    check_cross_graph,
+    check_acts,
+)
 
 
 def check_flows(ctx: GraphContext) -> list[Diagnostic]:

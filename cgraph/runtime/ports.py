@@ -18,7 +18,7 @@ A backend may add "scores": {exit id: float} to explain its choice (shown by `/w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -222,6 +222,29 @@ class Rememberer(Protocol):
 
     def remember(self, user_messages: Sequence[str]) -> list[tuple[Tier, str]]:
         """What of the newest user message is worth remembering, as (tier, text)."""
+        ...
+
+
+CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD = 4  # role and separators, in tokens
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate (~4 characters per token, as for English with GPT tokenizers);
+    exact counts would need the provider's tokenizer and are not worth the cost here. A
+    history budget is counted in these."""
+    return len(text) // CHARS_PER_TOKEN + MESSAGE_OVERHEAD
+
+
+@runtime_checkable
+class Summariser(Protocol):
+    """Writes a session's running summary without a language model: offline, or when the
+    model fails to (with one that writes prose, the runtime asks it a `summary` question)."""
+
+    name: str
+
+    def summarise(self, previous: str, older: Sequence[Mapping[str, str]], budget: int) -> str:
+        """The summary `previous` extended with the messages `older`, in `budget` tokens."""
         ...
 
 

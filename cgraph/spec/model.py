@@ -484,6 +484,24 @@ class ModelConfig:
 
 @_compared
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class DialogueAct:
+    """A dialogue act of this graph's conversations (a crisis, a hand-off, being done): an
+    exit whose description means it is also matched, offline, on its examples."""
+
+    description: Text
+    """The act as a designer would describe an exit for it ("The user asks for a human")."""
+    examples: tuple[Text, ...] = ()
+    """How users say it (an act without any lends nothing: `cgraph lint` warns)."""
+    negative: bool = False
+    """Lend the examples only to an exit whose description denies or refuses something
+    ("says there is no danger"): embeddings cannot tell it from its affirmative."""
+    floor: Annotated[float, Keywords(minimum=0, maximum=1)] | None = None
+    """How near (cosine) an exit's description must be to the act's to be lent its
+    examples; unset: the offline chooser's calibrated default."""
+
+
+@_compared
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class Graph:
     """A context graph."""
 
@@ -530,6 +548,10 @@ class Graph:
     """What the agent says when the model keeps failing."""
     prompts: dict[PromptKind, str] = field(default_factory=dict)
     """Jinja templates replacing the shipped prompt templates, by kind."""
+    acts: dict[Identifier, DialogueAct] = field(default_factory=dict)
+    """Dialogue acts the offline chooser recognises, by name. The shipped ones (`done`,
+    `no_problem`, `declined`, `hand_off`, `crisis`, `unchanged`) hold unless one of the same
+    name replaces them; a graph adds its own (Rasa's conversation patterns)."""
     embedding_model: str | None = None
     """The sentence-transformers model of the offline mode and of memory recall: a folder
     (relative to this file) or an installed package that ships one, e.g. a multilingual

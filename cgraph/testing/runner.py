@@ -294,7 +294,9 @@ def _recording(name: str, graph: Graph, tests: TestFile, folder: Path) -> ChatMo
 
 
 def _resolve(name: str, graph: Graph) -> ChatModel | ExitChooser:
-    return resolve_model(name, graph.model, embedding_model=graph.embedding_source())
+    return resolve_model(
+        name, graph.model, embedding_model=graph.embedding_source(), acts=graph.acts
+    )
 
 
 def _problem(path: Path, message: str) -> Diagnostic:

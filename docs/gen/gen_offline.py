@@ -20,6 +20,7 @@ from typing import Any
 from cgraph.backends.offline import policy
 from cgraph.backends.offline.calibration import Calibration
 from cgraph.backends.offline.features import EXIT_FEATURES, STAY_FEATURES
+from cgraph.backends.offline.lexicon import LEXICON
 
 ROOT = Path(__file__).resolve().parents[2]
 OFFLINE = ROOT / "cgraph" / "backends" / "offline"
@@ -100,11 +101,34 @@ def page() -> str:
             docs.get(name, "").replace("|", "\\|"),
         ]
         lines.append("| " + " | ".join(row) + " |")
-    lines += ["", "## The fitted weights", ""]
+    lines += ["", *acts_table(), "", "## The fitted weights", ""]
     if about:
         lines += [_about(about), ""]
     lines += weights_table(data)
     return "\n".join(lines) + "\n"
+
+
+def acts_table() -> list[str]:
+    """The shipped dialogue acts (`lexicon.yaml`), which a graph's `acts:` may replace."""
+    lines = [
+        "## Dialogue acts",
+        "",
+        "An exit whose description is this near an act's is also matched on the act's "
+        "examples. These ship in `cgraph/backends/offline/lexicon.yaml`, with every word "
+        f"list and pattern the chooser reads ({len(LEXICON.lists)} lists, "
+        f"{sum(len(w) for w in LEXICON.lists.values()) + len(LEXICON.STOP_WORDS):,} "
+        f"entries, {len(LEXICON.patterns)} patterns); a graph replaces one by its name, "
+        "or adds its own, under `acts:`.",
+        "",
+        "| act | description | floor | negative only | examples |",
+        "|---|---|---|---|---|",
+    ]
+    for act in LEXICON.ACTS:
+        floor = _number(act.floor) if act.floor is not None else "`act_floor`"
+        examples = "; ".join(act.examples).replace("|", "\\|")
+        negative = "yes" if act.negative else ""
+        lines.append(f"| `{act.name}` | {act.description} | {floor} | {negative} | {examples} |")
+    return lines
 
 
 def _about(about: dict[str, Any]) -> str:

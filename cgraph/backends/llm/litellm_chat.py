@@ -20,7 +20,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from cgraph.backends.llm.deadline import CallTimeout, call_within, read_within
@@ -108,8 +108,9 @@ class LiteLLMModel:
         extra: dict[str, Any] | None = None,
         completion: Callable[..., Any] | None = None,
         embedding_model: str = "",
+        acts: Mapping[str, Any] | None = None,
     ) -> None:
-        del embedding_model  # the semantic entry's option; every entry receives the same
+        del embedding_model, acts  # the semantic entry's options; every entry receives them
         if not name:
             raise ConfigError("a litellm model name is required, e.g. `gpt-4o-mini`")
         check_route(name)

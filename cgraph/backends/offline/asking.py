@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from cgraph.backends.offline import lexicon as lx
+from cgraph.backends.offline.lexicon import LEXICON as lx
 from cgraph.runtime.ports import ExitOption
 
 _EXAMPLES = re.compile(r"\s*(?:,\s*(?:such as|e\.g\.|for example|like)\b|\(|;|:).*$", re.I)
@@ -83,7 +83,8 @@ def _third_person(verb: str) -> bool:
 def _to_you(verb: str) -> str:
     """ "wants" → "want", "is" → "are", "tries" → "try"."""
     if verb in lx.SECOND_PERSON:
-        return lx.SECOND_PERSON[verb]
+        said: str = lx.SECOND_PERSON[verb]
+        return said
     if verb.endswith("ies"):
         return verb[:-3] + "y"
     if verb.endswith(("ches", "shes", "sses", "xes")):

@@ -44,8 +44,18 @@ class Calibration:
     """A silent state's evidence must favour one exit by this much (in probability)."""
     enum_threshold: float = 0.45
     """An enum slot takes the value nearest the message only from this similarity."""
+    act_floor: float = 0.6
+    """An exit is lent a dialogue act's examples from this nearness of its description to
+    the act's, unless the act names its own `floor`."""
     act_floor_shift: float = 0.0
-    """Added to every dialogue act's floor (`lexicon.ACTS`): a measurement knob."""
+    """Added to every dialogue act's floor: a measurement knob."""
+    far: float = 0.45
+    """Below this nearness (cosine) to its texts an exit is as far from a message as
+    unrelated sentences of the same domain fall in MiniLM: how far below is a feature of
+    its own (a reading constant: the weights are fitted with it)."""
+    denied_near: float = 0.3
+    """A denied phrase is about an exit from this nearness to its (affirmed) description
+    (a reading constant, like `far`)."""
 
     @classmethod
     def fitted(cls, values: dict[str, Any]) -> Calibration:

@@ -15,7 +15,7 @@ message by type (`slots`); what is worth remembering is the user's own statement
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,9 +23,10 @@ import numpy as np
 
 from cgraph.backends.embed import Embedder, cosine, shared_embedder
 from cgraph.backends.offline import answers, features, scorer
-from cgraph.backends.offline import lexicon as lx
 from cgraph.backends.offline.asking import clarifying_question
 from cgraph.backends.offline.calibration import Calibration
+from cgraph.backends.offline.lexicon import LEXICON as lx
+from cgraph.backends.offline.lexicon import with_declared
 from cgraph.backends.offline.memories import extract_memories
 from cgraph.backends.offline.options import as_user, lent_acts
 from cgraph.backends.offline.policy import answer, decide
@@ -62,12 +63,15 @@ class OfflineChooser:
         embedding_model: str = "",
         *,
         weights: scorer.Scorer | None = None,
+        acts: Mapping[str, Any] | None = None,
     ) -> None:
         self._embedder = embedder
         self._embedding_model = embedding_model
         self.scorer = weights or scorer.packaged(features.NAMES)
         self.calibration = calibration or Calibration.fitted(self.scorer.calibration)
         self._texts: dict[ExitOption, features.OptionTexts] = {}
+        self.acts = with_declared(lx.ACTS, acts or {})
+        """The dialogue acts: the shipped ones, under the graph's own (`acts:`)."""
         self._acts: np.ndarray | None = None
 
     @property
@@ -119,7 +123,7 @@ class OfflineChooser:
     def score(self, question: Question) -> Scored:
         """The confidence of each candidate of an action question (exits and `stay`)."""
         texts = {o.id: self.option_texts(o) for o in question.options}
-        rows = features.rows(question, texts, self.embed)
+        rows = features.rows(question, texts, self.embed, self.calibration)
         probabilities = self.scorer.probabilities(rows.matrix)
         confidence = {k: float(p) for k, p in zip(rows.ids, probabilities, strict=True)}
         return Scored(confidence, rows.nearness)
@@ -132,14 +136,15 @@ class OfflineChooser:
         return self._texts[key]
 
     def _lent(self, description: str) -> tuple[str, ...]:
-        """The utterances of the shared dialogue acts `description` means."""
+        """The examples of the dialogue acts `description` means."""
         if self._acts is None:
-            self._acts = self.embed([act.description for act in lx.ACTS])
+            self._acts = self.embed([act.description for act in self.acts])
         mine = self.embed([as_user(description)])[0]
-        near = dict(zip(lx.ACTS, self._acts @ mine, strict=True))
-        shift = self.calibration.act_floor_shift
-        acts = [a for a in lent_acts(description) if near[a] >= a.floor + shift]
-        return tuple(u for act in acts for u in act.utterances)
+        near = dict(zip(self.acts, self._acts @ mine, strict=True))
+        floor, shift = self.calibration.act_floor, self.calibration.act_floor_shift
+        lent = lent_acts(self.acts, description)
+        acts = [a for a in lent if near[a] >= (floor if a.floor is None else a.floor) + shift]
+        return tuple(u for act in acts for u in act.examples)
 
     # -- slots --------------------------------------------------------------------------------
 
@@ -214,8 +219,15 @@ class OfflineChooser:
         return dict(self.scorer.about)
 
 
-def semantic(rest: str = "", *, embedding_model: str = "", **options: Any) -> OfflineChooser:
+def semantic(
+    rest: str = "",
+    *,
+    embedding_model: str = "",
+    acts: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> OfflineChooser:
     """The `semantic` entry of the model table. Provider options (api_base, temperature,
-    ...) mean nothing offline and are ignored; `embedding_model` is the graph's own."""
+    ...) mean nothing offline and are ignored; `embedding_model` and `acts` are the graph's
+    own."""
     del rest, options
-    return OfflineChooser(embedding_model=embedding_model)
+    return OfflineChooser(embedding_model=embedding_model, acts=acts)

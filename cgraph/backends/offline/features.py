@@ -29,8 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cgraph.backends.offline import lexicon as lx
 from cgraph.backends.offline import reading as rd
+from cgraph.backends.offline.calibration import Calibration
+from cgraph.backends.offline.lexicon import LEXICON as lx
 from cgraph.backends.offline.options import (
     affirmed_description,
     counts_as_answer,
@@ -116,15 +117,7 @@ STAY_FEATURES = (
 )
 NAMES = EXIT_FEATURES + STAY_FEATURES
 """Every feature, in the order of a row and of the scorer's weights."""
-
-
-FAR = 0.45
-"""Below this nearness (cosine) to its texts an exit is as far from a message as unrelated
-sentences of the same domain fall in MiniLM: how far below is a feature of its own."""
-
-
-DENIED_NEAR = 0.3
-"""A denied phrase is about an exit from this nearness to its (affirmed) description."""
+DEFAULT = Calibration()
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,13 +143,20 @@ class OptionTexts:
     affirmed: str
 
 
-def rows(question: Question, texts: dict[str, OptionTexts], embed: Embed) -> Rows:
-    """The feature rows of an action question (its newest message against its options)."""
+def rows(
+    question: Question,
+    texts: dict[str, OptionTexts],
+    embed: Embed,
+    calibration: Calibration = DEFAULT,
+) -> Rows:
+    """The feature rows of an action question (its newest message against its options);
+    `calibration`'s reading constants (`far`, `denied_near`) shape two of them."""
     raw = question.user_messages[-1] if question.user_messages else ""
     message = rd.without_greeting(raw)
     cues = _cues(message, raw, question)
     vectors = _vectors(message, question, texts, embed)
-    exit_rows = [_exit_row(o, message, cues, texts, vectors) for o in question.options]
+    far = calibration.far
+    exit_rows = [_exit_row(o, message, cues, texts, vectors, far) for o in question.options]
     _ranks(exit_rows)
     _denials(message, question.options, texts, vectors, exit_rows)
     _answers(message, question.options, exit_rows)
@@ -174,7 +174,7 @@ def rows(question: Question, texts: dict[str, OptionTexts], embed: Embed) -> Row
         # A denial about none of the exits ("no side effects" where the state asks whether
         # the patient is ready) answers something else than this state asks.
         denied = max((abs(r["denial"]) for r in exit_rows), default=0.0)
-        stay["denies_elsewhere"] = stay["negated"] * max(0.0, DENIED_NEAR - denied)
+        stay["denies_elsewhere"] = stay["negated"] * max(0.0, calibration.denied_near - denied)
         matrix.append(_pad(stay, stay=True))
         ids += (STAY,)
     return Rows(ids, np.array(matrix, dtype=float), nearness)
@@ -247,6 +247,7 @@ def _exit_row(
     cues: _Cues,
     texts: dict[str, OptionTexts],
     vectors: _Vectors,
+    far: float,
 ) -> dict[str, float]:
     known = texts[option.id]
     matched = known.examples + known.acts
@@ -273,12 +274,12 @@ def _exit_row(
         "irreversible": float(option.irreversible),
     }
     row["corrected_last"] = row["ex_last"] * cues.corrects
-    # Nearness counts more the nearer it is, below `FAR` it hardly means anything, and a
+    # Nearness counts more the nearer it is, below `far` it hardly means anything, and a
     # global exit, an ending or an exit that cannot be taken back may need more of it than
     # the state's own ways on.
     row["focus_squared"] = row["ex_focus"] ** 2
     row["clause_squared"] = row["ex_clause"] ** 2
-    row["far"] = max(0.0, FAR - row["ex_clause"])
+    row["far"] = max(0.0, far - row["ex_clause"])
     row["global_far"] = row["is_global"] * row["far"]
     row["global_near"] = row["is_global"] * row["ex_clause"]
     row["ending_near"] = ending * row["ex_clause"]

@@ -1,23 +1,16 @@
 """What the offline chooser remembers of a message: the user's own statements.
 
 With no model to write summaries, extraction keeps the newest user statement verbatim;
-first-person statements about lasting things are the user's `personal` memories.
+first-person statements about lasting things (`lexicon`: `FIRST_PERSON`, `DURABLE`) are the
+user's `personal` memories.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from cgraph.backends.offline.lexicon import LEXICON as lx
 from cgraph.backends.offline.reading import is_question
-
-# First-person statements with these words describe the user, not today's task.
-_DURABLE = re.compile(
-    r"\b(my name|i live|i work|allergic|always|usually|every (day|morning|night|week)|"
-    r"i prefer|i like|i hate|my (wife|husband|partner|son|daughter|doctor|dog|cat))\b",
-    re.I,
-)
-_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.I)
 
 
 def extract_memories(user_messages: Sequence[str]) -> list[dict[str, str]]:
@@ -31,5 +24,5 @@ def extract_memories(user_messages: Sequence[str]) -> list[dict[str, str]]:
     text = " ".join(user_messages[-1].split())
     if is_question(text) or len(text.split()) < 3:
         return []
-    personal = _FIRST_PERSON.search(text) and _DURABLE.search(text)
+    personal = lx.FIRST_PERSON_CUE.search(text) and lx.DURABLE_CUE.search(text)
     return [{"tier": "personal" if personal else "task", "text": text}]

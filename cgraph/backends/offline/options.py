@@ -4,15 +4,18 @@ Descriptions are written about the user ("The tenant reports a water leak"); mes
 the user ("water is pouring through the ceiling"). Sentence embeddings place the
 narrator's third person far from a first-person message, so an exit is also matched on
 *stand-ins*: its description said by the user, whole and per alternative ("declines both
-options" → "I decline both options"). An exit whose description means a dialogue act every
-conversation shares (done, declined, a person asked for: `lexicon.ACTS`) is matched on the
-act's utterances too. Whether an exit means "no", ends the conversation or expects
+options" → "I decline both options"). An exit whose description means a dialogue act
+(done, declined, a person asked for: the lexicon's `acts`, or the graph's own `acts:`) is
+matched on the act's examples too. Whether an exit means "no", ends the conversation or expects
 questions is read from its words.
 """
 
 from __future__ import annotations
 
-from cgraph.backends.offline import lexicon as lx
+from collections.abc import Sequence
+
+from cgraph.backends.offline.lexicon import LEXICON as lx
+from cgraph.backends.offline.lexicon import Act
 from cgraph.backends.offline.reading import (
     affirmed,
     is_negated,
@@ -43,7 +46,8 @@ def first_person(clause: str) -> str:
 
 
 def _pronouns(text: str) -> str:
-    return lx.PRONOUN.sub(lambda m: lx.PRONOUNS[m.group(1).lower()], text)
+    said: str = lx.PRONOUN.sub(lambda m: lx.PRONOUNS[m.group(1).lower()], text)
+    return said
 
 
 def _singular(verb: str) -> str:
@@ -78,7 +82,8 @@ def stand_ins(description: str) -> tuple[str, ...]:
 
 def as_user(description: str) -> str:
     """ "The tenant is done" → "The user is done": the acts are described about "the user"."""
-    return lx.ROLE.sub("The user ", description.strip(), count=1)
+    said: str = lx.ROLE.sub("The user ", description.strip(), count=1)
+    return said
 
 
 def negative_description(description: str) -> bool:
@@ -145,11 +150,11 @@ def counts_as_answer(message: str, option: ExitOption) -> bool:
     return not is_question(message) or is_request(message) or expects_questions(option)
 
 
-def lent_acts(description: str) -> list[lx.Act]:
-    """The acts that may lend their utterances to an exit so described (by similarity,
+def lent_acts(acts: Sequence[Act], description: str) -> list[Act]:
+    """The `acts` that may lend their examples to an exit so described (by similarity,
     checked by the caller): a negative act only to a negative description."""
     negative = negative_description(description)
-    return [act for act in lx.ACTS if negative or not act.negative]
+    return [act for act in acts if negative or not act.negative]
 
 
 def affirmed_description(description: str) -> str:

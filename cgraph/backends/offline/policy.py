@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from cgraph.backends.offline import lexicon as lx
 from cgraph.backends.offline.calibration import Calibration
+from cgraph.backends.offline.lexicon import LEXICON as lx
 from cgraph.backends.offline.reading import leading_answer
 from cgraph.runtime.ports import CLARIFY, STAY, ExitOption, Question
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from cgraph.backends.offline import lexicon as lx
+from cgraph.backends.offline.lexicon import LEXICON as lx
 
 FOCUS_WORDS = 3
 """What follows a contrast must be this long to stand for the message."""
@@ -34,7 +34,8 @@ def clauses(text: str) -> list[str]:
 def without_limits(text: str) -> str:
     """`text` with the negators of its limits taken out: "I can't have gluten" → "I have
     gluten" (a condition the user has, not an answer denied)."""
-    return lx.LIMIT.sub(lambda m: m.group("can") or m.group("does"), text)
+    said: str = lx.LIMIT.sub(lambda m: m.group("can") or m.group("does"), text)
+    return said
 
 
 def states_limit(text: str) -> bool:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from cgraph.backends.offline.calibration import Calibration
 from cgraph.spec.model import Slot
 from cgraph.spec.slots import from_answer_schema, normalised, problem
 
@@ -27,8 +28,7 @@ YesNo = Callable[[str, str], "bool | None"]
 """Whether a message (first) clearly says yes (True) or no (False) to a boolean slot (its
 description, second); None when it is no clear answer: a question, a hedge, a changed
 subject, a yes taken back (the chooser's fitted scorer, `answers`)."""
-ENUM_THRESHOLD = 0.45
-"""The default of `Calibration.enum_threshold`."""
+ENUM_THRESHOLD = Calibration().enum_threshold
 
 _UNIT_WORDS = (
     "zero",

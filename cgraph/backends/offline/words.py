@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from difflib import SequenceMatcher
 
-from cgraph.backends.offline import lexicon as lx
+from cgraph.backends.offline.lexicon import LEXICON as lx
 
 _STEM_MIN = 3
 

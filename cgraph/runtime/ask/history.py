@@ -12,13 +12,11 @@ session shows the model exactly the summary it was shown before; nothing is rewr
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import LLMError
-from cgraph.runtime.log.transcript import estimate_tokens
-from cgraph.runtime.ports import ChatModel, LLMRequest
+from cgraph.runtime.ports import ChatModel, LLMRequest, Summariser
 from cgraph.runtime.state.outcomes import Effect, Effects, Emit, SetMarks
 from cgraph.runtime.state.snapshot import HistoryMarks
 
@@ -39,28 +37,27 @@ SUMMARY_INSTRUCTIONS = (
     "drop greetings and small talk. Write at most {words} words, in the third person. "
     'Answer with one JSON object: {{"summary": "..."}}.'
 )
-# What an offline summary leaves out: questions and acknowledgements state nothing.
-_ACK = re.compile(r"^\W*(ok(ay)?|yes|yeah|yep|no|nope|thanks?( you)?|sure|fine|hi|hello)\W*$", re.I)
-_SELF = re.compile(
-    r"\b(my name is|i am|i'm|im|call me|my \w+ (is|are)|i (live|work|have|like|prefer))\b", re.I
-)
-_FIRST_PERSON = re.compile(r"\b(i|my|me|mine|we|our)\b", re.I)
-STATEMENT_CHARS = 240
 
 
 def before_step(
-    prompter: Prompter, marks: HistoryMarks, context: str | None, model: ChatModel | None, here: str
+    prompter: Prompter,
+    marks: HistoryMarks,
+    context: str | None,
+    model: ChatModel | None,
+    here: str,
+    summariser: Summariser | None = None,
 ) -> Effects:
     """Before a step: the `context:` strategy of the state just entered, then (with
     `strategy: summarize`) the messages about to leave the window folded into the summary,
     then the window's start moved; the new marks as a `SetMarks` effect (none when nothing
-    changed), so the step's prompts show them."""
+    changed), so the step's prompts show them. `summariser` writes the summary when the
+    model writes none (None: the summary stays as it was)."""
     effects: list[Effect] = []
     start = marks
     if context is not None:
-        marks, done = apply_context(context, prompter, marks, model, here)
+        marks, done = apply_context(context, prompter, marks, model, here, summariser)
         effects += done
-    marks, done = keep_summary(prompter, marks, model, here)
+    marks, done = keep_summary(prompter, marks, model, here, summariser)
     effects += done
     moved = prompter.window_start(marks)
     if moved != marks.history_start:
@@ -71,7 +68,11 @@ def before_step(
 
 
 def keep_summary(
-    prompter: Prompter, marks: HistoryMarks, model: ChatModel | None, here: str
+    prompter: Prompter,
+    marks: HistoryMarks,
+    model: ChatModel | None,
+    here: str,
+    summariser: Summariser | None = None,
 ) -> tuple[HistoryMarks, Effects]:
     """With `strategy: summarize`, the messages about to leave the window folded into the
     summary."""
@@ -81,11 +82,16 @@ def keep_summary(
     start = prompter.window_start(marks)
     if start <= marks.summary_upto:
         return marks, ()
-    return fold(prompter, marks, model, here, start, "window")
+    return fold(prompter, marks, model, here, start, "window", summariser)
 
 
 def apply_context(
-    strategy: str, prompter: Prompter, marks: HistoryMarks, model: ChatModel | None, here: str
+    strategy: str,
+    prompter: Prompter,
+    marks: HistoryMarks,
+    model: ChatModel | None,
+    here: str,
+    summariser: Summariser | None = None,
 ) -> tuple[HistoryMarks, Effects]:
     """A state's `context` strategy, on entry: the window restarts at the newest user message
     (`reset` drops the summary; `reset_with_summary` first folds what came before into it)."""
@@ -94,7 +100,7 @@ def apply_context(
     cut = _newest_user(prompter.transcript)
     effects: Effects = ()
     if strategy == "reset_with_summary" and cut > marks.summary_upto:
-        marks, effects = fold(prompter, marks, model, here, cut, strategy)
+        marks, effects = fold(prompter, marks, model, here, cut, strategy, summariser)
     elif strategy == "reset" and (marks.summary or marks.summary_upto != cut):
         marks = marks._replace(summary="", summary_upto=cut)
         data = {"state": here, "text": "", "upto": cut, "reason": strategy, "writer": "none"}
@@ -116,14 +122,17 @@ def fold(
     here: str,
     upto: int,
     reason: str,
+    summariser: Summariser | None = None,
 ) -> tuple[HistoryMarks, Effects]:
     """Fold the messages between the summary's end and `upto` into the summary."""
     older = prompter.transcript[marks.summary_upto : upto]
     budget = prompter.root.limits.history_budget() // 4
     failures: list[Emit] = []
     text, writer = _written(model, here, marks.summary, older, budget, failures)
+    if text is None and summariser is not None:
+        text, writer = summariser.summarise(marks.summary, older, budget), summariser.name
     if text is None:
-        text, writer = extractive(marks.summary, older, budget), "extractive"
+        text, writer = marks.summary, "none"
     data = {"state": here, "text": text, "upto": upto, "reason": reason, "writer": writer}
     return marks._replace(summary=text, summary_upto=upto), (*failures, Emit("summary", data))
 
@@ -173,44 +182,3 @@ def summary_request(state: str, previous: str, older: Sequence[Message], budget:
         schema_name="cgraph_summary",
         state=state,
     )
-
-
-def extractive(previous: str, older: Sequence[Message], budget: int) -> str:
-    """An offline summary: the user's own statements, self-descriptions kept longest.
-
-    Questions and acknowledgements are left out. Over `budget` tokens, the least telling
-    statements go first (plain remarks before first-person ones before self-descriptions),
-    the oldest first among equals.
-    """
-    statements = _lines(previous)
-    # A summary the model wrote (before it failed) is carried whole.
-    carried = previous if previous and not statements else ""
-    for message in older:
-        text = " ".join(message["content"].split())[:STATEMENT_CHARS]
-        if message["role"] == "user" and _states_something(text) and text not in statements:
-            statements.append(text)
-    ranked = sorted(range(len(statements)), key=lambda i: (_weight(statements[i]), i))
-    kept = set(range(len(statements)))
-    total = sum(estimate_tokens(s) for s in statements)
-    for index in ranked:
-        if total <= budget:
-            break
-        kept.discard(index)
-        total -= estimate_tokens(statements[index])
-    lines = [f"- The user said: {statements[i]}" for i in sorted(kept)]
-    return "\n".join([carried, *lines] if carried else lines)
-
-
-def _lines(summary: str) -> list[str]:
-    prefix = "- The user said: "
-    return [line[len(prefix) :] for line in summary.splitlines() if line.startswith(prefix)]
-
-
-def _states_something(text: str) -> bool:
-    return bool(text) and not text.rstrip().endswith("?") and not _ACK.match(text)
-
-
-def _weight(statement: str) -> int:
-    if _SELF.search(statement):
-        return 2
-    return 1 if _FIRST_PERSON.search(statement) else 0

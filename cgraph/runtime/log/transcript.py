@@ -13,19 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import overload
 
+from cgraph.runtime.ports import estimate_tokens as estimate_tokens
+
 Message = dict[str, str]
 Fetch = Callable[[int, int], list[Message]]
 """Reads the messages at places `start` to `end` (excluded) back from the store."""
-
-
-CHARS_PER_TOKEN = 4
-MESSAGE_OVERHEAD = 4  # role and separators, in tokens
-
-
-def estimate_tokens(text: str) -> int:
-    """A cheap token estimate (~4 characters per token, as for English with GPT tokenizers);
-    exact counts would need the provider's tokenizer and are not worth the cost here."""
-    return len(text) // CHARS_PER_TOKEN + MESSAGE_OVERHEAD
 
 
 def history_start(

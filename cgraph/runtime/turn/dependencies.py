@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cgraph.runtime.ports import ChatModel, ExitChooser, MemoryStore, Rememberer, SessionStore
+from cgraph.runtime.ports import (
+    ChatModel,
+    ExitChooser,
+    MemoryStore,
+    Rememberer,
+    SessionStore,
+    Summariser,
+)
 from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.spec.model import Graph
 
@@ -29,6 +36,8 @@ class Dependencies:
     """The session's tool workers."""
     rememberer: Rememberer | None = None
     """What picks memories without a language model (offline); None: `chat` is asked."""
+    summariser: Summariser | None = None
+    """What writes the running summary when `chat` writes none (offline) or fails."""
 
     @property
     def model(self) -> ChatModel | ExitChooser:

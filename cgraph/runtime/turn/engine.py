@@ -144,7 +144,8 @@ class Engine:
         marks, context = state.marks, state.scratch.context
         if state.scratch.step and context is None:
             return
-        effects = history.before_step(self.prompter, marks, context, model, here)
+        summariser = self.deps.summariser
+        effects = history.before_step(self.prompter, marks, context, model, here, summariser)
         if effects:
             self._take(self.applier.effects(state, effects))
             self._commit()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cgraph.backends.llm.scripted import ScriptedModel
-from cgraph.runtime.ask.history import extractive
+from cgraph.backends.offline.summary import extractive
 from cgraph.runtime.ask.prompts import SUMMARY_HEADING
 from cgraph.session import Session
 from tests.unit.runtime._runtime import action, go, simple, stay, write
