@@ -118,7 +118,7 @@ def has_credentials(name: str, api_base: str | None = None) -> bool:
     if variable is not None:
         return env_has(variable)
     try:
-        from cgraph.backends.llm.litellm_chat import load_litellm
+        from cgraph.backends.llm.providers import load_litellm
 
         found: Mapping[str, Any] = load_litellm().validate_environment(model=name)
         return bool(found.get("keys_in_environment"))

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cgraph.compose import FIRST, create, graph_of, initial_state, open_store, session_models
 from cgraph.errors import (
@@ -39,10 +40,12 @@ from cgraph.runtime.ask.streaming import (
     Retracted,
     can_stream,
     run_streamed,
+    streamed,
 )
 from cgraph.runtime.log import reading as log
 from cgraph.runtime.log.snapshots import read_snapshot
 from cgraph.runtime.memory.extraction import Background
+from cgraph.runtime.needs import DRIVER, Offload, Steps, drive_async, in_pool
 from cgraph.runtime.ports import (
     ChatModel,
     ExitChooser,
@@ -60,6 +63,7 @@ from cgraph.spec.limits import check_message, text_problem
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START, split
 
+T = TypeVar("T")
 __all__ = [
     "CallingTools",
     "Chunk",
@@ -179,9 +183,7 @@ class Session:
 
     def _speak_first(self) -> Turn:
         """The start state's words before the user types (`speaks_first: true`)."""
-        with self._turn():
-            self._engine.begin_turn("", opening=True)
-            self._engine.run()
+        self._drive(self._engine.turn("", opening=True))
         return self._built_turn(self.turn_number)
 
     @classmethod
@@ -295,15 +297,18 @@ class Session:
         front end shows the reply first that way. A message that cannot be stored (see
         `cgraph.spec.limits.check_message`) raises `InputError` before anything runs.
         """
-        return self._send(message, key, remember, None)
+        return self._drive(self._sending(message, key, remember, None))
 
-    def _send(self, message: str, key: str | None, remember: bool, sink: Sink | None) -> Turn:
+    def _sending(
+        self, message: str, key: str | None, remember: bool, sink: Sink | None
+    ) -> Steps[Turn]:
+        """`send` as steps (`cgraph.runtime.needs`), for either driver."""
         check_message(message, key)
-        self._take_background(wait=False)  # what came in; the reply never waits for the rest
+        yield from self._take_background(wait=False)  # the reply never waits for the rest
         if self._background:
-            self.remember_later()
+            yield from self._remembering_later()
         else:
-            self.extract_memories()
+            yield from self._extracting()
         if self.completed:
             raise SessionCompleted(
                 f"session `{self.id}` reached END at turn {self.turn_number}; "
@@ -314,10 +319,9 @@ class Session:
                 f"turn {self.turn_number} of session `{self.id}` was interrupted; "
                 "call finish_turn() to complete it or cancel_turn() to drop it"
             )
-        with self._turn():
-            self._engine.begin_turn(message, key=key)
-            self._engine.run(sink)
-        return (remember and self.extract_memories()) or self._built_turn(self.turn_number)
+        yield from self._engine.turn(message, key=key, sink=sink)
+        extracted = (yield from self._extracting()) if remember else None
+        return extracted or self._built_turn(self.turn_number)
 
     def stream(
         self, message: str, *, key: str | None = None, remember: bool = True
@@ -346,40 +350,82 @@ class Session:
         writes them (see `stream`); a terminal prints them as they come, and Ctrl-C still
         cancels the turn as it does during `send`."""
         sink = on_chunk if can_stream(self.deps.chat) else None
-        return self._send(message, key, remember, sink)
+        return self._drive(self._sending(message, key, remember, sink))
+
+    async def asend(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        remember: bool = True,
+        pool: Executor | None = None,
+    ) -> Turn:
+        """`send` on an event loop (the async driver, `cgraph.runtime.needs`): the same
+        steps, the model awaited, so a turn waiting on it holds no thread; store
+        statements, recalls and tools run in `pool` (None: the loop's default)."""
+        steps = self._sending(message, key, remember, None)
+        return await drive_async(steps, in_pool(pool))
+
+    async def astream(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        remember: bool = True,
+        pool: Executor | None = None,
+    ) -> AsyncIterator[Chunk | Turn]:
+        """`stream` on an event loop, as `asend` runs `send`. The turn runs in a task of its
+        own: a caller that stops reading does not stop it (it is committed)."""
+        if not can_stream(self.deps.chat):
+            turn = await self.asend(message, key=key, remember=remember, pool=pool)
+            if turn.reply:
+                yield Delta(turn.reply)
+            yield turn
+            return
+        offload = in_pool(pool)
+        steps = lambda sink: drive_async(self._sending(message, key, remember, sink), offload)  # noqa: E731
+        async for item in streamed(steps):
+            yield item
 
     def finish_turn(self) -> Turn:
         """Complete an interrupted turn from its last committed step (and extract its
         memories: a recovered turn's reply was never shown, so nothing waits for it)."""
+        return self._drive(self._finishing())
+
+    def _finishing(self) -> Steps[Turn]:
         if self.interrupted is None:
             raise SessionError(f"session `{self.id}` has no interrupted turn")
-        with self._turn():
-            self._engine.run()
-        return self.extract_memories() or self._built_turn(self.turn_number)
+        yield from self._engine.finish()
+        return (yield from self._extracting()) or self._built_turn(self.turn_number)
 
     def remember_later(self) -> None:
         """Start extracting the latest turn's memories without waiting: a language model is
         asked in a thread, and its answer is taken in (stored, and logged for its turn)
         whenever the session next acts after it has come; the next reply never waits for
         it. `extract_memories()` and `close()` wait for what is still being asked."""
-        self._take_background(wait=False)
+        self._drive(self._remembering_later())
+
+    def _remembering_later(self) -> Steps[None]:
+        yield from self._take_background(wait=False)
         request = self._engine.extraction_question()
         if request is None or self.deps.chat is None:
-            self.extract_memories()  # nothing due, or the rememberer: at once
+            yield from self._extracting()  # nothing due, or the rememberer: at once
             return
         if any(b.turn == self.turn_number for b in self._background):
             return
         here = self.state
         self._background.append(Background(self.turn_number, here, self.deps.chat, request))
 
-    def _take_background(self, wait: bool) -> None:
+    def _take_background(self, wait: bool) -> Steps[None]:
         """Take in the answers `remember_later` asked for, in order (waiting with `wait`)."""
         while self._background:
-            asked = self._background[0].answer(wait)
+            first = self._background[0]
+            asked = (yield Offload(partial(first.answer, True), "model")) if wait else None
+            asked = asked or first.answer(False)
             if asked is None:
                 return
             done = self._background.pop(0)
-            self._engine.take_extraction(asked, done.here, done.turn)
+            yield from self._engine.take_extraction(asked, done.here, done.turn)
 
     def _finish_or_drop(self) -> tuple[Turn | None, str | None]:
         """The interrupted turn finished, or cancelled with why: its message cannot be
@@ -400,12 +446,14 @@ class Session:
     def extract_memories(self) -> Turn | None:
         """Extract the latest turn's memories if they are due and not extracted yet (see
         the graph's `memory.store`); returns that turn, now with its `memory_calls`."""
-        self._take_background(wait=True)
+        return self._drive(self._extracting())
+
+    def _extracting(self) -> Steps[Turn | None]:
+        yield from self._take_background(wait=True)
         if not self._engine.extraction_pending():
             return None
         try:
-            with self._turn():
-                self._engine.extract_memories(recovering=self._maybe_stored)
+            yield from self._engine.extract_memories(recovering=self._maybe_stored)
         except BaseException:
             self._maybe_stored = True
             raise
@@ -415,7 +463,7 @@ class Session:
     def cancel_turn(self) -> None:
         """Drop a turn in progress: the session is as it was before its message."""
         if self.interrupted is not None:
-            self._engine.rewind(self.turn_number, cancelled=True)
+            self._drive(self._engine.rewind(self.turn_number, cancelled=True))
 
     def undo(self) -> Turn | None:
         """Take back the last turn (state, variables, notes, transcript); returns it."""
@@ -427,23 +475,13 @@ class Session:
         if number == 0:
             return None
         taken = self._built_turn(number)
-        self._engine.rewind(number, cancelled=False)
+        self._drive(self._engine.rewind(number, cancelled=False))
         return taken
 
-    @contextmanager
-    def _turn(self) -> Iterator[None]:
-        """On any escape, return to the last committed step; Ctrl-C also drops the turn."""
-        if self.deps.chat is not None:  # its deadline covers this turn's calls and retries
-            self.deps.chat.begin_turn()
-        try:
-            yield
-        except KeyboardInterrupt:
-            self._engine = Engine.load(self.deps)
-            self.cancel_turn()
-            raise
-        except BaseException:
-            self._engine = Engine.load(self.deps)
-            raise
+    def _drive(self, steps: Steps[T]) -> T:
+        """The library's blocking calls run their steps with the blocking driver (a test
+        runs them again with the async one: `cgraph.runtime.needs.DRIVER`)."""
+        return DRIVER.get()(steps)  # type: ignore[no-any-return]
 
     def _built_turn(self, number: int) -> Turn:
         return log.build_turn(self.id, number, self._engine.log.turn_events(number))

@@ -1,13 +1,13 @@
 """What each endpoint does, as calls of the library: `Session` (start, resume, send,
 stream, undo, delete) on the store and memories `cgraph.compose` opens. No second engine:
 a request opens its session from the store the way `cgraph run --session` does, under the
-store's lock for the session (`SessionStore.hold`), so two turns of one session never
+store's lease of the session (`SessionStore.hold`), so two turns of one session never
 interleave, whichever process runs them, and a turn a killed process left unfinished is
 finished by the next request that writes to the session (`Session.resume(finish=True)`,
 its `recovered` turn returned as `recovered_turn`).
 
-Every method blocks (database, model): the app runs each in a worker thread, and a whole
-request stays on one thread (a PostgreSQL lock is held on that thread's connection).
+Every method blocks (database, model): the app runs each in a worker thread. A lease
+holds no connection: the store lends one per statement.
 """
 
 from __future__ import annotations
@@ -192,8 +192,8 @@ class Service:
         return {"sessions": [_listed(i) for i in Session.list_sessions(self.store, user)]}
 
     def _held(self, sid: str) -> AbstractContextManager[None]:
-        """The session's lock, waited for at most `--wait` seconds (the wait is counted)."""
-        return self.watch.held(self.store.hold(sid, wait=self.options.wait))
+        """The session's lease, waited for at most `--wait` seconds (the wait is counted)."""
+        return self.watch.held(self.store.hold(sid, wait=self.options.wait, ttl=self.options.lease))
 
     @contextmanager
     def _writing(

@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
+from tests.drivers import driver, pytest_generate_tests
 from tests.studio import browser
+
+__all__ = ["chromium", "driver", "pytest_generate_tests"]
 
 
 @pytest.fixture(scope="module")

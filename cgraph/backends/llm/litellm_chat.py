@@ -20,9 +20,12 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from cgraph.backends.llm.awaited import Awaited, lean_client
+from cgraph.backends.llm.chunks import MAX_STREAMED_CHARS, chars, failed, piece
 from cgraph.backends.llm.deadline import CallTimeout, call_within, read_within
 from cgraph.backends.llm.failures import Failure, classify
 from cgraph.backends.llm.providers import (
@@ -32,6 +35,7 @@ from cgraph.backends.llm.providers import (
     env_has,
     is_local,
     key_variable,
+    load_litellm,
     mode_order,
     provider_of,
 )
@@ -40,19 +44,6 @@ from cgraph.errors import ConfigError, LLMError, UnknownModel
 from cgraph.observe import Noted, model_call
 from cgraph.runtime.ports import Capabilities, LLMRequest, Whole
 from cgraph.spec.model import Structured
-
-
-def load_litellm() -> Any:
-    # Never fetch the model cost map from the network at import time.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    from cgraph.backends.embed import heavy_import_lock
-
-    with heavy_import_lock:
-        import litellm
-
-    litellm.suppress_debug_info = True  # our errors say what failed; no links on the terminal
-    return litellm
-
 
 # What litellm imports on its first call (seconds on a busy machine): imported at start-up
 # so that a turn's deadline measures the server, not the import of its client.
@@ -78,15 +69,18 @@ def warm_up() -> None:
                 continue
 
 
-MAX_STREAMED_CHARS = 100_000
-"""Longest streamed answer read. An answer's texts are capped at a few thousand characters
-(`cgraph.runtime.ask.answers.CAPS`); a stream past this is a runaway, stopped with an error."""
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One call of the provider: litellm's arguments, and the seconds it may take."""
+
+    args: dict[str, Any]
+    seconds: float
 
 
-class LiteLLMModel:
-    """A `ChatModel` backed by `litellm.completion`."""
+class LiteLLMModel(Awaited):
+    """A `ChatModel` backed by `litellm.completion` (and, awaited, `backends.llm.awaited`)."""
 
-    capabilities = Capabilities(streams=True, calls_tools=True, writes_prose=True)
+    capabilities = Capabilities(streams=True, calls_tools=True, writes_prose=True, awaits=True)
 
     def __init__(
         self,
@@ -135,6 +129,8 @@ class LiteLLMModel:
         self._said_prose = False
         self.calls = 0
         """Requests sent to the provider, retries included."""
+        self._lean = lean_client(self) if completion is None else None
+        """The thin OpenAI-protocol client the awaited path asks, when it can."""
 
     def validate(self) -> None:
         """Fail now, not on every turn: a name litellm cannot place, or a missing key."""
@@ -296,22 +292,22 @@ class LiteLLMModel:
         try:
             for chunk in reading:
                 chunks.append(chunk)
-                size += _chars(chunk)
+                size += chars(chunk)
                 if size > MAX_STREAMED_CHARS:
                     raise LLMError(
                         f"model `{self.name}` streamed more than {MAX_STREAMED_CHARS:,} "
                         "characters; stopped reading its answer"
                     )
-                piece = _piece(chunk, request, names, content=mode != "tool")
-                if piece:
-                    yield piece
+                text = piece(chunk, request, names, content=mode != "tool")
+                if text:
+                    yield text
             built = load_litellm().stream_chunk_builder(chunks)
         except LLMError:
             raise
         except CallTimeout as err:
             raise self._late() from err
         except Exception as err:
-            raise _error(self.name, classify(err), 0) from err
+            raise failed(self.name, classify(err), 0) from err
         finally:
             reading.close()  # stops the reader, which closes the response
         if built is None:
@@ -334,6 +330,29 @@ class LiteLLMModel:
     ) -> Any:
         """The provider's response, with retries within the turn's deadline."""
         completion = self._completion or load_litellm().completion
+        attempts = self._attempts(request, stream, deadline)
+        answer: Any = None
+        error: Exception | None = None
+        while True:
+            try:
+                step = attempts.send(answer) if error is None else attempts.throw(error)
+            except StopIteration as finished:
+                return finished.value
+            answer, error = None, None
+            if isinstance(step, float):
+                self._sleep(step)
+                continue
+            try:
+                answer = call_within(completion, step.args, step.seconds)
+            except Exception as err:  # judged by the attempts, where they are thrown in
+                error = err
+
+    def _attempts(
+        self, request: LLMRequest, stream: bool, deadline: float | None
+    ) -> Generator[Attempt | float, Any, Any]:
+        """The retry policy, as steps: yields each `Attempt` (sent its response, or its
+        error thrown in) and each wait between two (seconds), and returns the response;
+        the blocking and the awaited call share it."""
         deadline = deadline or self._turn_deadline()
         attempt = 0
         while True:
@@ -345,7 +364,7 @@ class LiteLLMModel:
                 args["stream"] = True
             self.calls += 1
             try:
-                return call_within(completion, args, remaining)
+                return (yield Attempt(args, remaining))
             except LLMError:
                 raise
             except Exception as err:
@@ -354,8 +373,8 @@ class LiteLLMModel:
                     continue
                 delay = self._delay(attempt)
                 if not self._retry(failure, attempt, deadline - self._clock() - delay):
-                    raise _error(self.name, failure, attempt, self.api_base) from err
-            self._sleep(delay)
+                    raise failed(self.name, failure, attempt, self.api_base) from err
+            yield float(delay)
             attempt += 1
 
     def _retry(self, failure: Failure, attempt: int, left_after_wait: float) -> bool:
@@ -371,17 +390,6 @@ class LiteLLMModel:
         return float(cap / 2 + self._jitter() * cap / 2)
 
 
-def _chars(chunk: Any) -> int:
-    """How much text a streamed chunk carries: its content and every call's arguments."""
-    try:
-        delta = chunk.choices[0].delta
-    except (AttributeError, IndexError, KeyError, TypeError):
-        return 0
-    calls = getattr(delta, "tool_calls", None) or ()
-    arguments = (getattr(c.function, "arguments", None) or "" for c in calls)
-    return len(str(getattr(delta, "content", None) or "")) + sum(len(str(a)) for a in arguments)
-
-
 def _local_key(name: str, api_base: str | None) -> str | None:
     # A local OpenAI-compatible server (llama.cpp, vLLM, LM Studio) wants no key, but the
     # OpenAI client refuses to send a request without one.
@@ -395,39 +403,6 @@ def _supports(check: Callable[..., bool], model: str, provider: str) -> bool:
         return bool(check(model=model, custom_llm_provider=provider or None))
     except Exception:  # litellm raises for models missing from its map: assume "no"
         return False
-
-
-def _error(name: str, failure: Failure, attempt: int, api_base: str | None = None) -> LLMError:
-    if failure.meaning == "unreachable":  # not retried: nobody listens there
-        where = failure.url or api_base or "its default address"
-        return LLMError(
-            f"model `{name}`: cannot reach its server at {where} (connection refused); "
-            "start the server, or check --api-base",
-            permanent=True,
-        )
-    tries = f" after {attempt + 1} attempts" if attempt else ""
-    permanent = failure.meaning not in ("transient", "timeout")
-    return LLMError(f"model `{name}` failed{tries}: {failure.cause}", permanent=permanent)
-
-
-def _piece(chunk: Any, request: LLMRequest, names: dict[int, str], *, content: bool) -> str:
-    """A streamed chunk's answer text: content (unless a call was forced: then content is
-    no answer, and showing it would garble the answer asked for next), or the answer
-    call's argument text. A call's name comes only in its first delta: `names` keeps it
-    by the call's index."""
-    try:
-        delta = chunk.choices[0].delta
-    except (AttributeError, IndexError, KeyError, TypeError):
-        return ""
-    text = ""
-    for call in getattr(delta, "tool_calls", None) or ():
-        index = getattr(call, "index", 0) or 0
-        name = getattr(call.function, "name", None)
-        if name:
-            names[index] = name
-        if names.get(index) == request.schema_name or not request.tools:
-            text += str(getattr(call.function, "arguments", None) or "")
-    return text + (str(getattr(delta, "content", None) or "") if content else "")
 
 
 def _prose(response: Any) -> bool:

@@ -8,8 +8,9 @@ the structured-output modes be tried.
 
 from __future__ import annotations
 
+import logging
 import os
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 from cgraph.errors import ConfigError
@@ -92,3 +93,19 @@ def mode_order(provider: str, schema: bool, tools: bool, api_base: str | None) -
 
 def env_has(variable: str) -> bool:
     return bool(os.environ.get(variable))
+
+
+def load_litellm() -> Any:
+    # Never fetch the model cost map from the network at import time.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from cgraph.backends.embed import heavy_import_lock
+
+    with heavy_import_lock:
+        import litellm
+
+    litellm.suppress_debug_info = True  # our errors say what failed; no links on the terminal
+    litellm.set_verbose = False  # type: ignore[attr-defined]
+    # litellm logs every call at INFO (6 lines a call in a server's log): warnings only.
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return litellm

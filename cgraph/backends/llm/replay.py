@@ -23,6 +23,7 @@ import difflib
 import json
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -94,7 +95,9 @@ class RecordingModel(_Recorder):
 
     @property
     def capabilities(self) -> Capabilities:
-        return self.inner.capabilities
+        """The inner model's, but called blocking (a recording is the terminal's, where
+        the blocking driver runs; the async one waits on it in a thread)."""
+        return replace(self.inner.capabilities, awaits=False)
 
     def begin_turn(self) -> None:
         self.inner.begin_turn()

@@ -21,9 +21,10 @@ exception is written `{"raise": "message"}` (an `LLMError`). For tests only: nev
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,9 @@ class ScriptedModel(Quiet):
         writes summaries (else cgraph extracts them); `calls_tools=False` plays a model
         that calls none."""
         summaries = "summary" in self._queues or "summary" in self._repeat
-        return Capabilities(streams=True, calls_tools=self._calls_tools, writes_prose=summaries)
+        return Capabilities(
+            streams=True, calls_tools=self._calls_tools, writes_prose=summaries, awaits=True
+        )
 
     def stream(self, request: LLMRequest) -> Iterator[str | Whole]:
         """The answer `complete` gives, in pieces of `chunk` characters (a streaming test)."""
@@ -87,16 +90,44 @@ class ScriptedModel(Quiet):
 
     def complete(self, request: LLMRequest) -> str:
         with model_call(self.name, request.kind, request.state, request.messages) as noted:
-            text = self._answer(request)
+            delays, answer = self._scripted(request)
+            for seconds in delays:
+                self._sleep(seconds)
+            text = self._given(answer, request)
             noted.done("", 1, None, text)
             return text
 
-    def _answer(self, request: LLMRequest) -> str:
+    async def acomplete(self, request: LLMRequest) -> str:
+        """`complete`, awaited: a scripted `sleep` waits on the event loop (the injected
+        `sleep`, when one is, is called as it is)."""
+        with model_call(self.name, request.kind, request.state, request.messages) as noted:
+            delays, answer = self._scripted(request)
+            for seconds in delays:
+                if self._sleep is time.sleep:
+                    await asyncio.sleep(seconds)
+                else:
+                    self._sleep(seconds)
+            text = self._given(answer, request)
+            noted.done("", 1, None, text)
+            return text
+
+    async def astream(self, request: LLMRequest) -> AsyncIterator[str | Whole]:
+        """`stream`, awaited."""
+        text = await self.acomplete(request)
+        for start in range(0, len(text), self.chunk):
+            yield text[start : start + self.chunk]
+
+    def _scripted(self, request: LLMRequest) -> tuple[list[float], Any]:
+        """The waits before the next answer, and the answer."""
         self.requests.append(request)
         answer = self._next(request)
+        delays: list[float] = []
         while isinstance(answer, dict) and "sleep" in answer and "then" in answer:
-            self._sleep(float(answer["sleep"]))
+            delays.append(float(answer["sleep"]))
             answer = answer["then"]
+        return delays, answer
+
+    def _given(self, answer: Any, request: LLMRequest) -> str:
         if callable(answer) and not isinstance(answer, type):
             answer = answer(request)
         if isinstance(answer, BaseException):

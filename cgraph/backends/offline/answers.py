@@ -13,8 +13,8 @@ a yes said back as a question is asked again, not acted on.
 
 from __future__ import annotations
 
-from cgraph.backends.offline.lexicon import LEXICON as lx
 from cgraph.backends.offline import reading as rd
+from cgraph.backends.offline.lexicon import LEXICON as lx
 from cgraph.runtime.ports import ExitOption
 
 YES = "yes"

@@ -18,6 +18,7 @@ from typing import Any
 
 from cgraph.runtime.ask.answers import check_slots
 from cgraph.runtime.ask.exchange import ask
+from cgraph.runtime.needs import Steps, done, drive
 from cgraph.runtime.ports import (
     CLARIFY,
     STAY,
@@ -61,10 +62,15 @@ class ModelChooser:
         return self.chat.capabilities
 
     def choose(self, question: Question) -> Choice:
+        """The choice, its model calls made here (the blocking driver)."""
+        return drive(self.steps(question))
+
+    def steps(self, question: Question) -> Steps[Choice]:
+        """The choice, as steps that yield the model calls (`cgraph.runtime.needs`)."""
         if question.render is None:
             raise ValueError("a model is asked a question rendered as a prompt")
         talk = partial(question.talk, self.chat) if question.talk is not None else None
-        asked = ask(self.chat, question.render(), talk=talk)
+        asked = yield from ask(self.chat, question.render(), talk=talk)
         made = asked.decision
         trace = Trace(
             calls=made.attempts,
@@ -99,10 +105,18 @@ def _named(question: Question, scores: dict[str, float]) -> tuple[str, ...]:
     return tuple(scored[:2]) if scored else tuple(ids)
 
 
-def decide(chooser: ExitChooser, question: Question) -> Decided:
+def choosing(chooser: ExitChooser, question: Question) -> Steps[Choice]:
+    """The chooser's choice as steps: a model's calls yielded, any other chooser (it reads
+    the messages itself, in this process) asked at once."""
+    if isinstance(chooser, ModelChooser):
+        return chooser.steps(question)
+    return done(chooser.choose(question))
+
+
+def decide(chooser: ExitChooser, question: Question) -> Steps[Decided]:
     """Ask `chooser`, check its choice, re-ask once for a refused slot value (a chooser
     that reads messages itself), and record the decision."""
-    choice = chooser.choose(question)
+    choice = yield from choosing(chooser, question)
     failures = [Emit(kind, data) for kind, data in choice.trace.events]  # type: ignore[arg-type]
     calls = choice.trace.calls
     if not isinstance(chooser, ModelChooser) and not choice.failed:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from cgraph.errors import LLMError
 from cgraph.runtime.ask.answers import CAPS, Answer, AnswerError, parse_answer
 from cgraph.runtime.ask.fingerprint import prompt_facts
+from cgraph.runtime.needs import Complete, Steps
 from cgraph.runtime.ports import ChatModel, LLMRequest
 from cgraph.runtime.state.outcomes import Effects, Emit, decided
 from cgraph.runtime.state.records import Decision, trusted
@@ -36,11 +37,11 @@ class Asked:
         return (*self.failures, decided(self.decision))
 
 
-Talk = Callable[[LLMRequest], tuple[LLMRequest, str]]
+Talk = Callable[[LLMRequest], Steps[tuple[LLMRequest, str]]]
 """A first attempt that is a conversation (tool calls): the request as it ended, the answer."""
 
 
-def ask(model: ChatModel, request: LLMRequest, *, talk: Talk | None = None) -> Asked:
+def ask(model: ChatModel, request: LLMRequest, *, talk: Talk | None = None) -> Steps[Asked]:
     """Call the model, validate, re-ask once with the error quoted, else fall back.
 
     With `talk`, the first attempt is `talk(request)`; a re-ask continues from the request
@@ -54,9 +55,9 @@ def ask(model: ChatModel, request: LLMRequest, *, talk: Talk | None = None) -> A
         attempts = attempt
         try:
             if talk is not None and attempt == 1:
-                current, raw = talk(request)
+                current, raw = yield from talk(request)
             else:
-                raw = model.complete(current)
+                raw = yield Complete(model, current)
         except LLMError as err:
             failures += _notices(model, request)
             lasting = {"permanent": True} if err.permanent else {}

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import LLMError
+from cgraph.runtime.needs import Complete, Steps
 from cgraph.runtime.ports import ChatModel, LLMRequest, Summariser
 from cgraph.runtime.state.outcomes import Effect, Effects, Emit, SetMarks
 from cgraph.runtime.state.snapshot import HistoryMarks
@@ -46,7 +47,7 @@ def before_step(
     model: ChatModel | None,
     here: str,
     summariser: Summariser | None = None,
-) -> Effects:
+) -> Steps[Effects]:
     """Before a step: the `context:` strategy of the state just entered, then (with
     `strategy: summarize`) the messages about to leave the window folded into the summary,
     then the window's start moved; the new marks as a `SetMarks` effect (none when nothing
@@ -55,9 +56,9 @@ def before_step(
     effects: list[Effect] = []
     start = marks
     if context is not None:
-        marks, done = apply_context(context, prompter, marks, model, here, summariser)
+        marks, done = yield from apply_context(context, prompter, marks, model, here, summariser)
         effects += done
-    marks, done = keep_summary(prompter, marks, model, here, summariser)
+    marks, done = yield from keep_summary(prompter, marks, model, here, summariser)
     effects += done
     moved = prompter.window_start(marks)
     if moved != marks.history_start:
@@ -73,7 +74,7 @@ def keep_summary(
     model: ChatModel | None,
     here: str,
     summariser: Summariser | None = None,
-) -> tuple[HistoryMarks, Effects]:
+) -> Steps[tuple[HistoryMarks, Effects]]:
     """With `strategy: summarize`, the messages about to leave the window folded into the
     summary."""
     limits = prompter.root.limits
@@ -82,7 +83,7 @@ def keep_summary(
     start = prompter.window_start(marks)
     if start <= marks.summary_upto:
         return marks, ()
-    return fold(prompter, marks, model, here, start, "window", summariser)
+    return (yield from fold(prompter, marks, model, here, start, "window", summariser))
 
 
 def apply_context(
@@ -92,7 +93,7 @@ def apply_context(
     model: ChatModel | None,
     here: str,
     summariser: Summariser | None = None,
-) -> tuple[HistoryMarks, Effects]:
+) -> Steps[tuple[HistoryMarks, Effects]]:
     """A state's `context` strategy, on entry: the window restarts at the newest user message
     (`reset` drops the summary; `reset_with_summary` first folds what came before into it)."""
     if strategy == "keep":
@@ -100,7 +101,7 @@ def apply_context(
     cut = _newest_user(prompter.transcript)
     effects: Effects = ()
     if strategy == "reset_with_summary" and cut > marks.summary_upto:
-        marks, effects = fold(prompter, marks, model, here, cut, strategy, summariser)
+        marks, effects = yield from fold(prompter, marks, model, here, cut, strategy, summariser)
     elif strategy == "reset" and (marks.summary or marks.summary_upto != cut):
         marks = marks._replace(summary="", summary_upto=cut)
         data = {"state": here, "text": "", "upto": cut, "reason": strategy, "writer": "none"}
@@ -123,12 +124,12 @@ def fold(
     upto: int,
     reason: str,
     summariser: Summariser | None = None,
-) -> tuple[HistoryMarks, Effects]:
+) -> Steps[tuple[HistoryMarks, Effects]]:
     """Fold the messages between the summary's end and `upto` into the summary."""
     older = prompter.transcript[marks.summary_upto : upto]
     budget = prompter.root.limits.history_budget() // 4
     failures: list[Emit] = []
-    text, writer = _written(model, here, marks.summary, older, budget, failures)
+    text, writer = yield from _written(model, here, marks.summary, older, budget, failures)
     if text is None and summariser is not None:
         text, writer = summariser.summarise(marks.summary, older, budget), summariser.name
     if text is None:
@@ -144,12 +145,12 @@ def _written(
     older: Sequence[Message],
     budget: int,
     failures: list[Emit],
-) -> tuple[str | None, str]:
+) -> Steps[tuple[str | None, str]]:
     """The model's summary, or None when it writes none (offline) or fails."""
     if model is None or not model.capabilities.writes_prose:
         return None, ""
     try:
-        raw = model.complete(summary_request(here, previous, older, budget))
+        raw = yield Complete(model, summary_request(here, previous, older, budget))
     except LLMError as err:
         failures.append(_failure(here, err.message))
         return None, ""

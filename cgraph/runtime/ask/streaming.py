@@ -20,15 +20,16 @@ never shown to the user, so they are asked whole.
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from cgraph.errors import LLMError
 from cgraph.runtime.ask.answers import CAPS, tool_calls_of
-from cgraph.runtime.ports import STAY, ChatModel, LLMRequest, Whole
+from cgraph.runtime.ports import STAY, AsyncModel, ChatModel, LLMRequest, Whole
 from cgraph.spec.names import END
 
 
@@ -90,23 +91,59 @@ class StreamingModel:
     def complete(self, request: LLMRequest) -> str:
         if request.kind != "action":  # not shown to the user: nothing to gain
             return str(self.inner.complete(request))
-        if self.shown:  # an answer was shown and another is asked for: a re-ask
-            self.sink(Retracted(self.shown))
-            self.shown = ""
+        self._again()
         raw = ""
         try:
             for piece in self.inner.stream(request):
-                if isinstance(piece, Whole):  # tool calls, or the answer as built
-                    self._calling(request, piece.text)
-                    return piece.text
-                raw += piece
-                self._show(request, raw)
+                raw, whole = self._read(request, raw, piece)
+                if whole is not None:
+                    return whole
         except LLMError:
-            if self.shown:  # no half answer may stand: the fallback reply comes instead
-                self.sink(Retracted(self.shown, failed=True))
-                self.shown = ""
+            self._broken()
             raise
         return raw
+
+    async def acomplete(self, request: LLMRequest) -> str:
+        """`complete`, awaited (the inner model `awaits`): the same pieces, the same sink."""
+        inner = cast(AsyncModel, self.inner)
+        if request.kind != "action":
+            return str(await inner.acomplete(request))
+        self._again()
+        raw = ""
+        try:
+            async for piece in inner.astream(request):
+                raw, whole = self._read(request, raw, piece)
+                if whole is not None:
+                    return whole
+        except LLMError:
+            self._broken()
+            raise
+        return raw
+
+    def _again(self) -> None:
+        """An answer was shown and another is asked for: a re-ask withdraws it."""
+        if self.shown:
+            self.sink(Retracted(self.shown))
+            self.shown = ""
+
+    def _broken(self) -> None:
+        """No half answer may stand: the fallback reply comes instead."""
+        if self.shown:
+            self.sink(Retracted(self.shown, failed=True))
+            self.shown = ""
+
+    def _read(self, request: LLMRequest, raw: str, piece: str | Whole) -> tuple[str, str | None]:
+        """The answer so far with `piece`, shown as it grows; and the whole answer once a
+        `Whole` (tool calls, or the answer as built) ends it."""
+        if isinstance(piece, Whole):
+            self._calling(request, piece.text)
+            return raw, piece.text
+        raw += piece
+        self._show(request, raw)
+        return raw, None
+
+    def astream(self, request: LLMRequest) -> AsyncIterator[str | Whole]:
+        return cast(AsyncModel, self.inner).astream(request)
 
     def notices(self) -> tuple[str, ...]:
         return self.inner.notices()
@@ -167,3 +204,40 @@ def run_streamed(
             raise value
         yield value
         return
+
+
+async def streamed(
+    send: Callable[[Callable[[Chunk], None]], Awaitable[Any]],
+) -> AsyncIterator[Chunk | Any]:
+    """`run_streamed` on an event loop: `send(sink)` runs in a task, what it passes to
+    `sink` (from the loop, or from a worker thread) is yielded as it comes, then what it
+    returned; an exception it raised is raised here. The task is not cancelled when the
+    caller stops reading: the turn goes on and is committed."""
+    loop = asyncio.get_running_loop()
+    chunks: asyncio.Queue[Chunk] = asyncio.Queue()
+    here = threading.get_ident()
+
+    def sink(chunk: Chunk) -> None:
+        if threading.get_ident() == here:
+            chunks.put_nowait(chunk)
+        else:
+            loop.call_soon_threadsafe(chunks.put_nowait, chunk)
+
+    task = asyncio.ensure_future(send(sink))
+    _RUNNING.add(task)
+    task.add_done_callback(_RUNNING.discard)
+    while not task.done():
+        getter = asyncio.ensure_future(chunks.get())
+        await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+        if getter.done():
+            yield getter.result()
+        else:
+            getter.cancel()
+    await asyncio.sleep(0)  # a chunk a worker thread handed over just before the end
+    while not chunks.empty():
+        yield chunks.get_nowait()
+    yield task.result()
+
+
+_RUNNING: set[asyncio.Future[Any]] = set()
+"""Streamed turns still running (kept so that none is collected midway)."""

@@ -25,10 +25,12 @@ from cgraph.runtime.handlers.silent import (
     step_reflection,
     step_side_effect,
 )
+from cgraph.runtime.needs import Steps
 from cgraph.runtime.state.outcomes import Outcome
 from cgraph.spec.model import Graph
 
-StepHandler = Callable[[StepContext, Graph, Any], Outcome]
+StepHandler = Callable[[StepContext, Graph, Any], Steps[Outcome]]
+"""A step as steps (`cgraph.runtime.needs`): what it waits on yielded, its outcome returned."""
 HANDLERS: dict[str, StepHandler] = {
     "action": step_action,
     "decision": step_decision,

@@ -16,6 +16,7 @@ from cgraph.runtime.ask.requests import authored_reply
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.corrections import ask_correction, held_back, settle
 from cgraph.runtime.handlers.routing import ask_state, option_by_id, take
+from cgraph.runtime.needs import Steps
 from cgraph.runtime.ports import CLARIFY, STAY, Choice, ExitOption
 from cgraph.runtime.routes.exits import (
     exit_options,
@@ -43,16 +44,16 @@ from cgraph.spec.model import ActionState, Graph
 from cgraph.spec.templating import is_template, render_text
 
 
-def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
+def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Outcome]:
     effects: Effects = (MarkUserFacing(),)
     if state.included_contexts:
-        found = ctx.memory.recall(
+        found = yield from ctx.memory.recall(
             ctx.view.here, [ctx.view.message], state.included_contexts, graph.memory.top_k
         )
         ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
         effects += found.events
     if ctx.view.correcting:  # last turn asked whether to change a slot: this settles it
-        ctx, effects = settle(ctx, graph, state, effects)
+        ctx, effects = yield from settle(ctx, graph, state, effects)
         return _deterministic(ctx, graph, state, effects) or _reply(ctx, graph, state, effects)
     passed = _passed_through(ctx, graph, state, effects)
     if passed is not None:
@@ -74,10 +75,10 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Outcome:
         "may_clarify": clarify_setting(graph, state) is not False,
     }
     if state.tools and ctx.calls_tools:
-        decided, calls = _ask_with_tools(ctx, graph, state, asked)
+        decided, calls = yield from _ask_with_tools(ctx, graph, state, asked)
         effects += calls
     else:
-        decided = ask_state(ctx, "action", graph, state, **asked)
+        decided = yield from ask_state(ctx, "action", graph, state, **asked)
         effects += _offline_tools(ctx, state)
     effects += decided.effects
     if ctx.view.offered:
@@ -219,7 +220,7 @@ def _any_deterministic(state: ActionState) -> bool:
 
 def _ask_with_tools(
     ctx: StepContext, graph: Graph, state: ActionState, asked: dict[str, Any]
-) -> tuple[Decided, Effects]:
+) -> Steps[tuple[Decided, Effects]]:
     """The action's question with the state's tools offered (see `cgraph.runtime.tools.calls`)."""
     question = ctx.requests.question(
         ctx.view, "action", graph=graph, state_id=ctx.view.here, state=state, **asked
@@ -236,7 +237,7 @@ def _ask_with_tools(
         ctx.tools,
     )
     tools = offered(graph, state.tools) if budget else ()
-    return ask_with_tools(ctx.chooser, question, tools, calling)
+    return (yield from ask_with_tools(ctx.chooser, question, tools, calling))
 
 
 def _offline_tools(ctx: StepContext, state: ActionState) -> Effects:

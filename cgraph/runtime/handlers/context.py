@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cgraph.runtime.memory.gateway import Recalled
+from cgraph.runtime.needs import Steps
 from cgraph.runtime.ports import ExitChooser, ExitOption, Question, RequestKind
 from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.view import View
@@ -55,9 +56,9 @@ class MemoryGate(Protocol):
 
     def recall(
         self, here: str, queries: Sequence[str], tiers: Sequence[str], top_k: int
-    ) -> Recalled: ...
+    ) -> Steps[Recalled]: ...
 
-    def metadata(self) -> tuple[dict[str, Any], tuple[Emit, ...]]: ...
+    def metadata(self) -> Steps[tuple[dict[str, Any], tuple[Emit, ...]]]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import ask_state
+from cgraph.runtime.needs import Steps
 from cgraph.runtime.ports import ExitOption
 from cgraph.runtime.routes.failures import rendered
 from cgraph.runtime.state.outcomes import Effects, Emit, Reply, SetVariables
@@ -61,7 +62,7 @@ def _question(ctx: StepContext, graph: Graph, name: str, new: Any) -> str:
 
 def settle(
     ctx: StepContext, graph: Graph, state: ActionState, effects: Effects
-) -> tuple[StepContext, Effects]:
+) -> Steps[tuple[StepContext, Effects]]:
     """Change or keep each proposed value, as the chooser reads the user's answer (a
     failed choice keeps the old value: nothing changes without a yes)."""
     variables = ctx.view.variables
@@ -82,7 +83,9 @@ def settle(
                 ("no", "no, keep it", f"leave it as {old}", "never mind"),
             ),
         )
-        asked = ask_state(ctx, "action", graph, state, options=options, may_clarify=False)
+        asked = yield from ask_state(
+            ctx, "action", graph, state, options=options, may_clarify=False
+        )
         effects += asked.effects
         if asked.choice is not None and asked.choice.exit == CHANGE:
             changed[name] = new

@@ -12,6 +12,7 @@ from cgraph.runtime.ask.choosing import decide
 from cgraph.runtime.ask.exchange import engine_decision
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import option_by_id, route
+from cgraph.runtime.needs import Steps
 from cgraph.runtime.routes.exits import start_options
 from cgraph.runtime.routes.failures import StepRenderFailed, rendered
 from cgraph.runtime.routes.slots import frame_defaults, set_slots
@@ -23,9 +24,9 @@ from cgraph.spec.names import START, qualify
 from cgraph.spec.templating import render_value
 
 
-def step_graph(ctx: StepContext, graph: Graph, state: GraphState) -> Outcome:
+def step_graph(ctx: StepContext, graph: Graph, state: GraphState) -> Steps[Outcome]:
     if ctx.view.returned:
-        return route(ctx, graph, state, "graph")
+        return (yield from route(ctx, graph, state, "graph"))
     key = ctx.graphs.child_key(ctx.view.graph_key, state.graph)
     inner = ctx.graphs.get(key)
     slots = {**frame_defaults(inner), **_passed(ctx, graph, state, inner)}
@@ -34,7 +35,7 @@ def step_graph(ctx: StepContext, graph: Graph, state: GraphState) -> Outcome:
         chosen = (engine_decision(qualify(key, START), "start", state.enter, reason),)
         entering = f"enter {inner.name}"
         return Enter(key, state.enter, state.enter, entering, reason, True, chosen, slots)
-    return choose_start(ctx, key, push=True, slots=slots)
+    return (yield from choose_start(ctx, key, push=True, slots=slots))
 
 
 def _passed(ctx: StepContext, graph: Graph, state: GraphState, inner: Graph) -> dict[str, Any]:
@@ -56,7 +57,7 @@ def _passed(ctx: StepContext, graph: Graph, state: GraphState, inner: Graph) -> 
 
 def choose_start(
     ctx: StepContext, key: str, *, push: bool, slots: Mapping[str, Any] | None = None
-) -> Outcome:
+) -> Steps[Outcome]:
     """Where a graph begins: its start state, or the model's pick among conditional entries
     (a sub-graph's with its own `slots`)."""
     graph = ctx.graphs.get(key)
@@ -73,11 +74,11 @@ def choose_start(
         first = options[0]
         chosen = (engine_decision(here, "start", first.id, reason),)
         return Enter(key, first.target, first.id, first.description, reason, push, chosen, own)
-    known, failures = ctx.memory.metadata()
+    known, failures = yield from ctx.memory.metadata()
     question = ctx.requests.question(
         ctx.view, "start", graph=graph, state_id=here, state=None, options=options, extra=known
     )
-    asked = decide(ctx.chooser, question)
+    asked = yield from decide(ctx.chooser, question)
     effects = (*failures, *asked.effects)
     if asked.choice is None:
         return Stop(None, "the model could not choose where to start", effects=effects)

@@ -11,6 +11,7 @@ from typing import Any
 from cgraph.runtime.ask.choosing import Decided, decide
 from cgraph.runtime.ask.exchange import engine_decision
 from cgraph.runtime.handlers.context import StepContext
+from cgraph.runtime.needs import Steps
 from cgraph.runtime.ports import ExitOption, RequestKind
 from cgraph.runtime.routes.exits import first_holding, holds, state_exits
 from cgraph.runtime.routes.failures import rendered
@@ -42,12 +43,12 @@ def option_by_id(options: tuple[ExitOption, ...], exit_id: str) -> ExitOption:
 
 def ask_state(
     ctx: StepContext, kind: RequestKind, graph: Graph, state: AnyState, **more: Any
-) -> Decided:
+) -> Steps[Decided]:
     """The chooser asked about `state`; its choice checked (`choosing.decide`)."""
     question = ctx.requests.question(
         ctx.view, kind, graph=graph, state_id=ctx.view.here, state=state, **more
     )
-    return decide(ctx.chooser, question)
+    return (yield from decide(ctx.chooser, question))
 
 
 def route(
@@ -56,7 +57,7 @@ def route(
     state: AnyState,
     kind: RequestKind = "decision",
     before: Effects = (),
-) -> Outcome:
+) -> Steps[Outcome]:
     """Leave a silent state: the first `when` exit that holds, its single way out, or the
     model's choice among the described exits whose `when` holds."""
     known = state_exits(state)
@@ -79,7 +80,7 @@ def route(
     if len(open_) == 1:
         chosen = engine_decision(here, kind, open_[0].id, "the only way out")
         return take(open_[0], "the only way out", (*before, chosen))
-    asked = ask_state(ctx, kind, graph, state, options=open_)
+    asked = yield from ask_state(ctx, kind, graph, state, options=open_)
     return routed(asked, open_, (*before, *asked.effects))
 
 

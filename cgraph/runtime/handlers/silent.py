@@ -4,11 +4,13 @@ side effect. Each does its one thing, then leaves by `cgraph.runtime.handlers.ro
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from cgraph.errors import CgraphError, SlotValueError, ToolError
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import ask_state, route, routed
+from cgraph.runtime.needs import Offload, Steps
 from cgraph.runtime.routes.exits import ON_ERROR, exit_options
 from cgraph.runtime.routes.failures import StepRenderFailed, rendered
 from cgraph.runtime.routes.slots import set_slots
@@ -39,32 +41,32 @@ from cgraph.spec.model import (
 from cgraph.spec.templating import render_value
 
 
-def step_decision(ctx: StepContext, graph: Graph, state: DecisionState) -> Outcome:
-    return route(ctx, graph, state, "decision")
+def step_decision(ctx: StepContext, graph: Graph, state: DecisionState) -> Steps[Outcome]:
+    return (yield from route(ctx, graph, state, "decision"))
 
 
-def step_reflection(ctx: StepContext, graph: Graph, state: ReflectionState) -> Outcome:
+def step_reflection(ctx: StepContext, graph: Graph, state: ReflectionState) -> Steps[Outcome]:
     limit = ctx.root.limits.max_reflections
     if ctx.view.reflections >= limit:
         return Stop("max_reflections", f"more than {limit} reflections in one turn")
     options = exit_options(state)
-    asked = ask_state(ctx, "reflection", graph, state, options=options)
+    asked = yield from ask_state(ctx, "reflection", graph, state, options=options)
     noted = (AddNote(asked.choice.note),) if asked.choice is not None else ()
     effects = (CountReflection(), *asked.failures, *noted, decided(asked.decision))
     return routed(asked, options, effects)
 
 
-def step_recall(ctx: StepContext, graph: Graph, state: RecallState) -> Outcome:
+def step_recall(ctx: StepContext, graph: Graph, state: RecallState) -> Steps[Outcome]:
     context = template_context(ctx.view, graph, ctx.view.state_id)
     queries = rendered(
         ctx.view.here, "queries", lambda: [str(render_value(q, context)) for q in state.queries]
     )
-    found = ctx.memory.recall(ctx.view.here, queries, state.tiers, state.top_k)
+    found = yield from ctx.memory.recall(ctx.view.here, queries, state.tiers, state.top_k)
     ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
-    return route(ctx, graph, state, before=found.events)
+    return (yield from route(ctx, graph, state, before=found.events))
 
 
-def step_annotation(ctx: StepContext, graph: Graph, state: AnnotationState) -> Outcome:
+def step_annotation(ctx: StepContext, graph: Graph, state: AnnotationState) -> Steps[Outcome]:
     effects: Effects = (AddTags(state.annotations),)
     if state.set:
         context = template_context(ctx.view, graph, ctx.view.state_id)
@@ -72,7 +74,7 @@ def step_annotation(ctx: StepContext, graph: Graph, state: AnnotationState) -> O
         values = _slot_values(ctx, graph, values)
         effects += (SetVariables(values),)
         ctx = ctx.seeing(variables={**ctx.view.variables, **values})
-    return route(ctx, graph, state, before=effects)
+    return (yield from route(ctx, graph, state, before=effects))
 
 
 def _set_values(state: AnnotationState, context: dict[str, Any]) -> dict[str, Any]:
@@ -91,11 +93,11 @@ def _slot_values(ctx: StepContext, graph: Graph, values: dict[str, Any]) -> dict
         raise StepRenderFailed(ctx.view.here, f"set.{err.slot}", err) from err
 
 
-def step_side_effect(ctx: StepContext, graph: Graph, state: SideEffectState) -> Outcome:
+def step_side_effect(ctx: StepContext, graph: Graph, state: SideEffectState) -> Steps[Outcome]:
     key = ctx.view.idempotency_key
     record = {"state": ctx.view.here, "tool": state.tool, "key": key}
     try:
-        result = _call(ctx, graph, state)
+        result = yield from _call(ctx, graph, state)
         check_size(result, f"the result of tool `{state.tool}`")
         # A `result:` that names a slot keeps only what the slot accepts: a refused value
         # fails the call (its `on_error`), so no slot ever holds what its schema refuses.
@@ -117,10 +119,10 @@ def step_side_effect(ctx: StepContext, graph: Graph, state: SideEffectState) -> 
     if state.result:
         effects += (SetVariables(kept),)
         ctx = ctx.seeing(variables={**ctx.view.variables, **kept})
-    return route(ctx, graph, state, before=effects)
+    return (yield from route(ctx, graph, state, before=effects))
 
 
-def _call(ctx: StepContext, graph: Graph, state: SideEffectState) -> Any:
+def _call(ctx: StepContext, graph: Graph, state: SideEffectState) -> Steps[Any]:
     tool = graph.tool(state.tool)
     if tool is None:
         raise ToolError(f"tool `{state.tool}` is not declared under `tools`")
@@ -135,10 +137,10 @@ def _call(ctx: StepContext, graph: Graph, state: SideEffectState) -> Any:
     # The intent is committed before the call: a crash during the call leaves a record
     # that this key was attempted, and the resumed step calls again with the same key.
     started = {"status": "started", "arguments": arguments}
-    ctx.journal.write_ahead(
-        Emit("tool_call", {"state": ctx.view.here, "tool": tool.name, "key": key, **started})
-    )
-    return ctx.tools.call(tool, ctx.graphs.folder_of(graph), arguments, key)
+    intent = Emit("tool_call", {"state": ctx.view.here, "tool": tool.name, "key": key, **started})
+    yield Offload(partial(ctx.journal.write_ahead, intent), "store")
+    folder = ctx.graphs.folder_of(graph)
+    return (yield Offload(partial(ctx.tools.call, tool, folder, arguments, key), "tool"))
 
 
 def _render_deep(value: Any, context: dict[str, Any]) -> Any:

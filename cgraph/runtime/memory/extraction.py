@@ -17,6 +17,7 @@ from cgraph.runtime.ask.exchange import Asked, ask
 from cgraph.runtime.ask.requests import Prompter
 from cgraph.runtime.log import reading as log_view
 from cgraph.runtime.memory.gateway import MemoryGateway, this_turn
+from cgraph.runtime.needs import Steps, drive
 from cgraph.runtime.ports import ChatModel, LLMRequest, Rememberer
 from cgraph.runtime.state.outcomes import Effects, Emit
 from cgraph.runtime.state.records import Event
@@ -45,15 +46,15 @@ def extract(
     chat: ChatModel | None,
     rememberer: Rememberer | None,
     memory: MemoryGateway,
-) -> Effects:
+) -> Steps[Effects]:
     """Ask the `extract` question (or, without a language model, the rememberer) and store
     what it found; the log entries it leaves."""
     if chat is None:
         assert rememberer is not None, "a session without a chat model has a rememberer"
         found = rememberer.remember(prompter.recent_user_messages())
-        return memory.store_extracted(found, 1, (), view.here, view.turn)
-    asked = ask(chat, question(view, root, state, prompter))
-    return stored(asked, memory, view.here, view.turn)
+        return (yield from memory.store_extracted(found, 1, (), view.here, view.turn))
+    asked = yield from ask(chat, question(view, root, state, prompter))
+    return (yield from stored(asked, memory, view.here, view.turn))
 
 
 def question(view: View, root: Graph, state: AnyState | None, prompter: Prompter) -> LLMRequest:
@@ -66,12 +67,12 @@ def question(view: View, root: Graph, state: AnyState | None, prompter: Prompter
     )
 
 
-def stored(asked: Asked, memory: MemoryGateway, here: str, turn: int) -> Effects:
+def stored(asked: Asked, memory: MemoryGateway, here: str, turn: int) -> Steps[Effects]:
     """What the answer to turn `turn`'s `extract` question found, stored; the log entries
     it leaves (marked with that turn: a background answer is logged when it comes)."""
     answer, calls = asked.answer, asked.decision.attempts
     memories = list(answer.memories) if answer is not None else None
-    found = memory.store_extracted(memories, calls, asked.failures, here, turn)
+    found = yield from memory.store_extracted(memories, calls, asked.failures, here, turn)
     return tuple(_for_turn(e, turn) for e in found)
 
 
@@ -98,7 +99,7 @@ class Background:
     def _run(self, chat: ChatModel, request: LLMRequest) -> None:
         try:
             chat.begin_turn()  # its own deadline: a stalled provider ends it too
-            self._asked = ask(chat, request)
+            self._asked = drive(ask(chat, request))
         finally:
             self._done.set()
 

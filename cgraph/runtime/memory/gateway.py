@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from cgraph.runtime.needs import Offload, Steps
 from cgraph.runtime.ports import Memory, MemoryStore, NewMemory, NullMemory
 from cgraph.runtime.state.outcomes import Emit
 from cgraph.spec.model import TIERS, MemoryConfig, Tier
@@ -36,12 +37,12 @@ class MemoryGateway:
 
     def recall(
         self, here: str, queries: Sequence[str], tiers: Sequence[str], top_k: int
-    ) -> Recalled:
+    ) -> Steps[Recalled]:
         """Query the store for this user; the event records what came back, with scores."""
         if self.off:
             return Recalled((), ())
         wanted: tuple[Tier, ...] = tuple(t for t in TIERS if t in tiers)
-        found, failed = self._attempt(
+        found, failed = yield from self._attempt(
             "recall",
             lambda: self.store.recall(
                 self.user_id,
@@ -58,11 +59,13 @@ class MemoryGateway:
         views = tuple(memory_view(m) for m in found or ())
         return Recalled(views, (Emit("recall", _recall_data(here, queries, wanted, views)),))
 
-    def metadata(self) -> tuple[dict[str, Any], tuple[Emit, ...]]:
+    def metadata(self) -> Steps[tuple[dict[str, Any], tuple[Emit, ...]]]:
         """What a conditional start may know about the user: whether memories exist."""
         if self.off:
             return {"has_memories": False, "memory_count": 0}, ()
-        count, failed = self._attempt("count", lambda: self.store.count(self.user_id), state=START)
+        count, failed = yield from self._attempt(
+            "count", lambda: self.store.count(self.user_id), state=START
+        )
         number = count or 0
         events = (failed,) if failed is not None else ()
         return {"has_memories": number > 0, "memory_count": number}, events
@@ -81,7 +84,7 @@ class MemoryGateway:
         failures: Sequence[Emit],
         here: str,
         turn: int,
-    ) -> tuple[Emit, ...]:
+    ) -> Steps[tuple[Emit, ...]]:
         """Store what an extraction found (None: no usable answer, after `calls` calls and
         their `failures`); the events say what happened."""
         if found is None:  # the last attempt's error says why, once
@@ -90,7 +93,7 @@ class MemoryGateway:
             error = {"operation": "extract", "error": why, "calls": calls}
             return (*failures, Emit("memory_error", error))
         items = [NewMemory(text, tier, self.session_id, here, turn) for tier, text in found]
-        stored, not_stored = self._attempt(
+        stored, not_stored = yield from self._attempt(
             "add", lambda: self.store.add(self.user_id, items) if items else [], calls=calls
         )
         if not_stored is not None:
@@ -98,12 +101,12 @@ class MemoryGateway:
         views = [memory_view(m) for m in stored or ()]
         return (*failures, Emit("memory_stored", {"calls": calls, "memories": views}))
 
-    def already_stored(self, turn: int) -> tuple[Emit, ...] | None:
+    def already_stored(self, turn: int) -> Steps[tuple[Emit, ...] | None]:
         """After a crash between storing turn `turn`'s memories and logging it: the
         `memory_stored` event for what the store already holds from that turn (the
         memories keep their session and turn), so they are not extracted twice; None
         when it holds none (the extraction never reached the store: ask again)."""
-        found, failed = self._attempt("list", lambda: self.store.list(self.user_id))
+        found, failed = yield from self._attempt("list", lambda: self.store.list(self.user_id))
         if failed is not None:
             return None  # asking again is safe: the store's duplicate check keeps one
         mine = [m for m in found or () if m.session_id == self.session_id and m.turn == turn]
@@ -112,19 +115,22 @@ class MemoryGateway:
         views = [memory_view(m) for m in mine]
         return (Emit("memory_stored", {"calls": 0, "memories": views, "recovered": True}),)
 
-    def forget(self, ids: Sequence[str]) -> tuple[Emit, ...]:
+    def forget(self, ids: Sequence[str]) -> Steps[tuple[Emit, ...]]:
         """Delete memories an undone turn stored (undo still works if the store is down)."""
         if not ids:
             return ()
-        _, failed = self._attempt("delete", lambda: self.store.delete(self.user_id, list(ids)))
+        _, failed = yield from self._attempt(
+            "delete", lambda: self.store.delete(self.user_id, list(ids))
+        )
         return (failed,) if failed is not None else ()
 
     def _attempt(
         self, operation: str, call: Callable[[], T], **data: Any
-    ) -> tuple[T | None, Emit | None]:
-        """The one failure path: the store's answer, or None and a `memory_error` event."""
+    ) -> Steps[tuple[T | None, Emit | None]]:
+        """The one failure path: the store's answer, or None and a `memory_error` event
+        (the call is a need: the async driver runs it off the event loop)."""
         try:
-            return call(), None
+            return (yield Offload(call, "memory")), None
         except Exception as err:  # memory must never take a conversation down
             error = getattr(err, "message", None) or f"{type(err).__name__}: {err}"
             return None, Emit("memory_error", {**data, "operation": operation, "error": error})

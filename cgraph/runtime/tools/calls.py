@@ -20,12 +20,14 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
 from cgraph.errors import CgraphError, ToolError
 from cgraph.runtime.ask.answers import ToolCall, tool_calls_of
 from cgraph.runtime.ask.choosing import Decided, decide
+from cgraph.runtime.needs import Complete, Offload, Steps
 from cgraph.runtime.ports import ChatModel, ExitChooser, LLMRequest, Question
 from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.snapshot import jsonable
@@ -77,7 +79,7 @@ def _function(tool: Tool) -> dict[str, Any]:
 
 def ask_with_tools(
     chooser: ExitChooser, question: Question, tools: tuple[dict[str, Any], ...], calling: Calling
-) -> tuple[Decided, tuple[Emit, ...]]:
+) -> Steps[tuple[Decided, tuple[Emit, ...]]]:
     """`cgraph.runtime.ask.choosing.decide`, the model's first attempt a conversation with
     the state's tools offered; the calls' events come first (they happened before the
     answer)."""
@@ -88,26 +90,27 @@ def ask_with_tools(
         assert render is not None
         return replace(render(), tools=tools)
 
-    def talk(model: ChatModel, first: LLMRequest) -> tuple[LLMRequest, str]:
+    def talk(model: ChatModel, first: LLMRequest) -> Steps[tuple[LLMRequest, str]]:
         return converse(model, first, calling, events)
 
     asked = replace(question, render=offering, talk=talk)
-    return decide(chooser, asked), tuple(events)
+    decided = yield from decide(chooser, asked)
+    return decided, tuple(events)
 
 
 def converse(
     model: ChatModel, request: LLMRequest, calling: Calling, events: list[Emit]
-) -> tuple[LLMRequest, str]:
+) -> Steps[tuple[LLMRequest, str]]:
     """Ask until the model answers instead of calling tools; every call's event is added to
     `events` as it happens (an `LLMError` leaves them there). Returns the request as it
     finally stood, the calls and results in its messages, and the answer."""
     current, made, refused = request, 0, 0
     while True:
-        raw = model.complete(current)
+        raw = yield Complete(model, current)
         calls = tool_calls_of(raw) if current.tools else ()
         if not calls:
             return current, raw
-        ran = run_calls(calls, calling, made)
+        ran = yield from run_calls(calls, calling, made)
         made += len(calls)
         refused += sum(r.refused for r in ran)
         events += [Emit("tool_call", r.event) for r in ran]
@@ -115,7 +118,7 @@ def converse(
         current = _fed_back(current, calls, ran, withdraw)
 
 
-def run_calls(calls: Sequence[ToolCall], calling: Calling, made: int) -> list[Ran]:
+def run_calls(calls: Sequence[ToolCall], calling: Calling, made: int) -> Steps[list[Ran]]:
     """Run the calls (in parallel when several); those past the budget are not run."""
     left = max(calling.budget - made, 0)
     allowed = calls[:left]
@@ -123,9 +126,9 @@ def run_calls(calls: Sequence[ToolCall], calling: Calling, made: int) -> list[Ra
     prepared = [_prepare(call, calling, key) for call, key in zip(allowed, keys, strict=False)]
     for ready in prepared:
         if isinstance(ready, tuple):
-            calling.journal.write_ahead(Emit("tool_call", {**ready[2], "status": "started"}))
-    with ThreadPoolExecutor(max_workers=max(len(prepared), 1)) as pool:
-        done = list(pool.map(lambda ready: _run(ready, calling), prepared))
+            intent = Emit("tool_call", {**ready[2], "status": "started"})
+            yield Offload(partial(calling.journal.write_ahead, intent), "store")
+    done: list[Ran] = yield Offload(partial(_run_all, prepared, calling), "tool")
     limit = calling.graph.limits.max_tool_calls
     over = [
         _refusal(call, calling, key, f"not run: the limit of {limit} tool calls a turn is reached")
@@ -167,6 +170,11 @@ def _record(call: ToolCall, calling: Calling, key: str) -> dict[str, Any]:
 def _refusal(call: ToolCall, calling: Calling, key: str, error: str) -> Ran:
     event = {**_record(call, calling, key), "status": "refused", "error": error, "duration": 0.0}
     return Ran(call, event, json.dumps({"error": error}), refused=True)
+
+
+def _run_all(prepared: Sequence[Prepared], calling: Calling) -> list[Ran]:
+    with ThreadPoolExecutor(max_workers=max(len(prepared), 1)) as pool:
+        return list(pool.map(lambda ready: _run(ready, calling), prepared))
 
 
 def _run(ready: Prepared, calling: Calling) -> Ran:

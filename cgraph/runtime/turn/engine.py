@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from cgraph.errors import RenderError, ValueTooLarge
 from cgraph.runtime.ask import history
@@ -35,6 +35,7 @@ from cgraph.runtime.log.events import EventLog
 from cgraph.runtime.log.snapshots import read_snapshot
 from cgraph.runtime.memory import extraction
 from cgraph.runtime.memory.gateway import MemoryGateway
+from cgraph.runtime.needs import Offload, Steps
 from cgraph.runtime.ports import ChatModel, ExitChooser, LLMRequest
 from cgraph.runtime.routes.failures import StepRenderFailed, failed_step
 from cgraph.runtime.routes.graphs import Graphs
@@ -47,6 +48,7 @@ from cgraph.runtime.turn.dependencies import Dependencies
 from cgraph.runtime.turn.moves import current
 from cgraph.spec.model import AnyState, Graph
 
+T = TypeVar("T")
 Sink = Callable[[Chunk], None]
 """Where a turn's reply goes as the model writes it (`Session.stream`)."""
 MOVES_ONLY = frozenset({"transition", "annotation", "variables", "recall"})
@@ -63,7 +65,9 @@ def replayable(events: tuple[Emit, ...]) -> bool:
 
 
 class Engine:
-    """Runs turns for one session; `Session` owns it and holds the public API."""
+    """Runs turns for one session, as steps (`cgraph.runtime.needs`): every model call,
+    memory call, tool call and store write is yielded to a driver, the blocking one or the
+    async one, never made here. `Session` owns it and holds the public API."""
 
     def __init__(
         self,
@@ -72,14 +76,18 @@ class Engine:
         events: list[Event],
         position: LogPosition,
     ) -> None:
-        self.deps, self.state = deps, state
+        self.deps = deps
         self.graphs = Graphs(deps.graph)
-        self.log = EventLog(deps.store, deps.session_id, deps.clock, events, position, state)
-        self.prompter = Prompter(deps.graph, self.log.transcript)
         self.memory = MemoryGateway(
             deps.memory, deps.graph.memory, user_id=deps.user_id, session_id=deps.session_id
         )
         self.applier = Applier(self.graphs, self._templates)
+        self._open(state, events, position)
+
+    def _open(self, state: SessionState, events: list[Event], position: LogPosition) -> None:
+        deps, self.state = self.deps, state
+        self.log = EventLog(deps.store, deps.session_id, deps.clock, events, position, state)
+        self.prompter = Prompter(deps.graph, self.log.transcript)
 
     @classmethod
     def load(cls, deps: Dependencies) -> Engine:
@@ -99,28 +107,71 @@ class Engine:
 
     # ----- the turn -----------------------------------------------------------------------
 
-    def begin_turn(self, message: str, key: str | None = None, *, opening: bool = False) -> None:
-        """Start a turn; `opening` is the turn a `speaks_first` graph takes before the user
-        has said anything (its empty message is not part of the transcript)."""
+    def turn(
+        self,
+        message: str,
+        key: str | None = None,
+        *,
+        opening: bool = False,
+        sink: Sink | None = None,
+    ) -> Steps[None]:
+        """One user turn: the message committed, then every step until the turn ends;
+        `opening` is the turn a `speaks_first` graph takes before the user has said
+        anything (its empty message is not part of the transcript). With a `sink`, an
+        action's reply goes there as the model writes it."""
+        yield from self._recovering(self._turn(message, key, opening, sink))
+
+    def finish(self) -> Steps[None]:
+        """The interrupted turn completed from its last committed step."""
+        yield from self._recovering(self.run())
+
+    def _turn(self, message: str, key: str | None, opening: bool, sink: Sink | None) -> Steps[None]:
+        yield from self.begin(message, key, opening=opening)
+        yield from self.run(sink)
+
+    def begin(self, message: str, key: str | None = None, *, opening: bool = False) -> Steps[None]:
+        """The turn's message, committed (no step taken yet)."""
         said: dict[str, Any] = {"text": message, "state": self.state.here}
         if key is not None:
             said["key"] = key
         if opening:
             said["opening"] = True
         self._take(self.applier.begin(self.state, message, said))
-        self._commit()
+        yield from self._commit()
 
-    def run(self, sink: Sink | None = None) -> None:
-        """Step until the turn ends; every step is committed before the next begins. With a
-        `sink`, an action's reply goes there as the model writes it."""
+    def _recovering(self, steps: Steps[T]) -> Steps[T]:
+        """The engine's own recovery: on any escape the session is back at its last
+        committed step, read from the store; an interrupt (Ctrl-C) also drops the turn.
+        The model's deadline starts here and covers the turn's calls and retries."""
+        if self.deps.chat is not None:
+            self.deps.chat.begin_turn()
+        try:
+            return (yield from steps)
+        except KeyboardInterrupt:
+            yield from self._reload()
+            if self.state.pending is not None:
+                yield from self.rewind(self.state.turn, cancelled=True)
+            raise
+        except BaseException:
+            yield from self._reload()
+            raise
+
+    def _reload(self) -> Steps[None]:
+        deps = self.deps
+        stored = yield Offload(partial(deps.store.load, deps.session_id), "store")
+        state, position = read_snapshot(stored.snapshot, lambda: stored.events)
+        self._open(state, stored.events, position)
+
+    def run(self, sink: Sink | None = None) -> Steps[None]:
+        """Step until the turn ends; every step is committed before the next begins."""
         chat, chooser = self.deps.chat, self.deps.chooser
         if sink is not None and chat is not None and chat.capabilities.streams:
             chat = StreamingModel(chat, sink)
             chooser = ModelChooser(chat)
         while True:
             try:
-                self._prepare(chat)
-                outcome = self._outcome(chooser, chat)
+                yield from self._prepare(chat)
+                outcome = yield from self._outcome(chooser, chat)
             except StepRenderFailed as failure:
                 outcome = failed_step(failure)
             except (RenderError, ValueTooLarge) as err:  # a render outside the handlers' own
@@ -128,14 +179,14 @@ class Engine:
             applied = self.applier.apply(self.state, outcome)
             self._take(applied)
             if applied.done:
-                self._commit(checkpoint=self.state.turn)
+                yield from self._commit(checkpoint=self.state.turn)
                 return
             if replayable(applied.events):
                 self.log.defer(self.state)
             else:
-                self._commit()
+                yield from self._commit()
 
-    def _prepare(self, model: ChatModel | None) -> None:
+    def _prepare(self, model: ChatModel | None) -> Steps[None]:
         """Before a step: the entered state's `context:`, the summary, the window's start
         (committed when they change, so a tool's intent written ahead follows them). The
         transcript grows only between turns, so the window moves only before a turn's first
@@ -145,12 +196,14 @@ class Engine:
         if state.scratch.step and context is None:
             return
         summariser = self.deps.summariser
-        effects = history.before_step(self.prompter, marks, context, model, here, summariser)
+        effects = yield from history.before_step(
+            self.prompter, marks, context, model, here, summariser
+        )
         if effects:
             self._take(self.applier.effects(state, effects))
-            self._commit()
+            yield from self._commit()
 
-    def _outcome(self, chooser: ExitChooser, chat: ChatModel | None) -> Outcome:
+    def _outcome(self, chooser: ExitChooser, chat: ChatModel | None) -> Steps[Outcome]:
         context = StepContext(
             view=self._view(),
             graphs=self.graphs,
@@ -162,10 +215,10 @@ class Engine:
             tools=self.deps.tools,
         )
         if not self.state.started:
-            return choose_start(context, "", push=False)
+            return (yield from choose_start(context, "", push=False))
         graph = self.current_graph()
         state = graph.states[self.state.frame.state]
-        return HANDLERS[state.type](context, graph, state)
+        return (yield from HANDLERS[state.type](context, graph, state))
 
     def _take(self, applied: Applied) -> None:
         """The applier's next state, and its events emitted to the log."""
@@ -192,21 +245,24 @@ class Engine:
         events = partial(self.log.turn_events, self.state.turn)
         return extraction.pending(self.state, self.memory, events)
 
-    def extract_memories(self, *, recovering: bool = False) -> None:
+    def extract_memories(self, *, recovering: bool = False) -> Steps[None]:
         """One `extract` question over the turn (or the session), stored, then committed.
         `recovering` (a process resuming the session): what the store already took from
         the turn before a crash is logged instead, so it is never extracted twice."""
         if self.extraction_pending():
-            found: Effects | None = None
-            if recovering:
-                found = self.memory.already_stored(self.state.turn)
-            if found is None:
-                deps, state, view = self.deps, self.current_state(), self._view()
-                found = extraction.extract(
-                    view, deps.graph, state, self.prompter, deps.chat, deps.rememberer, self.memory
-                )
-            self._take(self.applier.effects(self.state, found))
-            self._commit()
+            yield from self._recovering(self._extract(recovering))
+
+    def _extract(self, recovering: bool) -> Steps[None]:
+        found: Effects | None = None
+        if recovering:
+            found = yield from self.memory.already_stored(self.state.turn)
+        if found is None:
+            deps, state, view = self.deps, self.current_state(), self._view()
+            found = yield from extraction.extract(
+                view, deps.graph, state, self.prompter, deps.chat, deps.rememberer, self.memory
+            )
+        self._take(self.applier.effects(self.state, found))
+        yield from self._commit()
 
     def extraction_question(self) -> LLMRequest | None:
         """The latest turn's `extract` question when it is due and a language model answers
@@ -217,26 +273,26 @@ class Engine:
             self._view(), self.deps.graph, self.current_state(), self.prompter
         )
 
-    def take_extraction(self, asked: Asked, here: str, turn: int) -> None:
+    def take_extraction(self, asked: Asked, here: str, turn: int) -> Steps[None]:
         """Store and log the answer to turn `turn`'s `extract` question, then commit."""
-        found = extraction.stored(asked, self.memory, here, turn)
+        found = yield from extraction.stored(asked, self.memory, here, turn)
         self._take(self.applier.effects(self.state, found))
-        self._commit()
+        yield from self._commit()
 
-    def rewind(self, number: int, *, cancelled: bool) -> None:
+    def rewind(self, number: int, *, cancelled: bool) -> Steps[None]:
         """Take back turn `number` (the latest): back to the checkpoint before it, and
         (an undo, not a cancel) forget the memories it stored."""
         store, sid = self.deps.store, self.deps.session_id
-        saved, position = read_snapshot(
-            self.log.checkpoint_before(number), lambda: store.events(sid)
-        )
+        before = yield Offload(partial(self.log.checkpoint_before, number), "store")
+        saved, position = read_snapshot(before, lambda: store.events(sid))
         if not cancelled:
             ids = [m["id"] for m in log_view.stored(self.log.turn_events(number))]
-            self._take(self.applier.effects(self.state, self.memory.forget(ids)))
+            forgotten = yield from self.memory.forget(ids)
+            self._take(self.applier.effects(self.state, forgotten))
         self.state = saved
-        self.log.undo(number, saved, position, cancelled=cancelled)
+        yield Offload(partial(self.log.undo, number, saved, position, cancelled=cancelled), "store")
         self.prompter.restart(self.log.transcript)
-        self._commit(rewind_to=number - 1)
+        yield from self._commit(rewind_to=number - 1)
 
-    def _commit(self, **where: int) -> None:
-        self.log.commit(self.state, **where)
+    def _commit(self, **where: int) -> Steps[None]:
+        yield Offload(partial(self.log.commit, self.state, **where), "store")

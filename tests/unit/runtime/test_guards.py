@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.runtime.needs import drive
 from cgraph.session import Session
 from tests.unit.runtime._runtime import action, go, graph, simple, stay, two_actions
 
@@ -91,11 +92,11 @@ def test_an_undeclared_move_is_never_applied_even_if_a_handler_asks(tmp_path: Pa
     session = Session.start(two_actions(tmp_path), model=ScriptedModel({"a": [stay("hi")]}))
     session.send("hi")
     engine = session._engine
-    engine.begin_turn("tampered")
+    drive(engine.begin("tampered"))
     applied = engine.applier.apply(engine.state, Move("a", "a", "not declared here", "forced"))
     assert applied.done
     engine._take(applied)
-    engine._commit()
+    drive(engine._commit())
     assert session.state == "a" and session.audit[-1].to_state == "a"
     assert len(session.audit) == 1  # only the start: the forced move was not recorded
     guard = [e.data for e in session.events() if e.kind == "guard"][-1]

@@ -10,6 +10,7 @@ import pytest
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.silent import step_annotation, step_side_effect
+from cgraph.runtime.needs import drive
 from cgraph.runtime.state.outcomes import AddTags, Emit, Move, SetVariables
 from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.session import Session
@@ -322,7 +323,7 @@ def context_at(
 def test_a_handler_returns_its_effects_and_changes_nothing(tmp_path: Path) -> None:
     spec = graph(tmp_path, ANNOTATE)
     ctx = context_at(spec, "n", ScriptedModel({}), variables={"flags": [], "count": 0})
-    outcome = step_annotation(ctx, spec, spec.states["n"])  # type: ignore[arg-type]
+    outcome = drive(step_annotation(ctx, spec, spec.states["n"]))  # type: ignore[arg-type]
     assert isinstance(outcome, Move) and outcome.target == "a"
     tags, values, chosen = outcome.effects
     assert tags == AddTags(("flagged",))
@@ -335,7 +336,7 @@ def test_a_tool_call_records_its_intent_before_it_runs(tmp_path: Path) -> None:
     spec = load_graph(side_effect_graph(tmp_path, "lookup"))
     started: list[Emit] = []
     ctx = context_at(spec, "s", ScriptedModel({}), started, turn=3, step=2)
-    outcome = step_side_effect(ctx, spec, spec.states["s"])  # type: ignore[arg-type]
+    outcome = drive(step_side_effect(ctx, spec, spec.states["s"]))  # type: ignore[arg-type]
     assert [e.data["status"] for e in started] == ["started"]
     assert started[0].data["key"] == "s1:3:2"
     done = [e for e in outcome.effects if isinstance(e, Emit) and e.kind == "tool_call"]

@@ -40,13 +40,14 @@ def test_a_conditional_start_with_a_failing_memory_store_treats_the_user_as_new(
 
 def test_the_gateway_turns_every_store_failure_into_one_kind_of_event() -> None:
     from cgraph.runtime.memory.gateway import MemoryGateway
+    from cgraph.runtime.needs import drive
     from cgraph.spec.model import MemoryConfig
 
     gateway = MemoryGateway(FakeMemory(fail=True), MemoryConfig(), user_id="ann", session_id="s")
-    recalled = gateway.recall("a", ["tea"], ("personal",), 3)
-    known, counted = gateway.metadata()
-    extracted = gateway.store_extracted(None, 2, (), "a", 1)
-    failures = [*recalled.events, *counted, *extracted, *gateway.forget(["m1"])]
+    recalled = drive(gateway.recall("a", ["tea"], ("personal",), 3))
+    known, counted = drive(gateway.metadata())
+    extracted = drive(gateway.store_extracted(None, 2, (), "a", 1))
+    failures = [*recalled.events, *counted, *extracted, *drive(gateway.forget(["m1"]))]
     assert recalled.memories == () and known == {"has_memories": False, "memory_count": 0}
     assert {e.kind for e in failures} == {"memory_error"}
     assert [e.data["operation"] for e in failures] == ["recall", "count", "extract", "delete"]

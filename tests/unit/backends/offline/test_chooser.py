@@ -11,6 +11,7 @@ from cgraph.backends.offline.asking import clarifying_question
 from cgraph.backends.offline.calibration import Calibration
 from cgraph.backends.offline.policy import answer, decide
 from cgraph.runtime.ask.choosing import decide as runtime_decide
+from cgraph.runtime.needs import drive
 from cgraph.runtime.ports import CLARIFY, STAY, ExitOption, Question
 from cgraph.testing.labelled import question_for
 from tests.support.labelled_sets import DEV, LABELS, load_cases
@@ -164,7 +165,7 @@ def test_an_invalid_value_asked_for_is_refused_and_asked_again() -> None:
     assert fine.slots == {"party": 4} and not fine.slot_problems
     # The chooser reports what it read; the runtime refuses it and asks once more.
     question = action("a table for 40", (table,), asked, slots=party, collect=("party",))
-    decided = runtime_decide(chooser(), question)
+    decided = drive(runtime_decide(chooser(), question))
     wrong = decided.choice
     assert wrong is not None
     assert (wrong.exit, wrong.reason.kind, wrong.slots) == (STAY, "invalid_slot", {})

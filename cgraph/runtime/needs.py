@@ -1,0 +1,134 @@
+"""What a turn waits on, as data: the engine is sans-IO, and two drivers serve it.
+
+A turn's code — the engine, the handlers, the questions they ask — never calls a model, a
+memory store, a tool or the session store itself. It is a generator (`Steps`) that yields
+a `Need` ("answer this request with this model", "run this call outside") and is resumed
+with the answer, or with the exception the call raised thrown in at the `yield`, as h11
+and h2 leave the socket to their caller. One engine, two drivers:
+
+- `drive` (blocking): each need done in the calling thread. `cgraph run`, `cgraph test`,
+  the studio and the Python API.
+- `drive_async` (asyncio): a model is awaited (`AsyncModel.acomplete`), so a turn waiting on
+  it holds no thread and no connection; the rest is short, blocking work (a store
+  statement, a recall from the embedded memory, a tool) handed to the caller's executor.
+  The server.
+
+The drivers differ in nothing but how they wait: every step's logic is the same code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Generator
+from concurrent.futures import Executor
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar, cast
+
+from cgraph.runtime.ports import AsyncModel, ChatModel, LLMRequest
+
+T = TypeVar("T")
+
+Work = Literal["store", "memory", "tool", "model"]
+"""What kind of blocking call an `Offload` is (the async driver may run each apart)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Complete:
+    """Answer `request` with `model`: the raw text, or `LLMError` thrown in."""
+
+    model: ChatModel
+    request: LLMRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Offload:
+    """Run `call()`, a blocking call outside the turn's logic: its value, or its error."""
+
+    call: Callable[[], Any]
+    work: Work
+
+
+Need = Complete | Offload
+Steps = Generator[Need, Any, T]
+"""A piece of a turn: yields needs, is sent their answers, returns its value."""
+
+
+def done(value: T) -> Steps[T]:
+    """Steps that need nothing: `value` at once (a chooser that reads messages itself)."""
+    return value
+    yield  # pragma: no cover - makes this a generator
+
+
+def drive(steps: Steps[T]) -> T:
+    """The blocking driver: every need done here, in this thread."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            need = steps.send(answer) if error is None else steps.throw(error)
+        except StopIteration as finished:
+            return finished.value  # type: ignore[no-any-return]
+        answer, error = None, None
+        try:
+            answer = _blocking(need)
+        except BaseException as err:  # the step's own `try` sees it, as if it had called
+            error = err
+
+
+def _blocking(need: Need) -> Any:
+    if isinstance(need, Complete):
+        return need.model.complete(need.request)
+    return need.call()
+
+
+Offloader = Callable[[Offload], Awaitable[Any]]
+"""How the async driver runs blocking work (`in_pool`: a small thread pool, in the server)."""
+
+
+async def drive_async(steps: Steps[T], offload: Offloader) -> T:
+    """The asyncio driver: a model that `awaits` is awaited on this loop; other models
+    and every `Offload` go to `offload`."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            need = steps.send(answer) if error is None else steps.throw(error)
+        except StopIteration as finished:
+            return finished.value  # type: ignore[no-any-return]
+        answer, error = None, None
+        try:
+            answer = await _awaited(need, offload)
+        except BaseException as err:  # cancelled included: the step unwinds as in `drive`
+            error = err
+
+
+async def _awaited(need: Need, offload: Offloader) -> Any:
+    if isinstance(need, Complete):
+        model = need.model
+        if model.capabilities.awaits:
+            return await cast(AsyncModel, model).acomplete(need.request)
+        return await offload(Offload(lambda: model.complete(need.request), "model"))
+    return await offload(need)
+
+
+def in_pool(pool: Executor | None) -> Offloader:
+    """An `Offloader` running blocking work in `pool` (None: the loop's default pool)."""
+
+    async def offload(need: Offload) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(pool, need.call)
+
+    return offload
+
+
+def drive_on_loop(steps: Steps[T]) -> T:
+    """The async driver run to completion on a loop of its own, blocking work in threads:
+    what `DRIVER` is set to for the session tests' second run."""
+    return asyncio.run(drive_async(steps, in_pool(None)))
+
+
+Driver = Callable[[Steps[Any]], Any]
+DRIVER: ContextVar[Driver] = ContextVar("cgraph_driver", default=drive)
+"""The driver a blocking call of the library API (`Session.send`) runs its steps with:
+`drive`. A test seam: the session and engine tests run again with `drive_on_loop`, so
+every one of them passes through both drivers."""
