@@ -1,5 +1,5 @@
 """`cgraph serve` (graphs behind an HTTP API) and `cgraph store migrate`: options parsed
-here, everything else in `cgraph.serve` and `cgraph.compose`, imported only when run."""
+here, everything else in `cgraph.serve` and `cgraph.wiring`, imported only when run."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def migrate(
 ) -> None:
     """Create or upgrade the store's tables to this cgraph's layout (servers do it when they
     start; run it before a deploy to do it once)."""
-    from cgraph.compose import migrate_store
+    from cgraph.wiring.stores import migrate_store
 
     try:
         before, now = migrate_store(store)

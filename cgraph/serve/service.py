@@ -1,5 +1,5 @@
 """What each endpoint does, as calls of the library: `Session` (start, resume, send,
-stream, undo, delete) on the store and memories `cgraph.compose` opens. No second engine:
+stream, undo, delete) on the store and memories `cgraph.wiring` opens. No second engine:
 a request opens its session from the store the way `cgraph run --session` does, under the
 store's lease of the session (`SessionStore.hold`), so two turns of one session never
 interleave, whichever process runs them, and a turn a killed process left unfinished is
@@ -21,7 +21,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from cgraph.compose import is_url, open_memory_store, open_store
 from cgraph.errors import ConfigError
 from cgraph.serve.graphs import Served, load_served, unknown
 from cgraph.serve.limits import Rate
@@ -37,6 +36,8 @@ from cgraph.session import (
     ToolRunner,
     Turn,
 )
+from cgraph.wiring.memories import open_memory_store
+from cgraph.wiring.stores import is_url, open_store
 
 Emit = Callable[[str, dict[str, Any]], None]
 """Where a streamed turn goes: (event name, its JSON data)."""
