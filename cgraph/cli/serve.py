@@ -55,6 +55,10 @@ def serve(
         float,
         typer.Option(metavar="SECONDS", min=0, help="How long a message waits for a busy session."),
     ] = 5.0,
+    max_in_flight: Annotated[
+        int,
+        typer.Option(metavar="N", min=1, help="Requests one process carries at once; beyond, 503."),
+    ] = 2000,
     lease: Annotated[
         float,
         typer.Option(
@@ -69,6 +73,15 @@ def serve(
     sessions_per_user: Annotated[
         int, typer.Option(metavar="N", min=1, help="Sessions one user may keep.")
     ] = 100,
+    allow_origin: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            metavar="URL",
+            help="A web origin (https://app.example) whose pages may call the API; repeat it "
+            "for more. [default: none but the server's own]",
+            show_default=False,
+        ),
+    ] = None,
     studio: Annotated[
         bool,
         typer.Option("--studio", help="Also serve the studio page at /studio (one designer)."),
@@ -120,8 +133,10 @@ def serve(
         threads=threads,
         wait=wait,
         lease=lease,
+        max_in_flight=max_in_flight,
         turns_per_minute=turns_per_minute,
         sessions_per_user=sessions_per_user,
+        allow_origins=tuple(allow_origin or ()),
         metrics=metrics,
         metrics_token=metrics_token,
         log_format=log_format,

@@ -139,6 +139,7 @@ def test_bad_input_is_refused_with_a_json_error_and_nothing_stored(server: Serve
     sid = created(ann)["session"]
     url = f"/v1/sessions/{sid}/messages"
     before = len(ann.get(f"/v1/sessions/{sid}/events").json()["events"])
+    ann.headers["content-type"] = "application/json"
     refused = [
         (ann.post(url, content=b'{"text": "' + b"a" * 65_536 + b'"}'), 413, "body_too_large"),
         (ann.post(url, json={"text": "a" * 8_001}), 422, "message_too_long"),
@@ -306,6 +307,38 @@ def test_sigterm_lets_the_turn_in_flight_finish_and_refuses_new_requests(tmp_pat
         sending.join(10)
         assert answers and answers[0].status_code == 200 and answers[0].json()["turn"] == 1
         running.process.wait(15)
+    finally:
+        running.stop(signal.SIGKILL)
+
+
+def test_beyond_the_cap_on_requests_in_flight_a_message_gets_503_and_retry_after(
+    tmp_path: Path,
+) -> None:
+    running = start(
+        str(GRAPHS / "talk.yaml"), "--store", str(tmp_path / "s"), "--memory", "off",
+        "--model", f"scripted:{SLOW}", "--max-in-flight", "1", folder=tmp_path,
+    )  # fmt: skip
+    try:
+        client = running.client()
+        first, second = created(client)["session"], created(client)["session"]
+        answers: list[httpx.Response] = []
+        sending = threading.Thread(
+            target=lambda: answers.append(
+                client.post(f"/v1/sessions/{first}/messages", json={"text": "slow"})
+            )
+        )
+        sending.start()
+        deadline = time.monotonic() + 20
+        while client.get(f"/v1/sessions/{first}").json()["pending"] != "slow":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        refused = running.client().post(f"/v1/sessions/{second}/messages", json={"text": "x"})
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+        assert refused.json()["error"]["code"] == "overloaded"
+        sending.join(15)
+        assert answers and answers[0].status_code == 200
+        again = running.client().post(f"/v1/sessions/{second}/messages", json={"text": "x"})
+        assert again.status_code == 200  # the turn done, the next one is carried
     finally:
         running.stop(signal.SIGKILL)
 

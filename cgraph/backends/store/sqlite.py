@@ -22,6 +22,7 @@ from typing import Any, Literal
 from cgraph.backends.store.leases import LEASE_SECONDS, Holding, alive, lost
 from cgraph.backends.store.rows import (
     SCHEMA_VERSION,
+    check_quota,
     dumps,
     in_effect,
     info_row,
@@ -90,8 +91,10 @@ class SQLiteStore:
         *,
         synchronous: Synchronous = "NORMAL",
         lease: float = LEASE_SECONDS,
+        sessions_per_user: int | None = None,
     ) -> None:
         self.path = Path(path)
+        self.sessions_per_user = sessions_per_user
         self.leases = Holding(self, lease)
         self._lock = threading.Lock()
         try:
@@ -132,8 +135,13 @@ class SQLiteStore:
     ) -> None:
         text = dumps(snapshot)
         row = (info.id, info.user_id, info.graph, info.graph_name, info.model)
-        with self._transaction() as db:
+        with self._transaction() as db:  # BEGIN IMMEDIATE: the count and the insert as one
             self._fenced(db, info.id, fence)
+            if self.sessions_per_user is not None:
+                (kept,) = db.execute(
+                    "SELECT count(*) FROM sessions WHERE user_id=?", (info.user_id,)
+                ).fetchone()
+                check_quota(kept, self.sessions_per_user)
             try:
                 db.execute(
                     "INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?)",
@@ -207,11 +215,14 @@ class SQLiteStore:
     def message_events(self, session_id: str, start: int, end: int) -> list[Event]:
         with self._lock:
             self._require(session_id)
+            # Sorted here: with `ORDER BY seq` SQLite walks the session's whole log by its
+            # primary key instead of the places' index (a resume then grew with the session).
             rows = self._db.execute(
                 "SELECT seq, turn, kind, at, data, msg FROM events"
-                " WHERE session=? AND msg>=? AND msg<? ORDER BY seq",
+                " WHERE session=? AND msg>=? AND msg<?",
                 (session_id, start, end),
             ).fetchall()
+            rows.sort(key=lambda row: int(row[0]))
         return in_effect(((r[5], _event(session_id, r[:5])) for r in rows), start, end)
 
     def turn_of_key(self, session_id: str, key: str) -> tuple[int, int] | None:
