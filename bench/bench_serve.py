@@ -4,6 +4,15 @@ the same flow.
 
     python bench/bench_serve.py                 # 50 sessions x 20 turns, every part
     python bench/bench_serve.py --sessions 10 --turns 5 --quick
+    python bench/bench_serve.py --model-delay 1 4 10   # a slow model: the waiting rows
+
+With `--model-delay`, the graph's turns each make one call of a real OpenAI-compatible
+model server on loopback that answers after that many seconds (bench/fake_model.py: an
+asyncio server, valid answers for every structured-output mode, streaming); one
+`cgraph serve` process on PostgreSQL carries N closed-loop sessions of 5 messages each
+(N = 16 and 256 at 1 s, 256 at 4 s, 1,000 at 10 s), measured as turns/s against the
+ideal N / delay, p50/p95, errors by status, the most PostgreSQL connections the server
+held, its peak RSS and its CPU per turn.
 
 The flow is bench/data/flow_served.yaml (bench_engine.py's five nodes, and a way out; 6
 steps and 3 instant scripted model calls a turn); bytes are also measured on a one-step
@@ -19,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import re
@@ -27,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +82,8 @@ class Load:
     seconds: float = 0.0
     latencies: list[float] = field(default_factory=list)
     failed: int = 0
+    codes: collections.Counter[str] = field(default_factory=collections.Counter)
+    """Failed requests by status (`conn` for a connection that failed)."""
     sent: dict[str, list[str]] = field(default_factory=dict)
     killed_at: float = 0.0
     back: dict[str, float] = field(default_factory=dict)
@@ -96,15 +109,17 @@ class Serve:
         workers: int = 1,
         processes: int = 1,
         graph: Path = FLOW,
+        model: tuple[str, ...] = (),
     ) -> None:
         answers = folder / "script.json"
         answers.write_text(json.dumps(script(turns)))
+        model = model or ("--model", f"scripted:{answers}")
         self.processes: list[subprocess.Popen[bytes]] = []
         self.urls: list[str] = []
         for _ in range(processes):
             port = _free_port()
             command = [sys.executable, "-m", "cgraph", "serve", str(graph), "--store", store]
-            command += ["--memory", "off", "--model", f"scripted:{answers}", "--port", str(port)]
+            command += ["--memory", "off", *model, "--port", str(port)]
             command += ["--workers", str(workers), "--turns-per-minute", "1000000"]
             command += ["--sessions-per-user", "1000000", *THREADS]
             log = (folder / f"serve-{port}.log").open("wb")
@@ -147,15 +162,15 @@ class Wire:
     client so that it leaves the cores to what is measured (httpx's async client took
     4 ms of CPU a request here, more than a server's turn)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, timeout: float = REQUEST_SECONDS) -> None:
         host, _, port = url.removeprefix("http://").partition(":")
-        self.host, self.port = host, int(port)
+        self.host, self.port, self.timeout = host, int(port), timeout
         self.stream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
     async def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         """(status, JSON answer); `OSError` when the connection fails."""
         try:
-            return await asyncio.wait_for(self._post(path, body), REQUEST_SECONDS)
+            return await asyncio.wait_for(self._post(path, body), self.timeout)
         except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError) as error:
             self.close()
             raise OSError(str(error)) from error
@@ -180,7 +195,12 @@ class Wire:
 
 
 async def _load(
-    urls: list[str], sessions: int, turns: int, kill: Any = None, graph: str = "bench_flow"
+    urls: list[str],
+    sessions: int,
+    turns: int,
+    kill: Any = None,
+    graph: str = "bench_flow",
+    timeout: float = REQUEST_SECONDS,
 ) -> Load:
     """`sessions` sessions spread over `urls`, each sent `turns` messages at once with the
     others. A failed request is sent again (same key) to the next server, which the
@@ -189,7 +209,7 @@ async def _load(
     load = Load()
     ids = []
     for n in range(sessions):
-        wire = Wire(urls[n % len(urls)])
+        wire = Wire(urls[n % len(urls)], max(timeout, 300.0))  # a first one imports the model
         _, made = await wire.post("/v1/sessions", {"graph": graph})
         ids.append(made["session"])
         wire.close()
@@ -198,7 +218,7 @@ async def _load(
 
     async def talk(number: int, sid: str) -> None:
         home = number % len(urls)
-        wire = Wire(urls[home])
+        wire = Wire(urls[home], timeout)
         load.sent[sid] = []
         for turn in range(turns):
             text = f"question {turn}?" if turn % 3 == 0 else f"statement number {turn}"
@@ -210,12 +230,14 @@ async def _load(
                     status, _ = await wire.post(f"/v1/sessions/{sid}/messages", body)
                     if status == 200:
                         break
+                    load.codes[str(status)] += 1
                 except OSError:
-                    pass
+                    load.codes["conn"] += 1
                 load.failed += 1
                 home = (home + 1) % len(urls)
                 wire.close()
-                wire = Wire(urls[home])
+                wire = Wire(urls[home], timeout)
+                await asyncio.sleep(0.2)  # a refusal (409, 503) asks to come back later
             else:
                 raise RuntimeError(f"session {sid} turn {turn} never answered")
             load.latencies.append(time.perf_counter() - started)
@@ -436,14 +458,183 @@ def run_langgraph(pg: Postgres, turns: int) -> list[str]:
     return [*lines, f"| LangGraph, PostgresSaver | {per_step:.3f} | {size / steps:,.0f} |"]
 
 
+WAITING_ROWS = {1.0: (16, 256), 4.0: (256,), 10.0: (1000,)}
+"""Sessions at each model delay (seconds): the issue's rows."""
+WAITING_TURNS = 5
+
+
+def waiting_graph(folder: Path, port: int) -> Path:
+    """talk.yaml (one model call a turn) with its model on the fake server."""
+    text = TALK.read_text().replace(
+        "memory:", f'model: {{name: openai/fake, api_base: "http://127.0.0.1:{port}/v1"}}\nmemory:'
+    )
+    graph = folder / "talk.yaml"
+    graph.write_text(text)
+    return graph
+
+
+def rss_bytes(pids: list[int]) -> int:
+    """Resident memory of these processes and their live descendants."""
+    total = 0
+    for pid in _family(pids):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        found = re.search(r"VmRSS:\s+(\d+) kB", status)
+        total += int(found.group(1)) * 1024 if found else 0
+    return total
+
+
+def _family(pids: list[int]) -> set[int]:
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rpartition(")")[2].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    found, todo = set(), list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo += [child for child, parent in parents.items() if parent == pid]
+    return found
+
+
+class Peaks:
+    """The most PostgreSQL connections the server held and its peak RSS, sampled every
+    quarter second while a load runs (the load generator and the fake hold none)."""
+
+    def __init__(self, url: str, pids: list[int]) -> None:
+        self.url, self.pids = url, pids
+        self.connections = self.rss = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> Peaks:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _sample(self) -> None:
+        query = (
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            while not self._stop.wait(0.25):
+                self.connections = max(self.connections, count(conn, query))
+                self.rss = max(self.rss, rss_bytes(self.pids))
+
+
+def run_waiting(pg: Postgres, folder: Path, delay: float, sessions: int, threads: int) -> str:
+    """One row: `sessions` closed-loop sessions x 5 messages, each turn one model call
+    that takes `delay` s, on one `cgraph serve` process."""
+    port = _free_port()
+    fake = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "fake_model.py"), "--port", str(port),
+         "--delay", str(delay)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = pg.database()
+    try:
+        _wait_port(port)
+        extra = ("--threads", str(threads)) if threads else ()
+        serve = Serve(url, folder, 1, graph=waiting_graph(folder, port), model=extra)
+        try:
+            pids = [p.pid for p in serve.processes]
+            # Warmed first: a session's first turn imports litellm (seconds on a busy machine).
+            asyncio.run(_load(serve.urls, 1, 1, graph="talk", timeout=300))
+            before = cpu_seconds(pids)
+            with Peaks(url, pids) as peaks:
+                bound = WAITING_TURNS * delay * 20 + 120  # a bounded run, whatever happens
+                load = asyncio.run(
+                    asyncio.wait_for(
+                        _load(serve.urls, sessions, WAITING_TURNS, graph="talk",
+                              timeout=delay * 10 + 60),
+                        bound,
+                    )
+                )  # fmt: skip
+            cpu = (cpu_seconds(pids) - before) / max(1, len(load.latencies)) * 1000
+        finally:
+            serve.stop()
+        lost, duplicated = checked_store(url, load)
+    finally:
+        fake.kill()
+        fake.wait()
+    return waiting_row(delay, sessions, threads, load, peaks, cpu, lost + duplicated)
+
+
+def waiting_row(
+    delay: float, sessions: int, threads: int, load: Load, peaks: Peaks, cpu: float, wrong: int
+) -> str:
+    turns = len(load.latencies)
+    cuts = statistics.quantiles(load.latencies, n=100) if turns > 1 else [0.0] * 99
+    rate, ideal = turns / load.seconds, sessions / delay
+    errors = ", ".join(f"{n} × {code}" for code, n in sorted(load.codes.items())) or "0"
+    return (
+        f"| {sessions:,} | {delay:g} s | {threads or 'default'} | {ideal:,.0f} | {rate:,.1f} |"
+        f" {rate / ideal:.0%} | {cuts[49]:.2f} | {cuts[94]:.2f} | {errors} |"
+        f" {peaks.connections} | {peaks.rss / 2**20:,.0f} | {cpu:.1f} | {wrong} |"
+    )
+
+
+def _wait_port(port: int) -> None:
+    import socket
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"the fake model did not start on port {port}")
+
+
+def main_waiting(delays: list[float], threads: int) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="bench-serve-wait-"))
+    pg = start_postgres(folder / "pg")
+    load = os.getloadavg()[0]
+    print(
+        f"a model that answers after a delay; {WAITING_TURNS} messages a session, load {load:.1f}"
+    )
+    rows = [
+        "| sessions | delay | threads | ideal turns/s | turns/s | share of ideal | p50 s | p95 s |"
+        " errors | peak PG connections | peak RSS MB | server CPU ms/turn | lost + duplicated |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    try:
+        for delay in delays:
+            for sessions in WAITING_ROWS.get(delay, (16,)):
+                row = run_waiting(pg, folder, delay, sessions, threads and max(threads, sessions))
+                print(row, flush=True)
+                rows.append(row)
+    finally:
+        pg.stop()
+    print("\n".join(rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--processes", type=int, nargs="*", default=[1, 2, 4])
     parser.add_argument("--quick", action="store_true", help="skip the kill and LangGraph parts")
+    parser.add_argument(
+        "--model-delay", type=float, nargs="*", help="the slow-model rows at these delays (s)"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=0, help="with --model-delay: --threads max(this, N)"
+    )
     args = parser.parse_args()
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    if args.model_delay:
+        main_waiting(args.model_delay, args.threads)
+        return
     folder = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     pg = start_postgres(folder / "pg")
     cores = os.cpu_count()
@@ -477,5 +668,6 @@ def main() -> None:
 if __name__ == "__main__":
     from record import recorded  # bench/record.py: the docs' copy of what is printed
 
-    with recorded("serve"):
+    # The slow-model rows are a data file of their own (docs/data/bench_serve_waiting.md).
+    with recorded("serve_waiting" if "--model-delay" in sys.argv else "serve"):
         main()

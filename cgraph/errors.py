@@ -119,6 +119,12 @@ class StoreError(CgraphError):
     """The session store failed to read or write."""
 
 
+class LeaseLost(StoreError):
+    """A write was refused: the session's lease (`SessionStore.acquire`) is no longer this
+    writer's (it expired and another holder took it, or it was let go). Nothing of the
+    write was stored; the holder now in charge finishes or cancels the turn."""
+
+
 class SessionExists(StoreError):
     """A new session was given the id of a stored one; nothing was written."""
 

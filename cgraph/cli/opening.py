@@ -400,14 +400,16 @@ def usable_folder(store: Path) -> Path:
     return store
 
 
-_HELD: list[AbstractContextManager[None]] = []
-"""Held until the process ends, which lets their sessions go (killed or not)."""
+_HELD: list[AbstractContextManager[object]] = []
+"""Held until the process ends; a killed one's leases lapse (at once on one machine)."""
 
 
 def hold(sessions: SessionStore, session_id: str) -> None:
     """Lock the session for this process (`SessionStore.hold`); `ConfigError` when another
     process runs it. Two processes writing one session would interleave their steps; the
     second is refused at once instead."""
+    import atexit
+
     from cgraph.errors import SessionBusy
 
     held = sessions.hold(session_id, wait=0.0)
@@ -419,6 +421,8 @@ def hold(sessions: SessionStore, session_id: str) -> None:
             "wait for that run to end, or start another session"
         ) from None
     _HELD.append(held)
+    # Let go at a normal exit, so the next run need not wait for the lease to lapse.
+    atexit.register(held.__exit__, None, None, None)
 
 
 def stored_session(

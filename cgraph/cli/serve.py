@@ -57,14 +57,20 @@ def serve(
     workers: Annotated[int, typer.Option(metavar="N", min=1, help="Server processes.")] = 1,
     threads: Annotated[
         int,
-        typer.Option(
-            metavar="N", min=1, help="Turns one process runs at once (a connection each)."
-        ),
+        typer.Option(metavar="N", min=1, help="Turns one process runs at once."),
     ] = 16,
     wait: Annotated[
         float,
         typer.Option(metavar="SECONDS", min=0, help="How long a message waits for a busy session."),
     ] = 5.0,
+    lease: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            min=0.5,
+            help="How long a killed server's sessions stay leased to it.",
+        ),
+    ] = 4.0,
     turns_per_minute: Annotated[
         int, typer.Option(metavar="N", min=1, help="Turns one user may start per minute.")
     ] = 60,
@@ -122,6 +128,7 @@ def serve(
         workers=workers,
         threads=threads,
         wait=wait,
+        lease=lease,
         turns_per_minute=turns_per_minute,
         sessions_per_user=sessions_per_user,
         metrics=metrics,

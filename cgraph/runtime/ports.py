@@ -547,6 +547,25 @@ class Standing:
     """`turn_of_key`'s answer for the key asked about, read with the rest."""
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The right to write one session, for a while (`SessionStore.acquire`).
+
+    One holder at a time, across processes and machines, without a connection or a lock
+    held while it waits on a model: a lease is taken, renewed and let go in short
+    statements, and lapses at `expires` when its holder stops renewing it (killed, cut
+    off from the store). `fence` is above that of every earlier lease of the session, and
+    the store refuses a write that does not carry the fence in force (`LeaseLost`): a
+    holder that lapsed and carries on cannot write over the one that took over."""
+
+    session_id: str
+    holder: str
+    """Who holds it: one value per store opened in a process (machine, process, opening)."""
+    fence: int
+    expires: float
+    """When it lapses unless renewed, in seconds on the store's clock."""
+
+
 @runtime_checkable
 class SessionStore(Protocol):
     """The checkpoint store behind sessions: an append-only event log, the last snapshot,
@@ -563,8 +582,20 @@ class SessionStore(Protocol):
     """True when processes on other machines may open the same sessions (a database
     server), so what is kept beside them must be shared too (memories in a Chroma server)."""
 
-    def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
-        """Record a new session with its first snapshot and events."""
+    def create(
+        self,
+        info: SessionInfo,
+        snapshot: dict[str, Any],
+        events: Sequence[Event],
+        *,
+        fence: int | None = None,
+    ) -> None:
+        """Record a new session with its first snapshot and events.
+
+        Every write (`create`, `commit`, `append`, `delete`) carries a `fence`, by default
+        that of the lease this store holds for the session (`acquire`): it is refused with
+        `LeaseLost` unless that is the lease in force. A write with no lease at all (the
+        library used without `hold`) is refused while another's lease is in force."""
         ...
 
     def commit(
@@ -575,13 +606,14 @@ class SessionStore(Protocol):
         *,
         checkpoint: int | None = None,
         rewind_to: int | None = None,
+        fence: int | None = None,
     ) -> None:
         """One step, atomically: append `events`, replace the snapshot, and (at the end of a
         turn) keep it as the checkpoint of turn `checkpoint`. `rewind_to` (an undo back to
         the end of that turn): later turns' checkpoints and keys are dropped."""
         ...
 
-    def append(self, session_id: str, events: Sequence[Event]) -> None:
+    def append(self, session_id: str, events: Sequence[Event], *, fence: int | None = None) -> None:
         """Append events at once, the snapshot unchanged: an intent written ahead of an
         irreversible call (a tool), so a crash during the call leaves a record of it."""
         ...
@@ -621,16 +653,36 @@ class SessionStore(Protocol):
         """Stored sessions, most recently updated first."""
         ...
 
-    def delete(self, session_id: str) -> bool:
+    def delete(self, session_id: str, *, fence: int | None = None) -> bool:
         """Remove a session: its events, checkpoints and snapshot (a user's right to be
         forgotten); False when there was none."""
         ...
 
-    def hold(self, session_id: str, *, wait: float = 0.0) -> AbstractContextManager[None]:
-        """The session's one writer: while the context is open, no other holder — in this
-        process or any other that reaches the store — gets the session. Waits up to `wait`
-        seconds for a holder to let go, then raises `SessionBusy`. A holder that dies (a
-        killed process) lets go at once. A turn, an undo and a delete run inside it."""
+    def acquire(self, session_id: str, *, ttl: float) -> Lease | None:
+        """Take the session's lease for `ttl` seconds when no one holds it (or its holder's
+        lapsed), in one short statement: the new lease, its fence above every earlier
+        one; None while another's is in force. The session need not exist yet."""
+        ...
+
+    def renew(self, leases: Sequence[Lease], *, ttl: float) -> list[Lease]:
+        """Extend leases of this store's to `ttl` seconds from now, in one statement: those
+        still in force (their fence unchanged); the others are lost."""
+        ...
+
+    def release(self, lease: Lease) -> None:
+        """Let the lease go (when it is still in force): the next holder need not wait."""
+        ...
+
+    def hold(
+        self, session_id: str, *, wait: float = 0.0, ttl: float | None = None
+    ) -> AbstractContextManager[Lease]:
+        """The session's one writer: while the context is open this store holds its lease
+        (`acquire`, renewed in the background, let go at the end), so no other holder — in
+        this process or any other that reaches the store — writes it. Waits up to `wait`
+        seconds, first come first served within the process, then raises `SessionBusy`. A
+        holder that dies stops renewing: its lease lapses after `ttl` seconds (a store on
+        one machine also lets a dead process's lease go at once). A turn, an undo and a
+        delete run inside it."""
         ...
 
     def close(self) -> None:

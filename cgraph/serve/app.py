@@ -400,15 +400,16 @@ def build(
         service.watch.close()
 
     async def not_found(request: Request, error: Exception) -> Response:
-        status = error.status_code if isinstance(error, HTTPException) else 500
-        if status == 405 and isinstance(error, HTTPException):
-            allowed = (error.headers or {}).get("Allow", "")
-            said = f"{request.method} {request.url.path}: this endpoint takes {allowed}"
-            return failed(Problem(405, "method_not_allowed", said, (("allow", allowed),)))
-        code = {404: "no_route"}.get(status, "bad_request")
-        return failed(
-            Problem(status, code, f"{request.method} {request.url.path}: no such endpoint")
-        )
+        with service.watch.request(request, "(no route)") as answered:
+            answered.status = status = getattr(error, "status_code", 500)
+            if status == 405 and isinstance(error, HTTPException):
+                allowed = (error.headers or {}).get("Allow", "")
+                said = f"{request.method} {request.url.path}: this endpoint takes {allowed}"
+                return failed(Problem(405, "method_not_allowed", said, (("allow", allowed),)))
+            code = {404: "no_route"}.get(status, "bad_request")
+            return failed(
+                Problem(status, code, f"{request.method} {request.url.path}: no such endpoint")
+            )
 
     routes = _by_path((*ROUTES, *extra), service, gate)
     return Starlette(

@@ -253,7 +253,7 @@ async def _streamed(call: Call, request: Asked) -> Response:
     async def events() -> AsyncIterator[bytes]:
         yield chunk({"role": "assistant", "content": ""})
         shown = False
-        async for kind, data in pieces:
+        async for kind, data in _after(first, pieces):
             if kind == "delta":
                 shown = True
                 yield chunk({"content": data["text"]})
@@ -272,6 +272,15 @@ async def _streamed(call: Call, request: Asked) -> Response:
 
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
     return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+
+async def _after(
+    first: tuple[str, Any], rest: AsyncIterator[tuple[str, Any]]
+) -> AsyncIterator[tuple[str, Any]]:
+    """`first` (read to learn whether the turn could start), then the rest."""
+    yield first
+    async for piece in rest:
+        yield piece
 
 
 def _refused(problem: Problem) -> Response:

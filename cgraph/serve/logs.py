@@ -63,6 +63,8 @@ def configure(form: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
+    for chatty in ("httpx", "httpcore"):  # a line per webhook sent is not the server's news
+        logging.getLogger(chatty).setLevel(logging.WARNING)
 
 
 def line(message: str, level: int = logging.INFO, **fields: Any) -> None:

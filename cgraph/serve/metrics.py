@@ -9,6 +9,8 @@ port.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
@@ -42,6 +44,7 @@ class Metrics:
     """The counters of one app."""
 
     def __init__(self) -> None:
+        self._children: dict[tuple[Any, ...], Any] = {}
         self.registry = registry = CollectorRegistry(auto_describe=True)
         self.turns = Counter(
             "cgraph_turns", "Turns by graph and outcome", ["graph", "outcome"], registry=registry
@@ -110,27 +113,39 @@ class Metrics:
             "cgraph_sessions_completed", "Sessions that reached END", ["graph"], registry=registry
         )
 
+    def _of(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, kept: a lookup here is a third of what `labels` costs."""
+        key = (id(metric), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def request(self, method: str, route: str, status: int, seconds: float) -> None:
-        self.requests.labels(method, route, str(status)).inc()
-        self.request_seconds.labels(route).observe(seconds)
+        self._of(self.requests, method, route, str(status)).inc()
+        self._of(self.request_seconds, route).observe(seconds)
 
     def turn(self, graph: str, turn: Turn | None, seconds: float) -> None:
-        self.turns.labels(graph, outcome(turn)).inc()
-        self.turn_seconds.labels(graph).observe(seconds)
+        self._of(self.turns, graph, outcome(turn)).inc()
+        self._of(self.turn_seconds, graph).observe(seconds)
         if turn is None:
             return
         if turn.completed:
-            self.completed.labels(graph).inc()
+            self._of(self.completed, graph).inc()
         for call in (*turn.tool_calls, *turn.effects):
-            self.tool_calls.labels(str(call.get("tool", "")), str(call.get("status", ""))).inc()
+            tool, status = str(call.get("tool", "")), str(call.get("status", ""))
+            self._of(self.tool_calls, tool, status).inc()
+
+    def session_started(self, graph: str) -> None:
+        self._of(self.started, graph).inc()
 
     def model_call(self, call: ModelCall) -> None:
-        self.model_calls.labels(call.model, "error" if call.error else "ok").inc()
-        self.model_seconds.labels(call.model).observe(call.seconds)
+        self._of(self.model_calls, call.model, "error" if call.error else "ok").inc()
+        self._of(self.model_seconds, call.model).observe(call.seconds)
         if call.prompt_tokens:
-            self.tokens.labels(call.model, "prompt").inc(call.prompt_tokens)
+            self._of(self.tokens, call.model, "prompt").inc(call.prompt_tokens)
         if call.completion_tokens:
-            self.tokens.labels(call.model, "completion").inc(call.completion_tokens)
+            self._of(self.tokens, call.model, "completion").inc(call.completion_tokens)
 
     def waited(self, seconds: float, busy: bool) -> None:
         self.lock_wait.observe(seconds)

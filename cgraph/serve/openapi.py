@@ -107,7 +107,7 @@ def _operation(route: Endpoint) -> dict[str, Any]:
     kind = "text/event-stream" if route.streams else route.returns
     described = "events `delta`, `retracted`, `tools`, then one `turn`" if route.streams else "OK"
     ok: dict[str, Any] = {"description": described}
-    if route.status != 204:
+    if route.status < 300 and route.status != 204:  # a redirect or no content has no body
         ok["content"] = {kind: {}}
     error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     operation: dict[str, Any] = {

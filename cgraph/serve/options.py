@@ -41,13 +41,17 @@ class ServeOptions:
     """A file of `TOKEN USER` lines; None serves the one user `local` on loopback only."""
     workers: int = 1
     wait: float = 5.0
-    """Seconds a request waits for another turn of its session before a 409."""
+    """Seconds a request waits for another turn of its session before a 409 (waiters are
+    served in the order they came)."""
+    lease: float = 4.0
+    """Seconds a session's lease lasts unrenewed: how long a process killed mid-turn keeps
+    its sessions from the others (a SQLite store's are freed at once)."""
     turns_per_minute: int = 60
     """Turns (messages, undos, new sessions) one user may start per minute, per process."""
     sessions_per_user: int = 100
     """Sessions one user may keep in the store."""
     threads: int = 16
-    """Turns one process runs at once (each holds one database connection)."""
+    """Turns one process runs at once (threads; a turn holds no database connection)."""
     metrics: bool = True
     """`GET /metrics` answers (Prometheus text), without the API's tokens."""
     metrics_token: str | None = None
@@ -80,6 +84,8 @@ def checked(options: ServeOptions) -> ServeOptions:
         )
     if options.workers < 1 or options.threads < 1:
         raise ConfigError("--workers and --threads must be at least 1")
+    if options.lease < 0.5:
+        raise ConfigError("--lease must be at least 0.5 seconds (it is renewed every quarter)")
     if options.tokens is not None:
         read_tokens(Path(options.tokens))
     if options.log_format not in FORMATS:

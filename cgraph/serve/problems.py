@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from cgraph.errors import (
     CgraphError,
     ConfigError,
+    LeaseLost,
     LLMError,
     NotTheOwner,
     SessionBusy,
@@ -47,6 +48,7 @@ STATUS: tuple[tuple[type[CgraphError], int, str], ...] = (
     (NotTheOwner, 404, "not_found"),
     (SessionNotFound, 404, "not_found"),
     (SessionBusy, 409, "session_busy"),
+    (LeaseLost, 409, "lease_lost"),
     (SessionCompleted, 409, "session_completed"),
     (SessionExists, 409, "session_exists"),
     (SessionError, 409, "session_conflict"),

@@ -8,6 +8,7 @@ from cgraph.serve.metrics import Metrics
 from cgraph.serve.options import ServeOptions
 from cgraph.serve.tracing import from_environment
 from cgraph.serve.watch import Part, Watch
+from cgraph.serve.webhooks import open_webhooks
 
 
 def reporting(options: ServeOptions) -> Watch:
@@ -15,4 +16,8 @@ def reporting(options: ServeOptions) -> Watch:
     traced = from_environment(options.trace_content)
     if traced is not None:
         parts.append(traced)
-    return Watch(Metrics() if options.metrics else None, tuple(parts), content=options.log_content)
+    hooks = open_webhooks(options.store, options.webhooks)
+    if hooks is not None:
+        parts.append(hooks)
+    counted = Metrics() if options.metrics else None
+    return Watch(counted, tuple(parts), content=options.log_content, webhooks=hooks)

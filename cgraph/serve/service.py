@@ -1,14 +1,15 @@
 """What each endpoint does, as calls of the library: `Session` (start, resume, send,
 stream, undo, delete) on the store and memories `cgraph.compose` opens. No second engine:
 a request opens its session from the store the way `cgraph run --session` does, under the
-store's lock for the session (`SessionStore.hold`), so two turns of one session never
+store's lease of the session (`SessionStore.hold`), so two turns of one session never
 interleave, whichever process runs them, and a turn a killed process left unfinished is
 finished by the next request that writes to the session (`Session.resume(finish=True)`,
 its `recovered` turn returned as `recovered_turn`).
 
 A turn (`asend`, `astream`) runs on the event loop with the library's async driver: the
-model is awaited, so a turn waiting on it holds no thread; the session's lock, opening
-the session and each store statement, recall and tool run in a small pool (`pool`). The
+model is awaited, so a turn waiting on it holds no thread; a lease holds no connection
+(the store lends one per statement); taking the lease, opening the session and each
+store statement, recall and tool run in a small pool (`pool`). The
 other methods block (short store statements) and the app runs each in a worker thread;
 `send` and `stream` are the same turns on the blocking driver, for callers in a thread.
 """
@@ -161,7 +162,7 @@ class Service:
 
     async def asend(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
         """`send` on the event loop (the async driver): the model awaited, so a turn
-        waiting on it holds no thread; opening the session, the lock and every store
+        waiting on it holds no thread; opening the session, the lease and every store
         statement, recall and tool run in the service's small pool."""
         self.rate.take(user)
         with self.watch.turn(user, sid) as seen:
@@ -200,7 +201,7 @@ class Service:
 
     @asynccontextmanager
     async def _aheld(self, sid: str) -> AsyncIterator[None]:
-        """`_held` from the event loop: the lock taken (and waited for) and let go in the
+        """`_held` from the event loop: the lease taken (and waited for) and let go in the
         pool, held in between by no thread."""
         held = self._held(sid)
         await self._run(held.__enter__)
@@ -252,8 +253,8 @@ class Service:
         return {"sessions": [_listed(i) for i in Session.list_sessions(self.store, user)]}
 
     def _held(self, sid: str) -> AbstractContextManager[None]:
-        """The session's lock, waited for at most `--wait` seconds (the wait is counted)."""
-        return self.watch.held(self.store.hold(sid, wait=self.options.wait))
+        """The session's lease, waited for at most `--wait` seconds (the wait is counted)."""
+        return self.watch.held(self.store.hold(sid, wait=self.options.wait, ttl=self.options.lease))
 
     @contextmanager
     def _writing(

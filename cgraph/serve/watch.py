@@ -196,13 +196,13 @@ class Watch:
     def started(self, graph: str, session: str, user: str) -> None:
         """A session was started (before its opening turn, if it speaks first)."""
         if self.metrics is not None:
-            self.metrics.started.labels(graph).inc()
+            self.metrics.session_started(graph)
         for part in self.parts:
             _safely(part.started, graph, session, user)
 
     @contextmanager
-    def held(self, hold: AbstractContextManager[None]) -> Iterator[None]:
-        """`hold` (a session's lock), its wait timed and a busy session (409) counted."""
+    def held(self, hold: AbstractContextManager[object]) -> Iterator[None]:
+        """`hold` (a session's lease), its wait timed and a busy session (409) counted."""
         clock, entered = time.perf_counter(), False
         try:
             with hold:

@@ -1,8 +1,8 @@
 """Events pushed out: `--webhook 'URL [events=TYPE,…] [secret=env:NAME|file:PATH]
-[timeout=SECONDS]'`. Each event a destination asks for is POSTed to it as JSON, signed
-with HMAC-SHA256 (`X-Cgraph-Signature: t=TIME,v1=HEX` over `TIME.BODY`), retried with
-exponential backoff until it is answered 2xx, and given an id the receiver can
-deduplicate by (delivery is at least once).
+[timeout=SECONDS] [backoff=SECONDS]'`. Each event a destination asks for is POSTed to it
+as JSON, signed with HMAC-SHA256 (`X-Cgraph-Signature: t=TIME,v1=HEX` over `TIME.BODY`),
+retried with exponential backoff until it is answered 2xx, and given an id the receiver
+can deduplicate by (delivery is at least once).
 
 A turn never waits for a webhook: it hands its events to a queue in memory; one thread
 writes them to the outbox in the store (`cgraph.compose.open_outbox`: it survives a
@@ -48,10 +48,12 @@ EVENTS = (
 ATTEMPTS = 12
 """Attempts before a delivery is given up (`failed`): about an hour of backoff."""
 FIRST_WAIT, LONGEST_WAIT = 1.0, 600.0
-LEASE = 60.0
-"""How long a claimed delivery is another dispatcher's to leave alone."""
+LEASE_MARGIN = 5.0
+"""A claimed delivery is left alone by other dispatchers for its longest attempt and this:
+after a dispatcher died mid-attempt, another sends it that much later."""
 POLL = 0.5
 SIGNATURE = "x-cgraph-signature"
+OPTIONS = ("events", "secret", "timeout", "backoff")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,10 @@ class Destination:
     events: frozenset[str]
     secret: bytes
     timeout: float = 5.0
+    """Seconds an attempt waits for the answer."""
+    backoff: float = FIRST_WAIT
+    """Seconds before the second attempt; each next waits twice as long (at most
+    `LONGEST_WAIT`), less a random part of up to half."""
 
 
 def destinations(specs: tuple[str, ...]) -> tuple[Destination, ...]:
@@ -76,9 +82,9 @@ def _destination(spec: str) -> Destination:
     given: dict[str, str] = {}
     for option in options:
         name, equals, value = option.partition("=")
-        if not equals or name not in ("events", "secret", "timeout"):
+        if not equals or name not in OPTIONS:
             raise ConfigError(
-                f"--webhook {url}: `{option}` is not `events=…`, `secret=…` or `timeout=…`"
+                f"--webhook {url}: `{option}` is not one of {', '.join(f'{o}=…' for o in OPTIONS)}"
             )
         given[name] = value
     events = frozenset(given.get("events", ",".join(EVENTS)).split(","))
@@ -87,11 +93,21 @@ def _destination(spec: str) -> Destination:
         raise ConfigError(
             f"--webhook {url}: no event {', '.join(unknown)}; events are {', '.join(EVENTS)}"
         )
+    timeout, backoff = (_seconds(url, name, given.get(name)) for name in ("timeout", "backoff"))
+    secret = _secret(url, given.get("secret"))
+    return Destination(url, events, secret, timeout or 5.0, backoff or FIRST_WAIT)
+
+
+def _seconds(url: str, name: str, value: str | None) -> float | None:
+    if value is None:
+        return None
     try:
-        timeout = float(given.get("timeout", "5"))
+        seconds = float(value)
     except ValueError:
-        raise ConfigError(f"--webhook {url}: timeout= takes seconds") from None
-    return Destination(url, events, _secret(url, given.get("secret")), timeout)
+        seconds = 0.0
+    if not 0 < seconds <= LONGEST_WAIT:
+        raise ConfigError(f"--webhook {url}: {name}= takes seconds (0 to {LONGEST_WAIT:g})")
+    return seconds
 
 
 def _secret(url: str, where: str | None) -> bytes:
@@ -231,7 +247,8 @@ class Webhooks:
                 raise
 
     def _send_due(self) -> None:
-        due = self.outbox.claim(time.time(), LEASE, 32)
+        longest = max((d.timeout for d in self.destinations.values()), default=0.0)
+        due = self.outbox.claim(time.time(), longest + LEASE_MARGIN, 32)
         for settled in self._sender.map(self._attempt, due):
             self.outbox.settle(settled)
 
@@ -269,7 +286,8 @@ class Webhooks:
                 delivery, status="delivered", attempts=attempts, last_error=None, delivered_at=now
             )
         given_up = attempts >= ATTEMPTS
-        wait = min(LONGEST_WAIT, FIRST_WAIT * 2 ** (attempts - 1)) * (0.5 + random.random() / 2)
+        wait = min(LONGEST_WAIT, destination.backoff * 2 ** (attempts - 1))
+        wait *= 0.5 + random.random() / 2
         logs.line(
             "webhook failed",
             30,

@@ -269,6 +269,11 @@ def test_a_streamed_chat_completion_comes_in_chunks(server: Server) -> None:
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == "ok"
     assert chunks[0].choices[0].delta.role == "assistant"
     assert [c.choices[0].finish_reason for c in chunks][-1] == "stop"
+    opened = client.chat.completions.create(
+        model="greet", messages=[{"role": "user", "content": "hey"}], stream=True
+    )
+    said = "".join(c.choices[0].delta.content or "" for c in opened)
+    assert said == "hello there\n\nhello there"  # the opening of a graph that speaks first
 
 
 def test_two_users_and_two_tokens_have_their_own_conversations(server: Server) -> None:

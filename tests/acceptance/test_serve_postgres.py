@@ -4,12 +4,14 @@ server killed mid-turn whose session another server finishes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -44,14 +46,14 @@ def user_messages(url: str, session: str) -> list[str]:
 
 def test_cgraph_creates_its_tables_and_refuses_a_later_layout(pg_url: str, tmp_path: Path) -> None:
     first = ran([str(CGRAPH), "store", "migrate", pg_url])
-    assert (first.returncode, first.stdout) == (0, "session store layout created at version 2\n")
+    assert (first.returncode, first.stdout) == (0, "session store layout created at version 3\n")
     again = ran([str(CGRAPH), "store", "migrate", pg_url])
-    assert again.stdout == "session store layout already at version 2\n"
+    assert again.stdout == "session store layout already at version 3\n"
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE cgraph_schema SET version = 99")
     refused = ran([str(CGRAPH), "serve", str(TALK), "--store", pg_url, "--memory", "off"])
     assert refused.returncode == 1
-    assert "has layout version 99, newer than this cgraph's 2: upgrade cgraph" in refused.stderr
+    assert "has layout version 99, newer than this cgraph's 3: upgrade cgraph" in refused.stderr
 
 
 def test_embedded_memory_is_refused_with_a_database_store(pg_url: str) -> None:
@@ -76,7 +78,11 @@ def test_a_session_moves_between_cgraph_run_and_cgraph_serve(pg_url: str, tmp_pa
 
 
 def test_two_processes_never_interleave_one_sessions_turns(pg_url: str, tmp_path: Path) -> None:
-    a, b = serve_on(pg_url, tmp_path), serve_on(pg_url, tmp_path)
+    # Leases of half a second, a turn of 1.5 s: renewed while the model is waited on.
+    a, b = (
+        serve_on(pg_url, tmp_path, "--lease", "0.5"),
+        serve_on(pg_url, tmp_path, "--lease", "0.5"),
+    )
     impatient = serve_on(pg_url, tmp_path, "--wait", "0.2")
     try:
         sid = a.client().post("/v1/sessions", json={"graph": "talk"}).json()["session"]
@@ -116,7 +122,7 @@ def test_a_server_killed_mid_turn_loses_nothing_and_another_finishes_it(
 
         sending = threading.Thread(target=send)
         sending.start()
-        time.sleep(0.6)  # inside the turn: its message is committed, its reply is not
+        wait_pending(b, sid, "one")  # inside the turn: its message is committed, its reply not
         a.stop(signal.SIGKILL)
         sending.join(10)
         assert lost, "the killed server's client must see its request fail"
@@ -133,6 +139,71 @@ def test_a_server_killed_mid_turn_loses_nothing_and_another_finishes_it(
     finally:
         for server in (a, b):
             server.stop(signal.SIGKILL)
+
+
+def wait_pending(server: Server, session: str, text: str) -> None:
+    """Until the session's turn is under way: its message committed, its reply not (a
+    fixed sleep misses that moment on a loaded machine)."""
+    reader, deadline = server.client(), time.monotonic() + 20
+    while reader.get(f"/v1/sessions/{session}").json()["pending"] != text:
+        assert time.monotonic() < deadline, "the message was never committed"
+        time.sleep(0.05)
+
+
+def lease_of(url: str, session: str) -> tuple[str | None, float, int, float]:
+    """(holder, expiry, fence, the database's clock now) of a session's lease."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT holder, expires, fence, extract(epoch FROM clock_timestamp())"
+            " FROM cgraph_leases WHERE id = %s",
+            (session,),
+        ).fetchone()
+    assert row is not None
+    return row[0], float(row[1]), int(row[2]), float(row[3])
+
+
+def test_a_holder_killed_mid_model_call_keeps_its_lease_until_it_lapses_and_no_longer(
+    pg_url: str, tmp_path: Path
+) -> None:
+    a = serve_on(pg_url, tmp_path, "--lease", "3")
+    b = serve_on(pg_url, tmp_path, "--lease", "3", "--wait", "10")
+    try:
+        sid = a.client().post("/v1/sessions", json={"graph": "talk"}).json()["session"]
+        sending = threading.Thread(
+            target=lambda: _quietly(
+                a.client().post, f"/v1/sessions/{sid}/messages", json={"text": "one", "key": 1}
+            )
+        )
+        sending.start()
+        wait_pending(b, sid, "one")
+        a.stop(signal.SIGKILL)  # waiting on the model: its message committed, no reply
+        sending.join(10)
+        holder, expires, fence, now = lease_of(pg_url, sid)
+        assert holder is not None and expires > now + 0.5, "the killed holder's lease is in force"
+        started = time.monotonic()
+        again = b.client().post(f"/v1/sessions/{sid}/messages", json={"text": "one", "key": 1})
+        waited = time.monotonic() - started
+        # taken once it lapsed, then the turn finished (one more model call of 1.5 s)
+        assert expires - now - 0.3 < waited < expires - now + 1.5 + 3, "taken when it lapsed"
+        assert again.status_code == 200, again.text
+        assert again.json()["replayed"] is True and again.json()["turn"] == 1
+        assert again.json()["reply"] == "ok"
+        after, _, fenced, _ = lease_of(pg_url, sid)
+        assert after is None and fenced > fence  # the next holder's, let go
+        assert (
+            b.client().post(f"/v1/sessions/{sid}/messages", json={"text": "two"}).json()["turn"]
+            == 2
+        )
+        assert user_messages(pg_url, sid) == ["one", "two"]  # the turn recovered once
+    finally:
+        for server in (a, b):
+            server.stop(signal.SIGKILL)
+
+
+def _quietly(call: Any, *args: Any, **kwargs: Any) -> None:
+    """A request whose server is killed under it: its failure is the point."""
+    with contextlib.suppress(httpx.HTTPError):
+        call(*args, **kwargs)
 
 
 def test_workers_share_the_sessions_and_keep_every_turn_once(pg_url: str, tmp_path: Path) -> None:

@@ -109,6 +109,8 @@ def test_the_page_and_its_files_are_served_and_not_in_the_api_description(server
         assert {"long_form", "root"} <= watched
         paths = client.get("/openapi.json").json()["paths"]
         assert not any(path.startswith("/studio") for path in paths)
+        home = client.get("/")  # a visitor of the server's address finds the page
+        assert (home.status_code, home.headers["location"]) == (307, "/studio")
 
 
 def test_a_300_turn_session_on_a_200_state_graph_opens_and_pans_and_zooms(

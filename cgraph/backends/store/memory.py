@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from cgraph.backends.store.locks import ThreadLocks
+from cgraph.backends.store.leases import LEASE_SECONDS, Holding, lost
 from cgraph.backends.store.rows import dumps, in_effect, key_of, last_at, place, summary_row
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
-from cgraph.runtime.ports import SessionInfo, Standing, StoredSession
+from cgraph.runtime.ports import Lease, SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
 
 
@@ -20,8 +22,12 @@ class InMemorySessionStore:
     shared = False
     """Its sessions are this process's alone."""
 
-    def __init__(self) -> None:
-        self._locks = ThreadLocks()
+    def __init__(self, *, lease: float = LEASE_SECONDS) -> None:
+        self.leases = Holding(self, lease)
+        self._guard = threading.Lock()
+        self._leases: dict[str, tuple[str | None, float, int]] = {}
+        """Per session: (holder or None once let go, expiry on the monotonic clock, fence);
+        kept when the session is deleted, so a fence never goes down."""
         self._info: dict[str, SessionInfo] = {}
         self._snapshots: dict[str, str] = {}
         self._events: dict[str, list[Event]] = {}
@@ -31,7 +37,15 @@ class InMemorySessionStore:
         # not rebuilt at every step's commit.
         self._updated: dict[str, float] = {}
 
-    def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
+    def create(
+        self,
+        info: SessionInfo,
+        snapshot: dict[str, Any],
+        events: Sequence[Event],
+        *,
+        fence: int | None = None,
+    ) -> None:
+        self._fenced(info.id, fence)
         if info.id in self._info:
             raise SessionExists(f"session `{info.id}` already exists")
         self._info[info.id] = info
@@ -50,8 +64,10 @@ class InMemorySessionStore:
         *,
         checkpoint: int | None = None,
         rewind_to: int | None = None,
+        fence: int | None = None,
     ) -> None:
         self._require(session_id)
+        self._fenced(session_id, fence)
         log = self._events[session_id]
         if events and log and events[0].seq <= log[-1].seq:
             raise StoreError(f"event {events[0].seq} of `{session_id}` was already committed")
@@ -71,8 +87,9 @@ class InMemorySessionStore:
         if checkpoint is not None:
             self._checkpoints[(session_id, checkpoint)] = text
 
-    def append(self, session_id: str, events: Sequence[Event]) -> None:
+    def append(self, session_id: str, events: Sequence[Event], *, fence: int | None = None) -> None:
         self._require(session_id)
+        self._fenced(session_id, fence)
         log = self._events[session_id]
         if events and log and events[0].seq <= log[-1].seq:
             raise StoreError(f"event {events[0].seq} of `{session_id}` was already committed")
@@ -116,7 +133,9 @@ class InMemorySessionStore:
         ]
         return sorted(found, key=lambda i: i.updated_at, reverse=True)
 
-    def delete(self, session_id: str) -> bool:
+    def delete(self, session_id: str, *, fence: int | None = None) -> bool:
+        if session_id in self._info:
+            self._fenced(session_id, fence)
         if self._info.pop(session_id, None) is None:
             return False
         for table in (self._snapshots, self._events, self._updated):
@@ -127,13 +146,56 @@ class InMemorySessionStore:
             del self._keys[key]
         return True
 
+    # ----- leases: one process's, so its own clock and a lock are enough ----------------
+
+    def acquire(self, session_id: str, *, ttl: float) -> Lease | None:
+        with self._guard:
+            holder, expires, fence = self._leases.get(session_id, (None, 0.0, 0))
+            now = time.monotonic()
+            if holder is not None and expires > now:
+                return None
+            lease = Lease(session_id, self.leases.holder, fence + 1, now + ttl)
+            self._leases[session_id] = (lease.holder, lease.expires, lease.fence)
+            return lease
+
+    def renew(self, leases: Sequence[Lease], *, ttl: float) -> list[Lease]:
+        renewed = []
+        with self._guard:
+            for lease in leases:
+                holder, _, fence = self._leases.get(lease.session_id, (None, 0.0, 0))
+                if (holder, fence) == (lease.holder, lease.fence):
+                    expires = time.monotonic() + ttl
+                    self._leases[lease.session_id] = (holder, expires, fence)
+                    renewed.append(Lease(lease.session_id, lease.holder, fence, expires))
+        return renewed
+
+    def release(self, lease: Lease) -> None:
+        with self._guard:
+            holder, expires, fence = self._leases.get(lease.session_id, (None, 0.0, 0))
+            if (holder, fence) == (lease.holder, lease.fence):
+                self._leases[lease.session_id] = (None, expires, fence)
+
     @contextmanager
-    def hold(self, session_id: str, *, wait: float = 0.0) -> Iterator[None]:
-        with self._locks.hold(session_id, wait):
-            yield
+    def hold(
+        self, session_id: str, *, wait: float = 0.0, ttl: float | None = None
+    ) -> Iterator[Lease]:
+        with self.leases.hold(session_id, wait, ttl) as lease:
+            yield lease
 
     def close(self) -> None:
         return None
+
+    def _fenced(self, session_id: str, fence: int | None) -> None:
+        """`LeaseLost` unless a write with `fence` (by default the held lease's) may go."""
+        given = self.leases.fence(session_id, fence)
+        with self._guard:
+            holder, expires, current = self._leases.get(session_id, (None, 0.0, 0))
+        if given is None:
+            ok = holder is None or expires <= time.monotonic()
+        else:
+            ok = holder is not None and given == current
+        if not ok:
+            raise lost(session_id, given)
 
     def _append(self, session_id: str, events: Sequence[Event]) -> None:
         self._events[session_id].extend(events)

@@ -17,10 +17,12 @@ folded (`PostgresStore._steps`, checked against the table in the statement), so 
 another process began keeps that process's rows as they are. Snapshots are deflated too.
 A turn of six steps stores about 1.3 KB instead of 6 KB (docs/data/bench_serve.md).
 
-`hold` is a session-level advisory lock on a connection of its own, held for the turn:
-two turns of one session never interleave, whichever process or machine runs them, and a
-holder that dies (its connection gone) lets go at once. The holding thread's reads and
-commits of that session go through that same connection.
+One writer per session is a lease (`cgraph_leases`: holder, expiry on the database's
+clock, a fence that only goes up), taken, renewed and let go in short statements: a turn
+waiting on a model holds no connection. Every write locks the session's lease row (`FOR
+SHARE`) and goes only when its fence is the one in force, so a lease taken over waits for
+a write under way and refuses every later one of the holder it replaced. A holder that
+dies stops renewing: its leases lapse after their ttl (seconds).
 
 The layout is versioned (`MIGRATIONS`): opening a store creates or upgrades its tables
 under a lock (so two servers starting at once migrate once) and refuses tables written by
@@ -39,7 +41,7 @@ from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
-from cgraph.backends.store.locks import busy
+from cgraph.backends.store.leases import LEASE_SECONDS, Holding, lost
 from cgraph.backends.store.packing import (
     deflated,
     events_text,
@@ -50,7 +52,7 @@ from cgraph.backends.store.packing import (
 )
 from cgraph.backends.store.rows import in_effect, info_row, key_of, last_at, place
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
-from cgraph.runtime.ports import SessionInfo, Standing, StoredSession
+from cgraph.runtime.ports import Lease, SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
 
 MIGRATIONS: tuple[str, ...] = (
@@ -99,12 +101,35 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE cgraph_checkpoints ALTER COLUMN snapshot TYPE bytea
         USING convert_to(snapshot, 'UTF8');
     """,
+    # 3: a lease per session instead of an advisory lock held on a connection for the turn.
+    # A row outlives its session (a fence never goes down, also not for a session deleted
+    # and created again) and is updated in place at every renewal (fillfactor: HOT).
+    """
+    CREATE TABLE cgraph_leases (
+        id text PRIMARY KEY, holder text, expires float8 NOT NULL, fence bigint NOT NULL
+    ) WITH (fillfactor = 50);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 """The layout this cgraph writes: the number of migrations."""
 MIGRATION_LOCK = 0x63677261  # "cgra": one migration at a time across servers
-POOL_SIZE = 20
+POOL_SIZE = 10
+"""Connections per process: each is lent for one statement (a turn holds none while it waits)."""
 CONNECT_SECONDS = 10.0
+
+_NOW = "extract(epoch FROM clock_timestamp())"
+"""The database's clock: the one every machine's leases are timed by."""
+_FENCED = f"""
+WITH ok AS (SELECT CASE WHEN %(fence)s::bigint IS NULL THEN NOT EXISTS (
+        SELECT 1 FROM cgraph_leases
+        WHERE id = %(sid)s AND holder IS NOT NULL AND expires > {_NOW})
+    ELSE EXISTS (
+        SELECT 1 FROM cgraph_leases
+        WHERE id = %(sid)s AND fence = %(fence)s AND holder IS NOT NULL FOR SHARE)
+    END AS ok)"""
+"""Whether a write may go: with a fence, when it is the lease in force (its row locked
+until the write commits, so a lease is not taken over in the middle of it); without one,
+when no lease is in force."""
 
 _NEW = "NOT EXISTS (SELECT 1 FROM cgraph_log l WHERE l.sid = s.key AND l.seq >= %(first)s)"
 _EVENTS = f""",
@@ -131,11 +156,14 @@ e AS (INSERT INTO cgraph_log (sid, seq, msg, msg_end, data)
 seq `fold_from` on, which this process wrote) replaced by one row of them all, deflated.
 When the rows there are not the ones expected (another process wrote some), the step's
 row is written alone, as `_EVENTS` does."""
-_STEP = """
-WITH s AS (
+_STEP = (
+    _FENCED
+    + """,
+s AS (
     UPDATE cgraph_sessions SET snapshot = %(snapshot)s, turn_seq = %(turn_seq)s,
         updated_at = greatest(updated_at, %(at)s)
-    WHERE id = %(sid)s RETURNING key)"""
+    WHERE id = %(sid)s AND (SELECT ok FROM ok) RETURNING key)"""
+)
 _REWIND = """,
 dc AS (DELETE FROM cgraph_checkpoints USING s WHERE sid = s.key AND turn > %(rewind)s),
 dk AS (DELETE FROM cgraph_keys USING s WHERE sid = s.key AND turn > %(rewind)s)"""
@@ -148,8 +176,8 @@ _CHECKPOINT = """,
 c AS (INSERT INTO cgraph_checkpoints (sid, turn, snapshot)
     SELECT s.key, %(checkpoint)s, %(snapshot)s FROM s
     ON CONFLICT (sid, turn) DO UPDATE SET snapshot = excluded.snapshot)"""
-_RESULT = "\nSELECT (SELECT count(*) FROM s), (SELECT count(*) FROM e)"
-"""(the session found, its events' row written)."""
+_RESULT = "\nSELECT (SELECT count(*) FROM s), (SELECT count(*) FROM e), (SELECT ok FROM ok)"
+"""(the session found, its events' row written, the fence in force)."""
 _COMMITS = {
     (rewind, keys, checkpoint, fold): _STEP
     + (_FOLD if fold else _EVENTS)
@@ -166,7 +194,8 @@ _COMMITS = {
 rewind, idempotency keys, the turn's checkpoint, the turn's rows folded): a step writes
 only what it has, in one round trip, and each is prepared once per connection."""
 _APPEND = {
-    keys: "\nWITH s AS (SELECT key FROM cgraph_sessions WHERE id = %(sid)s)"
+    keys: _FENCED
+    + ",\ns AS (SELECT key FROM cgraph_sessions WHERE id = %(sid)s AND (SELECT ok FROM ok))"
     + _EVENTS
     + (_KEYS if keys else "")
     + _RESULT
@@ -188,34 +217,55 @@ LEFT JOIN cgraph_keys k ON k.sid = s.key AND k.key = %s WHERE s.id = %s
 and a `turn_of_key`."""
 _KEY = "(SELECT key FROM cgraph_sessions WHERE id = %s)"
 """A session's number, from its id."""
-_DELETE = """
-WITH s AS (DELETE FROM cgraph_sessions WHERE id = %s RETURNING key),
+_DELETE = (
+    _FENCED
+    + """,
+s AS (DELETE FROM cgraph_sessions WHERE id = %(sid)s AND (SELECT ok FROM ok) RETURNING key),
 e AS (DELETE FROM cgraph_log USING s WHERE sid = s.key),
 c AS (DELETE FROM cgraph_checkpoints USING s WHERE sid = s.key),
 k AS (DELETE FROM cgraph_keys USING s WHERE sid = s.key)
-SELECT count(*) FROM s
+SELECT (SELECT count(*) FROM s), (SELECT ok FROM ok)
 """
-_LOCK = "hashtextextended('cgraph:' || %s, 0)"
+)
+_ACQUIRE = f"""
+INSERT INTO cgraph_leases AS l (id, holder, expires, fence)
+VALUES (%(sid)s, %(holder)s, {_NOW} + %(ttl)s, 1)
+ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires = excluded.expires,
+    fence = l.fence + 1
+WHERE l.holder IS NULL OR l.expires <= {_NOW}
+RETURNING fence, expires
+"""
+"""The lease when it is free or lapsed (a row updated, with the next fence); no row when
+another's is in force."""
+_RENEW = f"""
+UPDATE cgraph_leases l SET expires = {_NOW} + %(ttl)s
+FROM unnest(%(ids)s::text[], %(fences)s::bigint[]) AS u(id, fence)
+WHERE l.id = u.id AND l.fence = u.fence AND l.holder = %(holder)s
+RETURNING l.id, l.fence, l.expires
+"""
+_RELEASE = "UPDATE cgraph_leases SET holder = NULL WHERE id = %s AND fence = %s AND holder = %s"
 
 
 class PostgresStore:
     """Sessions in a PostgreSQL database, shared by every process that opens the URL.
 
     `url` is a libpq connection URL (`postgresql://user:password@host:5432/db`; its query
-    may set libpq options, e.g. `?keepalives_idle=10` so that a dead machine's lock is let
-    go within seconds). `pool_size` caps this process's connections: every `hold` keeps one
-    for its turn, and other reads borrow one for a statement.
+    may set libpq options). `pool_size` caps this process's connections, each lent for one
+    statement; `lease` is the seconds a session's lease lasts unrenewed (how long a killed
+    holder keeps its sessions from the next).
     """
 
     shared = True
     """Any process on any machine that reaches the database serves the same sessions."""
 
-    def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int = POOL_SIZE, lease: float = LEASE_SECONDS
+    ) -> None:
         self.url, self.pool_size = url, pool_size
         self.where = _where(url)
+        self.leases = Holding(self, lease)
         self._open: ConnectionPool | None = None
         self._guard = threading.Lock()
-        self._held: dict[str, tuple[psycopg.Connection[Any], int]] = {}
         self._steps: dict[str, list[_Row]] = {}
         """Per session, the rows this process wrote since the turn's last fold, in a run
         (each begins where the one before ended): folded into one at the turn's end."""
@@ -246,13 +296,9 @@ class PostgresStore:
 
     @contextmanager
     def _connection(self, session_id: str | None = None) -> Iterator[psycopg.Connection[Any]]:
-        """The connection holding `session_id` when this thread holds it, else a pooled
-        one; a database error becomes `StoreError`."""
-        held = self._held.get(session_id or "")
+        """A pooled connection, for one statement or transaction; a database error
+        becomes `StoreError`."""
         try:
-            if held is not None and held[1] == threading.get_ident():
-                yield held[0]
-                return
             with self._pool.connection() as conn:
                 yield conn
         except pg_errors.UniqueViolation as err:
@@ -266,18 +312,29 @@ class PostgresStore:
 
     # ----- the port -----------------------------------------------------------------------
 
-    def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
+    def create(
+        self,
+        info: SessionInfo,
+        snapshot: dict[str, Any],
+        events: Sequence[Event],
+        *,
+        fence: int | None = None,
+    ) -> None:
         text = pack(snapshot)
         row = (info.id, info.user_id, info.graph, info.graph_name, info.model)
         seq = int(snapshot.get("turn_seq", 0))
+        given = self.leases.fence(info.id, fence)
         try:
             with self._connection(info.id) as conn, conn.transaction():
+                ok = conn.execute(_FENCED + " SELECT ok FROM ok", {"sid": info.id, "fence": given})
+                if not ok.fetchone()[0]:  # type: ignore[index]
+                    raise lost(info.id, given)
                 conn.execute(
                     f"INSERT INTO cgraph_sessions ({_SESSION}, turn_seq)"
                     " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                     (*row, info.created_at, info.created_at, text, seq),
                 )
-                args = self._step(info.id, events, text, seq, 0, None)
+                args = self._step(info.id, events, text, seq, 0, None) | {"fence": given}
                 conn.execute(_commit(args), args)
         except StoreError as err:
             if isinstance(err.__cause__, pg_errors.UniqueViolation):
@@ -292,20 +349,25 @@ class PostgresStore:
         *,
         checkpoint: int | None = None,
         rewind_to: int | None = None,
+        fence: int | None = None,
     ) -> None:
         seq = int(snapshot.get("turn_seq", 0))
         args = self._step(session_id, events, pack(snapshot), seq, checkpoint, rewind_to)
+        args["fence"] = self.leases.fence(session_id, fence)
         self._run(session_id, _commit(args), args)
 
-    def append(self, session_id: str, events: Sequence[Event]) -> None:
+    def append(self, session_id: str, events: Sequence[Event], *, fence: int | None = None) -> None:
         args = self._step(session_id, events, b"", 0, None, None)
+        args["fence"] = self.leases.fence(session_id, fence)
         self._run(session_id, _APPEND[bool(args["keys"])], args)
 
     def _run(self, session_id: str, statement: str, args: dict[str, Any]) -> None:
         """Run a step's statement; what it answered: (the session found, its events' row
-        written). A step not written ends the run of rows to fold."""
+        written, its fence in force). A step not written ends the run of rows to fold."""
         try:
-            session, written = self._fetch(statement, args, session_id)[0]
+            session, written, fenced = self._fetch(statement, args, session_id)[0]
+            if not fenced:
+                raise lost(session_id, args["fence"])
             if not session:
                 raise SessionNotFound(f"no session `{session_id}` in {self.where}")
             if args["data"] is not None and not written:
@@ -423,63 +485,56 @@ class PostgresStore:
             rows = self._fetch(query + " ORDER BY updated_at DESC", ())
         return [info_row(r, unpack(r[7])) for r in rows]
 
-    def delete(self, session_id: str) -> bool:
+    def delete(self, session_id: str, *, fence: int | None = None) -> bool:
         self._steps.pop(session_id, None)
-        return bool(self._fetch(_DELETE, (session_id,), session_id)[0][0])
+        given = self.leases.fence(session_id, fence)
+        deleted, fenced = self._fetch(_DELETE, {"sid": session_id, "fence": given}, session_id)[0]
+        if not fenced:
+            raise lost(session_id, given)
+        return bool(deleted)
+
+    # ----- leases -------------------------------------------------------------------------
+
+    def acquire(self, session_id: str, *, ttl: float) -> Lease | None:
+        args = {"sid": session_id, "holder": self.leases.holder, "ttl": ttl}
+        rows = self._fetch(_ACQUIRE, args)
+        if not rows:
+            return None
+        return Lease(session_id, self.leases.holder, int(rows[0][0]), float(rows[0][1]))
+
+    def renew(self, leases: Sequence[Lease], *, ttl: float) -> list[Lease]:
+        if not leases:
+            return []
+        args = {
+            "ids": [lease.session_id for lease in leases],
+            "fences": [lease.fence for lease in leases],
+            "holder": self.leases.holder,
+            "ttl": ttl,
+        }
+        rows = self._fetch(_RENEW, args)
+        return [Lease(r[0], self.leases.holder, int(r[1]), float(r[2])) for r in rows]
+
+    def release(self, lease: Lease) -> None:
+        with self._connection() as conn:
+            conn.execute(_RELEASE, (lease.session_id, lease.fence, lease.holder))
 
     @contextmanager
-    def hold(self, session_id: str, *, wait: float = 0.0) -> Iterator[None]:
-        try:
-            with self._pool.connection() as conn:
-                _lock(conn, session_id, wait)
-                self._held[session_id] = (conn, threading.get_ident())
-                try:
-                    yield
-                finally:
-                    del self._held[session_id]
-                    _unlock(conn, session_id)
-        except psycopg.Error as err:
-            raise StoreError(f"session store {self.where}: {err}") from err
+    def hold(
+        self, session_id: str, *, wait: float = 0.0, ttl: float | None = None
+    ) -> Iterator[Lease]:
+        with self.leases.hold(session_id, wait, ttl) as lease:
+            yield lease
 
     def close(self) -> None:
-        """Close the pool (when no session is held; it opens again when used)."""
+        """Close the pool (when no lease is held; it opens again when used)."""
         with self._guard:
-            if self._open is not None and not self._held:
+            if self._open is not None and not self.leases.holding:
                 self._open.close()
                 self._open = None
 
     def _require(self, session_id: str) -> None:
-        # Through the held connection when this thread holds the session: a second one,
-        # borrowed while holding the first, deadlocks a pool whose every holder does so.
-        if not self._fetch(
-            "SELECT 1 FROM cgraph_sessions WHERE id = %s", (session_id,), session_id
-        ):
+        if not self._fetch("SELECT 1 FROM cgraph_sessions WHERE id = %s", (session_id,)):
             raise SessionNotFound(f"no session `{session_id}` in {self.where}")
-
-
-def _lock(conn: psycopg.Connection[Any], session_id: str, wait: float) -> None:
-    """Take the session's advisory lock on `conn`, waiting up to `wait` seconds."""
-    if wait <= 0:
-        taken = conn.execute(f"SELECT pg_try_advisory_lock({_LOCK})", (session_id,)).fetchone()
-        if not (taken and taken[0]):
-            raise busy(session_id)
-        return
-    try:  # lock_timeout, local to this one statement, bounds the lock's wait
-        conn.execute(
-            f"SELECT set_config('lock_timeout', %s, true), pg_advisory_lock({_LOCK})",
-            (f"{max(1, round(wait * 1000))}ms", session_id),
-        )
-    except pg_errors.LockNotAvailable:
-        raise busy(session_id) from None
-
-
-def _unlock(conn: psycopg.Connection[Any], session_id: str) -> None:
-    """Let the lock go; a connection that cannot is closed (the server then lets go of
-    it) so that the pool never lends a connection still holding a session."""
-    try:
-        conn.execute(f"SELECT pg_advisory_unlock({_LOCK})", (session_id,))
-    except psycopg.Error:
-        conn.close()
 
 
 class _Row(NamedTuple):
@@ -516,6 +571,7 @@ def _arguments(
         "msg_end": max(places, default=None),
         "data": None,
         "fold_from": None,
+        "fence": None,
         "keys": [k for k, _ in keyed],
         "key_turns": [int(e.turn) for _, e in keyed],
         "key_seqs": [int(e.seq) for _, e in keyed],

@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from cgraph.backends.store.locks import file_lock
+from cgraph.backends.store.leases import LEASE_SECONDS, Holding, alive, lost
 from cgraph.backends.store.rows import (
     SCHEMA_VERSION,
     dumps,
@@ -30,7 +31,7 @@ from cgraph.backends.store.rows import (
     replayed,
 )
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
-from cgraph.runtime.ports import SessionInfo, Standing, StoredSession
+from cgraph.runtime.ports import Lease, SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
 
 Synchronous = Literal["OFF", "NORMAL", "FULL"]
@@ -58,6 +59,13 @@ CREATE TABLE IF NOT EXISTS keys (
     session TEXT NOT NULL, key TEXT NOT NULL, turn INTEGER NOT NULL, seq INTEGER NOT NULL,
     PRIMARY KEY (session, key)) WITHOUT ROWID;
 """
+# Version 3: a lease per session (`SessionStore.acquire`), kept when the session is deleted
+# so that its fence never goes down.
+_LEASES = """
+CREATE TABLE IF NOT EXISTS leases (
+    session TEXT PRIMARY KEY, holder TEXT, expires REAL NOT NULL, fence INTEGER NOT NULL)
+    WITHOUT ROWID;
+"""
 
 
 class SQLiteStore:
@@ -68,15 +76,23 @@ class SQLiteStore:
     fsync per commit; only a power cut or OS crash can lose the last few steps. Use
     `"FULL"` to fsync every step when that matters more than speed.
 
-    `hold` locks a file per session in `locks/` beside the database (an OS lock: every
-    process on the machine sees it, and a killed holder lets go).
+    A session's writer holds its lease (`hold`), a row of `leases` that every process on
+    the machine sees; the lease of a holder that died (its process gone) is free at once,
+    not only when it expires.
     """
 
     shared = False
     """Processes on one machine share the file; other machines never reach it."""
 
-    def __init__(self, path: str | Path, *, synchronous: Synchronous = "NORMAL") -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: Synchronous = "NORMAL",
+        lease: float = LEASE_SECONDS,
+    ) -> None:
         self.path = Path(path)
+        self.leases = Holding(self, lease)
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,10 +122,18 @@ class SQLiteStore:
             self._open = db
         return self._open
 
-    def create(self, info: SessionInfo, snapshot: dict[str, Any], events: Sequence[Event]) -> None:
+    def create(
+        self,
+        info: SessionInfo,
+        snapshot: dict[str, Any],
+        events: Sequence[Event],
+        *,
+        fence: int | None = None,
+    ) -> None:
         text = dumps(snapshot)
         row = (info.id, info.user_id, info.graph, info.graph_name, info.model)
         with self._transaction() as db:
+            self._fenced(db, info.id, fence)
             try:
                 db.execute(
                     "INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?)",
@@ -128,9 +152,11 @@ class SQLiteStore:
         *,
         checkpoint: int | None = None,
         rewind_to: int | None = None,
+        fence: int | None = None,
     ) -> None:
         text = dumps(snapshot)
         with self._transaction() as db:
+            self._fenced(db, session_id, fence)
             at = last_at(events, 0.0)
             changed = db.execute(
                 "UPDATE sessions SET snapshot=?, updated_at=max(updated_at, ?) WHERE id=?",
@@ -150,9 +176,10 @@ class SQLiteStore:
                     (session_id, checkpoint, text),
                 )
 
-    def append(self, session_id: str, events: Sequence[Event]) -> None:
+    def append(self, session_id: str, events: Sequence[Event], *, fence: int | None = None) -> None:
         with self._transaction() as db:
             self._require(session_id)
+            self._fenced(db, session_id, fence)
             self._append(db, session_id, events)
 
     def load(self, session_id: str) -> StoredSession:
@@ -206,8 +233,9 @@ class SQLiteStore:
         keyed = None if row[2] is None else (int(row[2]), int(row[3]))
         return Standing(row[0], json.loads(row[1]).get("seq"), keyed)
 
-    def delete(self, session_id: str) -> bool:
+    def delete(self, session_id: str, *, fence: int | None = None) -> bool:
         with self._transaction() as db:
+            self._fenced(db, session_id, fence)
             for table in ("events", "checkpoints", "keys"):
                 db.execute(f"DELETE FROM {table} WHERE session=?", (session_id,))
             return bool(db.execute("DELETE FROM sessions WHERE id=?", (session_id,)).rowcount)
@@ -233,10 +261,57 @@ class SQLiteStore:
             rows = self._db.execute(query + " ORDER BY updated_at DESC", args).fetchall()
         return [info_row(r, json.loads(r[7])) for r in rows]
 
+    # ----- leases ---------------------------------------------------------------------------
+
+    def acquire(self, session_id: str, *, ttl: float) -> Lease | None:
+        with self._transaction() as db:
+            row = db.execute(_LEASE, (session_id,)).fetchone()
+            if row is not None and _in_force(row):
+                return None
+            now = time.time()
+            lease = Lease(session_id, self.leases.holder, (row[2] if row else 0) + 1, now + ttl)
+            db.execute(
+                "INSERT OR REPLACE INTO leases VALUES (?,?,?,?)",
+                (session_id, lease.holder, lease.expires, lease.fence),
+            )
+            return lease
+
+    def renew(self, leases: Sequence[Lease], *, ttl: float) -> list[Lease]:
+        expires = time.time() + ttl
+        renewed = []
+        with self._transaction() as db:
+            for lease in leases:
+                if db.execute(
+                    "UPDATE leases SET expires=? WHERE session=? AND holder=? AND fence=?",
+                    (expires, lease.session_id, lease.holder, lease.fence),
+                ).rowcount:
+                    renewed.append(Lease(lease.session_id, lease.holder, lease.fence, expires))
+        return renewed
+
+    def release(self, lease: Lease) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE leases SET holder=NULL WHERE session=? AND holder=? AND fence=?",
+                (lease.session_id, lease.holder, lease.fence),
+            )
+
     @contextmanager
-    def hold(self, session_id: str, *, wait: float = 0.0) -> Iterator[None]:
-        with file_lock(self.path.parent / "locks", session_id, wait):
-            yield
+    def hold(
+        self, session_id: str, *, wait: float = 0.0, ttl: float | None = None
+    ) -> Iterator[Lease]:
+        with self.leases.hold(session_id, wait, ttl) as lease:
+            yield lease
+
+    def _fenced(self, db: sqlite3.Connection, session_id: str, fence: int | None) -> None:
+        """`LeaseLost` unless a write with `fence` (by default the held lease's) may go."""
+        given = self.leases.fence(session_id, fence)
+        row = db.execute(_LEASE, (session_id,)).fetchone()
+        if given is None:
+            ok = row is None or not _in_force(row)
+        else:
+            ok = row is not None and row[0] is not None and row[2] == given
+        if not ok:
+            raise lost(session_id, given)
 
     def close(self) -> None:
         with self._lock:
@@ -291,6 +366,13 @@ class _Transaction:
 
 
 _EVENTS = "SELECT seq, turn, kind, at, data FROM events"
+_LEASE = "SELECT holder, expires, fence FROM leases WHERE session=?"
+
+
+def _in_force(row: tuple[Any, ...]) -> bool:
+    """A lease row another may not take: held, unexpired, by a holder not known dead."""
+    holder, expires, _ = row
+    return holder is not None and expires > time.time() and alive(holder) is not False
 
 
 def _migrate(db: sqlite3.Connection, path: Path) -> None:
@@ -307,7 +389,7 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
     if older and "msg" not in {row[1] for row in db.execute("PRAGMA tableinfo_row(events)")}:
         db.execute("ALTER TABLE events ADD COLUMN msg INTEGER")
     # One statement at a time: `executescript` would commit the migration's transaction.
-    for statement in (_SCHEMA + _INDEXES).split(";"):
+    for statement in (_SCHEMA + _INDEXES + _LEASES).split(";"):
         if statement.strip():
             db.execute(statement)
     if older:

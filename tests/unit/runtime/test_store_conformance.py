@@ -13,8 +13,8 @@ import pytest
 
 from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.backends.store.sqlite import SQLiteStore
-from cgraph.errors import SessionBusy, SessionNotFound
-from cgraph.runtime.ports import SessionInfo, SessionStore
+from cgraph.errors import LeaseLost, SessionBusy, SessionNotFound
+from cgraph.runtime.ports import Lease, SessionInfo, SessionStore
 from cgraph.runtime.state.records import Event, EventKind
 
 KINDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.slow)]
@@ -38,6 +38,20 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionSto
     made.close()
 
 
+@pytest.fixture
+def elsewhere(
+    store: SessionStore, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[SessionStore]:
+    """The same sessions as another process opens them (a holder of its own); the
+    in-memory store's are one process's: the same store."""
+    if isinstance(store, InMemorySessionStore):
+        yield store
+        return
+    made = opened("sqlite" if isinstance(store, SQLiteStore) else "postgres", request, tmp_path)
+    yield made
+    made.close()
+
+
 class Log:
     """Writes a session as the runtime does: events with their places and keys."""
 
@@ -54,12 +68,14 @@ class Log:
         self.seq += 1
         return made
 
-    def turn(self, turn: int, text: str, key: str | None = None) -> int:
+    def turn(
+        self, turn: int, text: str, key: str | None = None, *, fence: int | None = None
+    ) -> int:
         keyed = {"key": key} if key is not None else {}
         said = self.event(turn, "user_message", text=text, **keyed)
         events = [said, self.event(turn, "reply", text=f"re {text}")]
         snapshot = self.snapshot(turn, said.seq)
-        self.store.commit(self.session, events, snapshot, checkpoint=turn)
+        self.store.commit(self.session, events, snapshot, checkpoint=turn, fence=fence)
         return said.seq
 
     def snapshot(self, turn: int, turn_seq: int) -> dict[str, Any]:
@@ -181,3 +197,96 @@ def test_append_writes_events_ahead_and_keeps_the_snapshot(store: SessionStore) 
     assert store.load("s").snapshot == before
     with pytest.raises(SessionNotFound):
         store.append("nobody", [log.event(1, "note", text="x")])
+
+
+def test_a_lease_is_one_holders_and_a_lapsed_one_is_fenced_off(
+    store: SessionStore, elsewhere: SessionStore
+) -> None:
+    log = Log(store)
+    first = store.acquire("s", ttl=1.0)
+    assert isinstance(first, Lease) and first.fence >= 1
+    assert elsewhere.acquire("s", ttl=5) is None and store.acquire("s", ttl=5) is None
+    log.turn(1, "one", fence=first.fence)
+    time.sleep(1.1)  # lapsed: the next holder takes over with a higher fence
+    second = elsewhere.acquire("s", ttl=5)
+    assert second is not None and second.fence > first.fence
+    with pytest.raises(LeaseLost):  # the lapsed holder carries on: refused, nothing stored
+        log.turn(2, "late", fence=first.fence)
+    with pytest.raises(LeaseLost):
+        store.append("s", [log.event(2, "note", text="x")], fence=first.fence)
+    with pytest.raises(LeaseLost):  # nor may a writer without a lease write meanwhile
+        Log.turn(log, 2, "no lease")
+    with pytest.raises(LeaseLost):
+        store.delete("s", fence=first.fence)
+    assert texts(store.events("s")) == ["None", "one", "re one"]
+    assert store.renew([first], ttl=5) == []
+    [renewed] = elsewhere.renew([second], ttl=5)
+    assert renewed.fence == second.fence and renewed.expires > second.expires
+    log.seq, log.messages = store.events("s")[-1].seq + 1, 2  # the refused writes' are free
+    log.turn(2, "two", fence=second.fence)
+    elsewhere.release(second)
+    third = store.acquire("s", ttl=5)  # let go: free at once
+    assert third is not None and third.fence > second.fence
+    store.release(third)
+    log.turn(3, "three")  # no lease in force: a lease-less writer may write
+    assert texts(store.message_events("s", 0, 6)) == [
+        "one",
+        "re one",
+        "two",
+        "re two",
+        "three",
+        "re three",
+    ]
+
+
+def test_a_fence_never_goes_down_also_for_a_session_deleted_and_made_again(
+    store: SessionStore,
+) -> None:
+    Log(store)
+    lease = store.acquire("s", ttl=5)
+    assert lease is not None
+    assert store.delete("s", fence=lease.fence)
+    store.release(lease)
+    again = store.acquire("s", ttl=5)  # a session not (or no longer) stored may be leased
+    assert again is not None and again.fence > lease.fence
+    info = SessionInfo("s", "ann", "/g.yaml", "g", "scripted", created_at=1.0)
+    first = Event(seq=0, session="s", turn=0, kind="session_started", at=1.0)
+    with pytest.raises(LeaseLost):
+        store.create(info, {"turn": 0}, [first], fence=lease.fence)
+    store.create(info, {"turn": 0}, [first], fence=again.fence)
+    assert store.load("s").snapshot == {"turn": 0}
+
+
+def test_hold_renews_its_lease_and_its_writes_carry_the_fence(
+    store: SessionStore, elsewhere: SessionStore
+) -> None:
+    log = Log(store)
+    with store.hold("s", ttl=0.4) as lease:
+        for _ in range(4):  # twice the ttl: renewed all along
+            time.sleep(0.2)
+            assert elsewhere.acquire("s", ttl=5) is None
+        log.turn(1, "one")  # the held lease's fence, by default
+        with pytest.raises(LeaseLost):
+            log.turn(2, "stale", fence=lease.fence - 1)
+    taken = elsewhere.acquire("s", ttl=5)
+    assert taken is not None and taken.fence > lease.fence
+
+
+def test_waiters_in_one_process_are_served_first_come_first_served(store: SessionStore) -> None:
+    Log(store)
+    served: list[int] = []
+
+    def wait_for_it(number: int) -> None:
+        with store.hold("s", wait=10):
+            served.append(number)
+            time.sleep(0.02)
+
+    with store.hold("s"):
+        waiters = []
+        for number in range(6):
+            waiters.append(threading.Thread(target=wait_for_it, args=(number,)))
+            waiters[-1].start()
+            time.sleep(0.05)  # each in the queue before the next
+    for waiter in waiters:
+        waiter.join(15)
+    assert served == list(range(6))

@@ -16,6 +16,7 @@ from cgraph.serve.options import ServeOptions
 from cgraph.serve.service import Service
 from cgraph.serve.tracing import Tracing
 from cgraph.serve.watch import Watch
+from cgraph.session import Event, Turn
 from tests.conftest import GRAPHS
 
 SCRIPT = """\
@@ -90,7 +91,7 @@ def test_a_turn_span_holds_its_steps_and_the_model_call_of_each(
     ]
     for call in calls:
         assert call.attributes is not None and call.parent is not None
-        mine = spans[f"cgraph.step {call.attributes['cgraph.state']}"]
+        mine = spans[f"cgraph.step {call.attributes['cgraph.state']!s}"]
         assert call.parent.span_id == mine.context.span_id
         assert turn.start_time is not None and call.start_time is not None
         assert turn.start_time <= call.start_time
@@ -109,3 +110,42 @@ def test_a_failed_turn_is_an_error_span(tmp_path: Path) -> None:
     assert turn.status.status_code is StatusCode.ERROR and turn.status.description == "ScriptError"
     assert turn.attributes is not None and turn.attributes["cgraph.outcome"] == "error"
     assert [e.name for e in turn.events] == ["exception"]
+
+
+def test_tool_calls_and_recalls_are_spans_of_the_step_they_ran_in() -> None:
+    caught = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(caught))
+    at = 1_800_000_000.0
+
+    def event(seq: int, name: str, when: float, **data: object) -> Event:
+        return Event(seq=seq, session="s", turn=1, kind=name, at=at + when, data=data)
+
+    events = [
+        event(0, "user_message", 0.0, text="hi"),
+        event(1, "recall", 0.1, state="ask", memories=[{"id": "m", "score": 0.8}]),
+        event(2, "tool_call", 0.5, state="ask", tool="lookup", status="started"),
+        event(3, "tool_call", 0.7, state="ask", tool="lookup", status="done", duration=0.2),
+        event(4, "tool_call", 0.8, state="ask", tool="book", status="failed", duration=0.05),
+        event(5, "decision", 1.0, state="ask", kind="action", chosen="stay", reason="r"),
+    ]
+    turn = Turn(session="s", number=1, user="hi", reply="ok", path=(), transitions=(), state="ask")
+    Tracing(provider).spans(
+        turn, events, [], start=int(at * 1e9), end=int((at + 1.1) * 1e9), graph="g", session="s",
+        user="u",
+    )  # fmt: skip
+    spans = by_name(caught.get_finished_spans())
+    step = spans["cgraph.step ask"]
+    assert {
+        n for n, s in spans.items() if s.parent and s.parent.span_id == step.context.span_id
+    } == {
+        "cgraph.recall",
+        "cgraph.tool lookup",
+        "cgraph.tool book",
+    }
+    lookup, book = spans["cgraph.tool lookup"], spans["cgraph.tool book"]
+    assert lookup.end_time is not None and lookup.start_time is not None
+    assert lookup.end_time - lookup.start_time == 200_000_000  # its duration, ending when logged
+    assert lookup.status.status_code is StatusCode.UNSET
+    assert book.status.status_code is StatusCode.ERROR
+    assert spans["cgraph.recall"].attributes == {"cgraph.recalled": 1, "cgraph.top_score": 0.8}

@@ -307,3 +307,34 @@ def test_an_answer_cut_at_the_token_cap_says_so_and_how_to_raise_it() -> None:
     assert not failed.value.permanent and chat.calls == 1
     whole = '{"exit": "stay", "reason": "r", "reply": "Hi."}'
     assert model(lambda **args: cut(whole)).complete(REQUEST) == whole  # complete all the same
+
+
+def test_each_call_is_reported_to_its_watchers_with_tokens_and_retries() -> None:
+    from cgraph.observe import ModelCall, watching
+
+    answered = response('{"exit": "b"}')
+    answered.usage = SimpleNamespace(prompt_tokens=120, completion_tokens=7)
+    pending: list[Exception] = [Status(503)]
+
+    def completion(**args: Any) -> Any:
+        if pending:
+            raise pending.pop(0)
+        return answered
+
+    seen: list[ModelCall] = []
+    with watching(seen.append):
+        assert model(completion).complete(REQUEST) == '{"exit": "b"}'
+    model(completion).complete(REQUEST)  # nobody watches: nothing reported
+    (call,) = seen
+    assert (call.model, call.kind, call.state, call.mode) == (
+        "openai/x",
+        "action",
+        "a",
+        "json_schema",
+    )
+    assert (call.attempts, call.prompt_tokens, call.completion_tokens) == (2, 120, 7)
+    assert call.reply == '{"exit": "b"}' and call.messages == REQUEST.messages
+    assert call.error is None and not call.streamed and call.seconds >= 0
+    with watching(seen.append), pytest.raises(LLMError):
+        model(failing(Status(401)), retries=0).complete(REQUEST)
+    assert seen[-1].error == "LLMError"

@@ -1,0 +1,231 @@
+"""One writer per session: what a process adds in front of a store's leases.
+
+A store takes, renews and lets go of a session's lease in short statements of its own
+(`SessionStore.acquire`, `renew`, `release`) and refuses a write whose fence is not the
+lease in force. `Holding` is the process's side, shared by every store: a queue per
+session so that its waiters are served first come, first served (only the head of a
+queue asks the store, so a session's lease is never raced for by two of this process's
+requests), one thread that renews every lease held in one statement, and the fence of the
+lease held for each session, which the store's writes carry by default.
+
+Nothing is held while a turn waits on a model: no connection, no lock, no thread of the
+store's. A holder killed with -9 stops renewing, and its leases lapse after their `ttl`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from cgraph.errors import LeaseLost, SessionBusy, StoreError
+from cgraph.runtime.ports import Lease
+
+LEASE_SECONDS = 4.0
+"""How long a lease lasts unrenewed: how long a killed holder keeps its sessions from the
+next one (less than the server's default wait, so a request after a crash gets them)."""
+RENEW_SHARE = 0.25
+"""Leases are renewed every quarter of their ttl: two renewals may fail before one lapses."""
+POLL_FIRST, POLL_MOST = 0.005, 0.1
+"""Seconds between two tries of a lease another process holds: doubling, up to a bound."""
+LOG = logging.getLogger("cgraph.store")
+
+
+def busy(session_id: str) -> SessionBusy:
+    """The one error a store raises when another holder keeps the session."""
+    return SessionBusy(
+        f"session `{session_id}` is busy with another turn (in this process or another); "
+        "try again when it is done"
+    )
+
+
+def lost(session_id: str, fence: int | None) -> LeaseLost:
+    """The error of a write refused for its fence."""
+    held = "no lease" if fence is None else f"lease {fence}"
+    return LeaseLost(
+        f"session `{session_id}`: a write with {held} was refused; another holder's lease is "
+        "in force (this one lapsed, or was let go)"
+    )
+
+
+def holder_id() -> str:
+    """This opening of a store: machine, process, the process's start, and a random part
+    (two stores opened in one process are two holders)."""
+    return f"{socket.gethostname()}/{os.getpid()}/{_started(os.getpid())}/{uuid.uuid4().hex[:8]}"
+
+
+def alive(holder: str) -> bool | None:
+    """Whether a holder of this machine is still running (its process, started when it
+    was); None for another machine's, which only its lease's expiry tells."""
+    host, pid, started, _ = [*holder.split("/"), "", "", "", ""][:4]
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    return _started(int(pid)) == started
+
+
+def _started(pid: int) -> str:
+    """When process `pid` started (clock ticks since boot), "" when it is not running; a
+    number reused by a later process does not look like the holder."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return ""
+        except OSError:
+            pass
+        return "-"  # no /proc: running is all that is known
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+class Leasing(Protocol):
+    """The lease statements of a store (`SessionStore`)."""
+
+    def acquire(self, session_id: str, *, ttl: float) -> Lease | None: ...
+
+    def renew(self, leases: Sequence[Lease], *, ttl: float) -> list[Lease]: ...
+
+    def release(self, lease: Lease) -> None: ...
+
+
+@dataclass
+class _Held:
+    lease: Lease
+    ttl: float
+
+
+class Holding:
+    """The leases a store holds in this process, who waits for which, and their renewal."""
+
+    def __init__(self, store: Leasing, ttl: float = LEASE_SECONDS) -> None:
+        self.store, self.ttl = store, ttl
+        self.holder = holder_id()
+        self._guard = threading.Lock()
+        self._queues: dict[str, deque[threading.Event]] = {}
+        self._held: dict[str, _Held] = {}
+        self._renewing: threading.Thread | None = None
+
+    def fence(self, session_id: str, given: int | None = None) -> int | None:
+        """The fence a write of `session_id` carries: `given`, else the held lease's."""
+        if given is not None:
+            return given
+        held = self._held.get(session_id)
+        return None if held is None else held.lease.fence
+
+    @property
+    def holding(self) -> bool:
+        return bool(self._held)
+
+    @contextmanager
+    def hold(self, session_id: str, wait: float, ttl: float | None = None) -> Iterator[Lease]:
+        """The session's lease while the context is open (`SessionStore.hold`)."""
+        ttl = self.ttl if ttl is None else ttl
+        deadline = time.monotonic() + max(wait, 0.0)
+        ticket = threading.Event()
+        with self._guard:
+            queue = self._queues.setdefault(session_id, deque())
+            queue.append(ticket)
+        try:
+            lease = self._take(session_id, ticket, queue, deadline, ttl)
+        except BaseException:
+            self._leave(session_id, ticket)
+            raise
+        try:
+            yield lease
+        finally:
+            with self._guard:
+                held = self._held.pop(session_id, None)
+            try:
+                self.store.release(held.lease if held is not None else lease)
+            except StoreError as err:  # it lapses by itself
+                LOG.warning("%s", err)
+            finally:
+                self._leave(session_id, ticket)
+
+    def _take(
+        self,
+        session_id: str,
+        ticket: threading.Event,
+        queue: deque[threading.Event],
+        deadline: float,
+        ttl: float,
+    ) -> Lease:
+        """Wait to be the head of the session's queue, then for the store's lease."""
+        while True:
+            with self._guard:
+                if queue[0] is ticket:
+                    break
+            left = deadline - time.monotonic()
+            if left <= 0 or not ticket.wait(left):
+                raise busy(session_id)
+        pause = POLL_FIRST
+        while True:
+            lease = self.store.acquire(session_id, ttl=ttl)
+            if lease is not None:
+                with self._guard:
+                    self._held[session_id] = _Held(lease, ttl)
+                    self._renew_in_background()
+                return lease
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise busy(session_id)
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, POLL_MOST)
+
+    def _leave(self, session_id: str, ticket: threading.Event) -> None:
+        """Out of the queue; the next in it, if this was its head, asks the store next."""
+        with self._guard:
+            queue = self._queues[session_id]
+            was_head = queue[0] is ticket
+            queue.remove(ticket)
+            if not queue:
+                del self._queues[session_id]
+            elif was_head:
+                queue[0].set()
+
+    def _renew_in_background(self) -> None:
+        """Start the renewing thread if it is not running (called under `_guard`)."""
+        if self._renewing is None or not self._renewing.is_alive():
+            self._renewing = threading.Thread(target=self._renew, name="cgraph-leases", daemon=True)
+            self._renewing.start()
+
+    def _renew(self) -> None:
+        """Renew every held lease in one statement per ttl, until none is held."""
+        while True:
+            with self._guard:
+                if not self._held:
+                    self._renewing = None
+                    return
+                pause = min(h.ttl for h in self._held.values()) * RENEW_SHARE
+            time.sleep(pause)
+            self.renew_now()
+
+    def renew_now(self) -> None:
+        """Renew the held leases once. One lost stays held: the store then refuses its
+        writes, which is what tells the turn it is no longer the session's writer."""
+        with self._guard:
+            held = list(self._held.values())
+        for ttl in {h.ttl for h in held}:
+            leases = [h.lease for h in held if h.ttl == ttl]
+            try:
+                renewed = {lease.session_id: lease for lease in self.store.renew(leases, ttl=ttl)}
+            except StoreError as err:
+                LOG.warning("leases not renewed (they lapse unless the store answers): %s", err)
+                continue
+            with self._guard:
+                for lease in leases:
+                    now = self._held.get(lease.session_id)
+                    if lease.session_id in renewed and now is not None and now.lease == lease:
+                        now.lease = renewed[lease.session_id]
+                    elif lease.session_id not in renewed:
+                        LOG.warning("session `%s`: lease %d lost", lease.session_id, lease.fence)

@@ -1,0 +1,153 @@
+"""Webhooks from a real `cgraph serve` to a real receiver process that fails, times out and
+restarts, while the server itself is killed and started again: every event arrives, signed,
+at least once under its one id, and no turn waits for any of it. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.commands import environment
+from tests.conftest import ROOT
+from tests.serving import GRAPHS, SCRIPT, Server, free_port, start
+
+pytestmark = pytest.mark.slow  # real server and receiver processes
+
+RECEIVER = ROOT / "tests" / "servers" / "webhook_receiver.py"
+SECRET = "whsec-0123456789abcdef"
+EVENTS = "session.started,turn.committed,session.completed"
+
+
+class Receiver:
+    """The receiver process on a fixed port, its mode switched through a file."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.port = folder, free_port()
+        self.url = f"http://127.0.0.1:{self.port}/hooks/cgraph"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, mode: str) -> None:
+        self.mode(mode)
+        (self.folder / "ready").unlink(missing_ok=True)
+        command = [sys.executable, str(RECEIVER), str(self.port), SECRET, str(self.folder)]
+        self.process = subprocess.Popen(command, env=environment())
+        waited(lambda: (self.folder / "ready").exists(), "the receiver to start")
+
+    def mode(self, mode: str) -> None:
+        (self.folder / "mode").write_text(mode)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def received(self) -> list[dict[str, Any]]:
+        file = self.folder / "received.jsonl"
+        return [json.loads(line) for line in file.read_text().splitlines()] if file.exists() else []
+
+
+def waited(done: Callable[[], Any], what: str, seconds: float = 30.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = done()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"waited {seconds:g} s for {what}")
+
+
+@pytest.fixture
+def receiver(tmp_path: Path) -> Iterator[Receiver]:
+    folder = tmp_path / "receiver"
+    folder.mkdir()
+    running = Receiver(folder)
+    yield running
+    running.kill()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "store")
+    return str(request.getfixturevalue("pg_url"))
+
+
+def serve(store: str, receiver: Receiver, folder: Path) -> Server:
+    hook = f"{receiver.url} events={EVENTS} secret=env:HOOK_SECRET timeout=1 backoff=0.1"
+    return start(
+        str(GRAPHS / "talk.yaml"),
+        *("--store", store, "--memory", "off", "--model", f"scripted:{SCRIPT}"),
+        *("--webhook", hook),
+        folder=folder,
+        HOOK_SECRET=SECRET,
+    )
+
+
+def deliveries(server: Server, **query: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = (
+        server.client().get("/v1/webhooks/deliveries", params=query).json()["deliveries"]
+    )
+    return found
+
+
+def test_every_event_arrives_signed_through_failures_timeouts_and_restarts(
+    tmp_path: Path, receiver: Receiver, store: str
+) -> None:
+    receiver.start("fail")
+    server = serve(store, receiver, tmp_path)
+    try:
+        client = server.client()
+        sid = client.post("/v1/sessions", json={"graph": "talk"}).json()["session"]
+        assert client.post(f"/v1/sessions/{sid}/messages", json={"text": "hi"}).status_code == 200
+        failing = waited(
+            lambda: [d for d in deliveries(server) if d["last_error"] == "answered 500"],
+            "a delivery answered 500",
+        )
+        assert failing[0]["status"] == "pending" and failing[0]["attempts"] >= 1
+        receiver.mode("slow")
+        waited(
+            lambda: any(d["last_error"] == "no answer within 1 s" for d in deliveries(server)),
+            "a delivery that timed out",
+        )
+        receiver.kill()
+        server.stop(signal.SIGKILL)  # what was not delivered waits in the store
+        server = serve(store, receiver, tmp_path)
+        client = server.client()
+        assert client.post(f"/v1/sessions/{sid}/messages", json={"text": "go"}).status_code == 200
+        waited(
+            lambda: any("ConnectError" in (d["last_error"] or "") for d in deliveries(server)),
+            "a delivery to the stopped receiver",
+        )
+        receiver.start("ok")
+        done = waited(
+            lambda: (found := deliveries(server, status="delivered")) and len(found) == 3 and found,
+            "every delivery",
+        )
+    finally:
+        server.stop(signal.SIGKILL)
+    assert deliveries_by_type(done) == {"session.started": 1, "turn.committed": 2}
+    assert all(d["event"]["session"] == sid and d["event"]["user"] == "local" for d in done)
+    turns = sorted(d["event"]["data"]["turn"] for d in done if d["type"] == "turn.committed")
+    assert turns == [1, 2]
+    received = receiver.received()
+    assert all(r["valid"] and r["header_id"] == r["id"] for r in received)
+    assert {r["mode"] for r in received} == {"fail", "slow", "ok"}
+    delivered = [r for r in received if r["mode"] == "ok"]
+    assert {r["id"] for r in delivered} == {d["event_id"] for d in done}  # at least once each
+    assert {r["type"] for r in received} <= set(EVENTS.split(","))  # the filter holds
+    assert max(r["attempt"] for r in received) >= 3
+
+
+def deliveries_by_type(found: list[dict[str, Any]]) -> dict[str, int]:
+    counted: dict[str, int] = {}
+    for delivery in found:
+        counted[delivery["type"]] = counted.get(delivery["type"], 0) + 1
+    return counted
