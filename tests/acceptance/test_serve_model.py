@@ -33,14 +33,14 @@ def test_more_turns_wait_on_the_model_than_the_process_has_threads(tmp_path: Pat
     with StreamServer(ANSWER, pieces=10, delay=0.1) as model:  # a second an answer
         running = serving(tmp_path, model, "--threads", str(THREADS))
         try:
-            with running.client(timeout=60) as client:
+            with running.client(timeout=180) as client:
                 sids = [
                     client.post("/v1/sessions", json={"graph": "g"}).json() for _ in range(SESSIONS)
                 ]
             assert all("session" in s for s in sids), sids
 
             def send(sid: str) -> tuple[int, str]:
-                with running.client(timeout=60) as mine:
+                with running.client(timeout=180) as mine:
                     answer = mine.post(f"/v1/sessions/{sid}/messages", json={"text": "hi"})
                     return answer.status_code, answer.json().get("reply", "")
 
@@ -59,7 +59,7 @@ def test_a_reply_streams_from_the_model_through_the_server(tmp_path: Path) -> No
     with StreamServer(ANSWER, pieces=10, delay=0.02) as model:
         running = serving(tmp_path, model)
         try:
-            with running.client(timeout=60) as client:
+            with running.client(timeout=180) as client:
                 sid = client.post("/v1/sessions", json={"graph": "g"}).json()["session"]
                 path = f"/v1/sessions/{sid}/messages:stream"
                 with client.stream("POST", path, json={"text": "hi"}) as events:
