@@ -113,7 +113,7 @@ def main() -> None:
     per_set: dict[str, list[Outcome]] = {}
     times: list[float] = []
     if args.model:
-        from cgraph.models import resolve_model
+        from cgraph.wiring.models import resolve_model
 
         model = resolve_model(args.model, api_base=args.api_base)
         run = lambda cases: model_outcomes(model, cases)  # noqa: E731

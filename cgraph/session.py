@@ -24,7 +24,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cgraph.compose import FIRST, create, graph_of, initial_state, open_store, session_models
 from cgraph.errors import (
     CgraphError,
     ConfigError,
@@ -62,6 +61,8 @@ from cgraph.runtime.turn.engine import Engine, Sink
 from cgraph.spec.limits import check_message, text_problem
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START, split
+from cgraph.wiring.compose import FIRST, create, graph_of, initial_state, session_models
+from cgraph.wiring.stores import open_store
 
 T = TypeVar("T")
 __all__ = [
@@ -151,7 +152,7 @@ class Session:
         is used), a `.sqlite` file, or None (in memory).
 
         `model` is a `ChatModel`, an `ExitChooser` that reads messages itself, a model name
-        (see `cgraph.models`), or None (the graph's `model.name`, else the offline mode).
+        (see `cgraph.wiring.models`), or None (the graph's `model.name`, else the offline mode).
         `memory` defaults to `NullMemory`.
         `state` starts the session in that root state, as if the conversation had already
         entered it (its `say:` is not repeated); `variables` override the graph's values.

@@ -106,7 +106,7 @@ def load_checked(
 def build_model(graph: Graph, name: str, options: RunOptions) -> ChatModel | ExitChooser:
     """The chat model by name, with the graph's settings under the flags given; an unknown
     model or a missing key fails here, before the first turn."""
-    from cgraph.models import resolve_model
+    from cgraph.wiring.models import resolve_model
 
     chat = resolve_model(
         name,
@@ -196,6 +196,7 @@ class Opened:
         threading.Thread(target=compile_shipped, name="cgraph-templates", daemon=True).start()
         if self.model_name == SEMANTIC:
             from cgraph.backends.embed import shared_embedder
+            from cgraph.backends.offline.warming import later_texts
 
             shared_embedder(self.graph.embedding_source()).prime(later_texts(self.graph))
 
@@ -233,8 +234,8 @@ def permanent_failure(session: Session) -> str | None:
 
 def open_session(graph: Graph, options: RunOptions) -> Opened:
     """Check the store, the session and the model, then open the session."""
-    from cgraph.compose import is_url, open_store
-    from cgraph.models import choose
+    from cgraph.wiring.models import choose
+    from cgraph.wiring.stores import is_url, open_store
 
     for flag, value in (("--session", options.session), ("--user", options.user)):
         problem = text_problem(value, MAX_ID_CHARS, "an id") if value is not None else None
@@ -304,6 +305,7 @@ def warm_up(graph: Graph) -> bool:
     model for the machine first."""
     if id(graph) not in _WARMED:
         from cgraph.backends.embed import shared_embedder
+        from cgraph.backends.offline.warming import first_turn_texts
 
         preparing = not graph.embedding_source() and onnx_needs_preparing()
         shared_embedder(graph.embedding_source()).prime(first_turn_texts(graph))
@@ -318,54 +320,6 @@ def warm_up_early(graph: Graph, options: RunOptions) -> None:
     named = options.model or (None if options.session else graph.model.name)
     if (not named or named == SEMANTIC) and not graph.embedding_source():
         warm_up(graph)
-
-
-WARM_TEXTS = 256
-"""At most this many texts warmed: half the embedder's cache, which keeps the messages'."""
-
-
-def later_texts(graph: Graph) -> list[str]:
-    """What `cgraph run` embeds once the first reply is out: the rest of the graph's
-    texts, so that a later turn embeds only the user's message."""
-    first = set(first_turn_texts(graph))
-    return [t for t in graph_texts(graph) if t not in first][: WARM_TEXTS - len(first)]
-
-
-def first_turn_texts(graph: Graph) -> list[str]:
-    """What the offline chooser compares a first message with: the start states' texts
-    and exits as it reads them (see `graph_texts`), the global exits, the conversational
-    moves. Only a warm-up of the embedder's cache: a text missed here is embedded when
-    it is needed."""
-    from cgraph.backends.offline.lexicon import LEXICON
-
-    starts = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
-    texts = [*LEXICON.CONVERSATIONAL, *graph_texts(graph, list(dict.fromkeys(starts)))]
-    return [t for t in dict.fromkeys(texts) if t and "{" not in t]
-
-
-def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
-    """Every text the offline chooser compares messages with in the states `names` (all
-    by default): exits as written and as the chooser reads them (about "the user",
-    without their negators, first-person stand-ins for an exit without examples, the
-    shared dialogue acts) with the global exits, objectives, actions, intra-state
-    guidelines (what a question is weighed against to stay). Only a warm-up,
-    like the above."""
-    from cgraph.backends.offline.lexicon import LEXICON, with_declared
-    from cgraph.backends.offline.options import as_user, stand_ins
-    from cgraph.backends.offline.reading import affirmed
-
-    acts = with_declared(LEXICON.ACTS, graph.acts)
-    texts: list[str] = [text for act in acts for text in (act.description, *act.examples)]
-    for name in graph.states if names is None else names:
-        state = graph.states.get(name)
-        texts += [getattr(state, "objective", None) or "", *(getattr(state, "actions", None) or ())]
-        texts += getattr(state, "intra_state_navigation_guidelines", None) or ()
-        for exit_ in [*graph.global_exits, *(getattr(state, "exit_conditions", None) or ())]:
-            if exit_.description:
-                described = exit_.description
-                texts += [described, as_user(described), affirmed(described)]
-                texts += [*exit_.examples, *stand_ins(described)]
-    return [t for t in dict.fromkeys(texts) if t and "{" not in t]
 
 
 def recalls(graph: Graph) -> set[Tier]:

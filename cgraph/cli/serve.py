@@ -1,5 +1,5 @@
 """`cgraph serve` (graphs behind an HTTP API) and `cgraph store migrate`: options parsed
-here, everything else in `cgraph.serve` and `cgraph.compose`, imported only when run."""
+here, everything else in `cgraph.serve` and `cgraph.wiring`, imported only when run."""
 
 from __future__ import annotations
 
@@ -77,6 +77,15 @@ def serve(
     sessions_per_user: Annotated[
         int, typer.Option(metavar="N", min=1, help="Sessions one user may keep.")
     ] = 100,
+    allow_origin: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            metavar="URL",
+            help="A web origin (https://app.example) whose pages may call the API; repeat it "
+            "for more. [default: none but the server's own]",
+            show_default=False,
+        ),
+    ] = None,
     studio: Annotated[
         bool,
         typer.Option("--studio", help="Also serve the studio page at /studio (one designer)."),
@@ -131,6 +140,7 @@ def serve(
         lease=lease,
         turns_per_minute=turns_per_minute,
         sessions_per_user=sessions_per_user,
+        allow_origins=tuple(allow_origin or ()),
         metrics=metrics,
         metrics_token=metrics_token,
         log_format=log_format,
@@ -172,7 +182,7 @@ def migrate(
 ) -> None:
     """Create or upgrade the store's tables to this cgraph's layout (servers do it when they
     start; run it before a deploy to do it once)."""
-    from cgraph.compose import migrate_store
+    from cgraph.wiring.stores import migrate_store
 
     try:
         before, now = migrate_store(store)

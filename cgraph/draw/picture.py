@@ -284,8 +284,8 @@ def session_highlight(store: object, session_id: str, graph: Graph | None = None
     """What one stored conversation did: its exits taken and states entered (root graph;
     with `graph`, a global exit taken is marked on its edge from `ANY`, and a session of
     another graph is a `SessionError`)."""
-    from cgraph.compose import open_store
     from cgraph.runtime.log.reading import audit, effective
+    from cgraph.wiring.stores import open_store
 
     backend = open_store(store)
     try:

@@ -5,7 +5,7 @@ retried with exponential backoff until it is answered 2xx, and given an id the r
 can deduplicate by (delivery is at least once).
 
 A turn never waits for a webhook: it hands its events to a queue in memory; one thread
-writes them to the outbox in the store (`cgraph.compose.open_outbox`: it survives a
+writes them to the outbox in the store (`cgraph.wiring.stores.open_outbox`: it survives a
 restart) and sends what is due from there. `GET /v1/webhooks/deliveries` shows a user's
 deliveries and what went wrong with them.
 """
@@ -27,10 +27,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cgraph.compose import Delivery, Outbox, open_outbox
 from cgraph.errors import ConfigError
 from cgraph.serve import logs
 from cgraph.session import Turn
+from cgraph.wiring.stores import Delivery, Outbox, open_outbox
 
 if TYPE_CHECKING:
     from starlette.requests import Request

@@ -3,10 +3,12 @@ a chooser exactly as a session would put it.
 
 A labels file is a YAML list of groups, each a graph, a state and its cases (`message`,
 `expect`, and optionally `before`, `entered`, `annotations`, `kind`). Each case becomes the
-request the engine itself would send: a `View` of a session at the case's state, a
-transcript of the case's earlier user messages, the prompt rendered by
-`cgraph.runtime.ask.requests.Prompter`. So the offline chooser and any language model
-answer exactly what a session asks (`bench/bench_decisions.py` measures either).
+request the engine itself would send: a `View` of a new session at the case's state (the
+slots at their defaults), a transcript of the case's earlier user messages, the question
+built by the handlers' own function (`cgraph.runtime.ask.questions.action_ask`: the
+slots, the ones the state collects and still misses, whether it may clarify) and the
+prompt rendered by `cgraph.runtime.ask.requests.Prompter`. So the offline chooser and any
+language model answer exactly what a session asks (`bench/bench_decisions.py` measures either).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from cgraph.runtime.ask.questions import Ask, action_ask
 from cgraph.runtime.ask.requests import Prompter
 from cgraph.runtime.ports import ExitOption, LLMRequest, Question, RequestKind
 from cgraph.runtime.routes.exits import (
@@ -28,9 +31,10 @@ from cgraph.runtime.routes.exits import (
     with_costs,
 )
 from cgraph.runtime.routes.failures import StepRenderFailed
+from cgraph.runtime.routes.slots import slot_defaults
 from cgraph.runtime.state.view import View, template_context
 from cgraph.spec.load import load_graph
-from cgraph.spec.model import AnyState, Graph
+from cgraph.spec.model import ActionState, AnyState, Graph
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,8 @@ def request_for(case: Case) -> LLMRequest:
         turn=len(case.before) + 1,
         step=0,
         message=case.message,
-        variables=dict(graph.variables),
+        # A new session's variables: the slots at their defaults, then the graph's own.
+        variables={**slot_defaults(graph), **graph.variables},
         notes=(),
         annotations=case.annotations,
         memories=(),
@@ -123,6 +128,8 @@ def request_for(case: Case) -> LLMRequest:
     kind: RequestKind = "action" if state.type == "action" else "decision"
     options = _options(graph, state, view) if case.global_exits else exit_options(state)
     prompter = Prompter(graph, transcript)
+    # The question a session asks (slots, collect, missing, clarify), built as it does.
+    ask = action_ask(view, graph, state, options) if isinstance(state, ActionState) else None
 
     def build(asked: AnyState) -> LLMRequest:
         return prompter.build(
@@ -131,9 +138,7 @@ def request_for(case: Case) -> LLMRequest:
             graph=graph,
             state_id=case.state,
             state=asked,
-            options=options,
-            allow_stay=kind == "action",
-            opening=case.opening,
+            ask=ask or Ask(options=options),
         )
 
     try:

@@ -15,7 +15,6 @@ from pathlib import Path
 from cgraph.diagnostics import Diagnostic, Severity, has_errors, shown_path
 from cgraph.errors import CgraphError, GraphError
 from cgraph.lint.gate import Gate, gate
-from cgraph.models import resolve_model
 from cgraph.runtime.ports import ChatModel, ExitChooser, MemoryStore, NewMemory, NullMemory
 from cgraph.runtime.state.records import step_name
 from cgraph.runtime.tools.runner import ToolRunner
@@ -28,6 +27,7 @@ from cgraph.testing.cases import SUFFIXES, Run, expand, find_files, load, select
 from cgraph.testing.decisions import Tally, Verdict, tally, verdict
 from cgraph.testing.expectations import Mismatch, check
 from cgraph.testing.observed import Observed, observe, why
+from cgraph.wiring.models import resolve_model
 
 
 @dataclass(frozen=True, slots=True)

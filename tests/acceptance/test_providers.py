@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from cgraph.models import resolve_model
 from cgraph.session import Session
 from cgraph.spec.model import ModelConfig
+from cgraph.wiring.models import resolve_model
 from tests.servers.chat import (
     FORCED_TOOLS,
     JSON_OBJECT_SCHEMA,

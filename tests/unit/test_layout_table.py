@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = [
     "",
     "spec",
+    "wiring",
     "lint",
     "runtime",
     "backends",

@@ -19,6 +19,7 @@ from cgraph.runtime.ask.prompts import (
     render_messages,
     summary_message,
 )
+from cgraph.runtime.ask.questions import Ask
 from cgraph.runtime.log.transcript import Transcript
 from cgraph.runtime.ports import ExitOption, LLMRequest, Question, RequestKind
 from cgraph.runtime.routes.failures import rendered
@@ -48,6 +49,7 @@ TEXT_FIELDS = tuple(
 """The lists of texts a state shows the model, by field metadata on the model."""
 
 Messages = list[dict[str, str]]
+NOTHING = Ask()
 
 
 def render_prompt_text(here: str, field: str, source: str, context: Mapping[str, Any]) -> str:
@@ -154,9 +156,19 @@ class Prompter:
             cached = self._topologies[id(graph)] = topology_text(graph)
         return cached
 
-    def build(self, view: View, kind: RequestKind, **asked: Any) -> LLMRequest:
+    def build(
+        self,
+        view: View,
+        kind: RequestKind,
+        *,
+        graph: Graph,
+        state_id: str,
+        state: AnyState | None,
+        ask: Ask = NOTHING,
+    ) -> LLMRequest:
         """The prompt of the question `kind` at a state, rendered at once (`question`)."""
-        render = self.question(view, kind, **asked).render
+        asked = self.question(view, kind, graph=graph, state_id=state_id, state=state, ask=ask)
+        render = asked.render
         assert render is not None
         return render()
 
@@ -168,20 +180,12 @@ class Prompter:
         graph: Graph,
         state_id: str,
         state: AnyState | None,
-        options: tuple[ExitOption, ...] = (),
-        allow_stay: bool = False,
-        history: Sequence[Mapping[str, str]] | None = None,
-        extra: Mapping[str, Any] | None = None,
-        opening: bool = False,
-        slots: Mapping[str, dict[str, Any]] | None = None,
-        collect: tuple[str, ...] = (),
-        clarifying: tuple[str, ...] = (),
-        may_clarify: bool = True,
-        missing: tuple[str, ...] = (),
+        ask: Ask = NOTHING,
     ) -> Question:
-        """The question `kind` asks at `state_id`: its texts rendered (a failing one fails
+        """The question `kind` asks at `state_id` (`ask`: what it asks besides the state's
+        texts, `cgraph.runtime.ask.questions`): its texts rendered (a failing one fails
         the step, `StepRenderFailed`), and its prompt rendered only when a chooser asks a
-        language model (`Question.render`), with the window of history (or `history`)."""
+        language model (`Question.render`), with the window of history (or `ask.history`)."""
         static = self._static(kind, state_id, state)
         if static is None:
             context = template_context(view, graph, state_id)
@@ -191,31 +195,31 @@ class Prompter:
             authored, text_key = _authored(kind, state_id, state, context), _flat(texts)
         else:
             texts, authored, text_key = static.texts, static.authored, static.key
-        memory = dict(extra or {})
+        memory = dict(ask.extra or {})
         shown = (texts["objective"], *texts["actions"], *texts["intra_state_navigation_guidelines"])
         question = Question(
             kind=kind,
             state=state_id,
-            options=options,
-            allow_stay=allow_stay,
+            options=ask.options,
+            allow_stay=ask.allow_stay,
             user_messages=self.recent_user_messages(),
             objective=texts["objective"],
             stay_prototypes=tuple(t for t in shown if t),
             authored_reply=authored,
             entered_this_turn=view.entered,
-            opening=opening,
+            opening=ask.opening,
             graph=graph.name,
             turn=view.turn,
             annotations=tuple(view.annotations),
             has_memories=bool(memory.get("has_memories", False)),
             memory_count=int(memory.get("memory_count", 0)),
-            slots=dict(slots or {}),
-            collect=collect,
-            clarifying=clarifying,
-            may_clarify=may_clarify,
-            missing=missing,
+            slots=dict(ask.slots),
+            collect=ask.collect,
+            clarifying=ask.clarifying,
+            may_clarify=ask.may_clarify,
+            missing=ask.missing,
         )
-        prompt = _Prompt(view, graph, texts, text_key, history)
+        prompt = _Prompt(view, graph, texts, text_key, ask.history)
         return replace(question, render=partial(self._request, question, prompt))
 
     def _request(self, question: Question, prompt: _Prompt) -> LLMRequest:

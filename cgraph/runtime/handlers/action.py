@@ -12,6 +12,7 @@ from typing import Any
 
 from cgraph.runtime.ask.choosing import Decided
 from cgraph.runtime.ask.exchange import engine_decision
+from cgraph.runtime.ask.questions import Ask, action_ask, clarify_setting
 from cgraph.runtime.ask.requests import authored_reply
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.corrections import ask_correction, held_back, settle
@@ -28,7 +29,7 @@ from cgraph.runtime.routes.exits import (
     with_costs,
 )
 from cgraph.runtime.routes.failures import fallback, rendered
-from cgraph.runtime.routes.slots import slot_changes, slot_schemas, unfilled
+from cgraph.runtime.routes.slots import slot_changes, unfilled
 from cgraph.runtime.state.outcomes import (
     Effects,
     Emit,
@@ -59,26 +60,12 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
     if passed is not None:
         return passed
     options, owners, context = _action_options(ctx, graph, state)
-    schemas, collect = slot_schemas(graph, state)
-    # The message that entered this sub-graph is read by its first state that talks, for
-    # the slots it collects only: it fills what it can (its exits answer the next one).
-    filling = ctx.view.offered and bool(collect) and not ctx.view.opening
-    asked = {
-        "options": () if filling else options,
-        "allow_stay": True,
-        # No user-facing state before this one: the user's first message is unanswered.
-        "opening": ctx.view.opening or filling,
-        "slots": schemas,
-        "collect": collect,
-        "missing": unfilled(collect, ctx.view.variables),
-        "clarifying": ctx.view.asked,
-        "may_clarify": clarify_setting(graph, state) is not False,
-    }
+    asked = action_ask(ctx.view, graph, state, options)
     if state.tools and ctx.calls_tools:
         decided, calls = yield from _ask_with_tools(ctx, graph, state, asked)
         effects += calls
     else:
-        decided = yield from ask_state(ctx, "action", graph, state, **asked)
+        decided = yield from ask_state(ctx, "action", graph, state, asked)
         effects += _offline_tools(ctx, state)
     effects += decided.effects
     if ctx.view.offered:
@@ -123,11 +110,6 @@ def _reply(ctx: StepContext, graph: Graph, state: ActionState, effects: Effects)
     slots are filled: the reply never shows a value the user just corrected."""
     context = template_context(ctx.view, graph, ctx.view.state_id)
     return Reply(authored_reply(state, context, ctx.view.here), effects=effects)
-
-
-def clarify_setting(graph: Graph, state: ActionState) -> bool | str:
-    """The state's `clarify:`, else its graph's: off, on, or the question's template."""
-    return graph.clarify if state.clarify is None else state.clarify
 
 
 def _clarifying(
@@ -219,11 +201,11 @@ def _any_deterministic(state: ActionState) -> bool:
 
 
 def _ask_with_tools(
-    ctx: StepContext, graph: Graph, state: ActionState, asked: dict[str, Any]
+    ctx: StepContext, graph: Graph, state: ActionState, asked: Ask
 ) -> Steps[tuple[Decided, Effects]]:
     """The action's question with the state's tools offered (see `cgraph.runtime.tools.calls`)."""
     question = ctx.requests.question(
-        ctx.view, "action", graph=graph, state_id=ctx.view.here, state=state, **asked
+        ctx.view, "action", graph=graph, state_id=ctx.view.here, state=state, ask=asked
     )
     budget = max(ctx.root.limits.max_tool_calls - ctx.view.tool_calls, 0)
     calling = Calling(

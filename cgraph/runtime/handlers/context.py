@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from cgraph.runtime.ask.questions import Ask
 from cgraph.runtime.memory.gateway import Recalled
 from cgraph.runtime.needs import Steps
-from cgraph.runtime.ports import ExitChooser, ExitOption, Question, RequestKind
+from cgraph.runtime.ports import ExitChooser, Question, RequestKind
 from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.view import View
 from cgraph.runtime.tools.calls import Journal, ToolCaller
@@ -39,15 +40,7 @@ class RequestBuilder(Protocol):
         graph: Graph,
         state_id: str,
         state: AnyState | None,
-        options: tuple[ExitOption, ...] = (),
-        allow_stay: bool = False,
-        history: Sequence[Mapping[str, str]] | None = None,
-        extra: Mapping[str, Any] | None = None,
-        opening: bool = False,
-        slots: Mapping[str, dict[str, Any]] | None = None,
-        collect: tuple[str, ...] = (),
-        clarifying: tuple[str, ...] = (),
-        may_clarify: bool = False,
+        ask: Ask = ...,
     ) -> Question: ...
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from cgraph.runtime.ask.questions import Ask
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import ask_state
 from cgraph.runtime.needs import Steps
@@ -83,9 +84,8 @@ def settle(
                 ("no", "no, keep it", f"leave it as {old}", "never mind"),
             ),
         )
-        asked = yield from ask_state(
-            ctx, "action", graph, state, options=options, may_clarify=False
-        )
+        ask = Ask(options=options, may_clarify=False)
+        asked = yield from ask_state(ctx, "action", graph, state, ask)
         effects += asked.effects
         if asked.choice is not None and asked.choice.exit == CHANGE:
             changed[name] = new

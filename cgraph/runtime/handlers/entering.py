@@ -10,6 +10,7 @@ from typing import Any
 from cgraph.errors import SlotValueError
 from cgraph.runtime.ask.choosing import decide
 from cgraph.runtime.ask.exchange import engine_decision
+from cgraph.runtime.ask.questions import Ask
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import option_by_id, route
 from cgraph.runtime.needs import Steps
@@ -75,8 +76,9 @@ def choose_start(
         chosen = (engine_decision(here, "start", first.id, reason),)
         return Enter(key, first.target, first.id, first.description, reason, push, chosen, own)
     known, failures = yield from ctx.memory.metadata()
+    ask = Ask(options=options, extra=known)
     question = ctx.requests.question(
-        ctx.view, "start", graph=graph, state_id=here, state=None, options=options, extra=known
+        ctx.view, "start", graph=graph, state_id=here, state=None, ask=ask
     )
     asked = yield from decide(ctx.chooser, question)
     effects = (*failures, *asked.effects)

@@ -10,6 +10,7 @@ from typing import Any
 
 from cgraph.runtime.ask.choosing import Decided, decide
 from cgraph.runtime.ask.exchange import engine_decision
+from cgraph.runtime.ask.questions import Ask
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.needs import Steps
 from cgraph.runtime.ports import ExitOption, RequestKind
@@ -42,11 +43,11 @@ def option_by_id(options: tuple[ExitOption, ...], exit_id: str) -> ExitOption:
 
 
 def ask_state(
-    ctx: StepContext, kind: RequestKind, graph: Graph, state: AnyState, **more: Any
+    ctx: StepContext, kind: RequestKind, graph: Graph, state: AnyState, ask: Ask
 ) -> Steps[Decided]:
-    """The chooser asked about `state`; its choice checked (`choosing.decide`)."""
+    """The chooser asked `ask` about `state`; its choice checked (`choosing.decide`)."""
     question = ctx.requests.question(
-        ctx.view, kind, graph=graph, state_id=ctx.view.here, state=state, **more
+        ctx.view, kind, graph=graph, state_id=ctx.view.here, state=state, ask=ask
     )
     return (yield from decide(ctx.chooser, question))
 
@@ -80,7 +81,7 @@ def route(
     if len(open_) == 1:
         chosen = engine_decision(here, kind, open_[0].id, "the only way out")
         return take(open_[0], "the only way out", (*before, chosen))
-    asked = yield from ask_state(ctx, kind, graph, state, options=open_)
+    asked = yield from ask_state(ctx, kind, graph, state, Ask(options=open_))
     return routed(asked, open_, (*before, *asked.effects))
 
 

@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any
 
 from cgraph.errors import CgraphError, SlotValueError, ToolError
+from cgraph.runtime.ask.questions import Ask
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.routing import ask_state, route, routed
 from cgraph.runtime.needs import Offload, Steps
@@ -50,7 +51,7 @@ def step_reflection(ctx: StepContext, graph: Graph, state: ReflectionState) -> S
     if ctx.view.reflections >= limit:
         return Stop("max_reflections", f"more than {limit} reflections in one turn")
     options = exit_options(state)
-    asked = yield from ask_state(ctx, "reflection", graph, state, options=options)
+    asked = yield from ask_state(ctx, "reflection", graph, state, Ask(options=options))
     noted = (AddNote(asked.choice.note),) if asked.choice is not None else ()
     effects = (CountReflection(), *asked.failures, *noted, decided(asked.decision))
     return routed(asked, options, effects)

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from cgraph.runtime.ask.exchange import Asked, ask
+from cgraph.runtime.ask.questions import Ask
 from cgraph.runtime.ask.requests import Prompter
 from cgraph.runtime.log import reading as log_view
 from cgraph.runtime.memory.gateway import MemoryGateway, this_turn
@@ -62,9 +63,8 @@ def question(view: View, root: Graph, state: AnyState | None, prompter: Prompter
     every_turn = root.memory.store == "every_turn"
     transcript = prompter.transcript
     history = this_turn(transcript) if every_turn else prompter.history(view.marks)[0]
-    return prompter.build(
-        view, "extract", graph=root, state_id=view.here, state=state, history=history
-    )
+    ask = Ask(history=history)
+    return prompter.build(view, "extract", graph=root, state_id=view.here, state=state, ask=ask)
 
 
 def stored(asked: Asked, memory: MemoryGateway, here: str, turn: int) -> Steps[Effects]:

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from cgraph.backends.offline.chooser import OfflineChooser
+from cgraph.backends.offline.warming import first_turn_texts, later_texts
 from cgraph.backends.onnx_embed import STALE, onnx_model_path, prepared_path
-from cgraph.cli.opening import PREPARING, counts_memories, first_turn_texts, later_texts
+from cgraph.cli.opening import PREPARING, counts_memories
 from cgraph.runtime.ports import ExitOption, Question
 from cgraph.session import Session
 from cgraph.spec.load import load_graph

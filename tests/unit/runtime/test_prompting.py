@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cgraph.runtime.ask.prompts import TEMPLATES
+from cgraph.runtime.ask.questions import Ask
 from cgraph.runtime.ask.requests import TEXT_FIELDS, Prompter
 from cgraph.runtime.routes.exits import exit_options
 from cgraph.runtime.state.snapshot import HistoryMarks
@@ -35,13 +36,23 @@ def test_a_request_is_built_from_a_view_alone(tmp_path: Path) -> None:
     prompter = Prompter(spec, transcript)
     options = exit_options(state)
     request = prompter.build(
-        view(), "action", graph=spec, state_id="a", state=state, options=options, allow_stay=True
+        view(),
+        "action",
+        graph=spec,
+        state_id="a",
+        state=state,
+        ask=Ask(options=options, allow_stay=True),
     )
     assert request.exit_ids == ("b", "END", "stay")
     assert request.user_messages == ("hello",) and request.messages[1]["content"] == "hello"
     assert "Objective of a." in request.messages[0]["content"]
     again = prompter.build(
-        view(), "action", graph=spec, state_id="a", state=state, options=options, allow_stay=True
+        view(),
+        "action",
+        graph=spec,
+        state_id="a",
+        state=state,
+        ask=Ask(options=options, allow_stay=True),
     )
     assert again.messages[0]["content"] == request.messages[0]["content"]
     assert len(prompter.cache) == 1  # the system part was rendered once
@@ -54,9 +65,11 @@ def test_the_system_part_lists_the_exits_offered_now(tmp_path: Path) -> None:
     state = spec.states["a"]
     prompter = Prompter(spec, [{"role": "user", "content": "hello"}])
     both = exit_options(state)
-    first = prompter.build(view(), "action", graph=spec, state_id="a", state=state, options=both)
+    first = prompter.build(
+        view(), "action", graph=spec, state_id="a", state=state, ask=Ask(options=both)
+    )
     fewer = prompter.build(
-        view(), "action", graph=spec, state_id="a", state=state, options=both[:1]
+        view(), "action", graph=spec, state_id="a", state=state, ask=Ask(options=both[:1])
     )
     assert "`END`" in first.messages[0]["content"]
     assert "`END`" not in fewer.messages[0]["content"]
@@ -91,8 +104,7 @@ def test_texts_that_read_variables_are_rendered_at_every_request(tmp_path: Path)
             graph=spec,
             state_id="a",
             state=state,
-            options=options,
-            allow_stay=True,
+            ask=Ask(options=options, allow_stay=True),
         )
         assert (
             request.asked.objective == f"Greet {name}."
@@ -107,7 +119,7 @@ def test_a_state_s_fixed_texts_are_its_own_in_every_kind_of_request(tmp_path: Pa
     for state_id in ("a", "b", "a"):
         state = spec.states[state_id]
         asked = prompter.build(
-            view(), "action", graph=spec, state_id=state_id, state=state, allow_stay=True
+            view(), "action", graph=spec, state_id=state_id, state=state, ask=Ask(allow_stay=True)
         )
         extract = prompter.build(view(), "extract", graph=spec, state_id=state_id, state=state)
         assert asked.asked.objective == f"Objective of {state_id}."
@@ -125,7 +137,12 @@ def test_staying_is_described_by_the_states_objective_actions_and_guidelines(
     guidelines = ("Questions about the parking price stay here.",)
     state = replace(spec.states["a"], intra_state_navigation_guidelines=guidelines)
     request = Prompter(spec, [{"role": "user", "content": "hello"}]).build(
-        view(), "action", graph=spec, state_id="a", state=state, options=exit_options(state)
+        view(),
+        "action",
+        graph=spec,
+        state_id="a",
+        state=state,
+        ask=Ask(options=exit_options(state)),
     )
     assert request.asked.stay_prototypes[0] == state.objective
     assert request.asked.stay_prototypes[-1] == guidelines[0]

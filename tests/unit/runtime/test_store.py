@@ -10,11 +10,11 @@ import pytest
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.backends.store.sqlite import SQLiteStore
-from cgraph.compose import open_store
 from cgraph.errors import SessionNotFound, StoreError
 from cgraph.runtime.ports import SessionInfo, SessionStore
 from cgraph.runtime.state.records import Event
 from cgraph.session import Session
+from cgraph.wiring.stores import open_store
 from tests.unit.runtime._runtime import action, graph, simple, stay
 
 

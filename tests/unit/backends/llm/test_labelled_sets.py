@@ -229,3 +229,27 @@ def test_a_calibrated_set_can_be_asked_as_a_session_asks_it() -> None:
     # `bench_semantic.py --global-exits`: the check-in's emergency exit is offered first.
     (case, *_) = [c for c in load_cases(LABELS, True) if c.state == "check_chest_pain"]
     assert _request(case).options[0].id == "emergency"
+
+
+def test_every_case_asks_the_question_a_session_asks() -> None:
+    # An action state's case is asked with the graph's slots, the ones the state collects
+    # and still misses, and whether it may clarify (`cgraph.runtime.ask.questions`).
+    for path in SETS:
+        for case in load_cases(path):
+            graph = graph_of(case)
+            state = graph.states[case.state]
+            if state.type != "action":
+                continue
+            asked = _request(case).asked
+            assert set(asked.slots) == set(graph.slots) and asked.collect == state.collect
+            clarifies = graph.clarify if state.clarify is None else state.clarify
+            assert asked.may_clarify is (clarifies is not False)
+
+
+def test_a_case_at_a_collecting_state_is_asked_for_its_slots(tmp_path: Path) -> None:
+    source = (GRAPHS / "restaurant_reservation.yaml").read_text(encoding="utf-8")
+    (tmp_path / "r.yaml").write_text(source + "clarify: false\n", encoding="utf-8")
+    case = Case("r.yaml", "ask_party_size", "we are four", "stay", tmp_path)
+    asked = _request(case).asked
+    assert asked.collect == ("party_size",) and asked.missing == ("party_size",)
+    assert {"party_size", "time", "date"} <= set(asked.slots) and not asked.may_clarify

@@ -9,8 +9,8 @@ import pytest
 
 from cgraph.backends.llm.replay import RecordingModel, ReplayModel
 from cgraph.errors import ConfigError, LLMError
-from cgraph.models import resolve_model as resolve
 from cgraph.runtime.ports import Capabilities, LLMRequest, Question, Quiet
+from cgraph.wiring.models import resolve_model as resolve
 
 
 class Echo(Quiet):

@@ -11,9 +11,9 @@ from cgraph.backends.embed import shared_embedder
 from cgraph.backends.offline.chooser import OfflineChooser
 from cgraph.backends.offline.lexicon import LEXICON, packaged, parse, with_declared
 from cgraph.errors import CgraphError
-from cgraph.models import resolve_model
 from cgraph.runtime.ports import ExitOption
 from cgraph.spec.load import load_graph
+from cgraph.wiring.models import resolve_model
 from tests.conftest import FIXTURES
 
 OFFLINE = Path(__file__).resolve().parents[4] / "cgraph" / "backends" / "offline"

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from cgraph import models as registry
 from cgraph.backends.llm.litellm_chat import LiteLLMModel
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.errors import ConfigError, UnknownModel
-from cgraph.models import choose, has_credentials, register, resolve_model
 from cgraph.runtime.ports import Capabilities, LLMRequest, Quiet
 from cgraph.spec.model import ModelConfig
+from cgraph.wiring import models as registry
+from cgraph.wiring.models import choose, has_credentials, register, resolve_model
 
 
 class Echo(Quiet):

@@ -8,20 +8,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cgraph.backends.store.memory import InMemorySessionStore
-from cgraph.backends.store.outbox import Delivery as Delivery  # for the server to name
-from cgraph.backends.store.outbox import Outbox as Outbox
-from cgraph.backends.store.outbox import PostgresOutbox, SQLiteOutbox
-from cgraph.backends.store.sqlite import SQLiteStore
-from cgraph.errors import ConfigError, StoreError
-from cgraph.models import Models, models_of, resolve_model
+from cgraph.errors import ConfigError
 from cgraph.runtime.ports import (
     ChatModel,
     ExitChooser,
-    MemoryStore,
-    NullMemory,
     SessionInfo,
-    SessionStore,
 )
 from cgraph.runtime.routes.graphs import Graphs
 from cgraph.runtime.routes.slots import frame_defaults, slot_defaults
@@ -31,6 +22,7 @@ from cgraph.runtime.turn.dependencies import Dependencies
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph, GraphState
 from cgraph.spec.names import SEPARATOR, START
+from cgraph.wiring.models import Models, models_of, resolve_model
 
 
 def graph_of(graph: Graph | str | Path) -> Graph:
@@ -121,92 +113,3 @@ def create(deps: Dependencies, state: SessionState) -> tuple[SessionInfo, Event]
     )
     deps.store.create(info, stored(state, FIRST), [first])
     return info, first
-
-
-STORE_FILE = "sessions.sqlite"
-URL_SCHEMES = ("postgresql://", "postgres://")
-"""Store names that are a database server's URL (`cgraph.backends.store.postgres`)."""
-
-
-def is_url(store: Any) -> bool:
-    """Whether `store` names a database server rather than a folder or a file."""
-    return isinstance(store, str) and store.startswith(URL_SCHEMES)
-
-
-def open_store(store: Any) -> SessionStore:
-    """A `SessionStore` as given, a `postgresql://` URL, a folder (→
-    `<folder>/sessions.sqlite`), a `.sqlite` file, or None (in memory)."""
-    if store is None:
-        return InMemorySessionStore()
-    if is_url(store):
-        from cgraph.backends.store.postgres import PostgresStore  # psycopg: only for a URL
-
-        return PostgresStore(str(store))
-    if isinstance(store, str | Path):
-        path = Path(store)
-        if path.suffix in (".sqlite", ".db", ".sqlite3"):
-            return SQLiteStore(path)
-        return SQLiteStore(path / STORE_FILE)
-    if isinstance(store, SessionStore):
-        return store
-    raise StoreError(
-        "store must be a folder, a .sqlite file, a postgresql:// URL, a SessionStore or None, "
-        f"not {store!r}"
-    )
-
-
-def migrate_store(store: str | Path) -> tuple[int, int]:
-    """Bring a store's tables to this cgraph's layout: (version before, version now)."""
-    if is_url(store):
-        from cgraph.backends.store.postgres import migrate
-
-        return migrate(str(store))
-    from cgraph.backends.store.sqlite import migrate_file
-
-    path = Path(store)
-    return migrate_file(
-        path if path.suffix in (".sqlite", ".db", ".sqlite3") else path / STORE_FILE
-    )
-
-
-def open_outbox(store: str) -> Outbox:
-    """The webhook outbox beside a store (`cgraph.backends.store.outbox`): the table
-    `cgraph_webhook_deliveries` of a PostgreSQL store, else `webhooks.sqlite` in the
-    store's folder (beside a `.sqlite` file: `<name>.webhooks.sqlite`)."""
-    if is_url(store):
-        return PostgresOutbox(store)
-    path = Path(store)
-    if path.suffix in (".sqlite", ".db", ".sqlite3"):
-        return SQLiteOutbox(path.with_name(f"{path.stem}.webhooks.sqlite"))
-    return SQLiteOutbox(path / "webhooks.sqlite")
-
-
-MEMORY_OFF = "off"
-CHROMA_SCHEME = "chroma://"
-
-
-def open_memory_store(graph: Graph, where: str | None, folder: Path | None) -> MemoryStore:
-    """The memories a served graph keeps: none (`off`), a Chroma server
-    (`chroma://host:port`, unless the graph names a server of its own), else the graph's
-    own server, else an embedded Chroma in `folder/memory` (one process's)."""
-    if where == MEMORY_OFF:
-        return NullMemory()
-    from dataclasses import replace
-
-    from cgraph.backends.memory.chroma import open_memory
-
-    config = graph.memory
-    if where is not None and not config.host:
-        host, port = chroma_address(where)
-        config = replace(config, host=host, port=port)
-    return open_memory(config, folder)
-
-
-def chroma_address(where: str) -> tuple[str, int]:
-    """(host, port) of `chroma://host:port`; `ConfigError` for anything else."""
-    host, _, port = where.removeprefix(CHROMA_SCHEME).rstrip("/").rpartition(":")
-    if not where.startswith(CHROMA_SCHEME) or not host or not port.isdigit():
-        raise ConfigError(
-            f"--memory {where}: expected `off` or chroma://HOST:PORT (a Chroma server)"
-        )
-    return host, int(port)
