@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from cgraph.serve import chat, openapi
-from cgraph.serve.bridge import bridged
+from cgraph.serve.bridge import awaited_bridge
 from cgraph.serve.edge import Edge, Rules
 from cgraph.serve.limits import (
     MAX_BODY_BYTES,
@@ -156,16 +156,19 @@ async def create(call: Call) -> Response:
 
 
 async def send(call: Call) -> Response:
+    """The turn on the event loop (`Service.asend`): no thread waits on the model."""
     text, key = message(call.data)
-    return answer(await call.run(call.service.send, call.user, call.sid, text, key))
+    return answer(await call.service.asend(call.user, call.sid, text, key))
 
 
 async def stream(call: Call) -> Response:
-    """Server-sent events. The turn runs in a thread that hands each piece over; the
-    response starts once the session is open, so a refusal (404, 409) is still a status.
-    A client that goes away does not stop the turn: it is committed, and its key finds it."""
+    """Server-sent events. The turn runs in a task on the event loop that hands each piece
+    over; the response starts once the session is open, so a refusal (404, 409) is still a
+    status. A client that goes away does not stop the turn: it is committed, and its key
+    finds it."""
     text, key = message(call.data)
-    pieces = await bridged(call, partial(call.service.stream, call.user, call.sid, text, key))
+    work = partial(call.service.astream, call.user, call.sid, text, key)
+    pieces = await awaited_bridge(call, work)
     first = await anext(pieces)
     if first[0] == "failed":
         return failed(problem_of(first[1]["error"], call.sid))
