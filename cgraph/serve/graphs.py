@@ -12,7 +12,7 @@ from cgraph.errors import ConfigError, GraphError
 from cgraph.lint.walk import lint_paths
 from cgraph.spec.load import did_you_mean, load_graph
 from cgraph.spec.model import Graph
-from cgraph.spec.names import TESTS_KEY
+from cgraph.spec.names import SIM_KEY, TESTS_KEY
 from cgraph.spec.read import read_file
 
 
@@ -52,7 +52,7 @@ def load_served(paths: tuple[str, ...]) -> dict[str, Served]:
         raise GraphError("the graphs have errors; fix them and serve again", errors)
     served: dict[str, Served] = {}
     for file in result.files:
-        if _is_test_file(file):
+        if not _is_graph_file(file):
             continue
         graph = load_graph(file)
         warned = sum(d.file == file for d in result.diagnostics)
@@ -65,7 +65,8 @@ def load_served(paths: tuple[str, ...]) -> dict[str, Served]:
     return served
 
 
-def _is_test_file(file: str) -> bool:
-    """A conversation test file (`cgraph-test:`), which lint checks but nobody serves."""
+def _is_graph_file(file: str) -> bool:
+    """Not a conversation test (`cgraph-test:`) or a sim file (`cgraph-sim:`), which lint
+    checks beside the graphs but nobody serves."""
     data = read_file(file).data
-    return isinstance(data, dict) and TESTS_KEY in data
+    return not (isinstance(data, dict) and (TESTS_KEY in data or SIM_KEY in data))
