@@ -102,6 +102,8 @@ schema: $(STAMP)
 	cp schemas/context-graph.schema.json cgraph/spec/data/context-graph.schema.json
 	$(BIN)/python -m cgraph.spec.testfile > schemas/cgraph-test.schema.json
 	cp schemas/cgraph-test.schema.json cgraph/spec/data/cgraph-test.schema.json
+	$(BIN)/python -m cgraph.spec.simfile > schemas/cgraph-sim.schema.json
+	cp schemas/cgraph-sim.schema.json cgraph/spec/data/cgraph-sim.schema.json
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[dev,docs,bench]"

@@ -86,6 +86,11 @@ class NotTheOwner(SessionError):
     """The session belongs to another user than the one asking for it."""
 
 
+class SessionQuota(SessionError):
+    """The user already keeps as many sessions as the store allows one user; none was
+    created."""
+
+
 class SessionBusy(SessionError):
     """Another turn of the session is running (in this process or another) and did not end
     within the wait allowed; nothing was done."""

@@ -5,14 +5,18 @@ browser). Where either is missing the tests skip and say why."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import pytest
 
 from tests.commands import environment
@@ -40,8 +44,28 @@ def browser() -> Iterator[Any]:
             launched.close()
 
 
+ADDRESS = re.compile(r"http://\S+/studio(\?secret=\S+)?")
+
+
+@dataclass
+class Studio(Server):
+    """A running studio and the address it printed (with this launch's secret)."""
+
+    address: str = ""
+
+    @property
+    def cookies(self) -> dict[str, str]:
+        """What the first visit through `address` leaves in a browser."""
+        port, secret = urlsplit(self.url).port, parse_qs(urlsplit(self.address).query)
+        return {f"cgraph-studio-{port}": secret["secret"][0]} if secret else {}
+
+    def visitor(self, timeout: float = 30.0) -> httpx.Client:
+        """A client that came through the printed address."""
+        return httpx.Client(base_url=self.url, cookies=self.cookies, timeout=timeout)
+
+
 @contextmanager
-def studio_process(*args: str, folder: Path, cwd: Path) -> Iterator[Server]:
+def studio_process(*args: str, folder: Path, cwd: Path) -> Iterator[Studio]:
     """`cgraph ARGS --port <free>` run from `cwd`, until `/healthz` answers; killed after."""
     port = free_port()
     log = folder / f"studio-{port}.log"
@@ -50,9 +74,12 @@ def studio_process(*args: str, folder: Path, cwd: Path) -> Iterator[Server]:
         process = subprocess.Popen(
             command, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=environment()
         )
-    server = Server(process, f"http://127.0.0.1:{port}", log)
+    server = Studio(process, f"http://127.0.0.1:{port}", log)
     try:
         wait_ready(server)
+        found = ADDRESS.search(server.output())
+        assert found is not None, server.output()
+        server.address = found.group(0)
         yield server
     finally:
         server.stop()

@@ -21,6 +21,7 @@ from cgraph.cli.render import render as render_command
 from cgraph.cli.serve import serve as serve_command
 from cgraph.cli.serve import store_app
 from cgraph.cli.shown import printable, shown
+from cgraph.cli.simulate import simulate as simulate_command
 from cgraph.cli.studio import studio as studio_command
 from cgraph.cli.test import test as test_command
 from cgraph.cli.usage import (
@@ -239,6 +240,7 @@ COMMANDS = (
     ("render", render_command, "Draw a graph as SVG, PNG, dot or Mermaid."),
     ("run", run, "Talk with a graph, in the terminal or one message per stdin line."),
     ("test", test_command, "Run conversation tests (*.test.yaml)."),
+    ("simulate", simulate_command, "Talk to a graph as simulated users (*.sim.yaml)."),
     ("studio", studio_command, "Chat with a graph in the browser and watch it move."),
     ("serve", serve_command, "Serve graphs over HTTP, on SQLite or PostgreSQL."),
     ("lsp", lsp, "Start the language server an editor talks to (stdio)."),

@@ -69,6 +69,15 @@ def serve(
     sessions_per_user: Annotated[
         int, typer.Option(metavar="N", min=1, help="Sessions one user may keep.")
     ] = 100,
+    allow_origin: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            metavar="URL",
+            help="A web origin (https://app.example) whose pages may call the API; repeat it "
+            "for more. [default: none but the server's own]",
+            show_default=False,
+        ),
+    ] = None,
     studio: Annotated[
         bool,
         typer.Option("--studio", help="Also serve the studio page at /studio (one designer)."),
@@ -122,6 +131,7 @@ def serve(
         lease=lease,
         turns_per_minute=turns_per_minute,
         sessions_per_user=sessions_per_user,
+        allow_origins=tuple(allow_origin or ()),
         metrics=metrics,
         metrics_token=metrics_token,
         log_format=log_format,

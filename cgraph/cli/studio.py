@@ -45,16 +45,18 @@ def studio(
     state lit, why each move happened; reload the file as you edit it."""
     from cgraph.studio.main import address, options_for
     from cgraph.studio.main import studio as run_studio
+    from cgraph.studio.routes import new_secret
 
     problem = not_a_graph_file(graph)
     if problem:
         sys.stderr.write(f"error: {graph}: {problem}\n")
         raise typer.Exit(2)
     options = options_for(str(graph), model=model, port=port, store=store)
+    secret = new_secret()
     if not no_browser:
-        _open_when_up(options.host, port, address(options))
+        _open_when_up(options.host, port, address(options, secret))
     try:
-        run_studio(options, _say)
+        run_studio(options, _say, secret)
     except CgraphError as err:
         sys.stderr.write(f"error: {err.message}\n")
         raise typer.Exit(1) from None

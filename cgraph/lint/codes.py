@@ -27,7 +27,7 @@ CODES: dict[str, str] = {
     # structure (cgraph.lint.structure)
     "unknown-state": (
         "A start, next_state, on_error, on_limit, max_visits or a global exit's except"
-        " names no state."
+        " names no state; or a sim file's goal (`reach`, `never`) or `says` does."
     ),
     "unreachable-state": "No path from START leads to the state.",
     "resume-unreachable": "A `RESUME` lies on no path a `resume: true` exit starts.",
@@ -62,7 +62,7 @@ CODES: dict[str, str] = {
     "slot-conflict": "A slot has the name of a variable or a built-in template name.",
     "unknown-slot": (
         "`collect`, `reset`, `returns` or a `graph` state's `with` names a slot that is not"
-        " declared under `slots:`."
+        " declared under `slots:`; or a sim file's facts or goal name no slot or variable."
     ),
     "ask-without-collect": "A state has `ask_before_filling` but collects no slots.",
     "unknown-graph-target": "A `file.yaml#state` target or `enter:` names no state of that file.",
@@ -94,7 +94,14 @@ CODES: dict[str, str] = {
     "topology-missing-edge": "A state's exit is missing from the topology.",
     "topology-arrow": "The topology's `<->` or `->` disagrees with the exit's `resume: true`.",
     # sub-graphs (cgraph.lint.walk)
-    "graph-missing": "A graph state's file does not exist.",
+    "graph-missing": "A graph state's file, or the graph a sim file names, does not exist.",
+    # sim files (cgraph.lint.sims)
+    "not-a-sim-file": "A file read as a sim file has no top-level `cgraph-sim:`.",
+    "sim-graph-invalid": "The graph a sim file names does not load.",
+    "sim-no-personas": "A sim file lists no personas.",
+    "sim-duplicate-persona": "Two personas of a sim file have one name.",
+    "sim-fact-invalid": "A persona's fact is a value its slot refuses (enum, type, range).",
+    "sim-goal-unreachable": "No declared path meets a persona's goal without a `never` state.",
     "graph-recursive": "Graph files include each other in a cycle.",
     "graph-outside": "A graph state or a `file#state` target names a file outside the root folder.",
     # the command itself

@@ -29,7 +29,7 @@ from cgraph.lint.unset import check_unset_slots
 from cgraph.spec.files import Refusal, read_head
 from cgraph.spec.load import parse_graph
 from cgraph.spec.model import Graph
-from cgraph.spec.names import TESTS_KEY
+from cgraph.spec.names import SIM_KEY, TESTS_KEY
 from cgraph.spec.read import Document, read_file, read_text
 from cgraph.spec.topology import derive
 from cgraph.spec.topology import mermaid as draw_mermaid
@@ -49,9 +49,11 @@ CHECKS: tuple[Check, ...] = (
 )
 """The checks run on every graph that parses, in order."""
 # A folder walk lints files with a top-level `cgraph:` key; others are skipped with a note.
-# Conversation tests (`cgraph-test:`) are linted against their own schema.
+# Conversation tests (`cgraph-test:`) and sim files (`cgraph-sim:`) are linted against
+# their own schemas.
 _GRAPH_KEY = re.compile(
-    r"""^(?:["']?cgraph(?:-test)?["']?\s*:|\s*\{?\s*"cgraph(?:-test)?"\s*:)""", re.MULTILINE
+    r"""^(?:["']?cgraph(?:-test|-sim)?["']?\s*:|\s*\{?\s*"cgraph(?:-test|-sim)?"\s*:)""",
+    re.MULTILINE,
 )
 _SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 
@@ -138,6 +140,10 @@ class _Linter:
             tests, found = parse_tests(doc)
             missing = missing_graph(doc, tests) if tests is not None else None
             return _Outcome(None), [*found, *([missing] if missing else [])]
+        if isinstance(doc.data, dict) and SIM_KEY in doc.data:
+            from cgraph.lint.sims import check_sim_file  # sim files only, like test files
+
+            return _Outcome(None), check_sim_file(doc)
         graph, diagnostics = parse_graph(doc)
         if graph is None:
             return _Outcome(None), diagnostics

@@ -27,19 +27,33 @@ import anyio.from_thread
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from cgraph.serve import chat, openapi
 from cgraph.serve.bridge import bridged
-from cgraph.serve.limits import MAX_BODY_BYTES, message, parsed, session_id, text_field, too_large
+from cgraph.serve.edge import Edge, Rules
+from cgraph.serve.limits import (
+    MAX_BODY_BYTES,
+    MAX_SEQ,
+    message,
+    parsed,
+    path_id,
+    query_integer,
+    session_id,
+    text_field,
+    too_large,
+)
 from cgraph.serve.metrics import CONTENT_TYPE
-from cgraph.serve.options import LOCAL_USER, digest, read_tokens
+from cgraph.serve.options import LOCAL_USER, ServeOptions, digest, read_tokens
 from cgraph.serve.problems import Problem, body, problem_of
 from cgraph.serve.reporting import reporting
 from cgraph.serve.service import Service
 from cgraph.serve.watch import Answered
+from cgraph.spec.limits import MAX_GRAPH_NAME_CHARS
 
 DRAIN_SECONDS = 30.0
 """Longest a SIGTERM waits for the turns in flight before the process stops anyway."""
@@ -121,11 +135,14 @@ async def _body(request: Request) -> bytes:
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise too_large(int(declared))
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise too_large(size)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise too_large(size)
+            chunks.append(chunk)
+    except ClientDisconnect:  # the client's doing, not a server error: nothing to log
+        raise Problem(400, "client_disconnected", "the client left before its body ended") from None
     return b"".join(chunks)
 
 
@@ -133,7 +150,7 @@ async def _body(request: Request) -> bytes:
 
 
 async def create(call: Call) -> Response:
-    graph = str(text_field(call.data, "graph", limit=200, schema=openapi.CREATE))
+    graph = str(text_field(call.data, "graph", limit=MAX_GRAPH_NAME_CHARS, schema=openapi.CREATE))
     chosen = session_id(text_field(call.data, "session_id", limit=64, required=False))
     return answer(await call.run(call.service.create, call.user, graph, chosen), 201)
 
@@ -174,22 +191,9 @@ async def view(call: Call) -> Response:
 
 async def events(call: Call) -> Response:
     query = call.request.query_params
-    after, limit = (
-        _integer(query.get("after"), -1, "after"),
-        _integer(query.get("limit"), 100, "limit"),
-    )
-    if limit < 1:
-        raise Problem(422, "invalid_field", "`limit` must be at least 1")
+    after = query_integer(query.get("after"), -1, "after", -1, MAX_SEQ)
+    limit = query_integer(query.get("limit"), 100, "limit", 1, MAX_SEQ)
     return answer(await call.run(call.service.events, call.user, call.sid, after, limit))
-
-
-def _integer(value: str | None, default: int, name: str) -> int:
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise Problem(422, "invalid_field", f"`{name}` must be an integer") from None
 
 
 async def undo(call: Call) -> Response:
@@ -245,7 +249,7 @@ async def deliveries(call: Call) -> Response:
     status = query.get("status")
     if status not in (None, "pending", "delivered", "failed"):
         raise Problem(422, "invalid_field", "`status` is pending, delivered or failed")
-    limit = min(max(_integer(query.get("limit"), 100, "limit"), 1), 1000)
+    limit = min(max(query_integer(query.get("limit"), 100, "limit", -MAX_SEQ, MAX_SEQ), 1), 1000)
     return answer(await call.run(hooks.listed, call.user, status, limit))
 
 
@@ -346,6 +350,7 @@ def _gated(
         answered.session = request.path_params.get("id")
         try:
             user = LOCAL_USER if endpoint.public else gate.user(request)
+            path_id(str(request.path_params.get("id", "")))
             answered.user = None if endpoint.public else user
             data = parsed(await _body(request)) if request.method == "POST" else {}
             response: Response = await endpoint.handler(Call(request, user, data, service, gate))
@@ -410,8 +415,26 @@ def build(
 
     routes = _by_path((*ROUTES, *extra), service, gate)
     return Starlette(
-        routes=routes, lifespan=lifespan, exception_handlers={HTTPException: not_found}
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: not_found},
+        middleware=_edge(service.options),
     )
+
+
+def _edge(options: ServeOptions) -> list[Middleware]:
+    """The checks before any route (`cgraph.serve.edge`); CORS for the allowed origins."""
+    edge = [Middleware(Edge, rules=Rules.of(options))]
+    if not options.allow_origins:
+        return edge
+    cors = Middleware(
+        CORSMiddleware,
+        allow_origins=list(options.allow_origins),
+        allow_methods=["GET", "POST", "DELETE"],
+        allow_headers=["authorization", "content-type"],
+        max_age=600,
+    )
+    return [cors, *edge]
 
 
 def _drain_on_sigterm(gate: Gate) -> None:

@@ -5,6 +5,7 @@ minute and sessions."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -12,13 +13,18 @@ from collections.abc import Callable
 from typing import Any
 
 from cgraph.serve.openapi import MESSAGE
-from cgraph.serve.problems import Problem
+from cgraph.serve.problems import Problem, not_found
 from cgraph.spec.limits import MAX_MESSAGE_CHARS
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_KEY_CHARS = 200
 MAX_ID_CHARS = 64
-ID_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+"""A session id a client may choose (no `.` or `..`, which no URL path reaches)."""
+MAX_STORED_ID_CHARS = 200
+"""The longest id `cgraph run --session` gives a session (any text without a NUL)."""
+MAX_SEQ = 2**63 - 1
+"""The largest event number a store keeps (a signed 64-bit integer)."""
 
 
 def too_large(size: int) -> Problem:
@@ -37,6 +43,8 @@ def parsed(raw: bytes) -> dict[str, Any]:
         data = json.loads(text)
     except ValueError as err:
         raise Problem(400, "invalid_json", f"the body is not JSON: {err}") from None
+    except RecursionError:
+        raise Problem(400, "invalid_json", "the body's JSON is nested too deep") from None
     if not isinstance(data, dict):
         raise Problem(400, "invalid_json", "the body must be a JSON object")
     try:  # "\ud800" in JSON decodes to a lone surrogate, which no UTF-8 text holds
@@ -68,6 +76,9 @@ def text_field(
     if len(value) > limit:
         code = "message_too_long" if name == "text" else "invalid_field"
         raise Problem(422, code, f"`{name}` is over {limit:,} characters")
+    nul = value.find("\x00")
+    if nul >= 0:  # no store keeps one (PostgreSQL text cannot)
+        raise Problem(422, "invalid_field", f"`{name}` holds a NUL character at {nul + 1}")
     return value
 
 
@@ -85,20 +96,47 @@ def message(data: dict[str, Any]) -> tuple[str, str | None]:
     text = text_field(data, "text", limit=MAX_MESSAGE_CHARS, schema=MESSAGE)
     key = data.get("key")
     if isinstance(key, int) and not isinstance(key, bool):
+        if not -MAX_SEQ - 1 <= key <= MAX_SEQ:
+            raise Problem(422, "invalid_field", "an integer `key` must fit in 64 bits")
         key = str(key)
     key = text_field({"key": key}, "key", limit=MAX_KEY_CHARS, required=False)
     return str(text), key
 
 
 def session_id(value: str | None) -> str | None:
-    """A session id a client chose: letters, digits, `-`, `_`, `.`, at most 64."""
+    """A session id a client chose: a letter or digit, then letters, digits, `-`, `_`,
+    `.`; at most 64."""
     if value is None:
         return None
-    if not (0 < len(value) <= MAX_ID_CHARS and set(value) <= ID_CHARACTERS):
+    if re.fullmatch(ID_PATTERN, value) is None:
         raise Problem(
-            422, "invalid_field", "`session_id` must be 1-64 letters, digits, `-`, `_` or `.`"
+            422,
+            "invalid_field",
+            "`session_id` must be 1-64 letters, digits, `-`, `_` or `.`, "
+            "starting with a letter or digit",
         )
     return value
+
+
+def path_id(value: str) -> str:
+    """An id in a URL path; one no session or memory can have (a NUL, too long) is the
+    same 404 as a missing one, never a question to the store."""
+    if len(value) > MAX_STORED_ID_CHARS or "\x00" in value:
+        raise not_found(value[:MAX_ID_CHARS])
+    return value
+
+
+def query_integer(value: str | None, default: int, name: str, low: int, high: int) -> int:
+    """An integer query parameter between `low` and `high`; `Problem` 422 otherwise."""
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise Problem(422, "invalid_field", f"`{name}` must be an integer") from None
+    if not low <= number <= high:
+        raise Problem(422, "invalid_field", f"`{name}` must be from {low} to {high}")
+    return number
 
 
 class Rate:
@@ -125,3 +163,10 @@ class Rate:
                     (("retry-after", str(wait)),),
                 )
             seen.append(now)
+
+    def refund(self, user: str) -> None:
+        """Uncount `user`'s last event (what it was for was refused)."""
+        with self._lock:
+            seen = self._seen.get(user)
+            if seen:
+                seen.pop()

@@ -50,6 +50,8 @@ class ServeOptions:
     """Sessions one user may keep in the store."""
     threads: int = 16
     """Turns one process runs at once (threads; a turn holds no database connection)."""
+    allow_origins: tuple[str, ...] = ()
+    """Web origins besides the server's own that may write to it (a front end elsewhere)."""
     metrics: bool = True
     """`GET /metrics` answers (Prometheus text), without the API's tokens."""
     metrics_token: str | None = None
@@ -70,6 +72,7 @@ class ServeOptions:
     def from_json(cls, text: str) -> ServeOptions:
         data = json.loads(text)
         data["graphs"], data["webhooks"] = tuple(data["graphs"]), tuple(data["webhooks"])
+        data["allow_origins"] = tuple(data["allow_origins"])
         return cls(**data)
 
 
@@ -86,6 +89,13 @@ def checked(options: ServeOptions) -> ServeOptions:
         raise ConfigError("--lease must be at least 0.5 seconds (it is renewed every quarter)")
     if options.tokens is not None:
         read_tokens(Path(options.tokens))
+    for origin in options.allow_origins:
+        scheme, _, rest = origin.partition("://")
+        if scheme not in ("http", "https") or not rest or "/" in rest.rstrip("/"):
+            raise ConfigError(
+                f"--allow-origin {origin}: an origin is `https://HOST` or `http://HOST:PORT` "
+                "(no path)"
+            )
     if options.log_format not in FORMATS:
         raise ConfigError(f"--log-format {options.log_format}: choose {' or '.join(FORMATS)}")
     if options.metrics_token is not None and len(options.metrics_token) < 16:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from cgraph.errors import (
     CgraphError,
     ConfigError,
+    InputError,
     LeaseLost,
     LLMError,
     NotTheOwner,
@@ -24,6 +25,7 @@ from cgraph.errors import (
     SessionError,
     SessionExists,
     SessionNotFound,
+    SessionQuota,
     StoreError,
     ToolError,
     ValueTooLarge,
@@ -32,9 +34,10 @@ from cgraph.errors import (
 LOG = logging.getLogger("cgraph.serve")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass
 class Problem(Exception):
-    """A request refused by the server itself (a limit, a bad body, no token)."""
+    """A request refused by the server itself (a limit, a bad body, no token). Not frozen:
+    an exception's traceback is set on it on its way out of a `with` block."""
 
     status: int
     code: str
@@ -51,8 +54,10 @@ STATUS: tuple[tuple[type[CgraphError], int, str], ...] = (
     (LeaseLost, 409, "lease_lost"),
     (SessionCompleted, 409, "session_completed"),
     (SessionExists, 409, "session_exists"),
+    (SessionQuota, 403, "session_quota"),
     (SessionError, 409, "session_conflict"),
     (ValueTooLarge, 422, "value_too_large"),
+    (InputError, 422, "invalid_field"),
     (ConfigError, 422, "not_servable"),
     (StoreError, 503, "store_unavailable"),
     (LLMError, 502, "model_failed"),

@@ -21,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from cgraph.errors import ConfigError
+from cgraph.errors import ConfigError, SessionQuota
 from cgraph.serve.graphs import Served, load_served, unknown
 from cgraph.serve.limits import Rate
 from cgraph.serve.options import ServeOptions
@@ -54,7 +54,7 @@ class Service:
     def __init__(self, options: ServeOptions, served: dict[str, Served] | None = None) -> None:
         self.options = options
         self.served = served if served is not None else load_served(options.graphs)
-        self.store = open_store(options.store)
+        self.store = open_store(options.store, sessions_per_user=options.sessions_per_user)
         self.folder = None if is_url(options.store) else _folder(Path(options.store))
         self._refuse_one_process_memory(self.folder)
         self.memories = {
@@ -85,14 +85,11 @@ class Service:
         served = self.served.get(graph)
         if served is None:
             raise Problem(422, "unknown_graph", unknown(graph, self.served))
-        if len(Session.list_sessions(self.store, user)) >= self.options.sessions_per_user:
-            limit = self.options.sessions_per_user
-            raise Problem(403, "session_quota", f"over {limit} sessions; delete one first")
         self.rate.take(user)
         sid = session_id or uuid.uuid4().hex
-        with self.watch.turn(user, sid) as seen, self._held(sid):
+        with self.watch.turn(user, sid) as seen, self._held(sid), self._refunded(user):
             seen.graph = graph if served.graph.speaks_first else ""
-            session = Session.start(
+            session = Session.start(  # the store counts the quota and creates as one
                 served.graph,
                 model=self.options.model,
                 user_id=user,
@@ -108,15 +105,24 @@ class Service:
                 answer["turn"] = session.opening.as_json()
             return answer
 
+    @contextmanager
+    def _refunded(self, user: str) -> Iterator[None]:
+        """A create the quota refused starts no turn: the rate does not count it."""
+        try:
+            yield
+        except SessionQuota:
+            self.rate.refund(user)
+            raise
+
     def send(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
-        self.rate.take(user)
         with (
             self.watch.turn(user, sid) as seen,
             self._held(sid),
             self._writing(user, sid, key) as (session, found),
         ):
             if found is not None:
-                return _turn(found, session, replayed=True)
+                return _turn(replayed(found, text), session, replayed=True)
+            self.rate.take(user)  # a turn runs: what the rate counts
             seen.open(session)
             turn = session.send(text, key=key)
             seen.done(turn, session)
@@ -126,12 +132,15 @@ class Service:
         """`send`, each piece emitted as it comes: `open` once the session is held and open
         (nothing before it was said to the client), `delta`s, `retracted`, `tools`, then
         one `turn`."""
-        self.rate.take(user)
         with (
             self.watch.turn(user, sid) as seen,
             self._held(sid),
             self._writing(user, sid, key) as (session, found),
         ):
+            if found is None:
+                self.rate.take(user)
+            else:
+                replayed(found, text)
             emit("open", {})
             if found is not None:
                 emit("turn", _turn(found, session, replayed=True))
@@ -173,9 +182,9 @@ class Service:
         return {"events": events, "next": found[-1].seq if found else None}
 
     def undo(self, user: str, sid: str) -> dict[str, Any]:
-        self.rate.take(user)
         with self._held(sid), self._writing(user, sid) as opened:
             session = opened[0]
+            self.rate.take(user)
             taken = session.undo()
             undone = taken.as_json() if taken is not None else None
             return {"undone": undone, "state": session.state, "turn": session.turn_number}
@@ -299,6 +308,18 @@ class OpenSessions:
             self._kept[session.id] = session
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)
+
+
+def replayed(found: Turn, text: str) -> Turn:
+    """The turn an idempotency key made, sent again with the same text; another text under
+    the same key is refused (`key_reused`), never dropped without a word."""
+    if found.user != text:
+        raise Problem(
+            422,
+            "key_reused",
+            f"key already sent with another message (turn {found.number}); use a new key",
+        )
+    return found
 
 
 def _turn(turn: Turn, session: Session, *, replayed: bool = False) -> dict[str, Any]:

@@ -54,6 +54,7 @@ _ACCEPTED = _NOTES | {
     "enum",
     "pattern",
     "minLength",
+    "maxLength",
     "minimum",
     "maximum",
     "exclusiveMinimum",
@@ -70,8 +71,8 @@ class Violation:
     - `state-type`: the `type` found, or None;
     - `type`: the JSON types allowed;
     - `key`: the schema a mapping key breaks (`propertyNames`);
-    - a keyword broken (`const`, `enum`, `pattern`, `minLength`, `minimum`, `maximum`,
-      `exclusiveMinimum`): the keyword's value.
+    - a keyword broken (`const`, `enum`, `pattern`, `minLength`, `maxLength`, `minimum`,
+      `maximum`, `exclusiveMinimum`): the keyword's value.
     """
 
     path: DataPath
@@ -315,6 +316,7 @@ _TEST: dict[str, Callable[[Any], Callable[[Any], object]]] = {
     "enum": lambda expected: tuple(expected).__contains__,
     "pattern": _pattern,
     "minLength": _min_length,
+    "maxLength": lambda expected: lambda value: len(value) <= expected,
     "minimum": lambda expected: partial(operator.le, expected),
     "maximum": lambda expected: partial(operator.ge, expected),
     "exclusiveMinimum": lambda expected: partial(operator.lt, expected),

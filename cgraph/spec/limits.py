@@ -35,6 +35,8 @@ MAX_FILE_BYTES = 20_000_000
 FILE_SIZE_VARIABLE = "CGRAPH_MAX_FILE_SIZE"
 MAX_MESSAGE_CHARS = 8_000
 """Longest user message a session takes (`Session.send`, `cgraph run`, the HTTP server)."""
+MAX_GRAPH_NAME_CHARS = 200
+"""Longest graph `name:` (what a client sends to `cgraph serve` to start a session)."""
 
 
 def expanded_size(value: Any, limit: int = MAX_VALUE_CHARS) -> int:

@@ -245,6 +245,11 @@ def _value_message(kind: str, detail: Any, value: Any) -> tuple[str, str]:
         return (f"`{value}` is not a valid id", _ID_HINT)
     if kind == "minLength":
         return ("must not be empty", "write some text or remove the key")
+    if kind == "maxLength":
+        return (
+            f"is {len(value):,} characters, over {detail:,}",
+            f"shorten it to {detail:,} or fewer",
+        )
     if kind in ("const", "enum"):
         options = (detail,) if kind == "const" else detail
         choice = "one of " if len(options) > 1 else ""

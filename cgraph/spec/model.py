@@ -14,6 +14,8 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
+from cgraph.spec.limits import MAX_GRAPH_NAME_CHARS
+
 T = TypeVar("T")
 
 
@@ -28,6 +30,7 @@ ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.\-]*$"
 Tier = Literal["personal", "project", "task"]
 TIERS: tuple[Tier, ...] = ("personal", "project", "task")
 Identifier = Annotated[str, Keywords(pattern=ID_PATTERN)]
+GraphName = Annotated[str, Keywords(pattern=ID_PATTERN, maxLength=MAX_GRAPH_NAME_CHARS)]
 Text = Annotated[str, Keywords(minLength=1)]
 HANDLER_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
 Handler = Annotated[str, Keywords(pattern=HANDLER_PATTERN)]
@@ -506,8 +509,8 @@ class Graph:
 
     cgraph: Literal[1]
     """Format version."""
-    name: Identifier
-    """The graph's id."""
+    name: GraphName
+    """The graph's id (at most 200 characters: what a client names to start a session)."""
     description: str = ""
     """A note for people reading the graph."""
     agent: Agent = field(default_factory=Agent)

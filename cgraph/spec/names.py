@@ -17,6 +17,8 @@ RESUME = "RESUME"
 SEPARATOR = "#"
 TESTS_KEY = "cgraph-test"
 """The top-level key of a conversation-test file (`*.test.yaml`), which a graph never has."""
+SIM_KEY = "cgraph-sim"
+"""The top-level key of a sim file (`*.sim.yaml`)."""
 
 
 def qualify(graph_key: str, state_id: str) -> str:

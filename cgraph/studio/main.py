@@ -10,7 +10,7 @@ from cgraph.errors import ConfigError
 from cgraph.serve.main import free, run, serve
 from cgraph.serve.options import ServeOptions, checked
 from cgraph.serve.service import Service
-from cgraph.studio.routes import endpoints
+from cgraph.studio.routes import endpoints, new_secret
 from cgraph.studio.workspace import Workspace
 
 PATH = "/studio"
@@ -31,18 +31,20 @@ def options_for(graph: str, *, model: str | None, port: int, store: str) -> Serv
     )
 
 
-def address(options: ServeOptions) -> str:
-    return f"http://{options.host}:{options.port}{PATH}"
+def address(options: ServeOptions, secret: str) -> str:
+    """The page's address with this launch's secret (the first visit makes it a cookie)."""
+    return f"http://{options.host}:{options.port}{PATH}?secret={secret}"
 
 
-def studio(options: ServeOptions, say: Callable[[str], None]) -> None:
-    """Serve the page on `options.graphs` until Ctrl-C (a `CgraphError` before start)."""
+def studio(options: ServeOptions, say: Callable[[str], None], secret: str) -> None:
+    """Serve the page on `options.graphs` until Ctrl-C (a `CgraphError` before start),
+    to visitors who come through `address(options, secret)`."""
     free(options.host, options.port)
     service = Service(checked(options), served={})
     workspace = Workspace(service, options.graphs)
-    for line in banner(options, workspace):
+    for line in banner(options, workspace, secret):
         say(line)
-    run(service, endpoints(workspace))
+    run(service, endpoints(workspace, secret))
 
 
 def serve_with_studio(options: ServeOptions, say: Callable[[str], None]) -> None:
@@ -53,11 +55,12 @@ def serve_with_studio(options: ServeOptions, say: Callable[[str], None]) -> None
             "--tokens and --workers (on 127.0.0.1), or drop --studio"
         )
     free(options.host, options.port)
-    say(f"studio: {address(options)}")
-    serve(options, say, lambda service: endpoints(Workspace.of(service)))
+    secret = new_secret()
+    say(f"studio: {address(options, secret)}")
+    serve(options, say, lambda service: endpoints(Workspace.of(service), secret))
 
 
-def banner(options: ServeOptions, workspace: Workspace) -> list[str]:
+def banner(options: ServeOptions, workspace: Workspace, secret: str) -> list[str]:
     lines = []
     for studied in workspace.studied.values():
         if studied.served is not None:
@@ -66,5 +69,8 @@ def banner(options: ServeOptions, workspace: Workspace) -> list[str]:
             errors = sum(1 for d in studied.diagnostics if d.severity == "error")
             lines.append(f"{studied.file}: {errors} error(s) — the page shows them; fix and reload")
     model = options.model or "the graph's model, else the offline semantic mode (no key)"
-    lines += [f"model: {model} · sessions: {options.store}", f"cgraph studio on {address(options)}"]
+    lines += [
+        f"model: {model} · sessions: {options.store}",
+        f"cgraph studio on {address(options, secret)}",
+    ]
     return lines

@@ -25,22 +25,23 @@ URL_SCHEMES = ("postgresql://", "postgres://")
 VALID = "a folder, a .sqlite file, a postgresql:// URL, a SessionStore or None (in memory)"
 
 
-def _postgres(store: Any) -> SessionStore:
+def _postgres(store: Any, most: int | None) -> SessionStore:
     from cgraph.backends.store.postgres import PostgresStore  # psycopg: only for a URL
 
-    return PostgresStore(str(store))
+    return PostgresStore(str(store), sessions_per_user=most)
 
 
-def _sqlite(store: Any) -> SessionStore:
-    return SQLiteStore(sqlite_file(Path(store)))
+def _sqlite(store: Any, most: int | None) -> SessionStore:
+    return SQLiteStore(sqlite_file(Path(store)), sessions_per_user=most)
 
 
-STORES: dict[str, Callable[[Any], SessionStore]] = {
-    "memory": lambda _: InMemorySessionStore(),
+STORES: dict[str, Callable[[Any, int | None], SessionStore]] = {
+    "memory": lambda _, most: InMemorySessionStore(sessions_per_user=most),
     "postgresql": _postgres,
     "sqlite": _sqlite,
 }
-"""Each kind of store and how it is opened from what names it."""
+"""Each kind of store and how it is opened from what names it (and the sessions one user
+may keep in it, None: any number)."""
 
 
 def is_url(store: Any) -> bool:
@@ -67,11 +68,13 @@ def store_kind(store: Any) -> str:
     raise StoreError(f"store must be {VALID}, not {store!r}")
 
 
-def open_store(store: Any) -> SessionStore:
-    """A `SessionStore` as given, else the store `store` names (`STORES`)."""
+def open_store(store: Any, *, sessions_per_user: int | None = None) -> SessionStore:
+    """A `SessionStore` as given, else the store `store` names (`STORES`). With
+    `sessions_per_user`, a store it opens refuses a user's session beyond that many
+    (`SessionQuota`), counted and created as one."""
     if isinstance(store, SessionStore):
         return store
-    return STORES[store_kind(store)](store)
+    return STORES[store_kind(store)](store, sessions_per_user)
 
 
 def migrate_store(store: str | Path) -> tuple[int, int]:

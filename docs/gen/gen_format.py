@@ -26,6 +26,7 @@ from cgraph.spec.read import read_file
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH_SCHEMA = ROOT / "schemas" / "context-graph.schema.json"
 TEST_SCHEMA = ROOT / "schemas" / "cgraph-test.schema.json"
+SIM_SCHEMA = ROOT / "schemas" / "cgraph-sim.schema.json"
 EXAMPLE_WIDTH = 64
 """An example longer than this (as one line of YAML) is cut and marked `…`."""
 
@@ -70,6 +71,18 @@ def test_page() -> str:
         "[Testing conversations](../guides/testing.md)."
     )
     return page(_load(TEST_SCHEMA), "Test file reference", intro, files, "TestFile")
+
+
+def sim_page() -> str:
+    """The reference of the simulation format (`*.sim.yaml`)."""
+    files = sorted((ROOT / "graphs" / "sims").glob("*.sim.yaml"))
+    intro = (
+        "Every key of a sim file (`*.sim.yaml`), generated at each build from the published "
+        "JSON Schema (`schemas/cgraph-sim.schema.json`, which `make schema` writes from "
+        "`cgraph/spec/simfile.py`). Examples come from the sim files in `graphs/sims/`. "
+        "How to simulate: [Simulating conversations](../guides/simulate.md)."
+    )
+    return page(_load(SIM_SCHEMA), "Sim file reference", intro, files, "SimFile")
 
 
 def _load(path: Path) -> dict[str, Any]:

@@ -6,7 +6,8 @@ of `tests/fixtures/lint/` (each made to show its codes) and the first diagnostic
 code is printed as `cgraph lint` prints it, message and hint (how to fix) included. The
 few codes no fixture file can show (an unreadable path, a self-containing anchor, a
 crashing check, `topology --check` without a topology, the offline hints, a link to
-a file that is gone, a FIFO, a link that loops, a file over the size cap) are produced
+a file that is gone, a FIFO, a link that loops, a file over the size cap, a graph
+given as a sim file) are produced
 here the same way, by lint itself on a small file written for them.
 """
 
@@ -26,6 +27,8 @@ from cgraph.lint.offline import OFFLINE_CHECKS
 from cgraph.lint.structure import GraphContext
 from cgraph.lint.walk import CHECKS, lint_paths, topology_of
 from cgraph.spec.limits import FILE_SIZE_VARIABLE
+from cgraph.spec.read import read_file
+from cgraph.spec.simfile import parse_sim
 
 ROOT = Path(__file__).resolve().parents[2]
 CODES_FILE = ROOT / "cgraph" / "lint" / "codes.py"
@@ -141,6 +144,7 @@ def special() -> Iterator[Diagnostic]:
         found += lint_paths([graph], checks=OFFLINE_CHECKS).diagnostics
         found += lint_paths([graph], checks=(_crashing, *CHECKS)).diagnostics
         found += topology_of(graph, check=True)[1]
+        found += parse_sim(read_file(graph))[1]  # a graph given to `cgraph simulate`
         yield from _relative(found, folder)
 
 

@@ -37,6 +37,7 @@ from mkdocs.structure.files import File, Files  # noqa: E402
 PAGES: dict[str, Callable[[], str]] = {
     "reference/format.md": gen_format.graph_page,
     "reference/test-format.md": gen_format.test_page,
+    "reference/sim-format.md": gen_format.sim_page,
     "reference/cli.md": gen_cli.page,
     "reference/lint-rules.md": gen_lint.page,
     "reference/offline-chooser.md": gen_offline.page,

@@ -1,11 +1,13 @@
 """Take the pictures the docs and the README show, from real runs (`make docs-pictures`).
 
-    python docs/gen/pictures.py [--only terminal|report|graph]
+    python docs/gen/pictures.py [--only terminal|report|simulation|graph|editor]
 
 - `docs/img/terminal.svg`: a `cgraph run` session of the check-in in a real terminal
   (tmux), its screen captured with its colours and drawn as an SVG by rich;
 - `docs/img/test-report.png`: `cgraph test graphs/tests --html` opened in headless
   Chromium;
+- `docs/img/simulate-report.png`: `cgraph simulate --format html` on the seeded help desk
+  (`tests/fixtures/sim/`), a run's transcript open, screenshotted by headless Chromium;
 - `docs/img/medical_checkin.svg`: the check-in graph as `cgraph render` draws it (the
   README's picture; the site draws every graph at build, see `gen_pictures.py`);
 - `docs/img/editor.svg`: Neovim in tmux talking to `cgraph lsp` on a graph with a misspelt
@@ -205,6 +207,35 @@ def report() -> Path:
     return out
 
 
+def simulation() -> Path:
+    """The HTML report of the seeded help desk's simulation, a run's transcript open."""
+    out = IMG / "simulate-report.png"
+    with tempfile.TemporaryDirectory() as tmp:
+        sim = "tests/fixtures/sim/helpdesk.sim.yaml"
+        command = [str(CGRAPH), "simulate", sim, "-f", "html", "--out", tmp]
+        subprocess.run(command, cwd=ROOT, env=environment(), check=False, capture_output=True)
+        page = Path(tmp) / "helpdesk" / "report.html"
+        if not page.exists():
+            raise SystemExit("pictures: cgraph simulate wrote no report")
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+            view = browser.new_page(viewport={"width": 1400, "height": 1000})
+            view.goto(page.as_uri())
+            view.click("#runs tbody tr:nth-child(32)")  # a greeter sent to the operator
+            view.screenshot(path=str(out), full_page=True)
+            browser.close()
+    return out
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        raise SystemExit("pictures: needs chromium (apt-get install chromium)")
+    return found
+
+
 def graph() -> Path:
     """The check-in graph, drawn as `cgraph render` draws it."""
     out = IMG / "medical_checkin.svg"
@@ -218,7 +249,13 @@ def graph() -> Path:
 
 
 def main() -> None:
-    takers = {"terminal": terminal, "report": report, "graph": graph, "editor": editor}
+    takers = {
+        "terminal": terminal,
+        "report": report,
+        "simulation": simulation,
+        "graph": graph,
+        "editor": editor,
+    }
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=sorted(takers), action="append")
     chosen = parser.parse_args().only or list(takers)

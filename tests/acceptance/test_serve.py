@@ -139,6 +139,7 @@ def test_bad_input_is_refused_with_a_json_error_and_nothing_stored(server: Serve
     sid = created(ann)["session"]
     url = f"/v1/sessions/{sid}/messages"
     before = len(ann.get(f"/v1/sessions/{sid}/events").json()["events"])
+    ann.headers["content-type"] = "application/json"
     refused = [
         (ann.post(url, content=b'{"text": "' + b"a" * 65_536 + b'"}'), 413, "body_too_large"),
         (ann.post(url, json={"text": "a" * 8_001}), 422, "message_too_long"),

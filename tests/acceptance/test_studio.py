@@ -19,8 +19,7 @@ import pytest
 
 from tests.commands import CGRAPH, ran
 from tests.conftest import GRAPHS
-from tests.serving import Server
-from tests.studio import browser_page, shots, studio_process
+from tests.studio import Studio, browser_page, shots, studio_process
 
 pytestmark = pytest.mark.slow
 
@@ -40,16 +39,16 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def studio(folder: Path) -> Iterator[Server]:
+def studio(folder: Path) -> Iterator[Studio]:
     args = ("studio", "medical_checkin.yaml", "--no-browser", "--store", str(folder / "store"))
     with studio_process(*args, folder=folder, cwd=folder) as running:
         yield running
 
 
 @pytest.fixture
-def page(chromium: Any, studio: Server) -> Iterator[Any]:
+def page(chromium: Any, studio: Studio) -> Iterator[Any]:
     with browser_page(chromium, WAIT_MS) as opened:
-        opened.goto(f"{studio.url}/studio")
+        opened.goto(studio.address)
         opened.wait_for_selector("body[data-ready='1']")
         yield opened
 
@@ -216,7 +215,7 @@ def test_save_as_test_writes_a_case_cgraph_test_passes(page: Any, folder: Path) 
     assert "1 passed" in done.stdout
 
 
-def test_a_server_error_is_a_message_not_a_broken_page(page: Any, studio: Server) -> None:
+def test_a_server_error_is_a_message_not_a_broken_page(page: Any, studio: Studio) -> None:
     send(page, CHECK_IN[0][0], 1)
     sid = str(page.text_content("#session-label")).split()[-1]
     assert httpx.delete(f"{studio.url}/v1/sessions/{sid}").status_code == 204

@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import GRAPHS
-from tests.serving import Server
-from tests.studio import browser_page, shots, studio_process
+from tests.studio import Studio, browser_page, shots, studio_process
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +22,7 @@ WAIT_MS = 30_000
 
 
 @contextmanager
-def studied(tmp_path: Path, graph: str, *others: str) -> Iterator[Server]:
+def studied(tmp_path: Path, graph: str, *others: str) -> Iterator[Studio]:
     for name in (graph, *others):
         shutil.copy(GRAPHS / name, tmp_path / name)
     shutil.copytree(GRAPHS / "tools", tmp_path / "tools")
@@ -33,9 +32,9 @@ def studied(tmp_path: Path, graph: str, *others: str) -> Iterator[Server]:
 
 
 @contextmanager
-def opened(chromium: Any, studio: Server) -> Iterator[Any]:
+def opened(chromium: Any, studio: Studio) -> Iterator[Any]:
     with browser_page(chromium, WAIT_MS) as page:
-        page.goto(f"{studio.url}/studio")
+        page.goto(studio.address)
         page.wait_for_selector("body[data-ready='1']")
         yield page
 

@@ -16,8 +16,7 @@ import yaml
 
 from tests.commands import CGRAPH, ran
 from tests.conftest import FIXTURES
-from tests.serving import Server
-from tests.studio import browser_page, shots, studio_process
+from tests.studio import Studio, browser_page, shots, studio_process
 
 pytestmark = pytest.mark.slow
 
@@ -81,7 +80,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(folder: Path) -> Iterator[Server]:
+def server(folder: Path) -> Iterator[Studio]:
     args = ("serve", "long_form.yaml", str(FLOWS), "--studio", "--store", str(folder / "store"))
     limits = ("--memory", "off", "--turns-per-minute", "100000")
     with studio_process(*args, *limits, folder=folder, cwd=folder) as running:
@@ -89,7 +88,7 @@ def server(folder: Path) -> Iterator[Server]:
 
 
 @pytest.fixture
-def page(chromium: Any, server: Server) -> Iterator[Any]:
+def page(chromium: Any, server: Studio) -> Iterator[Any]:
     with browser_page(chromium, 30_000) as opened:
         yield opened
 
@@ -98,8 +97,8 @@ def view_box(page: Any) -> list[float]:
     return [float(v) for v in str(page.get_attribute("#graph svg", "viewBox")).split()]
 
 
-def test_the_page_and_its_files_are_served_and_not_in_the_api_description(server: Server) -> None:
-    with httpx.Client(base_url=server.url) as client:
+def test_the_page_and_its_files_are_served_and_not_in_the_api_description(server: Studio) -> None:
+    with server.visitor() as client:
         assert "<title>cgraph studio</title>" in client.get("/studio").text
         for name, kind in (("studio.js", "javascript"), ("studio.css", "css")):
             answered = client.get(f"/studio/static/{name}")
@@ -114,7 +113,7 @@ def test_the_page_and_its_files_are_served_and_not_in_the_api_description(server
 
 
 def test_a_300_turn_session_on_a_200_state_graph_opens_and_pans_and_zooms(
-    page: Any, server: Server, folder: Path
+    page: Any, server: Studio, folder: Path
 ) -> None:
     with httpx.Client(base_url=server.url, timeout=60) as client:
         sid = client.post("/v1/sessions", json={"graph": "long_form"}).json()["session"]
@@ -123,7 +122,7 @@ def test_a_300_turn_session_on_a_200_state_graph_opens_and_pans_and_zooms(
             sent = client.post(f"/v1/sessions/{sid}/messages", json={"text": text})
             assert sent.status_code == 200, sent.text
     started = time.monotonic()
-    page.goto(f"{server.url}/studio#graph=long_form.yaml&session={sid}")
+    page.goto(f"{server.address}#graph=long_form.yaml&session={sid}")
     page.wait_for_selector("body[data-ready='1']")
     opened = time.monotonic() - started
     assert page.locator("li.turn").count() == TURNS
@@ -158,9 +157,9 @@ def test_a_300_turn_session_on_a_200_state_graph_opens_and_pans_and_zooms(
 
 
 def test_a_graph_state_opens_as_a_cluster_and_the_lit_state_follows_into_it(
-    page: Any, server: Server, folder: Path
+    page: Any, server: Studio, folder: Path
 ) -> None:
-    page.goto(f"{server.url}/studio")
+    page.goto(server.address)
     page.wait_for_selector("body[data-ready='1']")
     page.select_option("#graph-choice", value=str(FLOWS))
     page.wait_for_function(
@@ -196,10 +195,10 @@ def test_a_graph_with_errors_still_opens_and_says_where(tmp_path: Path) -> None:
     )
     args = ("studio", "broken.yaml", "--no-browser", "--store", str(tmp_path / "store"))
     with studio_process(*args, folder=tmp_path, cwd=tmp_path) as running:
-        (watched,) = httpx.get(f"{running.url}/studio/api/graphs").json()["graphs"]
+        (watched,) = running.visitor().get("/studio/api/graphs").json()["graphs"]
         assert watched["name"] is None and watched["lint"] == "errors"
         assert watched["diagnostics"][0]["text"].startswith("broken.yaml:4:8 error unknown-state")
-        drawn = httpx.get(f"{running.url}/studio/api/picture", params={"file": "broken.yaml"})
+        drawn = running.visitor().get("/studio/api/picture", params={"file": "broken.yaml"})
         assert drawn.status_code == 409 and "has errors" in drawn.json()["error"]["message"]
         assert "1 error(s) — the page shows them" in running.output()
 

@@ -43,7 +43,10 @@ reply, streamed with a large `piece`.
 Whatever the behaviour, the server refuses (400) what OpenAI refuses of a conversation
 with tools: a `tool` message that answers no call of the assistant message before it, a
 call left unanswered, arguments that are not a string, `tool_choice` without `tools`,
-`stream_options` without `stream`, a malformed function.
+`stream_options` without `stream`, a malformed function; and of any request: no messages,
+an unknown role, a system or user message without text, a `seed` that is no int64, a
+`temperature` outside 0-2. `texts` are plain-text answers given in order (a model that
+talks, as a simulated user's does).
 """
 
 from __future__ import annotations
@@ -148,6 +151,8 @@ class ChatServer:
     `break` (the stream stops after `break_after` pieces and the connection closes, with
     no end), `stall` (no answer until the client hangs up)."""
     break_after: int = 0
+    texts: list[str] = field(default_factory=list)
+    """Plain-text answers, one a request in order (then `TALK`): a model that talks."""
     chars_per_token: int = 4
     """A generation stops at the body's `max_tokens`, counted as this many characters a
     token: the answer is cut there, with `finish_reason: length`, as a real server does."""
@@ -193,7 +198,7 @@ class ChatServer:
             # Without a schema the server promises JSON of any shape, and sends some.
             schema = fmt.get("schema") or {"type": "object"}
             return {"content": json.dumps(self._answer(schema, ""))}, "stop"
-        return TALK, "stop"
+        return ({"content": self.texts.pop(0)} if self.texts else TALK), "stop"
 
     def _with_tools(self, body: dict[str, Any], fmt: dict[str, Any]) -> tuple[dict[str, Any], str]:
         b = self.behaviour
@@ -289,6 +294,9 @@ def _text(arguments: Any) -> str:
 
 def conversation_problem(body: dict[str, Any]) -> str | None:
     """Why OpenAI would refuse this body's tools or messages (a 400), or None."""
+    problem = _sampling_problem(body)
+    if problem:
+        return problem
     if body.get("tool_choice") is not None and not body.get("tools"):
         return (
             "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' "
@@ -305,6 +313,29 @@ def conversation_problem(body: dict[str, Any]) -> str | None:
         if not isinstance(function.get("parameters", {}), dict):
             return f"Invalid type for 'tools[{index}].function.parameters': expected an object"
     return _calls_problem(body.get("messages") or [])
+
+
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+def _sampling_problem(body: dict[str, Any]) -> str | None:
+    """What OpenAI refuses of a request's messages and sampling settings."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "Invalid 'messages': empty array. Expected an array with minimum length 1."
+    for index, message in enumerate(messages):
+        if message.get("role") not in ROLES:
+            return f"Invalid value for 'messages[{index}].role': {message.get('role')!r}"
+        content = message.get("content")
+        if message["role"] in ("system", "user") and not isinstance(content, (str, list)):
+            return f"Invalid type for 'messages[{index}].content': expected a string"
+    seed = body.get("seed")
+    if seed is not None and (type(seed) is not int or not -(2**63) <= seed < 2**63):
+        return "Invalid type for 'seed': expected an integer (int64)."
+    temperature = body.get("temperature")
+    if temperature is not None and not 0 <= temperature <= 2:
+        return f"Invalid 'temperature': expected a value from 0 to 2, but got {temperature}."
+    return None
 
 
 def _calls_problem(messages: list[dict[str, Any]]) -> str | None:

@@ -16,6 +16,7 @@ PACKAGES = [
     "backends",
     "draw",
     "testing",
+    "simulate",
     "cli",
     "serve",
     "studio",

@@ -10,7 +10,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from cgraph.backends.store.leases import LEASE_SECONDS, Holding, lost
-from cgraph.backends.store.rows import dumps, in_effect, key_of, last_at, place, summary_row
+from cgraph.backends.store.rows import (
+    check_quota,
+    dumps,
+    in_effect,
+    key_of,
+    last_at,
+    place,
+    summary_row,
+)
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
 from cgraph.runtime.ports import Lease, SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
@@ -22,7 +30,11 @@ class InMemorySessionStore:
     shared = False
     """Its sessions are this process's alone."""
 
-    def __init__(self, *, lease: float = LEASE_SECONDS) -> None:
+    def __init__(
+        self, *, lease: float = LEASE_SECONDS, sessions_per_user: int | None = None
+    ) -> None:
+        self.sessions_per_user = sessions_per_user
+        self._creating = threading.Lock()
         self.leases = Holding(self, lease)
         self._guard = threading.Lock()
         self._leases: dict[str, tuple[str | None, float, int]] = {}
@@ -46,9 +58,12 @@ class InMemorySessionStore:
         fence: int | None = None,
     ) -> None:
         self._fenced(info.id, fence)
-        if info.id in self._info:
-            raise SessionExists(f"session `{info.id}` already exists")
-        self._info[info.id] = info
+        with self._creating:  # the count and the insert as one
+            if info.id in self._info:
+                raise SessionExists(f"session `{info.id}` already exists")
+            kept = sum(1 for i in self._info.values() if i.user_id == info.user_id)
+            check_quota(kept, self.sessions_per_user)
+            self._info[info.id] = info
         self._updated[info.id] = info.created_at
         self._events[info.id] = []
         self._append(info.id, events)

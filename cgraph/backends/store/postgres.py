@@ -50,7 +50,7 @@ from cgraph.backends.store.packing import (
     unpack,
     unpack_events,
 )
-from cgraph.backends.store.rows import in_effect, info_row, key_of, last_at, place
+from cgraph.backends.store.rows import check_quota, in_effect, info_row, key_of, last_at, place
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
 from cgraph.runtime.ports import Lease, SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
@@ -259,9 +259,15 @@ class PostgresStore:
     """Any process on any machine that reaches the database serves the same sessions."""
 
     def __init__(
-        self, url: str, *, pool_size: int = POOL_SIZE, lease: float = LEASE_SECONDS
+        self,
+        url: str,
+        *,
+        pool_size: int = POOL_SIZE,
+        lease: float = LEASE_SECONDS,
+        sessions_per_user: int | None = None,
     ) -> None:
         self.url, self.pool_size = url, pool_size
+        self.sessions_per_user = sessions_per_user
         self.where = _where(url)
         self.leases = Holding(self, lease)
         self._open: ConnectionPool | None = None
@@ -329,6 +335,8 @@ class PostgresStore:
                 ok = conn.execute(_FENCED + " SELECT ok FROM ok", {"sid": info.id, "fence": given})
                 if not ok.fetchone()[0]:  # type: ignore[index]
                     raise lost(info.id, given)
+                if self.sessions_per_user is not None:
+                    check_quota(_kept(conn, info.user_id), self.sessions_per_user)
                 conn.execute(
                     f"INSERT INTO cgraph_sessions ({_SESSION}, turn_seq)"
                     " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
@@ -644,3 +652,16 @@ def _where(url: str) -> str:
 def _events(session_id: str, data: bytes, since: int) -> list[Event]:
     """A row's events from `since` on (a row may begin before a page or a turn does)."""
     return [e for e in unpack_events(session_id, data) if e.seq >= since]
+
+
+_USER_LOCK = "hashtextextended('cgraph-user:' || %s, 0)"
+
+
+def _kept(conn: psycopg.Connection[Any], user_id: str) -> int:
+    """The user's sessions, counted under a lock on the user that the transaction holds
+    until it ends: two creates of one user never both see room for one more."""
+    conn.execute(f"SELECT pg_advisory_xact_lock({_USER_LOCK})", (user_id,))
+    found = conn.execute(
+        "SELECT count(*) FROM cgraph_sessions WHERE user_id = %s", (user_id,)
+    ).fetchone()
+    return int(found[0]) if found else 0

@@ -103,3 +103,11 @@ options builds a new encoder per call, a fifth of what encoding cost a step."""
 
 def dumps(data: Any) -> str:
     return ENCODER.encode(data)
+
+
+def check_quota(kept: int, most: int | None) -> None:
+    """`SessionQuota` when a user keeping `kept` sessions may not start one more."""
+    if most is not None and kept >= most:
+        from cgraph.errors import SessionQuota
+
+        raise SessionQuota(f"over {most} sessions; delete one first")

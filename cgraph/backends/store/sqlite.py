@@ -22,6 +22,7 @@ from typing import Any, Literal
 from cgraph.backends.store.leases import LEASE_SECONDS, Holding, alive, lost
 from cgraph.backends.store.rows import (
     SCHEMA_VERSION,
+    check_quota,
     dumps,
     in_effect,
     info_row,
@@ -90,8 +91,10 @@ class SQLiteStore:
         *,
         synchronous: Synchronous = "NORMAL",
         lease: float = LEASE_SECONDS,
+        sessions_per_user: int | None = None,
     ) -> None:
         self.path = Path(path)
+        self.sessions_per_user = sessions_per_user
         self.leases = Holding(self, lease)
         self._lock = threading.Lock()
         try:
@@ -132,8 +135,13 @@ class SQLiteStore:
     ) -> None:
         text = dumps(snapshot)
         row = (info.id, info.user_id, info.graph, info.graph_name, info.model)
-        with self._transaction() as db:
+        with self._transaction() as db:  # BEGIN IMMEDIATE: the count and the insert as one
             self._fenced(db, info.id, fence)
+            if self.sessions_per_user is not None:
+                (kept,) = db.execute(
+                    "SELECT count(*) FROM sessions WHERE user_id=?", (info.user_id,)
+                ).fetchone()
+                check_quota(kept, self.sessions_per_user)
             try:
                 db.execute(
                     "INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?)",

@@ -21,6 +21,8 @@ CASES = sorted(p for p in LINT.glob("*.yaml") if p.with_suffix(".expected").exis
 # (test_reader); each is tested on its own.
 NOT_IN_FIXTURES = {"unreadable", "internal-error", "topology-missing", "yaml-recursive"}
 NOT_IN_FIXTURES |= {"no-say", "offline-slot"}  # offline runs only: tests/unit/cli/test_repl.py
+# Only a file without `cgraph-sim:` read as a sim file: tests/unit/simulate/test_simfile.py.
+NOT_IN_FIXTURES |= {"not-a-sim-file"}
 # A FIFO, a device, a link loop or a file of gigabytes: tests/robustness/test_lint_inputs.py.
 NOT_IN_FIXTURES |= {"not-a-file", "file-too-large", "link-loop"}
 
@@ -314,9 +316,12 @@ def test_a_test_file_whose_graph_is_missing_is_located_at_its_graph_key(tmp_path
 
 
 def _named_key(path: tuple[str | int, ...]) -> str:
-    """The key that holds a reference: `limits.<key>.<name>`, else the last key."""
+    """The key that holds a reference: `limits.<key>.<name>`, a sim file's `says.<state>`,
+    else the last key."""
     if path[0] == "limits":
         return str(path[1])
+    if len(path) > 1 and path[-2] == "says":
+        return "says"
     return next(str(p) for p in reversed(path) if isinstance(p, str))
 
 

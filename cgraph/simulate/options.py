@@ -1,0 +1,46 @@
+"""What `cgraph simulate` was asked, as plain data (the CLI parses, the library runs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from cgraph.errors import InputError
+
+EXPLORER = "explore"
+"""The one persona of `--explore`: no goal, the least-taken exit first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What `cgraph simulate` was asked, as plain data."""
+
+    runs: int | None = None
+    seed: int | None = None
+    user: str | None = None
+    model: str | None = None
+    """The model the graph runs with (`--model`), over the sim file's."""
+    user_model: str | None = None
+    jobs: int = 1
+    explore: bool = False
+    replay: bool = False
+    budget_calls: int | None = None
+    out: Path = Path("sim-results")
+
+
+def budget_calls(text: str | None) -> int | None:
+    """`--budget calls=N` → N; `InputError` for anything else."""
+    if text is None:
+        return None
+    name, _, value = text.partition("=")
+    if name.strip() != "calls" or not value.strip().isdigit():
+        raise InputError(f"--budget: `{text}` is not calls=N (a whole number of model calls)")
+    return int(value)
+
+
+class CacheMiss(InputError):
+    """`--replay` met a request its cache does not hold: the simulation stops (exit 2)."""
+
+
+class BudgetSpent(InputError):
+    """`--budget calls=N` is spent: no run starts after it (the simulation fails)."""
