@@ -611,7 +611,7 @@ def main_waiting(delays: list[float], threads: int) -> None:
         for delay in delays:
             for sessions in WAITING_ROWS.get(delay, (16,)):
                 row = run_waiting(pg, folder, delay, sessions, threads and max(threads, sessions))
-                print(row, flush=True)
+                print(row, file=sys.stderr, flush=True)  # progress, not the record
                 rows.append(row)
     finally:
         pg.stop()

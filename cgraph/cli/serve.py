@@ -55,6 +55,10 @@ def serve(
         float,
         typer.Option(metavar="SECONDS", min=0, help="How long a message waits for a busy session."),
     ] = 5.0,
+    max_in_flight: Annotated[
+        int,
+        typer.Option(metavar="N", min=1, help="Requests one process carries at once; beyond, 503."),
+    ] = 2000,
     lease: Annotated[
         float,
         typer.Option(
@@ -129,6 +133,7 @@ def serve(
         threads=threads,
         wait=wait,
         lease=lease,
+        max_in_flight=max_in_flight,
         turns_per_minute=turns_per_minute,
         sessions_per_user=sessions_per_user,
         allow_origins=tuple(allow_origin or ()),

@@ -346,6 +346,11 @@ def _gated(
     async def _answered(request: Request, answered: Answered) -> Response:
         if gate.draining:
             return failed(Problem(503, "draining", "the server is stopping; try another"), shape)
+        if request.method == "POST" and gate.in_flight >= service.options.max_in_flight:
+            # Concurrency is bounded here, by what a process carries, not by its threads.
+            limit = service.options.max_in_flight
+            busy = f"over {limit} requests in flight here; try again in a second"
+            return failed(Problem(503, "overloaded", busy, (("retry-after", "1"),)), shape)
         gate.in_flight += 1
         answered.session = request.path_params.get("id")
         try:

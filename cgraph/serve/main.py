@@ -5,7 +5,9 @@ or with `--workers N` in N processes that each build the same app from the optio
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Callable
 
 from cgraph.errors import ConfigError
@@ -17,6 +19,8 @@ from cgraph.serve.options import LOCAL_USER, ServeOptions, checked
 from cgraph.serve.service import Service
 
 OPTIONS_VARIABLE = "CGRAPH_SERVE_OPTIONS"
+MULTIPROCESS = "PROMETHEUS_MULTIPROC_DIR"
+"""prometheus-client's folder where the workers of `--workers N` keep their counts."""
 """How the options reach the worker processes."""
 Extra = Callable[[Service], tuple[Endpoint, ...]]
 """More endpoints for one process's service (the studio's)."""
@@ -40,7 +44,15 @@ def serve(options: ServeOptions, say: Callable[[str], None], extra: Extra | None
     settings = uvicorn_settings(options)
     service.store.close()  # each worker opens its own
     os.environ[OPTIONS_VARIABLE] = options.to_json()
-    uvicorn.run(f"{__name__}:worker_app", factory=True, workers=options.workers, **settings)  # type: ignore[arg-type]
+    made = None
+    if options.metrics and not os.environ.get(MULTIPROCESS):
+        # The workers count into one folder, and each scrape sums them.
+        made = os.environ[MULTIPROCESS] = tempfile.mkdtemp(prefix="cgraph-metrics-")
+    try:
+        uvicorn.run(f"{__name__}:worker_app", factory=True, workers=options.workers, **settings)  # type: ignore[arg-type]
+    finally:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
 
 
 def run(service: Service, extra: tuple[Endpoint, ...] = ()) -> None:

@@ -3,12 +3,13 @@ one registry per app. Everything is counted from what a request answered and wha
 returned (`cgraph.serve.watch`), and from the model calls the library reports
 (`cgraph.observe`): the runtime is not instrumented.
 
-With `--workers N` each process counts its own; scrape each, or serve one worker per
-port.
+With `--workers N` the workers count into one folder (prometheus-client's multiprocess
+mode) and every scrape, whichever worker answers it, shows their sum.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -56,7 +57,12 @@ class Metrics:
             buckets=TURN_BUCKETS,
             registry=registry,
         )
-        self.in_flight = Gauge("cgraph_turns_in_flight", "Turns running now", registry=registry)
+        self.in_flight = Gauge(
+            "cgraph_turns_in_flight",
+            "Turns running now",
+            registry=registry,
+            multiprocess_mode="livesum",  # with --workers N: the live workers' sum
+        )
         self.model_calls = Counter(
             "cgraph_model_calls",
             "Model calls by model and result (ok, error)",
@@ -153,4 +159,12 @@ class Metrics:
             self.busy.inc()
 
     def text(self) -> bytes:
-        return generate_latest(self.registry)
+        """The exposition; with `--workers N`, of every worker (prometheus-client's
+        multiprocess mode, which `PROMETHEUS_MULTIPROC_DIR` turns on in each worker)."""
+        if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            return generate_latest(self.registry)
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        summed = CollectorRegistry()
+        MultiProcessCollector(summed)  # type: ignore[no-untyped-call]
+        return generate_latest(summed)

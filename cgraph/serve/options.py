@@ -50,6 +50,9 @@ class ServeOptions:
     """Sessions one user may keep in the store."""
     threads: int = 16
     """Turns one process runs at once (threads; a turn holds no database connection)."""
+    max_in_flight: int = 2000
+    """Requests (turns waiting on a model among them) one process carries at once; beyond
+    it a new message or session gets 503 `overloaded` with `Retry-After`."""
     allow_origins: tuple[str, ...] = ()
     """Web origins besides the server's own that may write to it (a front end elsewhere)."""
     metrics: bool = True
@@ -85,6 +88,8 @@ def checked(options: ServeOptions) -> ServeOptions:
         )
     if options.workers < 1 or options.threads < 1:
         raise ConfigError("--workers and --threads must be at least 1")
+    if options.max_in_flight < 1:
+        raise ConfigError("--max-in-flight must be at least 1")
     if options.lease < 0.5:
         raise ConfigError("--lease must be at least 0.5 seconds (it is renewed every quarter)")
     if options.tokens is not None:

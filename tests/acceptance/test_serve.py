@@ -311,6 +311,38 @@ def test_sigterm_lets_the_turn_in_flight_finish_and_refuses_new_requests(tmp_pat
         running.stop(signal.SIGKILL)
 
 
+def test_beyond_the_cap_on_requests_in_flight_a_message_gets_503_and_retry_after(
+    tmp_path: Path,
+) -> None:
+    running = start(
+        str(GRAPHS / "talk.yaml"), "--store", str(tmp_path / "s"), "--memory", "off",
+        "--model", f"scripted:{SLOW}", "--max-in-flight", "1", folder=tmp_path,
+    )  # fmt: skip
+    try:
+        client = running.client()
+        first, second = created(client)["session"], created(client)["session"]
+        answers: list[httpx.Response] = []
+        sending = threading.Thread(
+            target=lambda: answers.append(
+                client.post(f"/v1/sessions/{first}/messages", json={"text": "slow"})
+            )
+        )
+        sending.start()
+        deadline = time.monotonic() + 20
+        while client.get(f"/v1/sessions/{first}").json()["pending"] != "slow":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        refused = running.client().post(f"/v1/sessions/{second}/messages", json={"text": "x"})
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+        assert refused.json()["error"]["code"] == "overloaded"
+        sending.join(15)
+        assert answers and answers[0].status_code == 200
+        again = running.client().post(f"/v1/sessions/{second}/messages", json={"text": "x"})
+        assert again.status_code == 200  # the turn done, the next one is carried
+    finally:
+        running.stop(signal.SIGKILL)
+
+
 def test_a_new_user_serves_the_example_graphs_and_chats(tmp_path: Path) -> None:
     """The README's first minute: `cgraph serve graphs/`, then curl."""
     with serving(str(EXAMPLES), "--store", str(tmp_path / "store"), folder=tmp_path) as running:

@@ -8,7 +8,9 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,7 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.serving import GRAPHS, SCRIPT, Server, serving
+from tests.serving import GRAPHS, SCRIPT, SLOW, Server, serving
 
 pytestmark = pytest.mark.slow  # a real server process
 
@@ -310,3 +312,57 @@ def test_the_openai_client_raises_its_own_errors(server: Server) -> None:
     with pytest.raises(openai.BadRequestError) as unnamed:
         chat_client(server).chat.completions.create(model="talk", messages=history)
     assert unnamed.value.code == "no_session"
+
+
+def test_with_workers_every_scrape_counts_every_worker(tmp_path: Path) -> None:
+    with serving(
+        str(GRAPHS / "talk.yaml"),
+        *("--store", str(tmp_path / "store"), "--model", f"scripted:{SCRIPT}"),
+        *("--memory", "off", "--workers", "2", "--turns-per-minute", "1000"),
+        folder=tmp_path,
+    ) as running:
+        with running.client() as client:
+            for _ in range(6):  # new connections: the workers share them out
+                sid = httpx.post(f"{running.url}/v1/sessions", json={"graph": "talk"}).json()
+                said = client.post(f"/v1/sessions/{sid['session']}/messages", json={"text": "hi"})
+                assert said.status_code == 200
+        for _ in range(4):  # whichever worker answers
+            found = {
+                (s.name, tuple(sorted(s.labels.items()))): s.value
+                for family in text_string_to_metric_families(
+                    httpx.get(f"{running.url}/metrics").text
+                )
+                for s in family.samples
+            }
+            assert found[("cgraph_turns_total", (("graph", "talk"), ("outcome", "stayed")))] == 6
+            assert found[("cgraph_sessions_started_total", (("graph", "talk"),))] == 6
+            assert found[("cgraph_turns_in_flight", ())] == 0
+        assert running.stop() == 0  # SIGTERM: the workers stop (and their counts folder goes)
+
+
+def test_a_busy_session_is_counted_with_its_lock_wait(tmp_path: Path) -> None:
+    with serving(
+        str(GRAPHS / "talk.yaml"),
+        *("--store", str(tmp_path / "store"), "--model", f"scripted:{SLOW}"),
+        *("--memory", "off", "--wait", "0.2"),
+        folder=tmp_path,
+    ) as running:
+        sid = httpx.post(f"{running.url}/v1/sessions", json={"graph": "talk"}).json()["session"]
+        url = f"{running.url}/v1/sessions/{sid}/messages"
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(httpx.post, url, json={"text": "one"}, timeout=30)
+            time.sleep(0.5)  # the first turn holds the session (its model takes 1.5 s)
+            second = pool.submit(httpx.post, url, json={"text": "two"}, timeout=30)
+            statuses = sorted((first.result().status_code, second.result().status_code))
+        assert statuses == [200, 409]
+        found = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(httpx.get(f"{running.url}/metrics").text)
+            for s in family.samples
+        }
+    assert found[("cgraph_session_busy_total", ())] == 1
+    assert found[("cgraph_session_lock_wait_seconds_count", ())] == 3  # created, one, two
+    assert found[("cgraph_session_lock_wait_seconds_sum", ())] >= 0.2  # the refused one waited
+    route = (("method", "POST"), ("route", "/v1/sessions/{id}/messages"), ("status", "409"))
+    assert found[("cgraph_http_requests_total", route)] == 1
+    assert found[("cgraph_turns_total", (("graph", "talk"), ("outcome", "stayed")))] == 1

@@ -215,11 +215,14 @@ class SQLiteStore:
     def message_events(self, session_id: str, start: int, end: int) -> list[Event]:
         with self._lock:
             self._require(session_id)
+            # Sorted here: with `ORDER BY seq` SQLite walks the session's whole log by its
+            # primary key instead of the places' index (a resume then grew with the session).
             rows = self._db.execute(
                 "SELECT seq, turn, kind, at, data, msg FROM events"
-                " WHERE session=? AND msg>=? AND msg<? ORDER BY seq",
+                " WHERE session=? AND msg>=? AND msg<?",
                 (session_id, start, end),
             ).fetchall()
+            rows.sort(key=lambda row: int(row[0]))
         return in_effect(((r[5], _event(session_id, r[:5])) for r in rows), start, end)
 
     def turn_of_key(self, session_id: str, key: str) -> tuple[int, int] | None:

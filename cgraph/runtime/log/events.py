@@ -56,8 +56,11 @@ class EventLog:
         self._fold_turn()
 
     def _transcript(self, marks: HistoryMarks, messages: int) -> Transcript:
-        """The conversation from the window's start on (older messages read back if asked)."""
-        first = min(marks.history_start, marks.context_start, messages)
+        """The conversation from the window's start on (older messages read back if asked).
+        The window starts at the later of its two marks (as prompts read it): holding from
+        the earlier one read a session's whole transcript at every resume, so opening a
+        session cost more the longer it was."""
+        first = min(max(marks.history_start, marks.context_start), messages)
         held = self._messages(first, messages)
         return Transcript(self._messages, held, first)
 
@@ -122,7 +125,7 @@ class EventLog:
         self._buffer, self._deferred = [], None
         # What the window no longer shows is let go (the store still holds it).
         marks = state.marks
-        self.transcript.forget_before(min(marks.history_start, marks.context_start))
+        self.transcript.forget_before(max(marks.history_start, marks.context_start))
 
     def checkpoint_before(self, turn: int) -> dict[str, Any]:
         """The snapshot committed at the end of the turn before `turn` (what undo restores)."""

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.offline.summary import extractive
+from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.runtime.ask.prompts import SUMMARY_HEADING
+from cgraph.runtime.state.records import Event
 from cgraph.session import Session
 from tests.unit.runtime._runtime import action, go, simple, stay, write
 
@@ -134,3 +136,28 @@ def test_the_offline_summary_keeps_self_descriptions_longest() -> None:
     ]
     text = extractive("", older, budget=60)
     assert NAME in text and "day 39" in text and "day 0." not in text
+
+
+class _Counting(InMemorySessionStore):
+    """Counts the transcript's messages a session reads back from the store."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[tuple[int, int]] = []
+
+    def message_events(self, session_id: str, start: int, end: int) -> list[Event]:
+        self.read.append((start, end))
+        return super().message_events(session_id, start, end)
+
+
+def test_a_resume_reads_the_window_not_the_whole_conversation(tmp_path: Path) -> None:
+    store, model = _Counting(), ScriptedModel({"a": stay("noted")})
+    session = Session.start(chat_graph(tmp_path, "window"), model=model, store=store)
+    _conversation(session, 60)
+    before = _prompt_text(model)
+    store.read.clear()
+    again = Session.resume(session.id, store=store, model=model)
+    [(start, end)] = store.read  # the window, read once: what a resume costs stays flat
+    assert end == 120 and start > 0 and end - start < 40
+    again.send("One more thing.")
+    assert _prompt_text(model).split("\n")[1:3] == before.split("\n")[1:3]
