@@ -54,11 +54,13 @@ test-tools:
 # (20 in `make test`), 300 fuzzed files per lint fuzz test (a few in `make test`), every
 # template attack in every field through `cgraph run` (a few sampled in `make test`),
 # 2,000 hostile input lines and model replies (40), 120 streamed tool turns with provider
-# faults (6) and 40 series of misbehaving `isolation: thread` tools (4).
+# faults (6), 40 series of misbehaving `isolation: thread` tools (4), and schemathesis
+# against `cgraph serve` with 200 examples an operation on each store (10).
 stress: $(STAMP)
 	CGRAPH_KILL_RUNS=200 CGRAPH_LINT_FUZZ=300 CGRAPH_TEMPLATE_ATTACKS=all \
 	  CGRAPH_HOSTILE_LINES=2000 CGRAPH_STREAM_FAULTS=120 CGRAPH_THREAD_TOOLS=40 \
-	  $(BIN)/pytest -n 2 -q tests/robustness
+	  CGRAPH_SCHEMATHESIS_EXAMPLES=200 \
+	  $(BIN)/pytest -n 2 -q tests/robustness tests/acceptance/test_serve_schemathesis.py
 
 # The real llama-cpp-python server with the packaged SmolLM2-135M model. Its venv is built
 # once (compiling llama.cpp takes ~20 minutes; pip caches the wheel for the next build).

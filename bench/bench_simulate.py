@@ -11,10 +11,11 @@
    is explored (`--explore`, 5 runs) and its HTML report written; the report must draw
    every state, and headless Chromium must open it without a script error.
 3. The wrong-move signal on graphs it was not tuned on. Into each example graph a global
-   exit is injected that steals one action state's first exit (it takes half of that
-   exit's examples as its own); the graph is simulated again. Detection: the share of
-   graphs whose confusion pairs name the thief in that state. Precision: of the wrong
-   moves counted in that state, the share the thief took.
+   exit is injected that steals an exit a persona's example line took (it takes half of
+   that exit's examples as its own); the graph is simulated again. Detection: the share
+   of graphs whose confusion pairs name the thief in that state. Precision: of the wrong
+   moves counted in that state, the share the thief took. (So far the offline chooser
+   keeps the state's own exit on such ties, so the thief is seldom taken at all.)
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ def thieves(runs: int, out: Path) -> None:
         sim = yaml.safe_load(path.read_text())
         source = (path.parent / sim["graph"]).resolve()
         data = yaml.safe_load(source.read_text())
-        victim = _victim(data)
+        victim = _victim(path, data, out)
         if victim is None:
             continue
         state, examples = victim
@@ -181,19 +182,26 @@ def thieves(runs: int, out: Path) -> None:
         found += stolen > 0
         precise += stolen / wrong if wrong else 0
         lines.append(f"  {source.stem}: {state}: thief took {stolen} of {wrong} wrong moves")
-    print(f"thief detected in {found} of {graphs} graphs; precision {precise / graphs:.2f}")
+    print(f"thief detected in {found} of {graphs} graphs; precision {precise / max(graphs, 1):.2f}")
     print("\n".join(lines))
 
 
-def _victim(data: dict[str, Any]) -> tuple[str, list[str]] | None:
-    """The start state's first described exit with examples (the plan always passes it)."""
-    start = data["start"] if isinstance(data["start"], str) else None
-    state = data["states"].get(start) if start else None
-    if not state or state.get("type") != "action":
-        return None
-    for exit_ in state.get("exit_conditions", []):
-        if exit_.get("description") and len(exit_.get("examples", [])) >= 2:
-            return start, list(exit_["examples"])
+def _victim(sim: Path, data: dict[str, Any], out: Path) -> tuple[str, list[str]] | None:
+    """The root state and exit of the first example line the personas said and the
+    chooser took as meant, with that exit's examples."""
+    result = run_sim(sim, Options(runs=2, out=out / "victims"))
+    for record in result.records:
+        for turn in record["transcript"]:
+            if turn["kind"] != "example" or turn["verdict"] != "right":
+                continue
+            state, _, exit_id = (turn["meant"] or "").partition(" -> ")
+            spec = data["states"].get(state)
+            if spec is None:
+                continue
+            for exit_ in spec.get("exit_conditions") or []:
+                target = exit_.get("next_state")
+                if target == exit_id and len(exit_.get("examples", [])) >= 2:
+                    return state, list(exit_["examples"])
     return None
 
 

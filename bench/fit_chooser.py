@@ -14,7 +14,8 @@
    the penalty (the lowest log loss: confidences the bars can rely on) and gives every
    development case an out-of-fold confidence; the ask policy's bars (`Calibration`) are
    chosen on those: the fewest wrong moves (a wrongly ended session, into END or into a
-   silent state that goes on to END, counting ten) plus a third of each clarifying
+   silent state that goes on to END, and a wrong move into a side effect, which cannot be
+   taken back either, counting ten) plus a third of each clarifying
    question that names the exit meant (its answer gets there) and three quarters of one
    that does not (a question about exits the user never meant), with at most 9 % of turns
    asking.
@@ -50,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cgraph.backends.offline import features
 from cgraph.backends.offline.calibration import Calibration
 from cgraph.backends.offline.chooser import OfflineChooser
-from cgraph.backends.offline.policy import decide
+from cgraph.backends.offline.policy import decide, irreversible_ids
 from cgraph.backends.offline.scorer import WEIGHTS, Scorer, from_data
 from cgraph.runtime.ports import Question
 from cgraph.testing.labelled import Case, question_for
@@ -177,7 +178,9 @@ def cost(data: list[Sample], oof: list[dict[str, float]], cal: Calibration) -> t
         asked += verdict.verdict == "clarify"
         misasked += verdict.verdict == "clarify" and sample.case.expect not in decided.candidates
         wrong += verdict.verdict == "wrong"
-        ended += verdict.wrongly_ended
+        ended += verdict.wrongly_ended or (
+            verdict.verdict == "wrong" and decided.exit in irreversible_ids(sample.question.options)
+        )
     n = len(data)
     asking = ASK_COST * (asked - misasked) + MISASK_COST * misasked
     total = (wrong + (ENDED_COST - 1) * ended + asking) / n

@@ -42,6 +42,14 @@ def serve(
         Optional[str],  # noqa: UP045
         typer.Option(metavar="NAME", help="A litellm model, `semantic`, or `scripted:FILE`."),
     ] = None,
+    api_base: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--api-base",
+            metavar="URL",
+            help="Base URL of an OpenAI-compatible server.",
+        ),
+    ] = None,
     tokens: Annotated[
         Optional[Path],  # noqa: UP045
         typer.Option(metavar="FILE", help="Lines `TOKEN USER`: bearer tokens and their users."),
@@ -128,6 +136,7 @@ def serve(
         store=store,
         memory=memory,
         model=model,
+        api_base=api_base,
         tokens=str(tokens) if tokens else None,
         workers=workers,
         threads=threads,

@@ -65,6 +65,10 @@ def simulate(
     out: Annotated[
         Path, typer.Option(metavar="DIR", help="Where results.jsonl and the reports go.")
     ] = Path("sim-results"),
+    store: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="Keep each run's session here (cgraph studio --store)."),
+    ] = None,
     fail_under: Annotated[
         str | None,
         typer.Option(metavar="NAME=V,...", help="Per-persona floors, e.g. success=0.9,pass^3=0.8."),
@@ -104,6 +108,7 @@ def simulate(
         replay=replay,
         budget_calls=calls,
         out=out,
+        store=store,
     )
     request = SimRequest(
         paths=tuple(paths),

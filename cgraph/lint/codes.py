@@ -86,6 +86,10 @@ CODES: dict[str, str] = {
         "A template reads a slot that some path from the start to its state leaves unset"
         " (it would render as no text)."
     ),
+    "result-maybe-unset": (
+        "A template reads a side effect's `result:` that some path from the start to its"
+        " state reaches before the side effect runs (the turn would fail)."
+    ),
     # topology (cgraph.lint.topology)
     "topology-syntax": "A topology line is not in the notation.",
     "topology-unknown-state": "The topology names a state that does not exist.",

@@ -163,16 +163,20 @@ def check_reachability(ctx: GraphContext) -> Iterator[Diagnostic]:
     # With no known start everything is unreachable: the unknown-state error says enough.
     reached = _reach(starts, succ) if starts else set(graph.states)
     preds: dict[str, list[str]] = {}
-    for name, nexts in succ.items():
+    for name, nexts in _finishing_edges(ctx, succ).items():
         for nxt in nexts:
             preds.setdefault(nxt, []).append(name)
     # A state with a dangling target already has an error; count it as finishing.
     states = graph.states
     dangling = [
-        n for n, found in ctx.edges.items() if any(t not in states and t != END for t, _ in found)
+        n
+        for n, found in ctx.edges.items()
+        if any(t not in states and t not in (END, RESUME) for t, _ in found)
     ]
-    # RESUME goes back to a state the conversation was in: it finishes as that state does.
-    finishing = _reach([END, RESUME, *dangling], preds)
+    # RESUME goes back to a state the conversation was interrupted in: it finishes as that
+    # state does. In a graph with no interruption of its own, a parent's: assumed to finish.
+    interrupted = _interrupted_in(graph)
+    finishing = _reach([END, *dangling, *([] if interrupted else [RESUME])], preds)
     for name in graph.states:
         if name not in reached:
             yield ctx.diag(
@@ -191,6 +195,33 @@ def check_reachability(ctx: GraphContext) -> Iterator[Diagnostic]:
                 "add an exit that leads, directly or through other states, to END",
                 key=True,
             )
+
+
+def _finishing_edges(ctx: GraphContext, succ: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """The moves a conversation can make to finish: each state's own exits, the global
+    exits an action state offers (a graph may end only through "goodbye" from anywhere),
+    and RESUME's way back to each state an interruption was opened in."""
+    graph = ctx.graph
+    edges = {name: list(nexts) for name, nexts in succ.items()}
+    for name, state in graph.states.items():
+        if state.type == "action":
+            edges[name] += [g.next_state for g in graph.global_exits if name not in g.except_]
+    edges[RESUME] = list(_interrupted_in(graph))
+    return edges
+
+
+def _interrupted_in(graph: Graph) -> tuple[str, ...]:
+    """The states a `resume: true` exit (the state's own, or a global one offered there)
+    may interrupt: where RESUME comes back to."""
+    found = []
+    for name, state in graph.states.items():
+        if state.type != "action":
+            continue
+        own = any(e.resume for e in field_of(state, "exit_conditions") or ())
+        anywhere = any(g.resume and name not in g.except_ for g in graph.global_exits)
+        if own or anywhere:
+            found.append(name)
+    return tuple(found)
 
 
 def _bounded(ctx: GraphContext, name: str, state: AnyState) -> bool:

@@ -1,4 +1,5 @@
-"""Slots a template reads before any path has filled them (`slot-maybe-unset`).
+"""Slots a template reads before any path has filled them (`slot-maybe-unset`), and side
+effects' results read before any path has run them (`result-maybe-unset`).
 
 An unset slot renders as no text, so "So that's 4 pizza(s) for ." reaches the user
 without an error. A slot without a default is filled by a state that collects it (its
@@ -35,7 +36,9 @@ _GUARD_FILTERS = frozenset({"default", "d"})
 
 def check_unset_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
     graph = ctx.graph
-    tracked = frozenset(n for n, slot in graph.slots.items() if slot.default is None)
+    slots = frozenset(n for n, slot in graph.slots.items() if slot.default is None)
+    results = _results(graph) - slots
+    tracked = slots | results
     if not tracked:
         return
     filled = filled_on_entry(graph, tracked)
@@ -43,21 +46,63 @@ def check_unset_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
         if extra is None or len(path) < 3 or path[0] != "states":
             continue
         name = str(path[1])
-        if name not in filled:
+        if name not in filled or _nullable_argument(graph, path):
             continue
         state = graph.states[name]
         ready = filled[name] | _set_here(state, path)
         read = _reads(text) & tracked
         for slot in sorted(read - ready - _guarded(text)):
-            yield ctx.diag(
-                path,
-                "slot-maybe-unset",
-                f"`{slot}` may be unset when state `{name}` renders this: a path from the "
-                "start reaches it without collecting or setting the slot",
-                f"collect `{slot}` on every path to `{name}`, give it a `default:`, or guard "
-                f"the read (`{{% if {slot} %}}`, `{{{{ {slot} or '…' }}}}`)",
-                warning=True,
-            )
+            yield _unset(ctx, path, name, slot, slot in results)
+
+
+def _unset(ctx: GraphContext, path: DataPath, name: str, var: str, result: bool) -> Diagnostic:
+    if result:
+        return ctx.diag(
+            path,
+            "result-maybe-unset",
+            f"`{var}` may be unset when state `{name}` renders this: a path from the start "
+            f"reaches it before the side effect that stores `{var}` has run",
+            f"run the side effect on every path to `{name}`, give `{var}` a starting value "
+            f"under `variables:`, or guard the read (`{{% if {var} %}}`)",
+            warning=True,
+        )
+    return ctx.diag(
+        path,
+        "slot-maybe-unset",
+        f"`{var}` may be unset when state `{name}` renders this: a path from the "
+        "start reaches it without collecting or setting the slot",
+        f"collect `{var}` on every path to `{name}`, give it a `default:`, or guard "
+        f"the read (`{{% if {var} %}}`, `{{{{ {var} or '…' }}}}`)",
+        warning=True,
+    )
+
+
+def _results(graph: Graph) -> Filled:
+    """Variables only a side effect's `result:` gives (no starting value)."""
+    stored = {field_of(s, "result") for s in graph.states.values() if s.type == "side_effect"}
+    return frozenset(r for r in stored if r and r not in graph.variables)
+
+
+def _nullable_argument(graph: Graph, path: DataPath) -> bool:
+    """A side effect's argument whose tool parameter accepts null: an unset slot is passed
+    as null, which the tool declares it takes."""
+    if len(path) != 4 or path[2] != "arguments":
+        return False
+    tool_name = field_of(graph.states[str(path[1])], "tool")
+    tool = next((t for t in graph.tools if t.name == tool_name), None)
+    properties = (tool.parameters.get("properties") or {}) if tool is not None else {}
+    schema = properties.get(str(path[3]))
+    return isinstance(schema, dict) and _accepts_null(schema)
+
+
+def _accepts_null(schema: dict[str, object]) -> bool:
+    kinds = schema.get("type")
+    if kinds == "null" or (isinstance(kinds, list) and "null" in kinds):
+        return True
+    if schema.get("nullable") is True:
+        return True
+    choices = [*(schema.get("anyOf") or ()), *(schema.get("oneOf") or ())]  # type: ignore[misc]
+    return any(isinstance(c, dict) and _accepts_null(c) for c in choices)
 
 
 def filled_on_entry(graph: Graph, tracked: Filled) -> dict[str, Filled]:

@@ -34,11 +34,10 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from cgraph.serve import chat, openapi
-from cgraph.serve.bridge import bridged
+from cgraph.serve.bridge import awaited_bridge
 from cgraph.serve.edge import Edge, Rules
 from cgraph.serve.limits import (
     MAX_BODY_BYTES,
-    MAX_SEQ,
     message,
     parsed,
     path_id,
@@ -48,6 +47,7 @@ from cgraph.serve.limits import (
     too_large,
 )
 from cgraph.serve.metrics import CONTENT_TYPE
+from cgraph.serve.openapi import MAX_SEQ
 from cgraph.serve.options import LOCAL_USER, ServeOptions, digest, read_tokens
 from cgraph.serve.problems import Problem, body, problem_of
 from cgraph.serve.reporting import reporting
@@ -156,16 +156,19 @@ async def create(call: Call) -> Response:
 
 
 async def send(call: Call) -> Response:
+    """The turn on the event loop (`Service.asend`): no thread waits on the model."""
     text, key = message(call.data)
-    return answer(await call.run(call.service.send, call.user, call.sid, text, key))
+    return answer(await call.service.asend(call.user, call.sid, text, key))
 
 
 async def stream(call: Call) -> Response:
-    """Server-sent events. The turn runs in a thread that hands each piece over; the
-    response starts once the session is open, so a refusal (404, 409) is still a status.
-    A client that goes away does not stop the turn: it is committed, and its key finds it."""
+    """Server-sent events. The turn runs in a task on the event loop that hands each piece
+    over; the response starts once the session is open, so a refusal (404, 409) is still a
+    status. A client that goes away does not stop the turn: it is committed, and its key
+    finds it."""
     text, key = message(call.data)
-    pieces = await bridged(call, partial(call.service.stream, call.user, call.sid, text, key))
+    work = partial(call.service.astream, call.user, call.sid, text, key)
+    pieces = await awaited_bridge(call, work)
     first = await anext(pieces)
     if first[0] == "failed":
         return failed(problem_of(first[1]["error"], call.sid))
@@ -238,7 +241,8 @@ async def readyz(call: Call) -> Response:
 
 
 async def described(call: Call) -> Response:
-    return answer(openapi.document(ROUTES))
+    served = openapi.Served(tuple(sorted(call.service.served)), call.gate.tokens is not None)
+    return answer(openapi.document(ROUTES, served))
 
 
 async def deliveries(call: Call) -> Response:
@@ -274,7 +278,15 @@ async def metrics(call: Call) -> Response:
 
 
 ROUTES: tuple[openapi.Endpoint, ...] = (
-    openapi.Endpoint("POST", "/v1/sessions", create, "Start a session", openapi.CREATE, 201),
+    openapi.Endpoint(
+        "POST",
+        "/v1/sessions",
+        create,
+        "Start a session",
+        openapi.CREATE,
+        201,
+        refusals=(409, 429, 502),
+    ),
     openapi.Endpoint("GET", "/v1/sessions", sessions, "The caller's sessions"),
     openapi.Endpoint("GET", "/v1/sessions/{id}", view, "A session: state, variables, transcript"),
     openapi.Endpoint(
@@ -283,8 +295,16 @@ ROUTES: tuple[openapi.Endpoint, ...] = (
         delete,
         "Forget a session: its events, checkpoints and task memories",
         status=204,
+        refusals=(409,),
     ),
-    openapi.Endpoint("POST", "/v1/sessions/{id}/messages", send, "Send a message", openapi.MESSAGE),
+    openapi.Endpoint(
+        "POST",
+        "/v1/sessions/{id}/messages",
+        send,
+        "Send a message",
+        openapi.MESSAGE,
+        refusals=(409, 429, 502),
+    ),
     openapi.Endpoint(
         "POST",
         "/v1/sessions/{id}/messages:stream",
@@ -292,9 +312,12 @@ ROUTES: tuple[openapi.Endpoint, ...] = (
         "Send a message; the reply as server-sent events",
         openapi.MESSAGE,
         streams=True,
+        refusals=(409, 429, 502),
     ),
     openapi.Endpoint("GET", "/v1/sessions/{id}/events", events, "The audit log, paged", paged=True),
-    openapi.Endpoint("POST", "/v1/sessions/{id}/undo", undo, "Take back the last turn"),
+    openapi.Endpoint(
+        "POST", "/v1/sessions/{id}/undo", undo, "Take back the last turn", refusals=(409, 429)
+    ),
     openapi.Endpoint("GET", "/v1/memories", memories, "The caller's memories"),
     openapi.Endpoint("DELETE", "/v1/memories", forget_all, "Forget all the caller's memories"),
     openapi.Endpoint("DELETE", "/v1/memories/{id}", forget_one, "Forget one memory"),
@@ -315,6 +338,7 @@ ROUTES: tuple[openapi.Endpoint, ...] = (
         "/v1/webhooks/deliveries",
         deliveries,
         "The caller's webhook deliveries, latest first (`?status=failed`, `?limit=`)",
+        refusals=(404, 422),
     ),
     openapi.Endpoint("GET", "/v1/models", chat.models, "The served graphs, as OpenAI models"),
     openapi.Endpoint(
@@ -324,6 +348,7 @@ ROUTES: tuple[openapi.Endpoint, ...] = (
         "OpenAI's chat completions: `model` is a graph, the conversation a session",
         openapi.CHAT,
         errors=chat.openai_error,
+        refusals=(404, 409, 429, 502),
     ),
     openapi.Endpoint(
         "GET", "/", home, "Redirects to the studio, or to this description", status=307, public=True
@@ -419,12 +444,14 @@ def build(
             )
 
     routes = _by_path((*ROUTES, *extra), service, gate)
-    return Starlette(
+    app = Starlette(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: not_found},
         middleware=_edge(service.options),
     )
+    app.router.redirect_slashes = False  # a path with a slash more is no endpoint: 404
+    return app
 
 
 def _edge(options: ServeOptions) -> list[Middleware]:

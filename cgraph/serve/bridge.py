@@ -1,12 +1,12 @@
-"""A turn streamed from its worker thread to the event loop: what the thread emits, read
-as an async iterator (server-sent events of `/messages:stream`, chunks of
-`/v1/chat/completions`)."""
+"""A streamed turn, read as an async iterator of what it emits: from its worker thread
+(`bridged`: chunks of `/v1/chat/completions`), or from its task on the event loop
+(`awaited_bridge`: server-sent events of `/messages:stream`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 import anyio
@@ -52,4 +52,31 @@ async def bridged(call: Running, work: Callable[[Emit], Any]) -> AsyncIterator[t
             receive_end.close()
 
     call.started(asyncio.ensure_future(turn_in_thread()))
+    return pieces()
+
+
+async def awaited_bridge(
+    call: Running, work: Callable[[Emit], Awaitable[Any]]
+) -> AsyncIterator[tuple[str, Any]]:
+    """`bridged` for a turn on the event loop: `work(emit)` runs in a task (counted in
+    flight until done), what it emits as (kind, data) pairs, then `("failed", {"error":
+    …})` if it raised. The turn goes on when the reader stops reading."""
+    found: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
+
+    def emit(kind: str, data: dict[str, Any]) -> None:
+        found.put_nowait((kind, data))
+
+    async def worked() -> None:
+        try:
+            await work(emit)
+        except BaseException as error:  # reported to the reader, as the thread's is
+            emit("failed", {"error": error})
+        finally:
+            found.put_nowait(None)
+
+    async def pieces() -> AsyncIterator[tuple[str, Any]]:
+        while (piece := await found.get()) is not None:
+            yield piece
+
+    call.started(asyncio.ensure_future(worked()))
     return pieces()

@@ -12,19 +12,18 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from cgraph.serve.openapi import MESSAGE
+from cgraph.serve.openapi import (
+    ID_PATTERN,
+    MAX_KEY_CHARS,
+    MAX_SEQ,
+    MAX_STORED_ID_CHARS,
+    MESSAGE,
+)
 from cgraph.serve.problems import Problem, not_found
 from cgraph.spec.limits import MAX_MESSAGE_CHARS
 
 MAX_BODY_BYTES = 64 * 1024
-MAX_KEY_CHARS = 200
 MAX_ID_CHARS = 64
-ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-"""A session id a client may choose (no `.` or `..`, which no URL path reaches)."""
-MAX_STORED_ID_CHARS = 200
-"""The longest id `cgraph run --session` gives a session (any text without a NUL)."""
-MAX_SEQ = 2**63 - 1
-"""The largest event number a store keeps (a signed 64-bit integer)."""
 
 
 def too_large(size: int) -> Problem:

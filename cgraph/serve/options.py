@@ -35,6 +35,8 @@ class ServeOptions:
     """`off`, `chroma://HOST:PORT`, or None: embedded Chroma beside a folder store."""
     model: str | None = None
     """None: the session's own model, else the graph's `model.name`, else `semantic`."""
+    api_base: str | None = None
+    """The model server's base URL (an OpenAI-compatible server: `openai/<name>`)."""
     tokens: str | None = None
     """A file of `TOKEN USER` lines; None serves the one user `local` on loopback only."""
     workers: int = 1

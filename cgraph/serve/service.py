@@ -6,20 +6,28 @@ interleave, whichever process runs them, and a turn a killed process left unfini
 finished by the next request that writes to the session (`Session.resume(finish=True)`,
 its `recovered` turn returned as `recovered_turn`).
 
-Every method blocks (database, model): the app runs each in a worker thread. A lease
-holds no connection: the store lends one per statement.
+A turn (`asend`, `astream`) runs on the event loop with the library's async driver: the
+model is awaited, so a turn waiting on it holds no thread; a lease holds no connection
+(the store lends one per statement); taking the lease, opening the session and each
+store statement, recall and tool run in a small pool (`pool`). The
+other methods block (short store statements) and the app runs each in a worker thread;
+`send` and `stream` are the same turns on the blocking driver, for callers in a thread.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cgraph.errors import ConfigError, SessionQuota
 from cgraph.serve.graphs import Served, load_served, unknown
@@ -29,6 +37,7 @@ from cgraph.serve.problems import Problem
 from cgraph.serve.watch import Seen, Watch
 from cgraph.session import (
     CallingTools,
+    Chunk,
     Delta,
     Retracted,
     Session,
@@ -39,6 +48,7 @@ from cgraph.session import (
 from cgraph.wiring.memories import open_memory_store
 from cgraph.wiring.stores import is_url, open_store
 
+T = TypeVar("T")
 Emit = Callable[[str, dict[str, Any]], None]
 """Where a streamed turn goes: (event name, its JSON data)."""
 PROBE_USER = "-readyz-"
@@ -65,6 +75,9 @@ class Service:
         self.open = OpenSessions(CACHED_SESSIONS)
         self.tools = ToolRunner()
         """One runner for every session: its idle tool workers serve them all."""
+        self.pool = ThreadPoolExecutor(options.threads, thread_name_prefix="cgraph-serve")
+        """Where a turn on the event loop runs its short blocking work: store statements,
+        the session's lock, recalls and tools (`--threads` of them)."""
         self.watch = Watch()
         """Who is told of each turn (the log; the app adds metrics, traces, webhooks)."""
 
@@ -92,6 +105,7 @@ class Service:
             session = Session.start(  # the store counts the quota and creates as one
                 served.graph,
                 model=self.options.model,
+                api_base=self.options.api_base,
                 user_id=user,
                 session_id=sid,
                 store=self.store,
@@ -152,15 +166,65 @@ class Service:
         self, session: Session, seen: Seen, text: str, key: str | None, emit: Emit
     ) -> None:
         for item in session.stream(text, key=key):
-            if isinstance(item, Delta):
-                emit("delta", {"text": item.text})
-            elif isinstance(item, Retracted):
-                emit("retracted", {"shown": item.shown, "failed": item.failed})
-            elif isinstance(item, CallingTools):
-                emit("tools", {"names": list(item.names)})
-            elif isinstance(item, Turn):
-                seen.done(item, session)
-                emit("turn", _turn(item, session))
+            _emitted(item, session, seen, emit)
+
+    # ----- turns on the event loop --------------------------------------------------------
+
+    async def asend(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
+        """`send` on the event loop (the async driver): the model awaited, so a turn
+        waiting on it holds no thread; opening the session, the lease and every store
+        statement, recall and tool run in the service's small pool."""
+        with self.watch.turn(user, sid) as seen:
+            async with self._aheld(sid):
+                session, found = await self._run(self._taken, user, sid, key)
+                if found is not None:
+                    self.open.keep(session)
+                    return _turn(replayed(found, text), session, replayed=True)
+                self.rate.take(user)  # a turn runs: what the rate counts
+                seen.open(session)
+                turn = await session.asend(text, key=key, pool=self.pool)
+                seen.done(turn, session)
+                self.open.keep(session)
+                return _turn(turn, session)
+
+    async def astream(self, user: str, sid: str, text: str, key: str | None, emit: Emit) -> None:
+        """`stream` on the event loop, as `asend` runs `send`."""
+        with self.watch.turn(user, sid) as seen:
+            async with self._aheld(sid):
+                session, found = await self._run(self._taken, user, sid, key)
+                if found is None:
+                    self.rate.take(user)
+                else:
+                    replayed(found, text)
+                emit("open", {})
+                if found is not None:
+                    self.open.keep(session)
+                    emit("turn", _turn(found, session, replayed=True))
+                    return
+                seen.open(session)
+                async for item in session.astream(text, key=key, pool=self.pool):
+                    _emitted(item, session, seen, emit)
+                self.open.keep(session)
+
+    async def _run(self, function: Callable[..., T], *args: Any) -> T:
+        """`function(*args)` in the pool, in this task's context (its watchers)."""
+        context = contextvars.copy_context()
+        call = partial(context.run, function, *args)
+        return await asyncio.get_running_loop().run_in_executor(self.pool, call)
+
+    @asynccontextmanager
+    async def _aheld(self, sid: str) -> AsyncIterator[None]:
+        """`_held` from the event loop: the lease taken (and waited for) and let go in the
+        pool, held in between by no thread."""
+        held = self._held(sid)
+        await self._run(held.__enter__)
+        try:
+            yield
+        except BaseException as error:
+            if not await self._run(held.__exit__, type(error), error, error.__traceback__):
+                raise
+        else:
+            await self._run(held.__exit__, None, None, None)
 
     def view(self, user: str, sid: str) -> dict[str, Any]:
         session = self.opened(user, sid)
@@ -215,16 +279,20 @@ class Service:
         the store (finishing a turn a killed process left) and the key looked up after.
         Kept open again when the request succeeds; after a failure the next request opens
         it from the store."""
+        session, found = self._taken(user, sid, key)
+        yield session, found
+        self.open.keep(session)
+
+    def _taken(self, user: str, sid: str, key: str | None) -> tuple[Session, Turn | None]:
+        """The session `_writing` yields, and the turn already made for `key` (the caller
+        keeps the session open again once the request succeeded)."""
         kept = self.open.take(sid)
         checked = kept.recheck(key) if kept is not None and kept.user_id == user else None
         if kept is not None and checked is not None and checked.current:
             kept.recovered = None  # reported by the request that recovered it
-            session, found = kept, checked.keyed
-        else:
-            session = self._open(user, sid)
-            found = session.turn_with_key(key) if key is not None else None
-        yield session, found
-        self.open.keep(session)
+            return kept, checked.keyed
+        session = self._open(user, sid)
+        return session, (session.turn_with_key(key) if key is not None else None)
 
     def opened(self, user: str, sid: str) -> Session:
         """The session as stored, to read: a turn left unfinished stays so."""
@@ -243,6 +311,7 @@ class Service:
             sid,
             store=self.store,
             model=self.options.model,
+            api_base=self.options.api_base,
             memory=self.memories[name],
             graph=served.graph,
             user_id=user,
@@ -308,6 +377,19 @@ class OpenSessions:
             self._kept[session.id] = session
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)
+
+
+def _emitted(item: Chunk | Turn, session: Session, seen: Seen, emit: Emit) -> None:
+    """A streamed turn's piece as its server-sent event."""
+    if isinstance(item, Delta):
+        emit("delta", {"text": item.text})
+    elif isinstance(item, Retracted):
+        emit("retracted", {"shown": item.shown, "failed": item.failed})
+    elif isinstance(item, CallingTools):
+        emit("tools", {"names": list(item.names)})
+    elif isinstance(item, Turn):
+        seen.done(item, session)
+        emit("turn", _turn(item, session))
 
 
 def replayed(found: Turn, text: str) -> Turn:

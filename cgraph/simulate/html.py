@@ -85,7 +85,17 @@ def _quick(dot: str, graph: Graph) -> str:
 
 
 def _run(record: dict[str, Any]) -> dict[str, Any]:
-    keep = ("persona", "run", "seed", "outcome", "success", "failure", "missing", "edges")
+    keep = (
+        "persona",
+        "run",
+        "seed",
+        "session",
+        "outcome",
+        "success",
+        "failure",
+        "missing",
+        "edges",
+    )
     return {
         **{k: record[k] for k in keep},
         "entered": record["entered"],

@@ -26,6 +26,8 @@ class Options:
     replay: bool = False
     budget_calls: int | None = None
     out: Path = Path("sim-results")
+    store: Path | None = None
+    """`--store DIR`: keep every run's session there, for `cgraph studio --store DIR`."""
 
 
 def budget_calls(text: str | None) -> int | None:

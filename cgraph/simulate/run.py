@@ -10,11 +10,13 @@ fallbacks and clarifying questions. It ends `end`, `max_turns`, `guard`, `stuck`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from cgraph.draw.taken import Exit, exits_taken
@@ -36,6 +38,19 @@ def run_seed(master: int, persona: str, index: int) -> int:
     so adding a persona or a run changes no other run. 31 bits: every provider takes it."""
     digest = hashlib.sha256(f"{master}\x00{persona}\x00{index}".encode()).digest()
     return int.from_bytes(digest[:4], "big") >> 1
+
+
+def session_id(seed: int) -> str:
+    """A run's session id, from its seed: the same run is the same session in a store."""
+    return f"sim{seed:08x}"
+
+
+def _forget(sid: str, store: Path) -> None:
+    """A stored session of an earlier simulation of the same run, deleted first."""
+    from cgraph.errors import SessionNotFound
+
+    with contextlib.suppress(SessionNotFound):
+        Session.delete(sid, store=store)
 
 
 def exit_name(key: Exit | None) -> str | None:
@@ -143,6 +158,7 @@ class RunRecord:
             "persona": self.persona,
             "run": self.run,
             "seed": self.seed,
+            "session": session_id(self.seed),
             "outcome": self.outcome,
             "success": self.success,
             "failure": self.failure,
@@ -174,6 +190,8 @@ class Setup:
     tools: ToolRunner
     offline_agent: bool = True
     tested: dict[Exit, list[str]] = field(default_factory=dict)
+    store: Path | None = None
+    """Where each run's session is kept (`--store`); None: in memory."""
     make_user: Callable[[Persona, random.Random], User] | None = None
     """A model user's factory (`--user model`); None for the offline user."""
 
@@ -229,11 +247,15 @@ def simulate(
     turns: list[TurnRecord] = []
     outcome, error, stuck, ended_at = "max_turns", None, None, None
     session: Session | None = None
+    sid = session_id(seed)
     try:
+        if setup.store is not None and replay is None:
+            _forget(sid, setup.store)
         session = Session.start(
             setup.graph,
             model=setup.model,
-            session_id=f"sim{seed:08x}",
+            session_id=sid,
+            store=setup.store if replay is None else None,
             tools=setup.tools,
             state=replay.state if replay is not None else None,
             variables=dict(replay.variables) if replay is not None else None,

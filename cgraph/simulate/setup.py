@@ -43,6 +43,7 @@ def build(sim: SimFile, options: Options, folder: Path | None = None) -> Setup:
         tools=ToolRunner(),
         offline_agent=sim.model == SEMANTIC,
         tested=tested_lines(graph, sim.graph_path),
+        store=options.store,
     )
     if sim.user == "model":
         from cgraph.simulate.model_user import model_users

@@ -104,6 +104,8 @@ def _one(
         "stopped": result.stopped,
         "seconds": round(time.perf_counter() - began, 3),
         "results": str(shown_path(result.folder / RESULTS)),
+        "graph_file": str(shown_path(result.sim.graph_path)),
+        "store": str(request.options.store) if request.options.store else None,
     }
     if request.minimise:
         from cgraph.simulate.minimise import minimise_failures

@@ -164,7 +164,8 @@ def _runs(
 ) -> Iterator[dict[str, Any]]:
     if not todo:
         return
-    if options.jobs <= 1 or options.explore or len(todo) == 1:
+    # One process for a store: its SQLite file takes one writer at a time.
+    if options.jobs <= 1 or options.explore or options.store or len(todo) == 1:
         worker = _Worker(path, options)
         try:
             for key in todo:

@@ -305,8 +305,9 @@ class AnnotationState(_Routed):
     """`annotation`: the state's type (silent: tags the transcript, sets variables)."""
     annotations: tuple[Text, ...] = ()
     """Tags added to the transcript at this point."""
-    set: dict[Identifier, str] = field(default_factory=dict)
-    """Variables to set: name → Jinja template."""
+    set: dict[Identifier, Any] = field(default_factory=dict)
+    """Variables to set: name → value; text values are Jinja templates (`flag: true` and
+    `count: 3` are the boolean and the number)."""
 
 
 @_compared

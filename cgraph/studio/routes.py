@@ -19,8 +19,8 @@ from urllib.parse import quote
 from starlette.responses import FileResponse, RedirectResponse, Response
 
 from cgraph.serve.app import Call, answer
-from cgraph.serve.limits import MAX_SEQ, query_integer, text_field
-from cgraph.serve.openapi import Endpoint
+from cgraph.serve.limits import query_integer, text_field
+from cgraph.serve.openapi import MAX_SEQ, Endpoint
 from cgraph.serve.problems import Problem
 from cgraph.studio.saving import save
 from cgraph.studio.turns import looked

@@ -7,7 +7,8 @@ exit they meant instead, and the test did not expect it to ask (a question is no
 neither right nor wrong, as on the labelled sets, `cgraph.testing.labelled_eval`); else
 *wrong*: a wrong exit, or staying when an exit was meant. A run stops at its first failing
 turn, so the turns after it decide nothing and are not counted; nor is a turn that expects
-neither `state` nor `exits`.
+neither `state` nor `exits`, nor one in which nothing was chosen (its moves were all the
+engine's: `when:` exits, a state passed through, a single way on).
 """
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ _JUDGED = frozenset({"state", "exits", "clarified"})
 
 
 def verdict(expect: Expect, seen: Observed, mismatches: Sequence[Mismatch]) -> Verdict | None:
-    """The turn's verdict as a decision; None when it expects no `state` or `exits`."""
+    """The turn's verdict as a decision; None when it expects no `state` or `exits`, or
+    when nothing was chosen in it (every move was a `when:`, a filled state passed through
+    or a single way on: the path decides, not the model)."""
     if expect.state is None and not expect.exits:
+        return None
+    if seen.decisions and not any(d.attempts for d in seen.decisions):
         return None
     if seen.clarified and expect.clarified is not True:
         return "asked"

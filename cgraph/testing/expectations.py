@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from cgraph.spec.testfile import Expect
@@ -31,8 +31,8 @@ def check(expect: Expect, seen: Observed) -> list[Mismatch]:
     found: list[Mismatch] = []
     for key, rule in _RULES.items():
         wanted = getattr(expect, key)
-        if wanted is None or wanted == () or wanted == {}:
-            continue
+        if wanted is None or (wanted == _UNSET[key] and not wanted):
+            continue  # not expected; an empty list where the default is None is expected
         problem = rule(wanted, seen)
         if problem is not None:
             found.append(Mismatch(key, wanted, *problem))
@@ -181,3 +181,10 @@ _RULES: dict[str, Callable[[Any, Observed], Problem]] = {
     "interrupted": _interrupted,
 }
 """Expectation key → its check; a drift test keeps these keys equal to `Expect`'s fields."""
+
+_UNSET: dict[str, Any] = {
+    f.name: f.default_factory() if f.default_factory is not MISSING else f.default
+    for f in fields(Expect)
+}
+"""Each key's value when a test file does not name it: `interrupted: []` is named (its
+default is None) and checked; `path_includes: []` is the default and expects nothing."""

@@ -36,6 +36,9 @@ class StreamServer:
         self.calls = tuple(calls)
         """Tool calls (name, arguments as JSON text) made before the answer."""
         self.bodies: list[dict[str, Any]] = []
+        self.in_flight = self.peak = 0
+        """Requests being answered now, and the most there ever were at once."""
+        self._counting = threading.Lock()
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.base = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
 
@@ -86,6 +89,16 @@ def _handler(server: StreamServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # the stdlib's name
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
             server.bodies.append(body)
+            with server._counting:
+                server.in_flight += 1
+                server.peak = max(server.peak, server.in_flight)
+            try:
+                self._answer(body)
+            finally:
+                with server._counting:
+                    server.in_flight -= 1
+
+        def _answer(self, body: dict[str, Any]) -> None:
             messages = body.get("messages")
             if not isinstance(messages, list) or not all("role" in m for m in messages):
                 self._json(400, {"error": {"message": "messages must be role/content objects"}})

@@ -25,6 +25,9 @@ DEV3 = ROOT / "bench" / "data" / "dev3_labels.yaml"
 DEV4 = ROOT / "bench" / "data" / "dev4" / "dev4_labels.yaml"
 """Seven more graphs' messages (negations, corrections, "not leaving yet", confirmations),
 written to fit the offline chooser's scorer on: development data, never held out."""
+DEV5 = ROOT / "bench" / "data" / "dev5" / "dev5_labels.yaml"
+"""Four more graphs' confirmations before a step that cannot be taken back (questions,
+hedges, "wait", "no wait, yes", "yes but first…" stay): development data, never held out."""
 GLOBALS = ROOT / "bench" / "data" / "global_exit_labels.yaml"
 """The example graphs' global exits: taken where they should be, and not near them; asked
 with global exits (as a session asks), never tuned on."""
@@ -42,7 +45,7 @@ HELDOUT5 = ROOT / "tests" / "fixtures" / "heldout5" / "heldout_labels.yaml"
 """A fifth held-out set in six more domains, written blind by another author before the
 scorer was fitted: report it, never fit it."""
 
-FIT_SETS = (LABELS, DEV, DEV2, DEV3, DEV4)
+FIT_SETS = (LABELS, DEV, DEV2, DEV3, DEV4, DEV5)
 """The development sets: the scorer is fitted and its policy tuned on these only."""
 HELD_OUT = (GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5)
 """Never fitted or tuned on: their figures are reported, their misses never shown."""
@@ -53,6 +56,7 @@ _NAMES = {
     DEV2: "dev2",
     DEV3: "dev3",
     DEV4: "dev4",
+    DEV5: "dev5",
     GLOBALS: "globals",
     HELDOUT: "held-out",
     HELDOUT2: "held-out 2",

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from cgraph.backends.embed import Embedder, cosine, shared_embedder
-from cgraph.backends.offline import features, scorer
+from cgraph.backends.offline import answers, features, scorer
 from cgraph.backends.offline.asking import clarifying_question
 from cgraph.backends.offline.calibration import Calibration
 from cgraph.backends.offline.lexicon import LEXICON as lx
@@ -156,6 +156,7 @@ class OfflineChooser:
             question.collect,
             question.user_messages[-1],
             closest=self.closest,
+            yes_no=lambda _message, description: self.yes_or_no(question, description),
             enum_threshold=self.calibration.enum_threshold,
         )
         said = refusals(question.slots, found)
@@ -190,6 +191,21 @@ class OfflineChooser:
             return choice
         reply = " ".join([*said.values(), question.authored_reply]).strip()
         return replace(choice, exit=STAY, reason=reason("invalid_slot"), reply=reply)
+
+    def yes_or_no(self, question: Question, description: str) -> bool | None:
+        """The answer the question's newest message gives to a boolean slot so described:
+        True or False only when the ask policy would take it without asking (`answers`)."""
+        if not answers.may_answer(question.user_messages[-1]):
+            return None
+        asked = replace(
+            question,
+            options=answers.options(description),
+            allow_stay=True,
+            clarifying=(),
+            may_clarify=True,
+        )
+        verdict = decide(asked, self.score(asked).confidence, self.calibration)
+        return answers.VALUES.get(verdict.exit) if verdict.kind == "confident" else None
 
     def closest(self, message: str, values: Sequence[str]) -> tuple[str, float]:
         """The value most similar to the message (offline enum slots)."""

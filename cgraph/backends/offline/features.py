@@ -11,7 +11,8 @@ candidate (a softmax: a conditional logit), so a row holds what tells its candid
   whether the message denies what the exit affirms (`denial`), answers yes or no the way the exit
   means, shares its words, asks a question it does not expect; whether the exit is global,
   ends the conversation or cannot be taken back, crossed with the message's cues (a cry
-  for help, a close, "not leaving yet");
+  for help, a close, "not leaving yet"; for a step that cannot be taken back, a question,
+  a hedge, a yes taken back, something else first);
 - staying: how near the message is to the conversational moves and to the state's own
   texts, and the cues that say a message answers nothing yet (a hedge, a greeting alone,
   a question, a denial, the opening message), with the best exit's nearness for scale.
@@ -87,6 +88,10 @@ EXIT_FEATURES = (
     "global_near",
     "ending_near",
     "irreversible_near",
+    "irreversible_question",
+    "irreversible_hedge",
+    "irreversible_corrects",
+    "irreversible_more",
 )
 STAY_FEATURES = (
     "stay",
@@ -214,6 +219,8 @@ class _Cues:
     not_leaving: bool
     urgent: bool
     corrects: bool
+    hedge: bool
+    more: bool
     raw: str
 
 
@@ -228,6 +235,8 @@ def _cues(message: str, raw: str, question: Question) -> _Cues:
         not_leaving=rd.not_leaving(message),
         urgent=rd.cries_for_help(message),
         corrects=rd.corrects_itself(message),
+        hedge=rd.is_hedge(message),
+        more=rd.adds_more(message),
         raw=raw,
     )
 
@@ -275,6 +284,13 @@ def _exit_row(
     row["global_near"] = row["is_global"] * row["ex_clause"]
     row["ending_near"] = ending * row["ex_clause"]
     row["irreversible_near"] = row["irreversible"] * row["ex_clause"]
+    # A step that cannot be taken back is taken on a clear yes only: not on a question
+    # ("sure?"), a hedge, a yes taken back or given twice ("no wait, yes") or a yes with
+    # something else first ("yes but first, what's my balance").
+    row["irreversible_question"] = row["irreversible"] * cues.question
+    row["irreversible_hedge"] = row["irreversible"] * cues.hedge
+    row["irreversible_corrects"] = row["irreversible"] * cues.corrects
+    row["irreversible_more"] = row["irreversible"] * cues.more
     return row
 
 

@@ -142,6 +142,12 @@ def closes(message: str) -> bool:
     return bool(lx.CLOSING_OPENER.match(message) or lx.FAREWELL_END.search(message))
 
 
+def adds_more(message: str) -> bool:
+    """The message brings up a second thing or puts the first off ("yes but first…",
+    "ok, and also…", "wait")."""
+    return lx.ADDS_MORE.search(message) is not None
+
+
 def not_leaving(message: str) -> bool:
     """The message says the user is not done ("not yet, one more thing", "before I go")."""
     return lx.NOT_LEAVING_CUE.search(message) is not None

@@ -1,8 +1,9 @@
 """Slot values from a message without a language model (the offline chooser).
 
-One extractor per slot type: numbers (digits and number words), booleans (yes/no and
-negations), enums (the value named, else the closest by embedding), dates and times
-(`dateparser`, a maintained parsing library), text with a `pattern` (its first match).
+One extractor per slot type: numbers (digits and number words), booleans (a clear yes or
+no, judged by the chooser's fitted scorer: `answers`), enums (the value named, else the
+closest by embedding), dates and times (`dateparser`, a maintained parsing library), text
+with a `pattern` (its first match).
 Anything else stays unset: a wrong value is worse than asking again.
 
 Slots the state asks for (`collect`) are read eagerly; the others only from clear
@@ -18,12 +19,15 @@ from datetime import datetime
 from typing import Any
 
 from cgraph.backends.offline.calibration import Calibration
-from cgraph.backends.offline.lexicon import LEXICON as lx
 from cgraph.spec.model import Slot
 from cgraph.spec.slots import from_answer_schema, normalised, problem
 
 Closest = Callable[[str, Sequence[str]], tuple[str, float]]
 """The enum value closest to a message, with its similarity (the embedder's)."""
+YesNo = Callable[[str, str], "bool | None"]
+"""Whether a message (first) clearly says yes (True) or no (False) to a boolean slot (its
+description, second); None when it is no clear answer: a question, a hedge, a changed
+subject, a yes taken back (the chooser's fitted scorer, `answers`)."""
 ENUM_THRESHOLD = Calibration().enum_threshold
 
 _UNIT_WORDS = (
@@ -68,13 +72,15 @@ def extract(
     message: str,
     *,
     closest: Closest | None = None,
+    yes_no: YesNo | None = None,
     now: datetime | None = None,
     enum_threshold: float = ENUM_THRESHOLD,
 ) -> dict[str, Any]:
     """Slot name → value for every slot the message gives: the valid values, and for the
     slots asked here (`collect`) an invalid value too ("40" where at most 12 may come),
     so that it is refused and asked for again like a model's, not silently dropped.
-    Volunteered values are taken only when valid (a stray number is no evidence)."""
+    Volunteered values are taken only when valid (a stray number is no evidence). A
+    boolean is read by `yes_no` only, and only when asked: without it none is filled."""
     wanted = {name: from_answer_schema(schema) for name, schema in schemas.items()}
     spans: list[tuple[int, int]] = []
     found: dict[str, Any] = {}
@@ -94,7 +100,11 @@ def extract(
     rest = _blank(message, spans)
     found.update(_numbers(wanted, collect, rest))
     for name, slot in wanted.items():
-        value = _other(slot, name in collect, message, closest, enum_threshold)
+        if slot.type == "boolean" and not slot.enum:
+            asked = name in collect and yes_no is not None
+            value = yes_no(message, slot.description or name) if asked else None  # type: ignore[misc]
+        else:
+            value = _other(slot, name in collect, message, closest, enum_threshold)
         if value is not None and name not in found:
             found[name] = value
     return {
@@ -118,8 +128,6 @@ def refusals(schemas: Mapping[str, dict[str, Any]], found: Mapping[str, Any]) ->
 def _other(slot: Slot, asked: bool, message: str, closest: Closest | None, threshold: float) -> Any:
     if slot.enum:
         return _enum(slot, asked, message, closest, threshold)
-    if slot.type == "boolean":
-        return _boolean(message) if asked else None
     if slot.type == "string" and slot.pattern and not slot.format:
         match = re.search(slot.pattern.lstrip("^").rstrip("$"), message)
         return match.group() if match else None
@@ -137,13 +145,6 @@ def _enum(slot: Slot, asked: bool, message: str, closest: Closest | None, thresh
     texts = [str(v).replace("_", " ") for v in slot.enum]
     best, score = closest(message, texts)
     return slot.enum[texts.index(best)] if score >= threshold else None
-
-
-def _boolean(message: str) -> bool | None:
-    first_yes, first_no = lx.ANY_YES.search(message), lx.ANY_NO.search(message)
-    if first_no and (not first_yes or first_no.start() <= first_yes.start()):
-        return False
-    return True if first_yes else None
 
 
 def _numbers(wanted: Mapping[str, Slot], collect: Sequence[str], text: str) -> dict[str, Any]:

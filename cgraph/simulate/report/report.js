@@ -107,7 +107,11 @@ function show(run, row) {
     (t.verdict ? ` <span class="verdict-${t.verdict}">${t.verdict}</span>` : "") +
     ` · path ${t.path.map(esc).join(" → ")}${t.guard ? " · guard " + esc(t.guard) : ""}${t.fallback ? " · fallback" : ""}</span></div>`).join("");
   const why = run.missing.length ? ` — ${run.missing.map(esc).join("; ")}` : "";
-  box.innerHTML = `<h2>${esc(run.persona)}, run ${run.run} (seed ${run.seed}): ${run.success ? "success" : esc(run.failure)}${why}</h2>${turns}`;
+  const store = data.summary.store;
+  const studio = store
+    ? `<p class="meta">In the studio: <code>cgraph studio ${esc(data.summary.graph_file)} --store ${esc(store)}</code>, then open <code>#session=${esc(run.session)}</code> on its page.</p>`
+    : `<p class="meta">Simulate with <code>--store DIR</code> to open this run in the studio (session <code>${esc(run.session)}</code>).</p>`;
+  box.innerHTML = `<h2>${esc(run.persona)}, run ${run.run} (seed ${run.seed}): ${run.success ? "success" : esc(run.failure)}${why}</h2>${studio}${turns}`;
   box.hidden = false;
   box.scrollIntoView({ behavior: "smooth", block: "start" });
 }

@@ -148,3 +148,18 @@ def test_the_html_report_draws_the_graph_and_keys_every_exit_taken_to_a_drawn_ed
     assert data["edges"] and all(f'id="{i}"' in drawn for i in data["edges"].values())
     assert 'id="s-balance"' in drawn
     assert "<script src" not in html and "<link" not in html  # nothing fetched
+
+
+def test_with_a_store_each_run_is_a_session_the_studio_can_open(tmp_path: Path) -> None:
+    from cgraph.session import Session
+    from cgraph.simulate.suite import run_sim
+
+    store = tmp_path / "store"
+    result = run_sim(SIM, Options(out=tmp_path / "out", runs=1, store=store))
+    for record in result.records:
+        kept = Session.resume(record["session"], store=store, finish=False)
+        users = [t.user for t in kept.turns() if t.user is not None]
+        assert users == [t["user"] for t in record["transcript"]]
+        kept.close()
+    again = run_sim(SIM, Options(out=tmp_path / "again", runs=1, store=store))  # replaced
+    assert [r["transcript"] for r in again.records] == [r["transcript"] for r in result.records]

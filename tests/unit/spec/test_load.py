@@ -123,7 +123,6 @@ states:
     assert found == {
         (4, 26, "`max_visits.a` of `limits` should be a whole number, got text `x`"),
         (6, 3, "key `1` of `states` in the graph is not a valid id"),
-        (7, 48, "`set.x` of state `a` (type annotation) should be text, got a list"),
         (8, 13, "state `b` has `type:` with no value"),
         (9, 55, "exit 1 of state `c` (type decision) should be a mapping of keys, got a list"),
     }

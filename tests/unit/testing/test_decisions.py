@@ -141,3 +141,16 @@ def test_offline_the_figure_is_the_choosers_own(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert "decisions: 3/4 right (75.0 %), 1 wrong, 0 asked" in done.stdout
     assert "medical_checkin.yaml with semantic: 3/4 right (75.0 %)" in done.stdout
+
+
+def test_a_turn_in_which_nothing_was_chosen_is_no_decision() -> None:
+    from cgraph.runtime.state.records import Decision
+    from cgraph.spec.testfile import Expect
+    from cgraph.testing.decisions import verdict
+    from tests.unit.testing.test_expectations import seen
+
+    ruled = Decision(state="ask", kind="action", chosen="check", reason="when", attempts=0)
+    asked = Decision(state="ask", kind="action", chosen="check", reason="said", attempts=1)
+    expect = Expect(state="check_shortness_of_breath")
+    assert verdict(expect, seen(decisions=(ruled,)), []) is None  # the path decided
+    assert verdict(expect, seen(decisions=(ruled, asked)), []) == "right"
