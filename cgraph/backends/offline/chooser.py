@@ -5,7 +5,9 @@ a row of features per candidate — each exit, and staying (`features`) — whic
 scorer turns into a confidence per candidate (`scorer`); the ask policy takes the best
 exit, stays, or asks which of a few exits the user meant (`policy`), naming them from their
 descriptions (`asking`). A message that entered the state this turn (and is not the
-conversation's opening) stays: it already answered the state before.
+conversation's opening) stays: it already answered the state before; but in a closing
+state (every exit of its own ends the conversation) a message that already takes that
+exit ends it ("No, that's all. Thanks, bye!": one goodbye, not two).
 
 Silent states (decisions, reflections, conditional starts) weigh the session's findings
 (annotation tags) first, then the recent user messages (`silent`). Slots are read from the
@@ -36,6 +38,7 @@ from cgraph.backends.offline.silent import decide_silently
 from cgraph.backends.offline.slots import extract, refusals
 from cgraph.runtime.ports import CLARIFY, STAY, Choice, ExitOption, Question
 from cgraph.spec.model import Tier
+from cgraph.spec.names import END
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,10 @@ class OfflineChooser:
 
     def _action(self, question: Question) -> Choice:
         just_entered = question.entered_this_turn and not question.opening
+        if just_entered and question.user_messages and _closing(question):
+            closed = self._closed(question)
+            if closed is not None:
+                return closed
         if just_entered or not question.user_messages:
             return Choice(STAY, reason("entered" if just_entered else "nothing"))
         if not question.options:
@@ -119,6 +126,17 @@ class OfflineChooser:
             question=clarifying_question(named) if asked else "",
         )
         return self._slots(question, choice)
+
+    def _closed(self, question: Question) -> Choice | None:
+        """An exit to END the entering message takes as the policy would take it."""
+        scored = self.score(question)
+        verdict = decide(question, scored.confidence, self.calibration)
+        ends = {o.id for o in question.options if o.target == END}
+        if verdict.exit not in ends:
+            return None
+        facts = {"best": verdict.exit, "confidence": round(verdict.confidence, 3)}
+        confidence = {k: round(v, 3) for k, v in scored.confidence.items()}
+        return Choice(verdict.exit, reason("closed", **facts), confidence=confidence)
 
     def score(self, question: Question) -> Scored:
         """The confidence of each candidate of an action question (exits and `stay`)."""
@@ -231,3 +249,9 @@ def semantic(
     own."""
     del rest, options
     return OfflineChooser(embedding_model=embedding_model, acts=acts)
+
+
+def _closing(question: Question) -> bool:
+    """A state whose own exits all end the conversation (a goodbye state)."""
+    own = [o for o in question.options if not o.anywhere]
+    return bool(own) and all(o.target == END for o in own)

@@ -49,20 +49,24 @@ def evidence(question: Question) -> list[tuple[str, list[str]]]:
 def _decision(question: Question, score: Score, decisive_lead: float) -> Choice:
     if not question.options:
         return Choice("", reason("no_exits"))
-    if len(question.options) == 1:
+    if len(question.options) == 1:  # no choice made: no confidence to show (as a recall's)
         only = question.options[0].id
-        return Choice(only, reason("only_exit", best=only), confidence={only: 1.0})
+        return Choice(only, reason("only_exit", best=only))
     for label, items in evidence(question):
         lead = {o.id: -1.0 for o in question.options}
+        deciding: dict[str, dict[str, float]] = {}
         for item in items:
             asked = replace(question, kind="action", allow_stay=False, user_messages=(item,))
             scored = score(asked)
             for key, value in scored.items():
                 others = max(v for k, v in scored.items() if k != key)
-                lead[key] = max(lead[key], value - others)
+                if value - others > lead[key]:
+                    lead[key], deciding[key] = value - others, scored
         chosen = max(lead, key=lambda k: lead[k])
         if lead[chosen] >= decisive_lead:
-            shown = {k: round(max(v, 0.0), 3) for k, v in lead.items()}
+            # The confidences shown are those of the piece of evidence that decided (they
+            # sum to 1, the chosen one highest); its lead over the next is the reason's.
+            shown = {k: round(v, 3) for k, v in deciding[chosen].items()}
             why = reason("evidence", source=label, best=chosen, lead=round(lead[chosen], 3))
             return Choice(chosen, why, confidence=shown)
     first = question.options[0].id

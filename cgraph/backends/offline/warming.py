@@ -28,8 +28,23 @@ def first_turn_texts(graph: Graph) -> list[str]:
     moves. Only a warm-up of the embedder's cache: a text missed here is embedded when
     it is needed."""
     starts = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
-    texts = [*LEXICON.CONVERSATIONAL, *graph_texts(graph, list(dict.fromkeys(starts)))]
+    # A closing state one move away reads the first message too: it may already end it.
+    closing = [n for s in starts for n in _next_states(graph, s) if _closes(graph, n)]
+    names = list(dict.fromkeys([*starts, *closing]))
+    texts = [*LEXICON.CONVERSATIONAL, *graph_texts(graph, names)]
     return [t for t in dict.fromkeys(texts) if t and "{" not in t]
+
+
+def _next_states(graph: Graph, name: str) -> list[str]:
+    state = graph.states.get(name)
+    return [e.next_state for e in getattr(state, "exit_conditions", None) or ()]
+
+
+def _closes(graph: Graph, name: str) -> bool:
+    """An action state whose own exits all end the conversation (a goodbye state)."""
+    state = graph.states.get(name)
+    targets = _next_states(graph, name)
+    return getattr(state, "type", "") == "action" and bool(targets) and set(targets) == {"END"}
 
 
 def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:

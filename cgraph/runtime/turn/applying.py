@@ -116,7 +116,8 @@ class Applier:
             (graph, spec), at = current(moved, self.graphs), moved.here
             spoke = bool(moved.scratch.said)
             said = partial(self.templates, moved)
-            closing, failed = replies.closing(graph, spec, spoke, at, said)
+            fresh = state.scratch.entered
+            closing, failed = replies.closing(graph, spec, spoke, at, said, fresh)
             moved = self._effects(moved, failed, events)
         moved = self._arrive(moved, arrival, outcome, events)._replace(completed=True)
         return self._end(moved, closing, END, False, events), True

@@ -57,13 +57,14 @@ def test_the_turn_that_reaches_end_always_has_a_reply(tmp_path: Path) -> None:
     model = ScriptedModel({"a": [go("b")], "b": [go("END")]})
     turn = Session.start(graph(tmp_path, text), model=model, user_id="ann").send("done, bye")
     assert turn.completed and turn.reply == "Goodbye, ann!" and turn.state == "b"
-    # `b` said its closing when it was entered; the user's last message is answered anyway.
+    # `b` spoke on an earlier turn: its `say:` is not said again; the user's last message
+    # is answered with a plain goodbye.
     model = ScriptedModel({"a": [go("b")], "b": [stay("Take care."), go("END")]})
     session = Session.start(graph(tmp_path, text), model=model, user_id="ann")
     assert session.send("done").reply == "Take care."
     last = session.send("bye")
-    assert last.completed and last.reply == "Goodbye, ann!"
-    assert session.transcript[-1] == {"role": "assistant", "content": "Goodbye, ann!"}
+    assert last.completed and last.reply == GOODBYE
+    assert session.transcript[-1] == {"role": "assistant", "content": GOODBYE}
     assert "when you take `END`" in model.requests_for("b")[-1].messages[0]["content"]
     assert "when you take `END`" not in model.requests_for("a")[0].messages[0]["content"]
 

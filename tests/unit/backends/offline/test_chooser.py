@@ -10,6 +10,7 @@ import pytest
 from cgraph.backends.offline.asking import clarifying_question
 from cgraph.backends.offline.calibration import Calibration
 from cgraph.backends.offline.policy import answer, decide
+from cgraph.backends.offline.silent import decide_silently
 from cgraph.runtime.ask.choosing import decide as runtime_decide
 from cgraph.runtime.needs import drive
 from cgraph.runtime.ports import CLARIFY, STAY, ExitOption, Question
@@ -182,3 +183,24 @@ def test_what_is_remembered_is_the_users_own_statement() -> None:
 
 
 pytestmark = pytest.mark.slow  # the real embedding model
+
+
+def test_a_decisions_confidence_reads_as_a_confidence() -> None:
+    """`/why` shows the chosen exit's confidence: the deciding evidence's probabilities (the
+    chosen one highest), not its lead over the next exit beside rivals shown at 0."""
+    options = (
+        ExitOption("ok", "No red-flag symptoms were reported.", "ok"),
+        ExitOption("stop", "Chest pain was reported.", "stop"),
+    )
+    question = Question(kind="decision", state="d", options=options, user_messages=("fine",))
+    chosen = decide_silently(question, lambda asked: {"ok": 0.58, "stop": 0.42}, 0.1)
+    assert chosen.exit == "ok" and dict(chosen.confidence) == {"ok": 0.58, "stop": 0.42}
+    assert chosen.reason.fact("lead") == pytest.approx(0.16)
+
+
+def test_a_step_with_one_way_out_shows_no_confidence() -> None:
+    """A reflection's only exit, like a recall's, is no choice: no confidence is shown."""
+    only = (ExitOption("next", "continue", "next"),)
+    question = Question(kind="reflection", state="r", options=only, user_messages=("hi",))
+    chosen = chooser().choose(question)
+    assert (chosen.exit, dict(chosen.confidence)) == ("next", {})
