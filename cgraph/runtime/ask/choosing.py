@@ -6,18 +6,18 @@ model) renders the question's prompt and asks the model (`exchange.ask`: call, v
 re-ask once). A choice is never applied as it comes: its exit must be one offered, and
 its slot values must be ones their slots accept; a chooser that reads messages itself is
 asked once more, naming what was wrong, when a value is refused (a model is re-asked
-inside `exchange.ask`). No usable choice gives `Decided(choice=None)`: the caller falls
+inside `exchange.ask`). No usable choice gives a `Decided` with no value: the caller falls
 back. Failures come back as events, never raised.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from cgraph.runtime.ask.answers import check_slots
-from cgraph.runtime.ask.exchange import ask
+from cgraph.runtime.ask.exchange import Answered, ask
 from cgraph.runtime.needs import Steps, done, drive
 from cgraph.runtime.ports import (
     CLARIFY,
@@ -30,24 +30,11 @@ from cgraph.runtime.ports import (
     Reason,
     Trace,
 )
-from cgraph.runtime.state.outcomes import Effects, Emit, decided
+from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.records import Decision, trusted
 
-
-@dataclass(frozen=True, slots=True)
-class Decided:
-    """A checked choice (None when the engine must fall back) and how it was reached."""
-
-    choice: Choice | None
-    decision: Decision
-    failures: tuple[Emit, ...] = ()
-    """An `llm_error` event per failed attempt, and an `llm_notice` per thing the user
-    should hear (a structured-output mode the server refused, a reply cut to its cap)."""
-
-    @property
-    def effects(self) -> Effects:
-        """What the log keeps of the question: its failures, then the decision."""
-        return (*self.failures, decided(self.decision))
+Decided = Answered[Choice]
+"""A chooser's checked choice of one question."""
 
 
 class ModelChooser:
@@ -79,7 +66,7 @@ class ModelChooser:
             window=made.window,
             summary=made.summary,
         )
-        answer = asked.answer
+        answer = asked.value
         if answer is None:
             return Choice("", Reason("failed", "the model failed; fallback"), trace=trace)
         clarifies = answer.exit == CLARIFY

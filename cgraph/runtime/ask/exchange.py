@@ -2,7 +2,7 @@
 
 A model answer is never applied as it comes: `cgraph.runtime.ask.answers` checks it against the
 exits offered. An invalid answer is re-asked once with the error quoted; a second failure,
-or an `LLMError` after the backend's own retries, gives `Asked(answer=None)` and the caller
+or an `LLMError` after the backend's own retries, gives an `Answered` with no value and the caller
 falls back (an action state stays with its fallback reply; a silent state stops the turn).
 Failures are returned as events for the log, never raised.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
 
 from cgraph.errors import LLMError
 from cgraph.runtime.ask.answers import CAPS, Answer, AnswerError, parse_answer
@@ -20,12 +21,17 @@ from cgraph.runtime.ports import ChatModel, LLMRequest
 from cgraph.runtime.state.outcomes import Effects, Emit, decided
 from cgraph.runtime.state.records import Decision, trusted
 
+T = TypeVar("T")
 
-@dataclass(frozen=True, slots=True)
-class Asked:
-    """A validated answer (None when the engine must fall back) and how it was reached."""
 
-    answer: Answer | None
+# Not slotted: a slotted frozen generic cannot take the `__orig_class__` that `Asked(...)`
+# sets on what it builds.
+@dataclass(frozen=True)
+class Answered(Generic[T]):
+    """What a question got: a validated answer of the model (`Asked`) or a checked choice
+    of a chooser (`Decided`), None when the engine must fall back, and how it was reached."""
+
+    value: T | None
     decision: Decision
     failures: tuple[Emit, ...] = ()
     """An `llm_error` event per failed attempt, and an `llm_notice` per thing the user
@@ -35,6 +41,10 @@ class Asked:
     def effects(self) -> Effects:
         """What the log keeps of the question: its failures, then the decision."""
         return (*self.failures, decided(self.decision))
+
+
+Asked = Answered[Answer]
+"""The model's validated answer to one question."""
 
 
 Talk = Callable[[LLMRequest], Steps[tuple[LLMRequest, str]]]

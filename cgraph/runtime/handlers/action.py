@@ -70,7 +70,7 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
     effects += decided.effects
     if ctx.view.offered:
         effects += (TakeMessage(),)
-    answer = decided.choice
+    answer = decided.value
     if answer is None:
         if context is None:
             context = template_context(ctx.view, graph, ctx.view.state_id)

@@ -87,7 +87,7 @@ def settle(
         ask = Ask(options=options, may_clarify=False)
         asked = yield from ask_state(ctx, "action", graph, state, ask)
         effects += asked.effects
-        if asked.choice is not None and asked.choice.exit == CHANGE:
+        if asked.value is not None and asked.value.exit == CHANGE:
             changed[name] = new
     if not changed:
         return ctx, effects

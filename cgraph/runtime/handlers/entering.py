@@ -82,8 +82,8 @@ def choose_start(
     )
     asked = yield from decide(ctx.chooser, question)
     effects = (*failures, *asked.effects)
-    if asked.choice is None:
+    if asked.value is None:
         return Stop(None, "the model could not choose where to start", effects=effects)
-    option = option_by_id(options, asked.choice.exit)
-    reason = str(asked.choice.reason)
+    option = option_by_id(options, asked.value.exit)
+    reason = str(asked.value.reason)
     return Enter(key, option.target, option.id, option.description, reason, push, effects, own)

@@ -96,7 +96,7 @@ def _said(here: str, state: AnyState, context: dict[str, Any]) -> Effects:
 
 
 def routed(asked: Decided, options: tuple[ExitOption, ...], effects: Effects) -> Outcome:
-    choice = asked.choice
+    choice = asked.value
     if choice is None:
         return Stop(None, "the model gave no usable answer", effects=effects)
     return take(option_by_id(options, choice.exit), str(choice.reason), effects)

@@ -52,7 +52,7 @@ def step_reflection(ctx: StepContext, graph: Graph, state: ReflectionState) -> S
         return Stop("max_reflections", f"more than {limit} reflections in one turn")
     options = exit_options(state)
     asked = yield from ask_state(ctx, "reflection", graph, state, Ask(options=options))
-    noted = (AddNote(asked.choice.note),) if asked.choice is not None else ()
+    noted = (AddNote(asked.value.note),) if asked.value is not None else ()
     effects = (CountReflection(), *asked.failures, *noted, decided(asked.decision))
     return routed(asked, options, effects)
 

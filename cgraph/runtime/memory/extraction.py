@@ -70,7 +70,7 @@ def question(view: View, root: Graph, state: AnyState | None, prompter: Prompter
 def stored(asked: Asked, memory: MemoryGateway, here: str, turn: int) -> Steps[Effects]:
     """What the answer to turn `turn`'s `extract` question found, stored; the log entries
     it leaves (marked with that turn: a background answer is logged when it comes)."""
-    answer, calls = asked.answer, asked.decision.attempts
+    answer, calls = asked.value, asked.decision.attempts
     memories = list(answer.memories) if answer is not None else None
     found = yield from memory.store_extracted(memories, calls, asked.failures, here, turn)
     return tuple(_for_turn(e, turn) for e in found)

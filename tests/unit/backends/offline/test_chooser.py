@@ -167,7 +167,7 @@ def test_an_invalid_value_asked_for_is_refused_and_asked_again() -> None:
     # The chooser reports what it read; the runtime refuses it and asks once more.
     question = action("a table for 40", (table,), asked, slots=party, collect=("party",))
     decided = drive(runtime_decide(chooser(), question))
-    wrong = decided.choice
+    wrong = decided.value
     assert wrong is not None
     assert (wrong.exit, wrong.reason.kind, wrong.slots) == (STAY, "invalid_slot", {})
     assert "12" in decided.failures[0].data["error"]
