@@ -18,6 +18,7 @@ from cgraph.backends.embed import Embedder, shared_embedder
 from cgraph.backends.memory.chroma import ChromaMemory, memory_folder
 from cgraph.errors import MemoryStoreError
 from cgraph.runtime.memory.gateway import MemoryGateway
+from cgraph.runtime.needs import drive
 from cgraph.runtime.ports import NewMemory
 from cgraph.spec.model import MemoryConfig
 from tests.conftest import ROOT
@@ -205,7 +206,7 @@ def test_a_server_that_dies_means_no_memories_and_a_warning(tmp_path: Path) -> N
     with pytest.raises(MemoryStoreError, match="memory recall failed"):
         mem.recall("ann", ["gardening"])
     gateway = MemoryGateway(mem, MemoryConfig(), user_id="ann", session_id="s1")
-    recalled = gateway.recall("a", ["gardening"], (), 5)
+    recalled = drive(gateway.recall("a", ["gardening"], (), 5))
     assert recalled.memories == () and [e.kind for e in recalled.events] == ["memory_error"]
     assert "memory recall failed" in recalled.events[0].data["error"]
 
