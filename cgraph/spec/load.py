@@ -9,7 +9,7 @@ from typing import Any
 from cgraph.diagnostics import Diagnostic, Fix, has_errors
 from cgraph.errors import GraphError
 from cgraph.spec import model as m
-from cgraph.spec.conform import Violation, conform
+from cgraph.spec.conform import SchemaCheck, Violation, conform
 from cgraph.spec.limits import MAX_VALUE_CHARS, too_large
 from cgraph.spec.model import HANDLER_PATTERN, TYPE_LETTERS, key_of
 from cgraph.spec.read import Document, read_file, read_text
@@ -95,6 +95,28 @@ def _large_variables(doc: Document, graph: m.Graph) -> list[Diagnostic]:
 
 def schema_diagnostics(doc: Document, violations: list[Violation]) -> list[Diagnostic]:
     return [_describe(doc, violation) for violation in violations]
+
+
+def parse_marked(
+    doc: Document, key: str, kind: str, hint: str, check: SchemaCheck
+) -> tuple[Any | None, list[Diagnostic]]:
+    """A file marked by a top-level `key: 1` (a test or a sim file) checked against its
+    schema without the marker and built; `None` with the diagnostics when it is not one."""
+    diagnostics = list(doc.diagnostics)
+    if not doc.ok:
+        return None, diagnostics
+    if not (isinstance(doc.data, dict) and key in doc.data):
+        diagnostics.append(doc.diag((), f"not-a-{kind}-file", f"no top-level `{key}:`", hint))
+        return None, diagnostics
+    if doc.data[key] != 1 or type(doc.data[key]) is not int:
+        message = f"`{key}` is {doc.data[key]!r}; this cgraph reads version 1"
+        diagnostics.append(doc.diag((key,), "schema", message, f"write `{key}: 1`"))
+    violations: list[Violation] = []
+    built = check({k: v for k, v in doc.data.items() if k != key}, (), violations)
+    diagnostics.extend(schema_diagnostics(doc, violations))
+    if has_errors(diagnostics):
+        return None, diagnostics
+    return replace(built, source=Path(doc.file)), diagnostics
 
 
 def where(data: Any, path: tuple[Any, ...]) -> str:

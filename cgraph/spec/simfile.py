@@ -10,7 +10,7 @@ test format's, and `load_sim_file` checks files against exactly that schema, so 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -22,7 +22,7 @@ from cgraph.spec.names import SIM_KEY
 from cgraph.spec.read import Document, read_file
 
 if TYPE_CHECKING:
-    from cgraph.spec.conform import SchemaCheck, Violation
+    from cgraph.spec.conform import SchemaCheck
 
 VERSION_KEY = SIM_KEY
 """The top-level key that marks a sim file (its value is the format version, 1)."""
@@ -152,25 +152,11 @@ def load_sim_file(path: str | Path) -> SimFile:
 
 def parse_sim(doc: Document) -> tuple[SimFile | None, list[Diagnostic]]:
     """Validate a read document against the sim-file schema; problems become diagnostics."""
-    from cgraph.spec.load import schema_diagnostics
+    from cgraph.spec.load import parse_marked
 
-    diagnostics = list(doc.diagnostics)
-    if not doc.ok:
-        return None, diagnostics
-    if not looks_like_sim(doc.data):
-        hint = "start a sim file with `cgraph-sim: 1`, `graph:` and `personas:`"
-        diagnostics.append(doc.diag((), "not-a-sim-file", "no top-level `cgraph-sim:`", hint))
-        return None, diagnostics
-    if doc.data[VERSION_KEY] != 1 or type(doc.data[VERSION_KEY]) is not int:
-        message = f"`{VERSION_KEY}` is {doc.data[VERSION_KEY]!r}; this cgraph reads version 1"
-        diagnostics.append(doc.diag((VERSION_KEY,), "schema", message, "write `cgraph-sim: 1`"))
-    violations: list[Violation] = []
-    data = {k: v for k, v in doc.data.items() if k != VERSION_KEY}
-    built = _check()(data, (), violations)
-    diagnostics.extend(schema_diagnostics(doc, violations))
-    if has_errors(diagnostics):
-        return None, diagnostics
-    return replace(built, source=Path(doc.file)), diagnostics
+    hint = "start a sim file with `cgraph-sim: 1`, `graph:` and `personas:`"
+    built, diagnostics = parse_marked(doc, VERSION_KEY, "sim", hint, _check())
+    return built, diagnostics
 
 
 @cache

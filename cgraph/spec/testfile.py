@@ -9,7 +9,7 @@ format's, and `load_test_file` checks files against exactly that schema, so edit
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from cgraph.spec.names import TESTS_KEY
 from cgraph.spec.read import Document, read_file
 
 if TYPE_CHECKING:
-    from cgraph.spec.conform import SchemaCheck, Violation
+    from cgraph.spec.conform import SchemaCheck
 
 VERSION_KEY = TESTS_KEY
 """The top-level key that marks a test file (its value is the format version, 1)."""
@@ -186,25 +186,11 @@ def load_tests(path: str | Path) -> TestFile:
 
 def parse_tests(doc: Document) -> tuple[TestFile | None, list[Diagnostic]]:
     """Validate a read document against the test-file schema; problems become diagnostics."""
-    from cgraph.spec.load import schema_diagnostics
+    from cgraph.spec.load import parse_marked
 
-    diagnostics = list(doc.diagnostics)
-    if not doc.ok:
-        return None, diagnostics
-    if not looks_like_tests(doc.data):
-        hint = "start a test file with `cgraph-test: 1`, `graph:` and `cases:`"
-        diagnostics.append(doc.diag((), "not-a-test-file", "no top-level `cgraph-test:`", hint))
-        return None, diagnostics
-    if doc.data[VERSION_KEY] != 1 or type(doc.data[VERSION_KEY]) is not int:
-        message = f"`{VERSION_KEY}` is {doc.data[VERSION_KEY]!r}; this cgraph reads version 1"
-        diagnostics.append(doc.diag((VERSION_KEY,), "schema", message, "write `cgraph-test: 1`"))
-    violations: list[Violation] = []
-    data = {k: v for k, v in doc.data.items() if k != VERSION_KEY}
-    built = _check()(data, (), violations)
-    diagnostics.extend(schema_diagnostics(doc, violations))
-    if has_errors(diagnostics):
-        return None, diagnostics
-    return replace(built, source=Path(doc.file)), diagnostics
+    hint = "start a test file with `cgraph-test: 1`, `graph:` and `cases:`"
+    built, diagnostics = parse_marked(doc, VERSION_KEY, "test", hint, _check())
+    return built, diagnostics
 
 
 def missing_graph(doc: Document, tests: TestFile) -> Diagnostic | None:
