@@ -122,29 +122,31 @@ class Repl:
         self.dim(banner(self.opened.model_name))
         for note in self.opened.notes:
             self.dim(note)
-        earlier = bool(session.turn_number) and session.opening is None
-        resumed = f", resumed at turn {session.turn_number}" if earlier else ""
+        view = session.view
+        earlier = bool(view.turn_number) and session.opening is None
+        resumed = f", resumed at turn {view.turn_number}" if earlier else ""
         self.dim(f"session {session.id}{resumed} · /help for commands")
         if session.dropped is not None:
             self.dim(session.dropped)
         if session.recovered is not None:
             self.dim("finished the turn the last run left unfinished:")
             self.render(session.recovered)
-        elif session.turn_number:
-            last = session.last_turn
+        elif view.turn_number:
+            last = session.log.last_turn()
             if last is not None and last.reply:
                 self.console.print(f"[bold cyan]{escape(self.agent)}:[/] {escape(last.reply)}")
-        if session.completed:
+        if view.completed:
             self.dim(f"  {ENDED}")
 
     def send(self, message: str) -> None:
         session = self.opened.session
-        if session.completed:
+        view = session.view
+        if view.completed:
             self.console.print(f"[yellow]{ENDED}[/]")
             return
         printer = ReplyPrinter(self.console, self.agent)
         try:
-            if self.opened.model_name != SEMANTIC and session.streams:
+            if self.opened.model_name != SEMANTIC and view.streams:
                 turn = session.send_streaming(message, printer, remember=False)
             else:
                 with late_status(self.console, self._status()):
@@ -163,7 +165,7 @@ class Repl:
         printer.close()
         self.render(turn, shown=printer.shown)
         self.opened.warm_later_turns()
-        session.remember_later()  # while the user types; the next reply never waits for it
+        session.remember()  # while the user types; the next reply never waits for it
         for warning in self.opened.warnings(turn):
             self.console.print(f"[dim yellow]  {escape(warning)}[/]")
 
@@ -202,7 +204,7 @@ class Repl:
         """Offline, a state without `say:` "speaks" its actions: instructions, not words."""
         if self.opened.model_name != SEMANTIC or turn.fallback or turn.completed:
             return False
-        state = self.opened.session.current_state()
+        state = self.opened.session.view.current_state
         return (
             state is not None
             and not getattr(state, "say", None)

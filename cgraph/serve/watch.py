@@ -59,7 +59,7 @@ class Seen:
         """The turn's events as the session logged them (for the steps of a trace)."""
         if self.turn is None or self.opened is None:
             return []
-        return self.opened.turn_events(self.turn.number)
+        return self.opened.log.turn_events(self.turn.number)
 
 
 @dataclass(slots=True)
