@@ -72,6 +72,25 @@ T = TypeVar("T")
 Model = ChatModel | ExitChooser | str | None
 
 
+def _warn(old: str, new: str, depth: int = 3) -> None:
+    """Warn that `Session.old` is deprecated (pointing at the caller's line)."""
+    warnings.warn(f"Session.{old} is deprecated; use {new}", DeprecationWarning, stacklevel=depth)
+
+
+def _moved(part: str, name: str, *, call: bool = False, method: bool = False) -> Any:
+    """A deprecated accessor (a property, or a `method`) that now lives on the session's
+    `view` or `log` (there a method to `call`)."""
+    new = f"{part}.{name}" + ("()" if call else "")
+
+    def read(session: Session, *args: Any, **kwargs: Any) -> Any:
+        _warn(name, new)
+        found = getattr(getattr(session, part), name)
+        return found(*args, **kwargs) if call else found
+
+    read.__doc__ = f"Deprecated: `{new}`."
+    return read if method else property(read, doc=read.__doc__)
+
+
 class Session:
     """One conversation with a graph, checkpointed at every step: the turn handle.
 
@@ -83,10 +102,8 @@ class Session:
         deps = engine.deps
         self.id, self.user_id, self.graph, self.info = info.id, info.user_id, deps.graph, info
         self.model, self.memory, self.store, self.deps = deps.model, deps.memory, deps.store, deps
-        self.log = SessionLog(info, engine, deps.store)
-        """Its turns, events and audit, read from the log."""
-        self.remembering = remembering
-        """The after-turn memory hook, with the policy the session was opened with."""
+        self.log, self.remembering = SessionLog(info, engine, deps.store), remembering
+        """Its turns, events and audit, read from the log; its after-turn memory hook."""
         self.recovered: Turn | None = None
         """The turn an interrupted process left unfinished, completed by `resume`."""
         self.dropped: str | None = None
@@ -279,86 +296,50 @@ class Session:
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, user={self.user_id!r}, state={self._engine.qualified()!r})"
 
-    # ----- the names the first guide published (deprecated) -------------------------------
+    # ----- the names the first guide published, deprecated (each warns once used) --------
 
     @classmethod
     def start(cls, graph: Graph | str | Path, **options: Any) -> Session:
         """Deprecated: `Sessions(store, memory=…, api_base=…, clock=…, tools=…).start(…)`."""
-        opener, rest = _opener(options)
+        opener, rest = _opener("start", options)
         return opener.start(graph, **rest)
 
     @classmethod
     def resume(cls, session_id: str, **options: Any) -> Session:
         """Deprecated: `Sessions(store, memory=…, api_base=…, clock=…, tools=…).resume(…)`."""
-        opener, rest = _opener(options)
+        opener, rest = _opener("resume", options)
         return opener.resume(session_id, **rest)
 
     @staticmethod
     def list_sessions(store: Any, user_id: str | None = None) -> list[SessionInfo]:
         """Deprecated: `Sessions(store).list(user_id)`."""
-        return _deprecated("list_sessions", "Sessions(store).list")(store).list(user_id)
+        return _opener("list_sessions", {"store": store})[0].list(user_id)
 
     @staticmethod
     def stored(session_id: str, *, store: Any, user_id: str | None = None) -> SessionInfo:
         """Deprecated: `Sessions(store).info(session_id, user_id=…)`."""
-        return _deprecated("stored", "Sessions(store).info")(store).info(
-            session_id, user_id=user_id
-        )
+        return _opener("stored", {"store": store})[0].info(session_id, user_id=user_id)
 
     @staticmethod
-    def delete(
-        session_id: str,
-        *,
-        store: Any,
-        user_id: str | None = None,
-        memory: MemoryStore | None = None,
-    ) -> None:
+    def delete(session_id: str, *, store: Any, user_id: str | None = None, **memory: Any) -> None:
         """Deprecated: `Sessions(store, memory=…).delete(session_id, user_id=…)`."""
-        _deprecated("delete", "Sessions(store).delete")(store, memory=memory).delete(
-            session_id, user_id=user_id
-        )
+        _opener("delete", {"store": store, **memory})[0].delete(session_id, user_id=user_id)
 
-    @property
-    def state(self) -> str:
-        """Deprecated: `view.state`."""
-        return self.view.state
-
-    def current_state(self) -> AnyState | None:
-        """Deprecated: `view.current_state`."""
-        return self.view.current_state
-
-    @property
-    def completed(self) -> bool:
-        """Deprecated: `view.completed`."""
-        return self._engine.state.completed
-
-    @property
-    def variables(self) -> dict[str, Any]:
-        """Deprecated: `view.variables` (this one a copy that may be changed)."""
-        return dict(self._engine.state.readable)
+    state: str = _moved("view", "state")
+    completed: bool = _moved("view", "completed")
+    variables: dict[str, Any] = _moved("view", "variables")
+    audit: list[TransitionRecord] = _moved("log", "audit", call=True)
+    last_decisions: list[Decision] = _moved("log", "decisions", call=True)
 
     @property
     def transcript(self) -> list[dict[str, str]]:
         """Deprecated: `view.transcript`."""
-        return [dict(m) for m in self._engine.log.transcript]
+        _warn("transcript", "view.transcript")
+        return list(self.view.transcript)
 
-    @property
-    def audit(self) -> list[TransitionRecord]:
-        """Deprecated: `log.audit()`."""
-        return self.log.audit()
-
-    @property
-    def last_decisions(self) -> list[Decision]:
-        """Deprecated: `log.decisions()`."""
-        return self.log.decisions()
-
-    def turns(self) -> list[Turn]:
-        """Deprecated: `log.turns()`."""
-        return self.log.turns()
-
-    def events(self, *, after: int = -1, limit: int | None = None) -> list[Event]:
-        """Deprecated: `log.events(…)`."""
-        return self.log.events(after=after, limit=limit)
+    current_state: Callable[[], AnyState | None] = _moved("view", "current_state", method=True)
+    turns: Callable[[], list[Turn]] = _moved("log", "turns", call=True, method=True)
+    events: Callable[..., list[Event]] = _moved("log", "events", call=True, method=True)
 
 
 class Sessions:
@@ -524,25 +505,17 @@ class Sessions:
         return Session(info, engine, Remembering(engine, self.remember))
 
 
+_RENAMED = {"stored": "info", "list_sessions": "list"}
 _OPENER = frozenset({"store", "memory", "api_base", "clock", "tools"})
 """What the deprecated `Session.start`/`Session.resume` took that `Sessions` now holds."""
 
 
-def _opener(options: dict[str, Any]) -> tuple[Sessions, dict[str, Any]]:
-    """The `Sessions` a deprecated `Session.start`/`resume` call names, and the rest of
-    its options (those of `Sessions.start`/`resume`)."""
-    warnings.warn(
-        "Session.start/Session.resume are deprecated; use Sessions(store, …).start/resume",
-        DeprecationWarning,
-        stacklevel=3,
-    )
+def _opener(old: str, options: dict[str, Any]) -> tuple[Sessions, dict[str, Any]]:
+    """The `Sessions` a deprecated `Session` call names, and the rest of its options
+    (those of `Sessions.start`/`resume`)."""
+    _warn(old, f"Sessions(store, …).{_RENAMED.get(old, old)}", depth=4)
     held = {k: v for k, v in options.items() if k in _OPENER}
     return Sessions(**held), {k: v for k, v in options.items() if k not in _OPENER}
-
-
-def _deprecated(old: str, new: str) -> type[Sessions]:
-    warnings.warn(f"Session.{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
-    return Sessions
 
 
 def _owned(info: SessionInfo, user_id: str | None) -> SessionInfo:
