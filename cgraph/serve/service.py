@@ -3,7 +3,7 @@ stream, undo, delete) on the store and memories `cgraph.wiring` opens. No second
 a request opens its session from the store the way `cgraph run --session` does, under the
 store's lease of the session (`SessionStore.hold`), so two turns of one session never
 interleave, whichever process runs them, and a turn a killed process left unfinished is
-finished by the next request that writes to the session (`Session.resume(finish=True)`,
+finished by the next request that writes to the session (`Sessions.resume(finish=True)`,
 its `recovered` turn returned as `recovered_turn`).
 
 A turn (`asend`, `astream`) runs on the event loop with the library's async driver: the
@@ -315,6 +315,7 @@ class Service:
             model=options.model,
             api_base=options.api_base,
             tools=self.tools,
+            announce=self.watch.announce,
         )
 
     # ----- memories, graphs, readiness ----------------------------------------------------

@@ -7,7 +7,7 @@ to name.
 """
 
 from cgraph.runtime.ask.streaming import CallingTools, Chunk, Delta, Retracted
-from cgraph.runtime.ports import SessionInfo
+from cgraph.runtime.ports import Announcer, SessionInfo
 from cgraph.runtime.state.records import Event, Turn
 from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.runtime.turn.after import Policy
@@ -16,6 +16,7 @@ from cgraph.session.log import Recheck, SessionLog
 from cgraph.session.view import SessionView
 
 __all__ = [
+    "Announcer",
     "CallingTools",
     "Chunk",
     "Delta",

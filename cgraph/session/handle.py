@@ -46,6 +46,7 @@ from cgraph.runtime.log.reading import build_turn
 from cgraph.runtime.log.snapshots import read_snapshot
 from cgraph.runtime.needs import DRIVER, Steps, drive_async, in_pool
 from cgraph.runtime.ports import (
+    Announcer,
     ChatModel,
     ExitChooser,
     Memory,
@@ -356,6 +357,7 @@ class Sessions:
         clock: Callable[[], float] | None = None,
         tools: ToolRunner | None = None,
         remember: Policy = "now",
+        announce: Announcer | None = None,
     ) -> None:
         """`store` is a `SessionStore`, a folder (its `sessions.sqlite` is used), a
         `.sqlite` file, a `postgresql://` URL, or None (in memory).
@@ -366,11 +368,14 @@ class Sessions:
         `NullMemory`. `tools` runs the tools (by default each session gets a new
         `ToolRunner`, its own worker); sessions may share one, and its workers.
         `remember` is the after-turn memory policy, `"now"` or `"background"`
-        (`cgraph.runtime.turn.after`).
+        (`cgraph.runtime.turn.after`). `announce` makes what a session's start and each
+        committed turn send out (a server's webhooks): the store writes it to its outbox
+        in the same transaction.
         """
         self.store: SessionStore = open_store(store)
         self.memory = memory or NullMemory()
         self.model, self.api_base, self.tools, self.remember = model, api_base, tools, remember
+        self.announce = announce
         self.clock = clock or time.time
 
     def start(
@@ -452,13 +457,17 @@ class Sessions:
         be forgotten) and its task memories in the memory store, which no other session
         can recall; the user's personal and project memories stay (see
         `MemoryStore.delete`). With `user_id`, another user's session is refused
-        (`NotTheOwner`); `SessionNotFound` if absent."""
+        (`NotTheOwner`); `SessionNotFound` if absent.
+
+        The memories go first: a memory store that fails (`MemoryStoreError`) leaves the
+        session whole, to be deleted again, where deleting the log first would leave task
+        memories that nothing names any more."""
         info = self.info(session_id, user_id=user_id)
-        if not self.store.delete(session_id):
-            raise SessionNotFound(f"no session `{session_id}`")
         own = self.memory.list(info.user_id, tiers=("task",), session_id=session_id)
         if own:
             self.memory.delete(info.user_id, [m.id for m in own])
+        if not self.store.delete(session_id):
+            raise SessionNotFound(f"no session `{session_id}`")
 
     def close(self) -> None:
         """Close the store (it opens again when used)."""
@@ -480,6 +489,7 @@ class Sessions:
             tools=self.tools or ToolRunner(),
             rememberer=models.rememberer,
             summariser=models.summariser,
+            announce=self.announce,
         )
 
     def _open(
@@ -506,7 +516,7 @@ class Sessions:
 
 
 _RENAMED = {"stored": "info", "list_sessions": "list"}
-_OPENER = frozenset({"store", "memory", "api_base", "clock", "tools"})
+_OPENER = frozenset({"store", "memory", "api_base", "clock", "tools", "announce"})
 """What the deprecated `Session.start`/`Session.resume` took that `Sessions` now holds."""
 
 
