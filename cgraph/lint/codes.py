@@ -65,6 +65,7 @@ CODES: dict[str, str] = {
         " declared under `slots:`; or a sim file's facts or goal name no slot or variable."
     ),
     "ask-without-collect": "A state has `ask_before_filling` but collects no slots.",
+    "append-not-list": "`append:` names a slot that is not an `array` slot the state collects.",
     "unknown-graph-target": "A `file.yaml#state` target or `enter:` names no state of that file.",
     # tools (cgraph.lint.tools)
     "unknown-tool": "A side-effect state calls, or an action state offers, an undeclared tool.",

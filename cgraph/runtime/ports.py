@@ -99,6 +99,9 @@ class Question:
     """Slots the answer may fill, as nullable JSON Schemas."""
     collect: tuple[str, ...] = ()
     """The slots this state asks for (the others are filled only when the user volunteers them)."""
+    appends: tuple[str, ...] = ()
+    """The `collect` slots this state adds to (`append:`): a list is never complete, so
+    giving items answers the state and only an exit the user chooses leaves it."""
     rejected: str = ""
     """On a re-ask: why the previous answer was refused."""
     clarifying: tuple[str, ...] = ()
@@ -192,6 +195,9 @@ class Choice:
     """Per option id (and `stay`): how likely the chooser holds each to be meant, 0–1."""
     reply: str = ""
     """The chooser's own words ("" for one that writes none: the state's authored text)."""
+    preface: str = ""
+    """Words said before the state's authored text, for a chooser that writes none (what
+    was refused): that text is rendered once the message's other values are in."""
     note: str = ""
     """A reflection's internal note."""
     slots: dict[str, Any] = field(default_factory=dict)

@@ -39,7 +39,7 @@ Handler = Annotated[str, Keywords(pattern=HANDLER_PATTERN)]
 TARGET_PATTERN = r"^(?:[^#\s]+#)?[A-Za-z_][A-Za-z0-9_.\-]*$"
 Target = Annotated[str, Keywords(pattern=TARGET_PATTERN)]
 CROSS = "#"
-SlotType = Literal["string", "integer", "number", "boolean"]
+SlotType = Literal["string", "integer", "number", "boolean", "array", "object"]
 LimitName = Literal["max_transitions_per_turn", "max_reflections", "max_visits"]
 
 # One letter per state type, as the abstract topology writes them.
@@ -161,7 +161,16 @@ class Slot:
     """A typed variable filled from what the user says (a JSON Schema subset)."""
 
     type: SlotType = "string"
-    """The value's type: `string`, `integer`, `number` or `boolean`."""
+    """The value's type: `string`, `integer`, `number`, `boolean`, `array` (a list of
+    `items`) or `object` (a record of `properties`)."""
+    items: Slot | None = None
+    """An `array` slot's items: each one a slot of its own (`{type: string, enum: [...]}`,
+    or an `object` with `properties`)."""
+    properties: dict[Identifier, Slot] = field(default_factory=dict)
+    """An `object` slot's fields, by name, each typed like a slot."""
+    required: tuple[Identifier, ...] = ()
+    """An `object` slot's properties that every value must give; the others may be null.
+    Offline, a record missing one is asked about rather than stored."""
     enum: tuple[str | int | float, ...] = ()
     """The allowed values; offline, the closest one to what the user said is taken."""
     minimum: float | None = None
@@ -249,6 +258,10 @@ class ActionState(_State):
     collect: tuple[Identifier, ...] = ()
     """Slots filled from the user's messages in this state (in the same model call that
     picks the exit); the state is passed through when they are all filled already."""
+    append: tuple[Identifier, ...] = ()
+    """`array` slots of `collect` this state adds to: the items a message gives are added to
+    the list (an item it already holds is not added twice), so a list is built up over
+    turns ("lisinopril" … "and vitamin D") instead of each message replacing it."""
     ask_before_filling: bool = False
     """Ask in this state even when its `collect` slots are already filled."""
     max_turns: Annotated[int, Keywords(minimum=1)] | None = None

@@ -104,9 +104,13 @@ def _variables(wanted: dict[str, Any], seen: Observed) -> Problem:
 
 
 def holds(wanted: Any, actual: Any) -> bool:
-    """Equal, except that a mapping expected needs only the keys it names (recursively)."""
+    """Equal, except that a mapping expected needs only the keys it names (recursively,
+    also in the items of a list: `[{medication: lisinopril}]` holds for a list of one
+    record whatever its other fields)."""
     if isinstance(wanted, dict) and isinstance(actual, dict):
         return all(k in actual and holds(v, actual[k]) for k, v in wanted.items())
+    if isinstance(wanted, list | tuple) and isinstance(actual, list | tuple):
+        return len(wanted) == len(actual) and all(map(holds, wanted, actual))
     return bool(wanted == actual)
 
 

@@ -29,7 +29,7 @@ from cgraph.runtime.routes.exits import (
     with_costs,
 )
 from cgraph.runtime.routes.failures import fallback, rendered
-from cgraph.runtime.routes.slots import slot_changes, unfilled
+from cgraph.runtime.routes.slots import appended, slot_changes, unfilled
 from cgraph.runtime.state.outcomes import (
     Effects,
     Emit,
@@ -80,9 +80,9 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
     # no answer to the state it interrupts, which is taken up again as it was left (a
     # sub-graph the detour enters reads the message for its own slots).
     interrupts = answer.exit not in (STAY, CLARIFY) and option_by_id(options, answer.exit).resume
-    given: dict[str, Any] = {} if interrupts else dict(answer.slots)
-    values, held = held_back(graph, given, ctx.view.variables)
-    ctx, effects = _fill(ctx, values, effects)
+    given = {} if interrupts else appended(state.append, answer.slots, ctx.view.variables)
+    values, held = held_back(graph, given, ctx.view.variables, adding=state.append)
+    ctx, effects = _fill(ctx, values, effects, adding=state.append)
     if held:  # a correction the designer wants confirmed is asked about first
         return ask_correction(ctx, graph, held, effects)
     if answer.exit == CLARIFY:
@@ -102,14 +102,18 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
             return taken
     if answer.reply:
         return Reply(answer.reply, effects=effects)
-    return _reply(ctx, graph, state, effects)
+    return _reply(ctx, graph, state, effects, answer.preface)
 
 
-def _reply(ctx: StepContext, graph: Graph, state: ActionState, effects: Effects) -> Reply:
+def _reply(
+    ctx: StepContext, graph: Graph, state: ActionState, effects: Effects, preface: str = ""
+) -> Reply:
     """The state's own words (a chooser that writes none), rendered after this step's
-    slots are filled: the reply never shows a value the user just corrected."""
+    slots are filled: the reply never shows a value the user just corrected (nor leaves
+    out an item of a list the same message gave), after the chooser's `preface`."""
     context = template_context(ctx.view, graph, ctx.view.state_id)
-    return Reply(authored_reply(state, context, ctx.view.here), effects=effects)
+    said = authored_reply(state, context, ctx.view.here)
+    return Reply(f"{preface} {said}".strip() if preface else said, effects=effects)
 
 
 def _clarifying(
@@ -161,9 +165,13 @@ def _frames(ctx: StepContext) -> list[tuple[str, Graph, str]]:
     return [(key, ctx.graphs.get(key), state) for key, state in frames]
 
 
-def _fill(ctx: StepContext, found: dict[str, Any], effects: Effects) -> tuple[StepContext, Effects]:
-    """Slot values from the answer: set, and logged (a changed value as a correction)."""
+def _fill(
+    ctx: StepContext, found: dict[str, Any], effects: Effects, *, adding: tuple[str, ...] = ()
+) -> tuple[StepContext, Effects]:
+    """Slot values from the answer: set, and logged (a changed value as a correction; a
+    list added to, `adding`, is no correction)."""
     new, corrected = slot_changes(found, ctx.view.variables)
+    corrected = {k: v for k, v in corrected.items() if k not in adding}
     if not new:
         return ctx, effects
     record = {"state": ctx.view.here, "values": new, "corrected": corrected}

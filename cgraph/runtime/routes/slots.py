@@ -62,7 +62,22 @@ def set_slots(
 
 
 def unfilled(names: Sequence[str], variables: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(n for n in names if variables.get(n) is None)
+    """The slots of `names` still unset (null, or a list with nothing in it yet)."""
+    return tuple(n for n in names if variables.get(n) is None or variables.get(n) == [])
+
+
+def appended(
+    names: Sequence[str], found: Mapping[str, Any], variables: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`found` with each list of `names` (a state's `append:`) added to the list the slot
+    holds, an item it holds already not added twice."""
+    kept = dict(found)
+    for name in names:
+        new = found.get(name)
+        if isinstance(new, list):
+            old = list(variables.get(name) or ())
+            kept[name] = old + [item for item in new if item not in old]
+    return kept
 
 
 def slot_changes(
