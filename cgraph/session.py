@@ -272,17 +272,21 @@ class Session:
         be forgotten) and, given its `memory` store, its task memories, which no other
         session can recall; the user's personal and project memories stay (see
         `MemoryStore.delete`). With `user_id`, another user's session is refused
-        (`NotTheOwner`); `SessionNotFound` if absent."""
+        (`NotTheOwner`); `SessionNotFound` if absent.
+
+        The memories go first: a memory store that fails (`MemoryStoreError`) leaves the
+        session whole, to be deleted again, where deleting the log first would leave task
+        memories that nothing names any more."""
         backend = open_store(store)
         info = backend.load(session_id).info
         _check_owner(info, user_id)
-        if not backend.delete(session_id):
-            raise SessionNotFound(f"no session `{session_id}`")
         if memory is not None:
             owner = user_id or info.user_id
             own = memory.list(owner, tiers=("task",), session_id=session_id)
             if own:
                 memory.delete(owner, [m.id for m in own])
+        if not backend.delete(session_id):
+            raise SessionNotFound(f"no session `{session_id}`")
 
     # ----- turns --------------------------------------------------------------------------
 

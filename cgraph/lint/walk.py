@@ -143,7 +143,7 @@ class _Linter:
         if isinstance(doc.data, dict) and SIM_KEY in doc.data:
             from cgraph.lint.sims import check_sim_file  # sim files only, like test files
 
-            return _Outcome(None), check_sim_file(doc)
+            return _Outcome(None), check_sim_file(doc, self.texts)
         graph, diagnostics = parse_graph(doc)
         if graph is None:
             return _Outcome(None), diagnostics
