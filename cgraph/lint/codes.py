@@ -69,6 +69,10 @@ CODES: dict[str, str] = {
     "unknown-graph-target": "A `file.yaml#state` target or `enter:` names no state of that file.",
     # tools (cgraph.lint.tools)
     "unknown-tool": "A side-effect state calls, or an action state offers, an undeclared tool.",
+    "on-tool-exit": (
+        "An `on_tool:` exit names a tool its state does not offer, has a `description`, or"
+        " is a global exit."
+    ),
     "duplicate-tool": "Two tools share a name.",
     "unused-tool": "A declared tool is never called.",
     "tool-handler": "A tool's handler module or function cannot be found.",

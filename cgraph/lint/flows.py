@@ -92,7 +92,7 @@ def _else_last(
     ctx: GraphContext, name: str, exits: tuple[ExitCondition, ...]
 ) -> Iterator[Diagnostic]:
     for index, exit_ in enumerate(exits[:-1]):
-        if exit_.description is None and exit_.when is None:
+        if exit_.description is None and exit_.when is None and exit_.on_tool is None:
             yield ctx.diag(
                 ("states", name, "exit_conditions", index),
                 "unreachable-exit",

@@ -46,6 +46,7 @@ NOT_TEMPLATES = frozenset(
         "max_turns",
         "top_k",
         "when",  # an expression, checked by cgraph.lint.flows
+        "on_tool",
         "collect",
         "append",
         "except",
@@ -150,8 +151,12 @@ def _strings(
 
 
 def declared_names(graph: Graph) -> frozenset[str]:
-    """The variables a graph declares: `variables`, `slots`, `set:` keys and `result`s."""
+    """The variables a graph declares: `variables`, `slots`, `set:` keys and `result`s
+    (a side-effect state's, a tool's), and what tools `sets:`."""
     names = set(graph.variables) | set(graph.slots)
+    for tool in graph.tools:
+        names.update((tool.result,) if tool.result else ())
+        names.update(tool.sets)
     for state in graph.states.values():
         names.update(field_of(state, "set") or {})
         result = field_of(state, "result")

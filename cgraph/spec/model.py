@@ -137,13 +137,21 @@ class ExitCondition:
     confirm: bool = False
     """Ask the user before taking this exit, whatever the chooser's confidence ("Do you
     want to place the order?")."""
+    on_tool: Identifier | None = None
+    """Taken because the model called this tool here on this turn and the call succeeded
+    (pipecat's "the function picks the next node"), once the state's slots are filled:
+    no side-effect state per function. It needs no `description` (the engine takes it,
+    not the model); with `when:` both must hold, and the `when:` may read the call's
+    `result:`."""
 
     @property
     def label(self) -> str:
         """How the exit reads to a model and in the topology."""
         if self.description:
             return self.description
-        return f"when {self.when}" if self.when else ""
+        said = [f"on {self.on_tool}"] if self.on_tool else []
+        said += [f"when {self.when}"] if self.when else []
+        return ", ".join(said)
 
 
 @_compared
@@ -469,6 +477,14 @@ class Tool:
     """`module:function`, importable from the graph's folder or the Python path."""
     timeout: Annotated[float, Keywords(exclusiveMinimum=0)] = 10.0
     """Seconds before the call counts as failed."""
+    result: Identifier | None = None
+    """Where a call by the model (from an action state that offers the tool) stores the
+    result: a variable, or a slot, checked against the slot like a side-effect state's
+    `result:`. The state's `when:` exits read it on the turn of the call."""
+    sets: tuple[Identifier, ...] = ()
+    """Variables or slots the tool sets, whoever calls it (a side-effect state or the
+    model): a result that is a mapping sets each of these keys it holds, a slot's value
+    checked against the slot; its other keys are only part of the result."""
     isolation: Isolation = "process"
     """Where the handler runs: `process`, a worker process that a timeout or a crash
     kills and replaces; `thread`, a thread of the session's own process (no start-up

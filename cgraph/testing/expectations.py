@@ -96,7 +96,8 @@ def _reply_excludes(wanted: str | tuple[str, ...], seen: Observed) -> Problem:
 
 def _variables(wanted: dict[str, Any], seen: Observed) -> Problem:
     got = seen.variables
-    wrong = {k: got.get(k) for k, v in wanted.items() if k not in got or not holds(v, got[k])}
+    # null is "unset": a variable nothing has set yet holds it, whether or not it is listed.
+    wrong = {k: got.get(k) for k, v in wanted.items() if not holds(v, got.get(k))}
     if not wrong:
         return None
     said = ", ".join(f"`{k}` is {v!r}" for k, v in wrong.items())

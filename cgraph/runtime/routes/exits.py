@@ -75,7 +75,7 @@ def state_exits(state: AnyState) -> StateExits:
         exits=exits,
         options=_options(exits),
         described=_options(described),
-        conditional=any(e.when is not None for e in exits),
+        conditional=any(e.when is not None or e.on_tool is not None for e in exits),
         targets=targets_of(state),
     )
     if len(_OPTIONS) >= OPTIONS_CACHE_SIZE:
@@ -167,7 +167,13 @@ def check_start(graph: Graph, target: str, entry: str | None = None) -> None:
         raise TransitionError(f"`{target}` is not a start state of graph `{graph.name}`")
 
 
-def holds(exit_: ExitCondition, context: Mapping[str, Any]) -> bool:
+def holds(
+    exit_: ExitCondition, context: Mapping[str, Any], called: frozenset[str] = frozenset()
+) -> bool:
+    """Whether the exit's conditions hold: its `when:` in `context`, and its `on_tool:`
+    among the tools the model `called` (successfully, this turn, here)."""
+    if exit_.on_tool is not None and exit_.on_tool not in called:
+        return False
     when = exit_.when
     here = str(context.get("state", ""))
     return when is None or rendered(here, "when", lambda: conditions.holds(when, context))
@@ -179,11 +185,13 @@ def is_deterministic(exit_: ExitCondition) -> bool:
 
 
 def first_holding(
-    exits: Sequence[ExitCondition], context: Mapping[str, Any]
+    exits: Sequence[ExitCondition],
+    context: Mapping[str, Any],
+    called: frozenset[str] = frozenset(),
 ) -> tuple[int, ExitCondition] | None:
     """The first deterministic exit that holds, with its index among `exits`."""
     for index, exit_ in enumerate(exits):
-        if is_deterministic(exit_) and holds(exit_, context):
+        if is_deterministic(exit_) and holds(exit_, context, called):
             return index, exit_
     return None
 

@@ -45,6 +45,7 @@ HOLDING = [
     Expect(reply_contains=("breathless", "ANY"), reply_matches=r"\?$", reply_excludes="pain"),
     Expect(variables={"red_flags": ["chest pain"], "file": {"name": "a"}}),
     Expect(variables={"meds": [{"medication": "lisinopril"}, {"medication": "ibuprofen"}]}),
+    Expect(variables={"receipt": None}),  # never set: unset
     Expect(annotations=("chest_pain",), recalled=("walks",), stored=("beta BLOCKER",)),
     Expect(completed=False, fallback=False, guard=False),
     Expect(interrupted=()),
@@ -69,6 +70,7 @@ BROKEN = [
     (Expect(variables={"file": {"name": "b"}}), "variables", "`file`"),
     (Expect(variables={"meds": [{"medication": "lisinopril"}]}), "variables", "`meds`"),
     (Expect(variables={"meds": [{"dosage": "5 mg"}, {}]}), "variables", "`meds`"),
+    (Expect(variables={"receipt": {"reference": "T-1"}}), "variables", "`receipt` is None"),
     (Expect(annotations=("nitro_used",)), "annotations", "`nitro_used`"),
     (Expect(recalled=("novel",)), "recalled", "'novel'"),
     (Expect(stored=("walks",)), "stored", "no memory stored with 'walks'"),
