@@ -46,6 +46,7 @@ from cgraph.runtime.log.snapshots import read_snapshot
 from cgraph.runtime.memory.extraction import Background
 from cgraph.runtime.needs import DRIVER, Offload, Steps, drive_async, in_pool
 from cgraph.runtime.ports import (
+    Announcer,
     ChatModel,
     ExitChooser,
     Memory,
@@ -66,6 +67,7 @@ from cgraph.wiring.stores import open_store
 
 T = TypeVar("T")
 __all__ = [
+    "Announcer",
     "CallingTools",
     "Chunk",
     "Delta",
@@ -147,6 +149,7 @@ class Session:
         state: str | None = None,
         variables: Mapping[str, Any] | None = None,
         tools: ToolRunner | None = None,
+        announce: Announcer | None = None,
     ) -> Session:
         """Start a new session. `store` is a `SessionStore`, a folder (its `sessions.sqlite`
         is used), a `.sqlite` file, or None (in memory).
@@ -157,7 +160,9 @@ class Session:
         `state` starts the session in that root state, as if the conversation had already
         entered it (its `say:` is not repeated); `variables` override the graph's values.
         `tools` runs the tools (a new `ToolRunner`, its own worker, by default); sessions
-        run one after another may share one, and its workers.
+        run one after another may share one, and its workers. `announce` makes what the
+        session's start and each committed turn send out (a server's webhooks): the store
+        writes it to its outbox in the same transaction.
         """
         spec = graph_of(graph)
         models = session_models(spec, model, api_base)
@@ -175,6 +180,7 @@ class Session:
             tools=tools or ToolRunner(),
             rememberer=models.rememberer,
             summariser=models.summariser,
+            announce=announce,
         )
         info, first = create(deps, first_state)
         session = cls(info=info, deps=deps, state=first_state, events=[first], position=FIRST)
@@ -201,6 +207,7 @@ class Session:
         finish: bool = True,
         user_id: str | None = None,
         tools: ToolRunner | None = None,
+        announce: Announcer | None = None,
     ) -> Session:
         """Continue a stored session from its last committed step (the graph file is
         re-read from the path recorded at start unless `graph` is given).
@@ -209,7 +216,7 @@ class Session:
         completed now — no committed step runs again — and returned as `recovered`; a
         finished turn whose memories were never extracted (the process died between the
         two) has them extracted now. A session belongs to its user: with `user_id`, another
-        user's session is refused (`NotTheOwner`). `tools` as for `start`.
+        user's session is refused (`NotTheOwner`). `tools` and `announce` as for `start`.
         """
         backend = open_store(store)
         stored = backend.load(session_id)
@@ -238,6 +245,7 @@ class Session:
             rememberer=models.rememberer,
             summariser=models.summariser,
             tools=tools or ToolRunner(),
+            announce=announce,
         )
         session = cls(info=info, deps=deps, state=state, events=stored.events, position=position)
         session._maybe_stored = session._engine.extraction_pending()

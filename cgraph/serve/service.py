@@ -111,6 +111,7 @@ class Service:
                 store=self.store,
                 memory=self.memories[graph],
                 tools=self.tools,
+                announce=self.watch.announce,
             )
             self.watch.started(graph, sid, user)
             answer: dict[str, Any] = {"session": sid, "graph": graph, "state": session.state}
@@ -317,6 +318,7 @@ class Service:
             user_id=user,
             finish=finish,
             tools=self.tools,
+            announce=self.watch.announce,
         )
 
     # ----- memories, graphs, readiness ----------------------------------------------------

@@ -111,5 +111,7 @@ def create(deps: Dependencies, state: SessionState) -> tuple[SessionInfo, Event]
     first = Event.model_construct(
         seq=0, session=info.id, turn=0, kind="session_started", at=now, data=started
     )
-    deps.store.create(info, stored(state, FIRST), [first])
+    announce = deps.announce
+    told = () if announce is None else announce.started(spec.name, info.id, deps.user_id)
+    deps.store.create(info, stored(state, FIRST), [first], deliveries=told)
     return info, first

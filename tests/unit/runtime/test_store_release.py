@@ -61,7 +61,7 @@ def test_a_session_of_the_last_release_resumes_with_its_transcript_keys_and_turn
     assert turn.warnings == ()
     assert [t.number for t in session.turns()] == [1, 2, 3, 4]
     with sqlite3.connect(store) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
 
 
 def test_an_undo_reaches_back_to_a_checkpoint_the_last_release_wrote(store: Path) -> None:
@@ -89,5 +89,5 @@ def test_a_turn_the_last_release_left_unfinished_is_finished_on_resume(store: Pa
 def test_a_store_written_by_a_later_cgraph_is_refused_not_misread(store: Path) -> None:
     with sqlite3.connect(store) as db:
         db.execute("PRAGMA user_version=99")
-    with pytest.raises(StoreError, match="layout version 99, newer than this cgraph's 3"):
+    with pytest.raises(StoreError, match="layout version 99, newer than this cgraph's 4"):
         SQLiteStore(store)
