@@ -195,7 +195,7 @@ def edges(graph: Graph) -> Iterator[_Edge]:
     `ANY`), each state's exits, `on_error` and `on_limit`."""
     yield from _start_edges(graph)
     for exit_id, exit_ in global_exits(graph):
-        yield _Edge(ANY, exit_.next_state, exit_id, _wrap(exit_.label), resume=exit_.resume)
+        yield _Edge(ANY, exit_.next_state, exit_id, _wrap(exit_.shown), resume=exit_.resume)
     for guard, target in graph.limits.on_limit.items():
         yield _Edge(ANY, target, limit_key(guard), limit_key(guard), route=True)
     for name, state in graph.states.items():

@@ -47,6 +47,7 @@ NOT_TEMPLATES = frozenset(
         "top_k",
         "when",  # an expression, checked by cgraph.lint.flows
         "on_tool",
+        "label",
         "collect",
         "append",
         "except",

@@ -49,6 +49,8 @@ class ExitOption:
     description: str
     target: str
     examples: tuple[str, ...] = ()
+    label: str = ""
+    """The designer's few words for it (`label:`), said in a clarifying question."""
     anywhere: bool = False
     """A global exit: it holds in every state (an emergency, "cancel"); listed first."""
     irreversible: bool = False

@@ -137,6 +137,10 @@ class ExitCondition:
     confirm: bool = False
     """Ask the user before taking this exit, whatever the chooser's confidence ("Do you
     want to place the order?")."""
+    label: Text | None = None
+    """A few words naming the exit to the user, said after "Do you want to …" when the
+    agent asks which exit was meant or to confirm one (`send money`), instead of its
+    whole description."""
     on_tool: Identifier | None = None
     """Taken because the model called this tool here on this turn and the call succeeded
     (pipecat's "the function picks the next node"), once the state's slots are filled:
@@ -145,7 +149,7 @@ class ExitCondition:
     `result:`."""
 
     @property
-    def label(self) -> str:
+    def shown(self) -> str:
         """How the exit reads to a model and in the topology."""
         if self.description:
             return self.description
@@ -227,7 +231,7 @@ class _State:
     clarify: bool | Text | None = None
     """Whether a chooser unsure between exits may ask which one the user meant (default:
     the graph's `clarify`), or the question to ask: a template reading `candidates` (the
-    exits' descriptions, likeliest first)."""
+    exits' labels or descriptions, likeliest first)."""
 
 
 @_compared
@@ -565,7 +569,7 @@ class Graph:
     clarify: bool | Text = True
     """Whether a chooser unsure between exits may ask which one the user meant ("Do you
     want to change the date, or have the tickets sent again?"), or the question to ask: a
-    template reading `candidates` (the exits' descriptions, likeliest first)."""
+    template reading `candidates` (the exits' labels or descriptions, likeliest first)."""
     speaks_first: bool = False
     """The start state replies before the user types."""
     limits: Limits = field(default_factory=Limits)

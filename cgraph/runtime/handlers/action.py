@@ -131,7 +131,7 @@ def _clarifying(
     """The clarifying question: the designer's `clarify:` template (reading `candidates`,
     the exits' descriptions, likeliest first), else the chooser's own words, else one
     naming the descriptions as they are."""
-    named = [o.description for c in choice.candidates for o in options if o.id == c]
+    named = [o.label or o.description for c in choice.candidates for o in options if o.id == c]
     template = clarify_setting(graph, state)
     if isinstance(template, str):
         seen = context or template_context(ctx.view, graph, ctx.view.state_id)

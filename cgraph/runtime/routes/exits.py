@@ -92,7 +92,8 @@ def _options(exits: tuple[ExitCondition, ...]) -> tuple[ExitOption, ...]:
 def _option(exit_id: str, condition: ExitCondition, anywhere: bool = False) -> ExitOption:
     return ExitOption(
         id=exit_id,
-        description=condition.label,
+        description=condition.shown,
+        label=condition.label or "",
         target=condition.next_state,
         examples=condition.examples,
         anywhere=anywhere,
