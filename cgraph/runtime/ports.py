@@ -63,6 +63,8 @@ class ExitOption:
     `early: true`)."""
     resume: bool = False
     """Taking it interrupts: the conversation comes back here afterwards (`resume: true`)."""
+    drop: bool = False
+    """Taking it closes the latest open interruption without going back (`drop: true`)."""
 
 
 @dataclass(frozen=True, slots=True)

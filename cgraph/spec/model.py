@@ -137,6 +137,10 @@ class ExitCondition:
     confirm: bool = False
     """Ask the user before taking this exit, whatever the chooser's confidence ("Do you
     want to place the order?")."""
+    drop: bool = False
+    """Close the latest open interruption instead of going back to it ("no, forget the
+    transfer"): the conversation goes on to `next_state`, and the state the interruption
+    left is not taken up again (templates list the open ones as `interrupted`)."""
     label: Text | None = None
     """A few words naming the exit to the user, said after "Do you want to …" when the
     agent asks which exit was meant or to confirm one (`send money`), instead of its

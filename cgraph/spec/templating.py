@@ -39,6 +39,7 @@ BUILTIN_NAMES = frozenset(
         "annotations",  # transcript tags so far
         "vars",  # every variable, as a mapping
         "metadata",  # the current state's `message_metadata` tags
+        "interrupted",  # the states open interruptions go back to, the next one last
     }
 )
 

@@ -101,6 +101,7 @@ def _option(exit_id: str, condition: ExitCondition, anywhere: bool = False) -> E
         confirm=condition.confirm,
         early=anywhere or bool(condition.early),
         resume=condition.resume,
+        drop=condition.drop,
     )
 
 

@@ -56,6 +56,9 @@ class View(NamedTuple):
     """Slot values the last turn asked to confirm (`SessionState.correcting`)."""
     offered: bool = False
     """The message that entered this sub-graph is still unread (`TurnScratch.offered`)."""
+    waiting: tuple[str, ...] = ()
+    """The states open interruptions go back to, the one taken up next last
+    (`SessionState.waiting`)."""
 
     @property
     def idempotency_key(self) -> str:
@@ -97,6 +100,7 @@ def view_of(
         state.asked,
         state.correcting,
         scratch.offered,
+        state.waiting,
     )
 
 
@@ -120,4 +124,5 @@ def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:
         "annotations": list(view.annotations),
         "vars": dict(view.variables),
         "metadata": list(getattr(graph.states.get(state_id), "message_metadata", ())),
+        "interrupted": list(view.waiting),
     }

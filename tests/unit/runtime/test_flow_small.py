@@ -72,3 +72,26 @@ def test_an_annotation_s_say_reads_what_its_set_sets(tmp_path: Path) -> None:
     session = Session.start(write(tmp_path, GRAPH))
     turn = session.send("I want to transfer money to Mary")
     assert turn.path == ("ask", "stopping") and turn.reply == "Stopping transfer."
+
+
+DROP = (Path(__file__).parents[3] / "docs" / "concepts" / "global-exits.md").read_text()
+
+
+def _drop_graph(tmp_path: Path) -> Path:
+    start = DROP.index("<!-- graph: drop.yaml -->\n```yaml\n") + len(
+        "<!-- graph: drop.yaml -->\n```yaml\n"
+    )
+    return write(tmp_path, DROP[start : DROP.index("\n```", start)] + "\n")
+
+
+def test_a_dropped_interruption_is_closed_and_never_gone_back_to(tmp_path: Path) -> None:
+    session = Session.start(_drop_graph(tmp_path))
+    session.send("Hello")
+    turn = session.send("How much money do I have?")
+    assert turn.interrupted == ("transfer",)
+    assert turn.reply.endswith("Shall we go on with the transfer?")  # `interrupted` read
+    turn = session.send("No, forget the transfer.")
+    assert (turn.state, turn.interrupted) == ("idle", ())
+    assert "nothing is left open" in turn.reply
+    moved = [e.data for e in session.events() if e.kind == "transition"][-1]
+    assert moved["drops"] is True and moved["to"] == "idle"
