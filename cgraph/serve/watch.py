@@ -59,7 +59,7 @@ class Seen:
         """The turn's events as the session logged them (for the steps of a trace)."""
         if self.turn is None or self.opened is None:
             return []
-        return self.opened.turn_events(self.turn.number)
+        return self.opened.log.turn_events(self.turn.number)
 
 
 @dataclass(slots=True)
@@ -89,7 +89,7 @@ class Part(Protocol):
 
 class Deliveries(Protocol):
     """The part that sends webhooks, as `GET /v1/webhooks/deliveries` asks it, and what
-    makes the deliveries a session's store commits (`Session.start(announce=…)`)."""
+    makes the deliveries a session's store commits (`Sessions(announce=…)`)."""
 
     @property
     def announce(self) -> Announcer: ...

@@ -1,5 +1,5 @@
 """Starting a session: the graph and the model it runs with, where it stands first, and
-its record in the store (`Session.start`; `Session.resume` opens graph and model alike).
+its record in the store (`Sessions.start`; `Sessions.resume` opens graph and model alike).
 """
 
 from __future__ import annotations
