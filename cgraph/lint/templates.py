@@ -48,6 +48,7 @@ NOT_TEMPLATES = frozenset(
         "when",  # an expression, checked by cgraph.lint.flows
         "on_tool",
         "label",
+        "drop",
         "collect",
         "append",
         "except",
