@@ -103,7 +103,7 @@ def state(opened: Opened, _: str) -> dict[str, Any]:
 
 def _bare(state: AnyState, exits: tuple[ExitCondition, ...]) -> str:
     """When an exit with neither words nor `when` is taken."""
-    if getattr(state, "collect", ()):
+    if state.collect:
         return "once its slots are filled" + (", if no exit above holds" if len(exits) > 1 else "")
     return "otherwise" if len(exits) > 1 else "always"
 

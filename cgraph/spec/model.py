@@ -209,9 +209,29 @@ class Slot:
     `new` (default: "Change <slot> from <old> to <new>?")."""
 
 
+class StateFields:
+    """What every state type answers, also for the keys only some types have: those types
+    declare the key as their field, every other type reads the neutral value below
+    (`NEUTRAL`), so no caller probes a state with `getattr`. Not a dataclass: nothing
+    declared here is a key of the format, and the schema and the allowed keys stay each
+    type's own."""
+
+    exit_conditions: tuple[ExitCondition, ...] | None
+    next_state: Target | None
+    on_error: Identifier | None
+    max_turns: int | None
+    enter: Identifier | None
+    actions: tuple[Text, ...]
+    intra_state_navigation_guidelines: tuple[Text, ...]
+    message_metadata: tuple[Text, ...]
+    included_contexts: tuple[Tier, ...]
+    collect: tuple[Identifier, ...]
+    tiers: tuple[Tier, ...]
+
+
 @_compared
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
-class _State:
+class _State(StateFields):
     objective: Text
     """What this state is for: every state has one."""
     fallback: Text | None = None
@@ -627,6 +647,25 @@ AnyState = (
     | GraphState
 )
 
+NEUTRAL: dict[str, Any] = {
+    "exit_conditions": None,
+    "next_state": None,
+    "on_error": None,
+    "max_turns": None,
+    "enter": None,
+    "actions": (),
+    "intra_state_navigation_guidelines": (),
+    "message_metadata": (),
+    "included_contexts": (),
+    "collect": (),
+    "tiers": (),
+}
+"""A state type without the key reads this (no exits of its own, no error route, …)."""
+# Set once the state types exist: a dataclass reads an attribute its bases have as the
+# default of its own field, which would make `actions` optional on an action state.
+for _name, _value in NEUTRAL.items():
+    setattr(StateFields, _name, _value)
+
 
 def is_cross(target: str) -> bool:
     """Whether a target names a state of another graph file (`file.yaml#state`)."""
@@ -635,10 +674,10 @@ def is_cross(target: str) -> bool:
 
 def exits_of(state: AnyState) -> tuple[ExitCondition, ...]:
     """Every declared way out of a state, `next_state` shown as one unnamed exit."""
-    conditions = getattr(state, "exit_conditions", None)
+    conditions = state.exit_conditions
     if conditions:
         return tuple(conditions)
-    target = getattr(state, "next_state", None)
+    target = state.next_state
     if target:
         return (ExitCondition(description="continue", next_state=target),)
     return ()
@@ -647,7 +686,7 @@ def exits_of(state: AnyState) -> tuple[ExitCondition, ...]:
 def targets_of(state: AnyState) -> tuple[str, ...]:
     """Every state this one may lead to, `on_error` and `on_limit` included."""
     found = [e.next_state for e in exits_of(state)]
-    for extra in (getattr(state, "on_error", None), state.on_limit):
+    for extra in (state.on_error, state.on_limit):
         if extra:
             found.append(extra)
     return tuple(found)

@@ -85,7 +85,7 @@ def authored_reply(state: AnyState | None, context: Mapping[str, Any], here: str
     if say:
         text = rendered(here, "say", lambda: render_text(say, dict(context)))
         return text.strip() if is_template(say) else say.strip()
-    actions = getattr(state, "actions", ())
+    actions = state.actions if state is not None else ()
     return " ".join(render_prompt_text(here, "actions", a, context) for a in actions)
 
 
