@@ -15,6 +15,7 @@ the session as it was before the message.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -117,6 +118,7 @@ class Session:
         self.opening: Turn | None = None
         """The first turn of a graph that `speaks_first`, taken by `start` (user None)."""
         self._maybe_stored = False
+        self._speaks_first = False
         self._background: list[Background] = []
         """The latest turn's memories are not logged, but the store may hold them: an
         earlier process finished the turn (and may have died storing them), or their
@@ -159,6 +161,52 @@ class Session:
         `tools` runs the tools (a new `ToolRunner`, its own worker, by default); sessions
         run one after another may share one, and its workers.
         """
+        session = cls._created(
+            graph,
+            model=model,
+            user_id=user_id,
+            session_id=session_id,
+            store=store,
+            memory=memory,
+            api_base=api_base,
+            clock=clock,
+            state=state,
+            variables=variables,
+            tools=tools,
+        )
+        if session._speaks_first:
+            session.opening = session._drive(session._speaking_first())
+        return session
+
+    @classmethod
+    async def astart(
+        cls, graph: Graph | str | Path, *, pool: Executor | None = None, **options: Any
+    ) -> Session:
+        """`start` on an event loop, as `asend` runs `send`: the session created in `pool`,
+        and the first turn of a graph that speaks first run with the async driver."""
+        made = partial(cls._created, graph, **options)
+        session = await asyncio.get_running_loop().run_in_executor(pool, made)
+        if session._speaks_first:
+            session.opening = await drive_async(session._speaking_first(), in_pool(pool))
+        return session
+
+    @classmethod
+    def _created(
+        cls,
+        graph: Graph | str | Path,
+        *,
+        model: ChatModel | ExitChooser | str | None = None,
+        user_id: str = "local",
+        session_id: str | None = None,
+        store: Any = None,
+        memory: MemoryStore | None = None,
+        api_base: str | None = None,
+        clock: Callable[[], float] | None = None,
+        state: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        tools: ToolRunner | None = None,
+    ) -> Session:
+        """The new session written to its store, before a graph that speaks first speaks."""
         spec = graph_of(graph)
         models = session_models(spec, model, api_base)
         first_state = initial_state(spec, state, variables)
@@ -178,13 +226,12 @@ class Session:
         )
         info, first = create(deps, first_state)
         session = cls(info=info, deps=deps, state=first_state, events=[first], position=FIRST)
-        if spec.speaks_first and state is None:
-            session.opening = session._speak_first()
+        session._speaks_first = spec.speaks_first and state is None
         return session
 
-    def _speak_first(self) -> Turn:
+    def _speaking_first(self) -> Steps[Turn]:
         """The start state's words before the user types (`speaks_first: true`)."""
-        self._drive(self._engine.turn("", opening=True))
+        yield from self._engine.turn("", opening=True)
         return self._built_turn(self.turn_number)
 
     @classmethod
@@ -468,15 +515,21 @@ class Session:
 
     def undo(self) -> Turn | None:
         """Take back the last turn (state, variables, notes, transcript); returns it."""
-        if self.interrupted is not None:
-            number = self.turn_number
-            self.cancel_turn()
-            return log.build_turn(self.id, number, [])
+        return self._drive(self._undoing())
+
+    async def aundo(self, *, pool: Executor | None = None) -> Turn | None:
+        """`undo` on an event loop, as `asend` runs `send`."""
+        return await drive_async(self._undoing(), in_pool(pool))
+
+    def _undoing(self) -> Steps[Turn | None]:
         number = self.turn_number
+        if self.interrupted is not None:  # the turn in progress is dropped
+            yield from self._engine.rewind(number, cancelled=True)
+            return log.build_turn(self.id, number, [])
         if number == 0:
             return None
         taken = self._built_turn(number)
-        self._drive(self._engine.rewind(number, cancelled=False))
+        yield from self._engine.rewind(number, cancelled=False)
         return taken
 
     def _drive(self, steps: Steps[T]) -> T:
