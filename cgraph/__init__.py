@@ -2,7 +2,7 @@
 
 import cgraph
 graph = cgraph.load_graph("graphs/medical_checkin.yaml")
-session = cgraph.Session.start(graph, model="semantic", store=".cgraph")
+session = cgraph.Sessions(".cgraph", model="semantic").start(graph)
 print(session.send("Hi, I'm ready").reply)
 """
 
@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING, Any
 from cgraph.errors import CgraphError, GraphError
 from cgraph.version import __version__ as __version__
 
-__all__ = ["CgraphError", "GraphError", "Session", "load_graph"]
+__all__ = ["CgraphError", "GraphError", "Session", "Sessions", "load_graph"]
 
 if TYPE_CHECKING:
-    from cgraph.session import Session
+    from cgraph.session import Session, Sessions
     from cgraph.spec.load import load_graph
 
 
 def __getattr__(name: str) -> Any:
     # Imported on first use, so `cgraph --help` builds no models and loads no runtime.
-    if name == "Session":
-        from cgraph.session import Session
+    if name in ("Session", "Sessions"):
+        from cgraph import session
 
-        return Session
+        return getattr(session, name)
     if name == "load_graph":
         from cgraph.spec.load import load_graph
 

@@ -92,13 +92,13 @@ def _answer(command: Command, **data: Any) -> Answer:
 
 
 def state(opened: Opened, _: str) -> dict[str, Any]:
-    session = opened.session
-    spec = session.current_state()
+    view = opened.session.view
+    spec = view.current_state
     if spec is None:
-        return {"state": session.state, "type": None, "objective": None, "exits": []}
+        return {"state": view.state, "type": None, "objective": None, "exits": []}
     found = exits_of(spec)
     exits = [{"to": c.next_state, "description": c.label or _bare(spec, found)} for c in found]
-    return {"state": session.state, "type": spec.type, "objective": spec.objective, "exits": exits}
+    return {"state": view.state, "type": spec.type, "objective": spec.objective, "exits": exits}
 
 
 def _bare(state: AnyState, exits: tuple[ExitCondition, ...]) -> str:
@@ -111,16 +111,17 @@ def _bare(state: AnyState, exits: tuple[ExitCondition, ...]) -> str:
 def topology(opened: Opened, _: str) -> dict[str, Any]:
     from cgraph.spec.topology import derive
 
-    here = bare(opened.session.state)
-    return {"state": here, "topology": derive(opened.session.current_graph)}
+    view = opened.session.view
+    return {"state": bare(view.state), "topology": derive(view.current_graph)}
 
 
 def why(opened: Opened, _: str) -> dict[str, Any]:
     session = opened.session
-    last = session.last_turn
+    last, view = session.log.last_turn(), session.view
     decisions = []
-    for d in session.last_decisions:
-        type_ = getattr(session.state_spec(d.state), "type", None)
+    for d in session.log.decisions():
+        spec = view.state_spec(d.state)
+        type_ = spec.type if spec is not None else None
         shown = {"type": type_, "step": step_name(d, type_), "confidence": d.confidence}
         decisions.append({**d.model_dump(mode="json"), **shown, "asked": d.asked})
     return {
@@ -135,9 +136,9 @@ def messages(count: int) -> str:
 
 
 def history(opened: Opened, _: str) -> dict[str, Any]:
-    session = opened.session
+    view = opened.session.view
     agent = opened.graph.agent.name
-    return {"summary": session.summary, "transcript": session.transcript, "agent": agent}
+    return {"summary": view.summary, "transcript": list(view.transcript), "agent": agent}
 
 
 def memory(opened: Opened, query: str) -> dict[str, Any]:
@@ -149,9 +150,9 @@ def memory(opened: Opened, query: str) -> dict[str, Any]:
 def back(opened: Opened, _: str) -> dict[str, Any]:
     taken = opened.session.undo()
     if taken is None:
-        return {"taken": None, "state": opened.session.state}
+        return {"taken": None, "state": opened.session.view.state}
     took = {"turn": taken.number, "user": taken.user}
-    return {"taken": took, "state": opened.session.state}
+    return {"taken": took, "state": opened.session.view.state}
 
 
 def reset(opened: Opened, _: str) -> dict[str, Any]:
@@ -159,8 +160,6 @@ def reset(opened: Opened, _: str) -> dict[str, Any]:
 
 
 def sessions(opened: Opened, _: str) -> dict[str, Any]:
-    from cgraph.session import Session
-
     found = [
         {
             "session": info.id,
@@ -171,7 +170,7 @@ def sessions(opened: Opened, _: str) -> dict[str, Any]:
             "done": info.completed or info.state == END,
             "current": info.id == opened.session.id,
         }
-        for info in Session.list_sessions(opened.sessions, user_id=opened.session.user_id)
+        for info in opened.opener.list(opened.session.user_id)
     ]
     return {"sessions": found}
 

@@ -119,7 +119,7 @@ class LineRun:
     def send(self, message: Message) -> int | None:
         """Run one turn and print it; an exit code when the run must stop."""
         session = self.opened.session
-        done = session.turn_with_key(message.key) if message.key is not None else None
+        done = session.log.with_key(message.key) if message.key is not None else None
         if done is not None:  # sent again after a crash: the turn exists already
             self.show(done, id=message.key, duplicate=True)
             return None
@@ -135,7 +135,7 @@ class LineRun:
         marks = {"id": message.key} if message.key is not None else {}
         self.show(turn, **marks)
         self.opened.warm_later_turns()
-        session.remember_later()  # after the reply is out; the next reply never waits for it
+        session.remember()  # after the reply is out; the next reply never waits for it
         for warning in self.opened.warnings(turn):
             self.note(warning)
         return None
@@ -166,7 +166,7 @@ class LineRun:
 def sent_with(session: Session, number: int) -> str | None:
     """The key the message of turn `number` was sent with, if any (the latest such turn:
     an undone turn's number is used again)."""
-    said = [e for e in session.events() if e.kind == "user_message" and e.turn == number]
+    said = [e for e in session.log.events() if e.kind == "user_message" and e.turn == number]
     key = said[-1].data.get("key") if said else None
     return str(key) if key is not None else None
 

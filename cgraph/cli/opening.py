@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from cgraph.diagnostics import Diagnostic
     from cgraph.runtime.ports import ChatModel, ExitChooser, SessionInfo, SessionStore
     from cgraph.runtime.state.records import Turn
-    from cgraph.session import Session
+    from cgraph.session import Session, Sessions
 
 SEMANTIC = "semantic"
 MAX_ID_CHARS = 200
@@ -149,6 +149,8 @@ class Opened:
 
     graph: Graph
     session: Session
+    opener: Sessions
+    """What opened the session (its store, memory and model), and opens the next one."""
     model_name: str
     memory: BackgroundMemory
     store: Path
@@ -171,16 +173,8 @@ class Opened:
 
     def reset(self) -> Session:
         """Close the session and start a new one on the same graph, model and memory."""
-        from cgraph.session import Session
-
         self.session.close()
-        self.session = Session.start(
-            self.graph,
-            model=self.model,
-            user_id=self.user,
-            store=self.sessions,
-            memory=self.memory,
-        )
+        self.session = self.opener.start(self.graph, model=self.model, user_id=self.user)
         return self.session
 
     def warm_later_turns(self) -> None:
@@ -226,7 +220,7 @@ class Opened:
 
 def permanent_failure(session: Session) -> str | None:
     """The error of the last turn's model call that failed for a lasting reason, if any."""
-    for event in reversed(session.turn_events()):
+    for event in reversed(session.log.turn_events()):
         if event.kind == "llm_error" and event.data.get("permanent"):
             return str(event.data.get("error", ""))
     return None
@@ -253,7 +247,7 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
         notes.append(PREPARING)
     # Imported after the model started loading in the background: the two overlap.
     from cgraph.backends.memory.background import BackgroundMemory, Reading
-    from cgraph.session import Session
+    from cgraph.session import Sessions
 
     user = stored.user_id if stored is not None else options.user or DEFAULT_USER
     reading = Reading(
@@ -264,30 +258,20 @@ def open_session(graph: Graph, options: RunOptions) -> Opened:
     memory = BackgroundMemory(
         graph.memory, store, graph.embedding_source(), user_id=user, reading=reading
     )
+    # The terminal shows a reply first, then runs the memory hook (`Session.remember`).
+    opener = Sessions(
+        sessions, memory=memory, model=chat, api_base=options.api_base, remember="background"
+    )
     if stored is not None:
-        session = Session.resume(
-            stored.id,
-            store=sessions,
-            model=chat,
-            memory=memory,
-            graph=graph,
-            api_base=options.api_base,
-            user_id=stored.user_id,
-        )
+        session = opener.resume(stored.id, graph=graph, user_id=stored.user_id)
     else:
-        session = Session.start(
-            graph,
-            model=chat,
-            user_id=user,
-            store=sessions,
-            memory=memory,
-            session_id=options.session,
-        )
+        session = opener.start(graph, user_id=user, session_id=options.session)
         if options.session:
             notes.append(f"no session `{options.session}` in {store}: started it")
     return Opened(
         graph=graph,
         session=session,
+        opener=opener,
         model_name=name,
         memory=memory,
         store=store,

@@ -15,16 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.markup import escape as markup_escape
 from rich.status import Status
-from rich.table import Table
 
 from cgraph.cli import commands
+from cgraph.cli.answers import Answers, dimmed, escape
 from cgraph.cli.opening import SEMANTIC, Opened, banner
-from cgraph.cli.shown import printable
 from cgraph.errors import CgraphError, SessionCompleted
 from cgraph.runtime.ask.streaming import CallingTools, Chunk, Retracted
-from cgraph.runtime.state.records import certainty
 from cgraph.spec.limits import text_problem
 
 if TYPE_CHECKING:
@@ -40,29 +37,14 @@ ENDED = "the conversation reached END — /reset to start again"
 """Said once a session is complete: after its last reply, on resuming it, on a message."""
 
 
-NO_SCORE = "—"
-# Offline, a global exit is weighed first and its score kept only when it is taken: an
-# empty cell would read as forgotten, so the table says what happened.
-UNSCORED = "a global exit not taken: the message was not close enough to it (kept only when taken)"
-
-
 class Repl:
     """The read-eval-print loop of an interactive `cgraph run`."""
 
     def __init__(self, opened: Opened, console: Console | None = None) -> None:
         self.opened = opened
         self.console = console or Console(highlight=False)
-        self.drawings: dict[str, Callable[[Data], None]] = {
-            "state": self.draw_state,
-            "topology": self.draw_topology,
-            "why": self.draw_why,
-            "history": self.draw_history,
-            "memory": self.draw_memory,
-            "back": self.draw_back,
-            "reset": lambda data: self.dim(f"new session {data['session']}"),
-            "sessions": self.draw_sessions,
-            "help": self.draw_help,
-        }
+        self.answers = Answers(self.console)
+        """How a slash command's answer is drawn (`cgraph.cli.answers`)."""
 
     @property
     def agent(self) -> str:
@@ -122,29 +104,31 @@ class Repl:
         self.dim(banner(self.opened.model_name))
         for note in self.opened.notes:
             self.dim(note)
-        earlier = bool(session.turn_number) and session.opening is None
-        resumed = f", resumed at turn {session.turn_number}" if earlier else ""
+        view = session.view
+        earlier = bool(view.turn_number) and session.opening is None
+        resumed = f", resumed at turn {view.turn_number}" if earlier else ""
         self.dim(f"session {session.id}{resumed} · /help for commands")
         if session.dropped is not None:
             self.dim(session.dropped)
         if session.recovered is not None:
             self.dim("finished the turn the last run left unfinished:")
             self.render(session.recovered)
-        elif session.turn_number:
-            last = session.last_turn
+        elif view.turn_number:
+            last = session.log.last_turn()
             if last is not None and last.reply:
                 self.console.print(f"[bold cyan]{escape(self.agent)}:[/] {escape(last.reply)}")
-        if session.completed:
+        if view.completed:
             self.dim(f"  {ENDED}")
 
     def send(self, message: str) -> None:
         session = self.opened.session
-        if session.completed:
+        view = session.view
+        if view.completed:
             self.console.print(f"[yellow]{ENDED}[/]")
             return
         printer = ReplyPrinter(self.console, self.agent)
         try:
-            if self.opened.model_name != SEMANTIC and session.streams:
+            if self.opened.model_name != SEMANTIC and view.streams:
                 turn = session.send_streaming(message, printer, remember=False)
             else:
                 with late_status(self.console, self._status()):
@@ -163,7 +147,7 @@ class Repl:
         printer.close()
         self.render(turn, shown=printer.shown)
         self.opened.warm_later_turns()
-        session.remember_later()  # while the user types; the next reply never waits for it
+        session.remember()  # while the user types; the next reply never waits for it
         for warning in self.opened.warnings(turn):
             self.console.print(f"[dim yellow]  {escape(warning)}[/]")
 
@@ -202,7 +186,7 @@ class Repl:
         """Offline, a state without `say:` "speaks" its actions: instructions, not words."""
         if self.opened.model_name != SEMANTIC or turn.fallback or turn.completed:
             return False
-        state = self.opened.session.current_state()
+        state = self.opened.session.view.current_state
         return (
             state is not None
             and not getattr(state, "say", None)
@@ -213,103 +197,13 @@ class Repl:
 
     def command(self, command: commands.Command) -> None:
         answer = commands.answer(self.opened, command)
-        if answer.error is not None and command.name not in self.drawings:
+        drawings = self.answers.drawings
+        if answer.error is not None and command.name not in drawings:
             self.console.print(f"[yellow]{escape(answer.error)}[/]")
         elif answer.error is not None:
             self.console.print(f"[bold red]error:[/] {escape(answer.error)}")
         else:
-            self.drawings[answer.name](answer.data)
-
-    def draw_help(self, data: Data) -> None:
-        for name, text in data["commands"].items():
-            self.console.print(f"  [bold]{escape(name.ljust(16))}[/] {escape(text)}")
-
-    def draw_state(self, data: Data) -> None:
-        kind = f" ({data['type']})" if data["type"] else ""
-        self.console.print(f"[bold]{escape(data['state'])}[/]{escape(kind)}")
-        if data["objective"] is None:
-            return
-        self.console.print(f"  objective: {escape(data['objective'])}")
-        for exit_ in data["exits"]:
-            self.console.print(f"  → {escape(exit_['to'])}: {escape(exit_['description'])}")
-
-    def draw_topology(self, data: Data) -> None:
-        here = data["state"]
-        for line in data["topology"].splitlines():
-            marked = line.rstrip().endswith(f"] {here}") and not line.startswith(" ")
-            text = escape(line)
-            self.console.print(f"[bold green]{text}   ◀ you are here[/]" if marked else text)
-
-    def draw_why(self, data: Data) -> None:
-        if not data["decisions"]:
-            self.dim("no decision yet")
-        for call in data["tool_calls"]:
-            self.dim(f"  tool {commands.describe_call(call)}")
-        for d in data["decisions"]:
-            # A line of its own: as the table's title it would wrap to the table's width.
-            chosen = f"{d['step']} → {d['chosen']}"
-            self.console.print(
-                f"[bold]{escape(chosen)}[/]{escape(certainty(d['confidence'], d['asked']))}"
-            )
-            self.draw_candidates(d["candidates"], d["scores"])
-            extra = f" · prompt {d['prompt_hash']}" if d["prompt_hash"] else ""
-            if d["prompt_hash"]:
-                held = " and a summary" if d["summary"] else ""
-                extra += f" · held {commands.messages(d['window'])}{held}"
-            self.dim(f"  reason: {d['reason']} · model {d['model'] or '-'}{extra}")
-        if data.get("metadata"):
-            self.dim(f"reply metadata: {', '.join(data['metadata'])}")
-
-    def draw_candidates(self, candidates: list[str], scores: dict[str, float]) -> None:
-        """A table when there are scores to compare; else one line (a model's or a rule's
-        choice has none, and a table of empty cells says nothing)."""
-        if not any(scores.get(c) is not None for c in candidates):
-            self.dim(f"  candidates: {', '.join(candidates)}")
-            return
-        table = Table()
-        table.add_column("candidate")
-        table.add_column("score", justify="right")
-        for candidate in candidates:
-            score = scores.get(candidate)
-            table.add_row(escape(candidate), NO_SCORE if score is None else f"{score:.3f}")
-        self.console.print(table)
-        if any(scores.get(c) is None for c in candidates):
-            self.dim(f"  {NO_SCORE} {UNSCORED}")
-
-    def draw_history(self, data: Data) -> None:
-        if data["summary"]:
-            self.dim("summary of the earlier conversation:")
-            for line in data["summary"].splitlines():
-                self.dim(f"  {line}")
-        for message in data["transcript"]:
-            who = "you" if message["role"] == "user" else data["agent"]
-            self.console.print(f"[bold]{escape(who)}:[/] {escape(message['content'])}")
-
-    def draw_memory(self, data: Data) -> None:
-        if data["note"]:
-            self.dim(data["note"])
-        if not data["memories"]:
-            self.dim("no memories")
-        for m in data["memories"]:
-            score = f" {m['score']:.2f}" if m["score"] is not None else ""
-            label = f"[{m['tier']}{score}]"
-            self.console.print(f"  {escape(label)} {escape(m['text'])}")
-
-    def draw_back(self, data: Data) -> None:
-        taken = data["taken"]
-        if taken is None:
-            self.dim("nothing to undo")
-            return
-        self.dim(f"took back turn {taken['turn']} ({taken['user']}); now in {data['state']}")
-
-    def draw_sessions(self, data: Data) -> None:
-        table = Table("session", "user", "graph", "turn", "state", "done")
-        for s in data["sessions"]:
-            mark = " ◀" if s["current"] else ""
-            done = "yes" if s["done"] else ""
-            row = (s["session"] + mark, s["user"], s["graph"], str(s["turn"]), s["state"], done)
-            table.add_row(*map(escape, row))
-        self.console.print(table)
+            drawings[answer.name](answer.data)
 
     # ----- line editing -----------------------------------------------------------------
 
@@ -359,18 +253,6 @@ def late_status(console: Console, text: str) -> Iterator[None]:
             done.set()
             for status in shown:
                 status.stop()
-
-
-def escape(text: str) -> str:
-    """Text from a model, a graph or a user as rich markup that prints it as it is: its
-    brackets escaped, its control characters shown escaped (`cgraph.cli.shown`), its line
-    breaks kept."""
-    return markup_escape(printable(text, lines=True))
-
-
-def dimmed(text: str) -> str:
-    """`text` as dimmed markup, its own brackets escaped."""
-    return f"[dim]{escape(text)}[/]"
 
 
 def guard_verb(turn: Turn) -> str:

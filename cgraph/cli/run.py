@@ -86,7 +86,7 @@ def traced(path: Path | None, session: Session) -> Iterator[None]:
 
     tracing = to_file(path, content=True)
     calls: list[ModelCall] = []
-    after = -1 if session.opening is not None else session.turn_number
+    after = -1 if session.opening is not None else session.view.turn_number
     try:
         with watching(calls.append):
             yield

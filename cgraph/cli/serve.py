@@ -67,6 +67,28 @@ def serve(
         int,
         typer.Option(metavar="N", min=1, help="Requests one process carries at once; beyond, 503."),
     ] = 2000,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS", min=0.001, help="How long a request's headers may take; then 408."
+        ),
+    ] = 10.0,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS", min=0.001, help="How long a request's body may take; then 408."
+        ),
+    ] = 30.0,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            metavar="N",
+            min=0,
+            help="Connections one process keeps open; at the cap the longest idle is closed. "
+            "[default: 0, the open-file limit less 128]",
+            show_default=False,
+        ),
+    ] = 0,
     lease: Annotated[
         float,
         typer.Option(
@@ -143,6 +165,9 @@ def serve(
         wait=wait,
         lease=lease,
         max_in_flight=max_in_flight,
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        max_connections=max_connections,
         turns_per_minute=turns_per_minute,
         sessions_per_user=sessions_per_user,
         allow_origins=tuple(allow_origin or ()),

@@ -61,7 +61,8 @@ class Drawing:
         once per set; `ConfigError` when it is missing or fails)."""
         with self._lock:
             if opened not in self._svg:
-                dot = dot_source(self.graph, ids=True, opened=opened & set(self.owners.values()))
+                shown = opened & set(self.owners.values())
+                dot = dot_source(self.graph, ids=True, opened=shown, whole_labels=True)
                 self._svg[opened] = render(dot, "svg")
             return self._svg[opened]
 

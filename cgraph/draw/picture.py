@@ -81,18 +81,23 @@ def dot_source(
     *,
     ids: bool = False,
     opened: frozenset[str] = frozenset(),
+    whole_labels: bool = False,
 ) -> str:
     """The graph in Graphviz's DOT language; with `highlight`, covered exits in green and
     uncovered ones dashed red, states never entered greyed. With `ids`, element ids on
     every state and edge; the `graph` states in `opened` (by qualified name) drawn as
-    clusters of their sub-graph's states."""
+    clusters of their sub-graph's states. With `whole_labels` (a page one zooms, the
+    studio's), exit labels are written in full, as legible as the states' names; else cut
+    after two lines, smaller (a picture seen whole)."""
+    edge_size = 12 if whole_labels else 9
     lines = [
         f"digraph {_quote(graph.name)} {{",
         '  graph [rankdir=TB, fontname="Helvetica", nodesep=0.4, ranksep=0.5, bgcolor=white];',
         '  node [fontname="Helvetica", fontsize=11, style="filled", penwidth=1.2];',
-        '  edge [fontname="Helvetica", fontsize=9, color="#475569", arrowsize=0.7];',
+        f'  edge [fontname="Helvetica", fontsize={edge_size}, color="#475569", arrowsize=0.7];',
     ]
-    scope = Scope(Graphs(graph), ids=ids, opened=opened)
+    label_lines = None if whole_labels else 2
+    scope = Scope(Graphs(graph), ids=ids, opened=opened, label_lines=label_lines)
     lines += scope.body(graph, highlight)
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -109,6 +114,8 @@ class Scope:
     entry: str = START
     ids: bool = False
     opened: frozenset[str] = frozenset()
+    label_lines: int | None = 2
+    """Lines an exit's label is cut after (None: never cut)."""
 
     def name(self, state: str) -> str:
         if SEPARATOR in state and self.key:  # a move across files, relative to this one
@@ -129,7 +136,7 @@ class Scope:
             lines.append(self._node_line(ANY, ANY_STYLE))
             if not self.key:
                 lines.append(f"  {{rank=same; {_quote(START)}; {_quote(ANY)}}}")
-        drawn = list(edges(graph))
+        drawn = list(edges(graph, self.label_lines))
         if any(edge.target == RESUME for edge in drawn):
             lines.append(self._node_line(RESUME, RESUME_STYLE))
         for name, state in graph.states.items():
@@ -143,7 +150,7 @@ class Scope:
         if not isinstance(state, GraphState) or drawn not in self.opened:
             return [line]
         key = self.graphs.child_key(self.key, state.graph)
-        inner = Scope(self.graphs, key, drawn, self.ids, self.opened)
+        inner = Scope(self.graphs, key, drawn, self.ids, self.opened, self.label_lines)
         title = _quote(f"{name} ‹graph: {state.graph}›")
         head = f"  subgraph {_quote('cluster_' + drawn)} {{"
         look = 'style="rounded,filled"; fillcolor="#fdf2f8"; color="#db2777";'
@@ -190,18 +197,19 @@ def edge_id(source: str, exit_id: str) -> str:
     return f"e-{quote(source, safe='')}-{quote(exit_id, safe='')}"
 
 
-def edges(graph: Graph) -> Iterator[_Edge]:
+def edges(graph: Graph, lines: int | None = 2) -> Iterator[_Edge]:
     """Every declared edge: the start entries, the global exits and `limits.on_limit` (from
-    `ANY`), each state's exits, `on_error` and `on_limit`."""
-    yield from _start_edges(graph)
+    `ANY`), each state's exits, `on_error` and `on_limit`; labels cut after `lines`."""
+    yield from _start_edges(graph, lines)
     for exit_id, exit_ in global_exits(graph):
-        yield _Edge(ANY, exit_.next_state, exit_id, _wrap(exit_.label), resume=exit_.resume)
+        label = _wrap(exit_.label, lines=lines)
+        yield _Edge(ANY, exit_.next_state, exit_id, label, resume=exit_.resume)
     for guard, target in graph.limits.on_limit.items():
         yield _Edge(ANY, target, limit_key(guard), limit_key(guard), route=True)
     for name, state in graph.states.items():
         routed = bool(getattr(state, "exit_conditions", None))  # else one unnamed `next_state`
         for option in exit_options(state):
-            label = _wrap(option.description) if routed else ""
+            label = _wrap(option.description, lines=lines) if routed else ""
             yield _Edge(name, option.target, option.id, label, resume=option.resume)
         on_error = getattr(state, "on_error", None)
         if on_error:
@@ -211,7 +219,7 @@ def edges(graph: Graph) -> Iterator[_Edge]:
             yield _Edge(name, state.on_limit, route, route, route=True)
 
 
-def _start_edges(graph: Graph) -> Iterator[_Edge]:
+def _start_edges(graph: Graph, lines: int | None) -> Iterator[_Edge]:
     """One edge per start state, labelled with the conditions of a conditional start."""
     if isinstance(graph.start, str):
         yield _Edge(START, graph.start, graph.start, "")
@@ -220,7 +228,7 @@ def _start_edges(graph: Graph) -> Iterator[_Edge]:
     for entry in graph.start:
         conditions.setdefault(entry.state, []).append(entry.when)
     for target, whens in conditions.items():
-        yield _Edge(START, target, target, _wrap(" or ".join(whens)))
+        yield _Edge(START, target, target, _wrap(" or ".join(whens), lines=lines))
 
 
 def _node(
@@ -251,10 +259,10 @@ def _look(edge: _Edge, highlight: Highlight | None) -> str:
     return f'color="{UNCOVERED}", fontcolor="{UNCOVERED}", {missed}'
 
 
-def _wrap(text: str, width: int = 26, lines: int = 2) -> str:
-    """Long exit descriptions as a short label: two lines at most, then an ellipsis."""
+def _wrap(text: str, width: int = 26, lines: int | None = 2) -> str:
+    """Long exit descriptions as a short label: `lines` at most, then an ellipsis."""
     wrapped = textwrap.wrap(text, width) or [""]
-    if len(wrapped) > lines:
+    if lines is not None and len(wrapped) > lines:
         wrapped = [*wrapped[: lines - 1], wrapped[lines - 1][: width - 1] + "…"]
     return "\n".join(wrapped)
 

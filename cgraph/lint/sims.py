@@ -8,12 +8,13 @@ declared exits cannot reach without a `never` state.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from cgraph.diagnostics import Diagnostic, Severity
 from cgraph.errors import GraphError
-from cgraph.spec.load import did_you_mean, load_graph
+from cgraph.spec.load import did_you_mean, fix_for, load_graph, load_graph_text
 from cgraph.spec.model import Graph, GraphState, Slot, anywhere_targets, targets_of
 from cgraph.spec.names import END, RESUME
 from cgraph.spec.read import Document
@@ -21,13 +22,15 @@ from cgraph.spec.simfile import Persona, SimFile, parse_sim
 from cgraph.spec.trust import graph_file_problem
 
 
-def check_sim_file(doc: Document) -> list[Diagnostic]:
-    """Every problem of one read sim file, located."""
+def check_sim_file(doc: Document, texts: Mapping[Path, str] | None = None) -> list[Diagnostic]:
+    """Every problem of one read sim file, located. `texts` (by resolved path) is read
+    instead of the graph file on disk: the graph as an editor holds it, saved or not."""
     sim, found = parse_sim(doc)
     if sim is None:
         return found
     graph_path = sim.graph_path
-    if not graph_path.is_file():
+    text = (texts or {}).get(Path(os.path.realpath(graph_path)))
+    if text is None and not graph_path.is_file():
         found.append(
             doc.diag(
                 ("graph",),
@@ -38,7 +41,7 @@ def check_sim_file(doc: Document) -> list[Diagnostic]:
         )
         return found
     try:
-        graph = load_graph(graph_path)
+        graph = load_graph(graph_path) if text is None else load_graph_text(text, str(graph_path))
     except GraphError as err:
         shown = err.diagnostics[0].render() if err.diagnostics else err.message
         found.append(
@@ -101,6 +104,7 @@ def _states(
                 f"`{label}` names `{state}`, which is not a state of graph `{graph.name}`",
                 did_you_mean(state, names) + "use a state id from the graph's `states:`",
                 key=label == "says",
+                fix=fix_for(state, names),
             )
 
 
@@ -131,6 +135,7 @@ def _slots(
                 f"`{name}` is not a slot or variable of graph `{graph.name}`",
                 did_you_mean(name, known) + "use a name from the graph's `slots:` or `variables:`",
                 key=True,
+                fix=fix_for(name, known),
             )
 
 

@@ -101,12 +101,18 @@ class _Outcome:
 
 class _Linter:
     def __init__(
-        self, result: LintResult, checks: tuple[Check, ...], texts: Mapping[Path, str]
+        self,
+        result: LintResult,
+        checks: tuple[Check, ...],
+        texts: Mapping[Path, str],
+        read: Callable[[str, str], Document] = read_text,
     ) -> None:
         self.result = result
         self.checks = checks
         self.texts = texts
         """Files' texts that replace what is on disk (an editor's unsaved buffers)."""
+        self.read = read
+        """How those texts are read (`Rereader.read` reuses an earlier read's parts)."""
         self.done: dict[Path, _Outcome] = {}
         self.active: list[tuple[Path, str]] = []
         self.root = Path.cwd()
@@ -119,7 +125,7 @@ class _Linter:
         self.active.append((key, display))
         try:
             text = self.texts.get(key)
-            doc = read_file(display) if text is None else read_text(text, display)
+            doc = read_file(display) if text is None else self.read(text, display)
             for diag in doc.diagnostics:
                 if diag.code == "unreadable":
                     self.result.missing.append(display)
@@ -143,7 +149,7 @@ class _Linter:
         if isinstance(doc.data, dict) and SIM_KEY in doc.data:
             from cgraph.lint.sims import check_sim_file  # sim files only, like test files
 
-            return _Outcome(None), check_sim_file(doc)
+            return _Outcome(None), check_sim_file(doc, self.texts)
         graph, diagnostics = parse_graph(doc)
         if graph is None:
             return _Outcome(None), diagnostics
@@ -225,6 +231,7 @@ def lint_paths(
     only_graphs: bool = False,
     checks: tuple[Check, ...] = CHECKS,
     texts: Mapping[Path, str] | None = None,
+    read: Callable[[str, str], Document] = read_text,
 ) -> LintResult:
     """Lint files and folders (recursively `*.yaml`, `*.yml`, `*.json`).
 
@@ -232,12 +239,13 @@ def lint_paths(
     named explicitly is always linted, unless `only_graphs` applies the same rule to it.
     `checks` replaces the semantic checks run after the format check (default: all).
     `texts` (by resolved path) is read instead of those files on disk: a graph and the
-    sub-graphs it hands over to as an editor holds them, saved or not.
+    sub-graphs it hands over to as an editor holds them, saved or not; `read` reads them
+    (`cgraph.spec.reread.Rereader.read` reuses the unchanged parts of an earlier read).
     """
     collecting = gc.isenabled()
     gc.disable()  # see reader.read_text: lint builds large, acyclic trees
     try:
-        return _lint_all(paths, only_graphs, checks, texts or {})
+        return _lint_all(paths, only_graphs, checks, texts or {}, read)
     finally:
         if collecting:
             gc.enable()
@@ -248,9 +256,10 @@ def _lint_all(
     only_graphs: bool,
     checks: tuple[Check, ...],
     texts: Mapping[Path, str],
+    read: Callable[[str, str], Document],
 ) -> LintResult:
     result = LintResult()
-    linter = _Linter(result, checks, texts)
+    linter = _Linter(result, checks, texts, read)
     for given in paths:
         path = Path(given)
         linter.root = path if path.is_dir() else path.parent

@@ -13,9 +13,10 @@ from cgraph.lint.walk import looks_like_graph
 from cgraph.lsp import schema
 from cgraph.lsp.cursor import ITEM, Cursor
 from cgraph.lsp.files import Files
-from cgraph.lsp.index import Index
+from cgraph.lsp.index import FileKind, Index
 from cgraph.spec.model import CROSS, TYPE_LETTERS
 from cgraph.spec.names import END, RESUME
+from cgraph.spec.simfile import SUFFIXES as SIM_SUFFIXES
 from cgraph.spec.templating import BUILTIN_NAMES
 
 STATE_KEYS = frozenset(
@@ -27,6 +28,7 @@ SLOT_KEYS = frozenset({"collect", "reset", "returns"})
 NAME_KEYS = frozenset({"when", "result"})
 """Keys whose values read (or write) slots and variables."""
 _TOOL_KEYS = frozenset({"tool", "tools"})
+_NOT_GRAPHS = (".test.yaml", *SIM_SUFFIXES)
 
 
 def complete(
@@ -34,10 +36,11 @@ def complete(
 ) -> list[t.CompletionItem]:
     """The completion items at the cursor of file `path`."""
     own = files.index(path, typing=line)
-    tests = own is not None and own.graph_file not in (None, path)
+    kind = own.kind if own is not None else "graph"
     graph = files.index(own.graph_file) if own and own.graph_file else None
     edit = t.Range(t.Position(line, column - len(cursor.word)), t.Position(line, column))
-    found = list(_items(files, path, cursor, graph, tests))
+    sims = _sim_items(cursor, graph) if kind == "sim" else None
+    found = list(_items(files, path, cursor, graph, kind) if sims is None else sims)
     for item in found:
         item.text_edit = t.TextEdit(edit, item.insert_text or item.label)
         item.insert_text = None
@@ -45,8 +48,9 @@ def complete(
 
 
 def _items(
-    files: Files, path: Path, cursor: Cursor, graph: Index | None, tests: bool
+    files: Files, path: Path, cursor: Cursor, graph: Index | None, kind: FileKind
 ) -> Iterator[t.CompletionItem]:
+    tests = kind == "test"
     key = cursor.key
     if cursor.mode == "block":
         yield from _states(graph, ends=False) if key == "topology" else ()
@@ -72,13 +76,34 @@ def _items(
         if key == "graph":
             yield from _graph_files(path)
             return
-    yield from _schema_items(files, path, cursor, graph, tests)
+    yield from _schema_items(cursor, graph, kind)
+
+
+def _sim_items(cursor: Cursor, graph: Index | None) -> list[t.CompletionItem] | None:
+    """A sim file's own names: the graph's states in a goal and as `says:` keys, its slots
+    as `facts:` keys; None where the schema's keys (or a file name) are wanted instead."""
+    where = cursor.path
+    if cursor.mode in ("value", "item") and cursor.key in ("reach", "never"):
+        return list(_states(graph, ends=False))
+    if cursor.mode != "key" or not where:
+        return None
+    if where[-1] == "says":
+        found = list(_states(graph, ends=False))
+    elif where[-1] == "facts":
+        found = list(_names(graph, kinds=("slot",)))
+    elif where[-2:] == ("goal", "slots"):
+        found = list(_names(graph))
+    else:
+        return None
+    for item in found:
+        item.insert_text = f"{item.label}: "
+    return found
 
 
 def _schema_items(
-    files: Files, path: Path, cursor: Cursor, graph: Index | None, tests: bool
+    cursor: Cursor, graph: Index | None, kind: FileKind
 ) -> Iterator[t.CompletionItem]:
-    whole = schema.root(tests)
+    whole = schema.root(kind)
     types = {name: kind for name, (kind, _) in graph.states.items()} if graph else {}
     if cursor.mode == "value":
         for value in schema.values(schema.at(whole, cursor.path, types), whole):
@@ -224,11 +249,11 @@ def _parameters(graph: Index, state: str) -> Iterator[t.CompletionItem]:
 def _graph_files(path: Path, own: Path | None = None) -> Iterator[t.CompletionItem]:
     """Graph files beside this one (and, for a test file, in the folder above)."""
     folders = [(path.parent, "")]
-    if path.name.endswith(".test.yaml"):
+    if path.name.endswith((".test.yaml", *SIM_SUFFIXES)):
         folders.append((path.parent.parent, "../"))
     for folder, prefix in folders:
         for candidate in sorted(folder.glob("*.y*ml")):
-            if candidate.resolve() in (path, own) or candidate.name.endswith(".test.yaml"):
+            if candidate.resolve() in (path, own) or candidate.name.endswith(_NOT_GRAPHS):
                 continue
             if looks_like_graph(candidate):
                 yield t.CompletionItem(prefix + candidate.name, kind=t.CompletionItemKind.File)

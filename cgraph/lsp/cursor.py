@@ -16,6 +16,8 @@ _KEY = re.compile(r"""^(?P<key>[A-Za-z_][\w.\-]*|"[^"]*"|'[^']*')\s*:(?:\s+|$)(?
 _WORD_END = re.compile(r"[\w.\-#/]*$")
 _NAME_END = re.compile(r"[A-Za-z_]\w*$|$")
 _BLOCK = re.compile(r"^[|>][+-]?\d*\s*(#.*)?$")
+# The key being typed in an open flow mapping: `goal: {reach: [a, b` → `reach`.
+_FLOW_KEY = re.compile(r"([A-Za-z_][\w.\-]*)\s*:\s*(?:\[[^\[\]{}]*|[^\[\]{},:]*)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +83,27 @@ def at(text: str, line: int, column: int) -> Cursor:
         typed = word.group() if word else ""
         mode: Mode = "item" if re.search(r"\[[^\]]*$", value) else "value"
         into = (ITEM,) if parsed.dash is not None else ()
-        return Cursor(mode, (*parents, *into, parsed.key), parsed.key, typed, parsed.key_column)
+        keys = (parsed.key, *_flow_key(value))
+        return Cursor(mode, (*parents, *into, *keys), keys[-1], typed, parsed.key_column)
     word = _WORD_END.search(before)
     typed = word.group() if word else ""
     if parsed.dash is not None and parents:
         return Cursor("item", (*parents, ITEM), parents[-1], typed, parsed.key_column)
     return Cursor("key", parents, "", typed, parsed.key_column)
+
+
+def _flow_key(value: str) -> tuple[str, ...]:
+    """The key typed in the innermost flow mapping still open in `value`, if any."""
+    opened: list[int] = []
+    for index, char in enumerate(value):
+        if char == "{":
+            opened.append(index)
+        elif char == "}" and opened:
+            opened.pop()
+    if not opened:
+        return ()
+    found = _FLOW_KEY.search(value, opened[-1] + 1)
+    return (found.group(1),) if found else ()
 
 
 def _template_word(before: str) -> str | None:

@@ -121,10 +121,9 @@ def _key(files: Files, path: Path, line: int, column: int, own: Index | None) ->
     if found is None or not found.start(1) <= column <= found.end(1):
         return []
     where = cursor.at(text, line, found.end(1) + 1)
-    tests = own is not None and own.graph_file not in (None, own.path)
     graph = files.index(own.graph_file) if own and own.graph_file else None
     types = {name: kind for name, (kind, _) in graph.states.items()} if graph else {}
-    whole = schema.root(tests)
+    whole = schema.root(own.kind if own else "graph")
     parent = schema.at(whole, where.path[:-1], types)
     spec = schema.properties(parent, whole).get(where.path[-1]) if where.path else None
     note = schema.describe(spec)

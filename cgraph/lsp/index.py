@@ -19,10 +19,11 @@ from typing import Any, Literal
 import yaml
 
 from cgraph.spec.model import CROSS
-from cgraph.spec.names import END, RESUME, TESTS_KEY
+from cgraph.spec.names import END, RESUME, SIM_KEY, TESTS_KEY
 from cgraph.spec.read import Document
 
 Kind = Literal["state", "slot", "variable", "tool", "file"]
+FileKind = Literal["graph", "test", "sim"]
 _TARGET_KEYS = ("next_state", "on_error", "on_limit")
 # `{{ … }}` and `{% … %}`: where a template reads names.
 _TEMPLATE = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}", re.DOTALL)
@@ -64,9 +65,10 @@ class Index:
     """What one file writes, in order."""
 
     path: Path
+    kind: FileKind = "graph"
     occurrences: list[Occurrence] = field(default_factory=list)
     graph_file: Path | None = None
-    """A test file's graph (resolved); a graph's is its own path."""
+    """A test or sim file's graph (resolved); a graph's is its own path."""
     states: dict[str, tuple[str, Span]] = field(default_factory=dict)
     """A graph's states: id → (type, where its key is)."""
     data: Any = None
@@ -107,7 +109,11 @@ def build(doc: Document) -> Index:
         return index
     builder = _Builder(index, _Text(doc.text), path)
     if _entry(root, TESTS_KEY) is not None:
+        index.kind = "test"
         builder.tests(root)
+    elif _entry(root, SIM_KEY) is not None:
+        index.kind = "sim"
+        builder.sims(root)
     else:
         index.graph_file = path
         builder.graph(root)
@@ -296,14 +302,21 @@ class _Builder:
                         symbol = Symbol(self._kind(name.group()), name.group(), self.path)
                         self.index.occurrences.append(Occurrence(symbol, span))
 
-    # A test file
-    def tests(self, root: yaml.Node) -> None:
+    def graph_key(self, root: yaml.Node) -> Path | None:
+        """A test or sim file's `graph:`, its file resolved."""
         graph = _entry(root, "graph")
         if not isinstance(graph, yaml.ScalarNode):
-            return
+            return None
         file = _resolved(self.folder / str(graph.value))
         self.index.graph_file = file
         self.add("file", str(graph.value), graph, file, False)
+        return file
+
+    # A test file
+    def tests(self, root: yaml.Node) -> None:
+        file = self.graph_key(root)
+        if file is None:
+            return
         model = _entry(root, "model")
         for _, key, _ in _entries(_entry(model, "scripted")):
             self.target(key, file.parent)
@@ -320,6 +333,23 @@ class _Builder:
                 for field_ in ("state", "path", "path_includes", "path_excludes", "interrupted"):
                     for item in _items(_entry(expect, field_)):
                         self.target(item, file.parent)
+
+    # A sim file
+    def sims(self, root: yaml.Node) -> None:
+        """The states a persona's goal and `says:` name, and the slots its facts fill."""
+        file = self.graph_key(root)
+        if file is None:
+            return
+        for persona in _items(_entry(root, "personas")):
+            goal = _entry(persona, "goal")
+            for field_ in ("reach", "never"):
+                for item in _items(_entry(goal, field_)):
+                    self.target(item, file.parent)
+            for _, key, _ in _entries(_entry(persona, "says")):
+                self.target(key, file.parent)
+            for values in (_entry(persona, "facts"), _entry(goal, "slots")):
+                for name, key, _ in _entries(values):
+                    self.add("slot", name, key, file, False)
 
 
 def _template_nodes(root: yaml.Node) -> Iterator[tuple[yaml.ScalarNode, bool]]:

@@ -72,7 +72,7 @@ def _group(name: str, children: list[t.DocumentSymbol]) -> t.DocumentSymbol:
 
 def lenses(files: Files, index: Index) -> list[t.CodeLens]:
     """On each state some test case names: run those cases."""
-    tests = [i for i in files.indexes() if i.graph_file == index.path and i.path != index.path]
+    tests = [i for i in files.indexes() if i.kind == "test" and i.graph_file == index.path]
     found = []
     for name, (_, span) in index.states.items():
         symbol = Symbol("state", name, index.path)

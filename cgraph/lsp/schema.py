@@ -7,14 +7,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from cgraph.lsp.cursor import ITEM
+from cgraph.lsp.index import FileKind
+from cgraph.spec import simfile, testfile
 from cgraph.spec.schema import published
-from cgraph.spec.testfile import SCHEMA_NAME
 
 Schema = dict[str, Any]
 
 
-def root(tests: bool) -> Schema:
-    return published(SCHEMA_NAME) if tests else published()
+def root(kind: FileKind) -> Schema:
+    """The schema of a graph, test or sim file."""
+    if kind == "graph":
+        return published()
+    return published(testfile.SCHEMA_NAME if kind == "test" else simfile.SCHEMA_NAME)
 
 
 def at(schema: Schema, path: Sequence[str], types: dict[str, str]) -> Schema | None:

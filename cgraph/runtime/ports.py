@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 # CLARIFY lives with the records (a `Decision` that asked has it as its `chosen`); choosers
 # know it from here.
 from cgraph.runtime.state.records import CLARIFY as CLARIFY
-from cgraph.runtime.state.records import Event
+from cgraph.runtime.state.records import Event, Turn
 from cgraph.spec.model import Tier
 
 RequestKind = Literal["action", "decision", "reflection", "start", "graph", "extract", "summary"]
@@ -508,6 +508,58 @@ class NullMemory:
 
 
 @dataclass(frozen=True, slots=True)
+class Delivery:
+    """One event for one destination (a webhook), and how its sending went: a row of the
+    store's outbox, written in the transaction of the step it tells of."""
+
+    id: str
+    """The event id and the destination's: unique per delivery."""
+    event_id: str
+    """What a receiver deduplicates by (the same on every attempt)."""
+    destination: str
+    type: str
+    owner: str
+    """The user whose session the event is of."""
+    body: str
+    status: str = "pending"
+    """`pending`, `delivered` or `failed` (given up after the last attempt)."""
+    attempts: int = 0
+    next_at: float = 0.0
+    last_error: str | None = None
+    created_at: float = 0.0
+    delivered_at: float | None = None
+
+
+class Announcer(Protocol):
+    """What a session tells the world (webhooks): the deliveries a new session and a
+    committed turn make, which the store writes with the session's first record and with
+    the turn's last step, in the same transaction. An event is kept exactly when what it
+    tells of is: a process killed right after a turn loses none, and a turn that never
+    committed sends none."""
+
+    def started(self, graph: str, session: str, user: str) -> Sequence[Delivery]: ...
+
+    def turned(self, graph: str, user: str, turn: Turn, since: int) -> Sequence[Delivery]:
+        """The deliveries of `turn`, whose events begin at seq `since` (a turn taken back
+        and made again is another turn: its events get other ids)."""
+        ...
+
+
+class Outbox(Protocol):
+    """Where deliveries wait, beside a store's sessions (`SessionStore.outbox`): what a
+    dispatcher claims (leased, so two dispatchers do not send one at once), settles after
+    an attempt, and lists for `GET /v1/webhooks/deliveries`."""
+
+    def claim(self, now: float, lease: float, limit: int) -> list[Delivery]: ...
+
+    def settle(self, delivery: Delivery) -> None: ...
+
+    def deliveries(self, owner: str, status: str | None, limit: int) -> list[Delivery]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
 class SessionInfo:
     """What a store knows about a session besides its log and snapshot."""
 
@@ -589,8 +641,10 @@ class SessionStore(Protocol):
         events: Sequence[Event],
         *,
         fence: int | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
-        """Record a new session with its first snapshot and events.
+        """Record a new session with its first snapshot and events (and `deliveries` in
+        its outbox, in the same transaction; one already there, by its id, is kept).
 
         Every write (`create`, `commit`, `append`, `delete`) carries a `fence`, by default
         that of the lease this store holds for the session (`acquire`): it is refused with
@@ -607,10 +661,12 @@ class SessionStore(Protocol):
         checkpoint: int | None = None,
         rewind_to: int | None = None,
         fence: int | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         """One step, atomically: append `events`, replace the snapshot, and (at the end of a
-        turn) keep it as the checkpoint of turn `checkpoint`. `rewind_to` (an undo back to
-        the end of that turn): later turns' checkpoints and keys are dropped."""
+        turn) keep it as the checkpoint of turn `checkpoint` and add the turn's
+        `deliveries` to the outbox. `rewind_to` (an undo back to the end of that turn):
+        later turns' checkpoints and keys are dropped."""
         ...
 
     def append(self, session_id: str, events: Sequence[Event], *, fence: int | None = None) -> None:
@@ -683,6 +739,11 @@ class SessionStore(Protocol):
         holder that dies stops renewing: its lease lapses after `ttl` seconds (a store on
         one machine also lets a dead process's lease go at once). A turn, an undo and a
         delete run inside it."""
+        ...
+
+    def outbox(self) -> Outbox:
+        """The outbox the store's commits write deliveries to, for a dispatcher to send
+        from (on a connection of its own)."""
         ...
 
     def close(self) -> None:

@@ -423,7 +423,7 @@ def build(
     tokens = read_tokens(Path(tokens_file)) if tokens_file else None
     gate = Gate(tokens, anyio.CapacityLimiter(service.options.threads))
     gate.home = next((e.path for e in extra if e.path.startswith("/studio")), "/openapi.json")
-    service.watch = reporting(service.options)
+    service.watch = reporting(service.options, service.store)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from cgraph.errors import ConfigError
 from cgraph.serve import logs
 from cgraph.serve.app import DRAIN_SECONDS, build
+from cgraph.serve.deadlines import Deadlines, default_connections, protocol
 from cgraph.serve.graphs import load_served
 from cgraph.serve.openapi import Endpoint
 from cgraph.serve.options import LOCAL_USER, ServeOptions, checked
@@ -83,6 +84,7 @@ def free(host: str, port: int) -> None:
 def uvicorn_settings(options: ServeOptions) -> dict[str, object]:
     logs.configure(options.log_format)
     return {
+        "http": protocol(deadlines(options)),
         "log_config": None,  # uvicorn's own lines go through the server's log format
         "host": options.host,
         "port": options.port,
@@ -90,6 +92,12 @@ def uvicorn_settings(options: ServeOptions) -> dict[str, object]:
         "access_log": False,
         "timeout_graceful_shutdown": int(DRAIN_SECONDS) + 5,
     }
+
+
+def deadlines(options: ServeOptions) -> Deadlines:
+    """The header and body clocks and the connection cap of each server process."""
+    cap = options.max_connections or default_connections()
+    return Deadlines(options.header_timeout, options.body_timeout, cap)
 
 
 def worker_app() -> object:
@@ -103,9 +111,12 @@ def banner(options: ServeOptions, service: Service) -> list[str]:
     names = ", ".join(sorted(service.served))
     memory = options.memory or "embedded Chroma"
     where = f"http://{options.host}:{options.port}"
+    clocks = deadlines(options)
     lines = [
         f"cgraph serve: {len(service.served)} graph(s) ({names}) on {where}",
         f"sessions: {_store_name(options.store)} · memory: {memory} · workers: {options.workers}",
+        f"connections: at most {clocks.max_connections} a process · headers within "
+        f"{clocks.header_seconds:g} s · bodies within {clocks.body_seconds:g} s",
     ]
     if options.tokens is None:
         lines.append(

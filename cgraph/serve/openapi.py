@@ -133,7 +133,7 @@ STATUS_WORDS = {
     429: "over the rate of turns",
     500: "the server failed (an error id is in its log)",
     502: "the model or a tool failed",
-    503: "the store is unavailable, or the server is stopping",
+    503: "the session or memory store is unavailable, or the server is stopping",
 }
 
 

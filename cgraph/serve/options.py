@@ -55,6 +55,15 @@ class ServeOptions:
     max_in_flight: int = 2000
     """Requests (turns waiting on a model among them) one process carries at once; beyond
     it a new message or session gets 503 `overloaded` with `Retry-After`."""
+    header_timeout: float = 10.0
+    """Seconds a client may take to send a request's headers (from the connection, or
+    the first byte of a kept-alive connection's next request); past them, 408 and closed."""
+    body_timeout: float = 30.0
+    """Seconds a client may take to send a request's body, after its headers."""
+    max_connections: int = 0
+    """Connections one process keeps open (0: its open-file limit, raised to the hard
+    limit, less 128). At the cap a new connection closes the one idle (or still sending
+    headers) the longest, else gets 503."""
     allow_origins: tuple[str, ...] = ()
     """Web origins besides the server's own that may write to it (a front end elsewhere)."""
     metrics: bool = True
@@ -92,6 +101,10 @@ def checked(options: ServeOptions) -> ServeOptions:
         raise ConfigError("--workers and --threads must be at least 1")
     if options.max_in_flight < 1:
         raise ConfigError("--max-in-flight must be at least 1")
+    if min(options.header_timeout, options.body_timeout) <= 0:
+        raise ConfigError("--header-timeout and --body-timeout must be above 0 seconds")
+    if options.max_connections < 0:
+        raise ConfigError("--max-connections must be 0 (from the open-file limit) or more")
     if options.lease < 0.5:
         raise ConfigError("--lease must be at least 0.5 seconds (it is renewed every quarter)")
     if options.tokens is not None:

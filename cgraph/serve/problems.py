@@ -19,6 +19,7 @@ from cgraph.errors import (
     InputError,
     LeaseLost,
     LLMError,
+    MemoryStoreError,
     NotTheOwner,
     SessionBusy,
     SessionCompleted,
@@ -60,6 +61,7 @@ STATUS: tuple[tuple[type[CgraphError], int, str], ...] = (
     (InputError, 422, "invalid_field"),
     (ConfigError, 422, "not_servable"),
     (StoreError, 503, "store_unavailable"),
+    (MemoryStoreError, 503, "memory_unavailable"),
     (LLMError, 502, "model_failed"),
     (ToolError, 502, "tool_failed"),
 )
@@ -90,9 +92,9 @@ def _logged(error: BaseException, status: int, code: str) -> Problem:
     fields = {"error_id": error_id, "status": status, "code": code}
     LOG.error("error %s: %s %s", error_id, status, code, exc_info=error, extra={"fields": fields})
     said = {
-        503: "the session store is unavailable",
-        502: "the model or a tool failed",
-    }.get(status, "the server failed")
+        "store_unavailable": "the session store is unavailable",
+        "memory_unavailable": "the memory store is unavailable",
+    }.get(code, "the model or a tool failed" if status == 502 else "the server failed")
     message = f"{said}; error id {error_id} (in the server's log)"
     return Problem(status, code, message, error_id=error_id)
 

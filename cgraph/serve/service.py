@@ -3,7 +3,7 @@ stream, undo, delete) on the store and memories `cgraph.wiring` opens. No second
 a request opens its session from the store the way `cgraph run --session` does, under the
 store's lease of the session (`SessionStore.hold`), so two turns of one session never
 interleave, whichever process runs them, and a turn a killed process left unfinished is
-finished by the next request that writes to the session (`Session.resume(finish=True)`,
+finished by the next request that writes to the session (`Sessions.resume(finish=True)`,
 its `recovered` turn returned as `recovered_turn`).
 
 Whatever writes to a session (`acreate`, `asend`, `astream`, `aundo`, `adelete`) runs on
@@ -43,6 +43,7 @@ from cgraph.session import (
     Retracted,
     Session,
     SessionInfo,
+    Sessions,
     ToolRunner,
     Turn,
 )
@@ -108,19 +109,13 @@ class Service:
         with self.watch.turn(user, sid) as seen, self._refunded(user):
             async with self._aheld(sid):
                 seen.graph = graph if served.graph.speaks_first else ""
-                session = await Session.astart(  # the store counts the quota and creates as one
-                    served.graph,
-                    pool=self.pool,
-                    model=self.options.model,
-                    api_base=self.options.api_base,
-                    user_id=user,
-                    session_id=sid,
-                    store=self.store,
-                    memory=self.memories[graph],
-                    tools=self.tools,
+                # the store counts the quota and creates as one
+                session = await self.opener(graph).astart(
+                    served.graph, pool=self.pool, user_id=user, session_id=sid
                 )
                 self.watch.started(graph, sid, user)
-                answer: dict[str, Any] = {"session": sid, "graph": graph, "state": session.state}
+                state = session.view.state
+                answer: dict[str, Any] = {"session": sid, "graph": graph, "state": state}
                 if session.opening is not None:
                     seen.done(session.opening, session)
                     answer["turn"] = session.opening.as_json()
@@ -181,7 +176,8 @@ class Service:
             taken = await session.aundo(pool=self.pool)
             self.open.keep(session)
             undone = taken.as_json() if taken is not None else None
-            return {"undone": undone, "state": session.state, "turn": session.turn_number}
+            view = session.view
+            return {"undone": undone, "state": view.state, "turn": view.turn_number}
 
     async def adelete(self, user: str, sid: str) -> None:
         """The session's log and its task memories (in its graph's memory store, when that
@@ -191,9 +187,8 @@ class Service:
 
     def _deleted(self, user: str, sid: str) -> None:
         self.open.take(sid)
-        name = Session.stored(sid, store=self.store, user_id=user).graph_name
-        memory = self.memories.get(name)
-        Session.delete(sid, store=self.store, user_id=user, memory=memory)
+        name = self.opener().info(sid, user_id=user).graph_name
+        self.opener(name if name in self.memories else None).delete(sid, user_id=user)
 
     # ----- the same calls, from a thread ----------------------------------------------------
 
@@ -244,15 +239,16 @@ class Service:
 
     def view(self, user: str, sid: str) -> dict[str, Any]:
         session = self.opened(user, sid)
+        view = session.view
         return {
             "session": sid,
             "graph": session.graph.name,
-            "state": session.state,
-            "turn": session.turn_number,
-            "completed": session.completed,
-            "pending": session.interrupted,
-            "variables": session.variables,
-            "transcript": session.transcript,
+            "state": view.state,
+            "turn": view.turn_number,
+            "completed": view.completed,
+            "pending": view.interrupted,
+            "variables": view.variables,
+            "transcript": list(view.transcript),
         }
 
     async def aview(self, user: str, sid: str) -> dict[str, Any]:
@@ -261,27 +257,27 @@ class Service:
 
     def events(self, user: str, sid: str, after: int, limit: int) -> dict[str, Any]:
         session = self.opened(user, sid)
-        found = session.events(after=after, limit=min(limit, MAX_EVENTS_PAGE))
+        found = session.log.events(after=after, limit=min(limit, MAX_EVENTS_PAGE))
         events = [e.model_dump(mode="json") for e in found]
         return {"events": events, "next": found[-1].seq if found else None}
 
     def sessions(self, user: str) -> dict[str, Any]:
-        return {"sessions": [_listed(i) for i in Session.list_sessions(self.store, user)]}
+        return {"sessions": [_listed(i) for i in self.opener().list(user)]}
 
     def _taken(self, user: str, sid: str, key: str | None) -> tuple[Session, Turn | None]:
         """The session to write to, under its lease, and the turn already made for `key`:
         the session this process kept open if the store still holds its last step, the
-        key looked up in the same read (`Session.recheck`), else the session opened from
+        key looked up in the same read (`SessionLog.recheck`), else the session opened from
         the store (finishing a turn a killed process left) and the key looked up after.
         The caller keeps it open again when the request succeeds; after a failure the next
         request opens it from the store."""
         kept = self.open.take(sid)
-        checked = kept.recheck(key) if kept is not None and kept.user_id == user else None
+        checked = kept.log.recheck(key) if kept is not None and kept.user_id == user else None
         if kept is not None and checked is not None and checked.current:
             kept.recovered = None  # reported by the request that recovered it
             return kept, checked.keyed
         session = self._open(user, sid)
-        return session, (session.turn_with_key(key) if key is not None else None)
+        return session, (session.log.with_key(key) if key is not None else None)
 
     def opened(self, user: str, sid: str) -> Session:
         """The session as stored, to read: a turn left unfinished stays so."""
@@ -292,20 +288,24 @@ class Service:
         if len(self.served) == 1:
             name = next(iter(self.served))
         else:  # which graph: the stored session says (one more read)
-            name = Session.stored(sid, store=self.store, user_id=user).graph_name
+            name = self.opener().info(sid, user_id=user).graph_name
         served = self.served.get(name)
         if served is None:
             raise Problem(409, "graph_not_served", f"session `{sid}` runs a graph not served here")
-        return Session.resume(
-            sid,
-            store=self.store,
-            model=self.options.model,
-            api_base=self.options.api_base,
-            memory=self.memories[name],
-            graph=served.graph,
-            user_id=user,
-            finish=finish,
+        return self.opener(name).resume(sid, graph=served.graph, user_id=user, finish=finish)
+
+    def opener(self, graph: str | None = None) -> Sessions:
+        """The sessions of the store, opened with `graph`'s memory store (and the served
+        model and tool runner); with no graph, to list, describe and delete them."""
+        memory = self.memories[graph] if graph is not None else None
+        options = self.options
+        return Sessions(
+            self.store,
+            memory=memory,
+            model=options.model,
+            api_base=options.api_base,
             tools=self.tools,
+            announce=self.watch.announce,
         )
 
     # ----- memories, graphs, readiness ----------------------------------------------------

@@ -195,10 +195,10 @@ class Tracing:
     def session_spans(self, session: Session, after: int, calls: Sequence[ModelCall]) -> None:
         """The spans of `session`'s turns numbered above `after` (a `cgraph run`), each
         from its first event to its last, with the model calls made in that time."""
-        for turn in session.turns():
+        for turn in session.log.turns():
             if turn.number <= after:
                 continue
-            events = session.turn_events(turn.number)
+            events = session.log.turn_events(turn.number)
             if not events:
                 continue
             start, end = int(events[0].at * NS), int(events[-1].at * NS)

@@ -19,7 +19,7 @@ from cgraph.errors import SessionBusy
 from cgraph.observe import ModelCall, watching
 from cgraph.serve import logs
 from cgraph.serve.metrics import Metrics, outcome
-from cgraph.session import Event, Session, Turn
+from cgraph.session import Announcer, Event, Session, Turn
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -59,7 +59,7 @@ class Seen:
         """The turn's events as the session logged them (for the steps of a trace)."""
         if self.turn is None or self.opened is None:
             return []
-        return self.opened.turn_events(self.turn.number)
+        return self.opened.log.turn_events(self.turn.number)
 
 
 @dataclass(slots=True)
@@ -88,7 +88,11 @@ class Part(Protocol):
 
 
 class Deliveries(Protocol):
-    """The part that sends webhooks, as `GET /v1/webhooks/deliveries` asks it."""
+    """The part that sends webhooks, as `GET /v1/webhooks/deliveries` asks it, and what
+    makes the deliveries a session's store commits (`Sessions(announce=…)`)."""
+
+    @property
+    def announce(self) -> Announcer: ...
 
     def listed(self, owner: str, status: str | None, limit: int) -> dict[str, Any]: ...
 
@@ -107,6 +111,8 @@ class Watch:
         self.metrics, self.parts, self.content = metrics, parts, content
         self.webhooks = webhooks
         """The part that sends events, for `GET /v1/webhooks/deliveries` (also in `parts`)."""
+        self.announce = webhooks.announce if webhooks is not None else None
+        """What the sessions' stores commit for webhooks (None: none configured)."""
 
     def close(self) -> None:
         """The parts let go (what they still hold is exported or stored)."""

@@ -4,9 +4,13 @@ as JSON, signed with HMAC-SHA256 (`X-Cgraph-Signature: t=TIME,v1=HEX` over `TIME
 retried with exponential backoff until it is answered 2xx, and given an id the receiver
 can deduplicate by (delivery is at least once).
 
-A turn never waits for a webhook: it hands its events to a queue in memory; one thread
-writes them to the outbox in the store (`cgraph.wiring.stores.open_outbox`: it survives a
-restart) and sends what is due from there. `GET /v1/webhooks/deliveries` shows a user's
+A turn never waits for a webhook and never hands one to memory: the session's store
+writes the deliveries a turn makes (`Announce`) into its outbox in the transaction that
+commits the turn's last step (`cgraph.session.Announcer`), so an event is kept exactly when
+its turn is — a server killed right after a reply still sends every event of that turn
+once it runs again, and a turn that never committed sends none. One thread (`Webhooks`)
+only reads the outbox: it claims what is due, POSTs it and records how that went, woken
+by each turn and polling for retries. `GET /v1/webhooks/deliveries` shows a user's
 deliveries and what went wrong with them.
 """
 
@@ -16,7 +20,6 @@ import hashlib
 import hmac
 import json
 import os
-import queue
 import random
 import threading
 import time
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from cgraph.errors import ConfigError
 from cgraph.serve import logs
 from cgraph.session import Turn
-from cgraph.wiring.stores import Delivery, Outbox, open_outbox
+from cgraph.wiring.stores import Delivery, Outbox, SessionStore
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -52,6 +55,8 @@ LEASE_MARGIN = 5.0
 """A claimed delivery is left alone by other dispatchers for its longest attempt and this:
 after a dispatcher died mid-attempt, another sends it that much later."""
 POLL = 0.5
+"""Seconds between looks at the outbox when no turn wakes the dispatcher (retries due, or
+deliveries another process's turns made)."""
 SIGNATURE = "x-cgraph-signature"
 OPTIONS = ("events", "secret", "timeout", "backoff")
 
@@ -135,118 +140,117 @@ def signature(secret: bytes, timestamp: int, body: bytes) -> str:
     return f"t={timestamp},v1={mac}"
 
 
-def events_of(turn: Turn) -> list[tuple[str, dict[str, Any]]]:
-    """What a committed turn tells: the turn, each state entered, and whether it completed
-    the session, hit a guard or fell back."""
-    found: list[tuple[str, dict[str, Any]]] = [("turn.committed", turn.as_json())]
-    found += [("state.entered", {"state": state}) for state in turn.path]
+def events_of(turn: Turn) -> list[tuple[str, str, dict[str, Any]]]:
+    """What a committed turn tells, each with what tells it from the turn's other events
+    of its type: the turn, each state entered (by its place in the path: a state entered
+    twice is two events), and whether it completed the session, hit a guard or fell back."""
+    found: list[tuple[str, str, dict[str, Any]]] = [("turn.committed", "", turn.as_json())]
+    found += [("state.entered", str(i), {"state": s}) for i, s in enumerate(turn.path)]
     if turn.completed:
-        found.append(("session.completed", {"state": turn.state}))
+        found.append(("session.completed", "", {"state": turn.state}))
     if turn.guard:
-        found.append(("guard.hit", {"guard": turn.guard, "state": turn.state}))
+        found.append(("guard.hit", "", {"guard": turn.guard, "state": turn.state}))
     if turn.fallback:
-        found.append(("fallback", {"state": turn.state}))
+        found.append(("fallback", "", {"state": turn.state}))
     return found
 
 
+class Announce:
+    """The deliveries each event makes, one per destination that asks for its type
+    (`cgraph.session.Announcer`): the store commits them with what they tell of."""
+
+    def __init__(self, sent_to: tuple[Destination, ...]) -> None:
+        self.destinations = sent_to
+
+    def started(self, graph: str, session: str, user: str) -> list[Delivery]:
+        where = {"graph": graph, "session": session, "user": user, "turn": 0}
+        return self._made("session.started", "0", {}, where)
+
+    def turned(self, graph: str, user: str, turn: Turn, since: int) -> list[Delivery]:
+        where = {"graph": graph, "session": turn.session, "user": user, "turn": turn.number}
+        try:
+            return [
+                delivery
+                for kind, extra, data in events_of(turn)
+                for delivery in self._made(kind, f"{since}\0{extra}", data, where)
+            ]
+        except Exception:  # a turn never fails for its webhooks (a bug here is logged)
+            logs.LOG.exception("webhooks: the events of a turn could not be made")
+            return []
+
+    def _made(
+        self, kind: str, key: str, data: dict[str, Any], where: dict[str, Any]
+    ) -> list[Delivery]:
+        wanted = [d for d in self.destinations if kind in d.events]
+        if not wanted:
+            return []
+        # The same on every commit of the same turn: a receiver deduplicates by it.
+        made = f"{where['session']}\0{where['turn']}\0{kind}\0{key}"
+        event_id = "evt_" + hashlib.sha256(made.encode()).hexdigest()[:24]
+        now = time.time()
+        event = {"id": event_id, "type": kind, "created": now, **where, "data": data}
+        body = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        return [
+            Delivery(
+                id=_delivery_id(event_id, d.url),
+                event_id=event_id,
+                destination=d.url,
+                type=kind,
+                owner=where["user"],
+                body=body,
+                next_at=now,
+                created_at=now,
+            )
+            for d in wanted
+        ]
+
+
+def _delivery_id(event_id: str, url: str) -> str:
+    return "dlv_" + hashlib.sha256(f"{event_id}\0{url}".encode()).hexdigest()[:24]
+
+
 class Webhooks:
-    """The reporting part that sends events (`cgraph.serve.watch.Part`), and its thread."""
+    """The reporting part that sends what the outbox holds (`cgraph.serve.watch.Part`),
+    and its thread; `announce` makes the deliveries the store commits."""
 
     def __init__(
         self, outbox: Outbox, sent_to: tuple[Destination, ...], *, dispatch: bool = True
     ) -> None:
         self.outbox, self.destinations = outbox, {d.url: d for d in sent_to}
-        self._queue: queue.Queue[Delivery] = queue.Queue()
-        self._stop = threading.Event()
+        self.announce = Announce(sent_to)
+        self._wake, self._stop = threading.Event(), threading.Event()
         self._sender = ThreadPoolExecutor(4, thread_name_prefix="cgraph-webhook")
         self._thread = threading.Thread(target=self._run, name="cgraph-webhooks", daemon=True)
         if dispatch:
             self._thread.start()
 
-    # ----- what a turn hands over (never waits, never fails) ---------------------------
+    # ----- what a turn tells the dispatcher: look now (the turn is committed) ----------
 
     @contextmanager
     def request(self, request: Request, answered: Answered) -> Iterator[None]:
         yield
 
     def started(self, graph: str, session: str, user: str) -> None:
-        self._put("session.started", {}, graph=graph, session=session, user=user, turn=0)
+        self._wake.set()
 
     def turn(self, seen: Seen) -> None:
-        if seen.turn is None:
-            return
-        for kind, data in events_of(seen.turn):
-            self._put(
-                kind, data, graph=seen.graph, session=seen.session, user=seen.user,
-                turn=seen.turn.number,
-            )  # fmt: skip
-
-    def _put(
-        self, kind: str, data: dict[str, Any], *, graph: str, session: str, user: str, turn: int
-    ) -> None:
-        wanted = [d for d in self.destinations.values() if kind in d.events]
-        if not wanted:
-            return
-        extra = data.get("state", "") if kind == "state.entered" else ""
-        event_id = (
-            "evt_" + hashlib.sha256(f"{session}\0{turn}\0{kind}\0{extra}".encode()).hexdigest()[:24]
-        )
-        now = time.time()
-        event = {
-            "id": event_id,
-            "type": kind,
-            "created": now,
-            "graph": graph,
-            "session": session,
-            "user": user,
-            "turn": turn,
-            "data": data,
-        }
-        body = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-        for destination in wanted:
-            key = hashlib.sha256(f"{event_id}\0{destination.url}".encode()).hexdigest()[:24]
-            self._queue.put(
-                Delivery(
-                    id=f"dlv_{key}",
-                    event_id=event_id,
-                    destination=destination.url,
-                    type=kind,
-                    owner=user,
-                    body=body,
-                    next_at=now,
-                    created_at=now,
-                )
-            )
+        if seen.turn is not None:
+            self._wake.set()
 
     # ----- the dispatcher's thread ------------------------------------------------------
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self._wake.wait(POLL)
+            self._wake.clear()
             try:
-                self._keep(wait=POLL)
-                self._send_due()
-            except Exception:  # the store is down: keep what is queued, try again
+                self.send_due()
+            except Exception:  # the store is down: what waits there is sent later
                 logs.LOG.exception("webhooks: the outbox failed; retrying")
                 self._stop.wait(POLL)
 
-    def _keep(self, wait: float) -> None:
-        """Move what the turns queued into the outbox (waiting up to `wait` for some)."""
-        taken: list[Delivery] = []
-        try:
-            taken.append(self._queue.get(timeout=wait) if wait else self._queue.get_nowait())
-            while True:
-                taken.append(self._queue.get_nowait())
-        except queue.Empty:
-            pass
-        if taken:
-            try:
-                self.outbox.add(taken)
-            except Exception:
-                for delivery in taken:  # not lost: queued again for the next round
-                    self._queue.put(delivery)
-                raise
-
-    def _send_due(self) -> None:
+    def send_due(self) -> None:
+        """Claim what is due in the outbox, POST it, record how each went."""
         longest = max((d.timeout for d in self.destinations.values()), default=0.0)
         due = self.outbox.claim(time.time(), longest + LEASE_MARGIN, 32)
         for settled in self._sender.map(self._attempt, due):
@@ -305,16 +309,13 @@ class Webhooks:
         )
 
     def close(self) -> None:
-        """Stop sending; what is queued is written to the outbox first (sent by the next
-        server to run on this store)."""
+        """Stop sending (what is not delivered waits in the outbox for the next server)."""
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         self._sender.shutdown(wait=False, cancel_futures=True)
-        try:
-            self._keep(wait=0)
-        except Exception:
-            logs.LOG.exception("webhooks: events still queued could not be stored")
+        self.outbox.close()
 
     def listed(self, owner: str, status: str | None, limit: int) -> dict[str, Any]:
         found = self.outbox.deliveries(owner, status, limit)
@@ -337,8 +338,8 @@ def _shown(delivery: Delivery) -> dict[str, Any]:
     }
 
 
-def open_webhooks(store: str, specs: tuple[str, ...]) -> Webhooks | None:
-    """The webhooks `--webhook` asks for, on the outbox beside `store`; None without any."""
+def open_webhooks(store: SessionStore, specs: tuple[str, ...]) -> Webhooks | None:
+    """The webhooks `--webhook` asks for, sending from `store`'s outbox; None without any."""
     if not specs:
         return None
-    return Webhooks(open_outbox(store), destinations(specs))
+    return Webhooks(store.outbox(), destinations(specs))

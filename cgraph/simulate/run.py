@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from cgraph.draw.taken import Exit, exits_taken
 from cgraph.errors import CgraphError
 from cgraph.runtime.ports import ChatModel, ExitChooser
-from cgraph.session import Session, ToolRunner, Turn
+from cgraph.session import Session, Sessions, SessionView, ToolRunner, Turn
 from cgraph.simulate.options import BudgetSpent, CacheMiss
 from cgraph.simulate.plan import STAY, Planner
 from cgraph.simulate.user import Line, OfflineUser
@@ -50,7 +50,7 @@ def _forget(sid: str, store: Path) -> None:
     from cgraph.errors import SessionNotFound
 
     with contextlib.suppress(SessionNotFound):
-        Session.delete(sid, store=store)
+        Sessions(store).delete(sid)
 
 
 def exit_name(key: Exit | None) -> str | None:
@@ -251,12 +251,11 @@ def simulate(
     try:
         if setup.store is not None and replay is None:
             _forget(sid, setup.store)
-        session = Session.start(
+        opener = Sessions(setup.store if replay is None else None, tools=setup.tools)
+        session = opener.start(
             setup.graph,
             model=setup.model,
             session_id=sid,
-            store=setup.store if replay is None else None,
-            tools=setup.tools,
             state=replay.state if replay is not None else None,
             variables=dict(replay.variables) if replay is not None else None,
         )
@@ -267,9 +266,10 @@ def simulate(
         limit = setup.sim.max_turns if lines is None else len(lines)
         patience = persona.traits.patience
         for number in range(1, limit + 1):
-            here = setup.planner.start_state() if session.state == START else session.state
+            view = session.view
+            here = setup.planner.start_state() if view.state == START else view.state
             if user is not None:
-                line = user.next_line(session.state, session.variables, set(watch.entered))
+                line = user.next_line(view.state, view.variables, set(watch.entered))
             else:
                 assert lines is not None
                 line = Line(lines[number - 1], None, "replay")
@@ -277,15 +277,16 @@ def simulate(
                 outcome, stuck = "abandoned", here
                 break
             if trace is not None:
-                trace.append((session.state, session.variables))
-            before = _key(here, session.variables)
+                trace.append((view.state, view.variables))
+            before = _key(here, view.variables)
             turn = session.send(line.text)
             if user is not None:
                 user.hear(turn.reply)
-            record = _record(setup.graph, setup.planner, number, here, line, turn, before, session)
+            view = session.view
+            record = _record(setup.graph, setup.planner, number, here, line, turn, before, view)
             turns.append(record)
-            _observe(watch, setup.graph, turn, number, session, record.changed)
-            if session.completed:
+            _observe(watch, setup.graph, turn, number, view, record.changed)
+            if view.completed:
                 outcome = "end"
                 ended_at = _ended_by(setup.graph, turn)
                 break
@@ -293,10 +294,10 @@ def simulate(
                 outcome = "guard"
                 break
             if patience is not None and watch.still >= patience:
-                outcome, stuck = "abandoned", session.state
+                outcome, stuck = "abandoned", view.state
                 break
             if watch.still + 1 >= setup.sim.stuck_after:
-                outcome, stuck = "stuck", session.state
+                outcome, stuck = "stuck", view.state
                 break
     except (CacheMiss, BudgetSpent):
         raise  # the simulation stops: no run is right after it
@@ -305,7 +306,7 @@ def simulate(
     judged = (
         user.judge([t.as_json() for t in turns]) if user is not None and persona.criteria else []
     )
-    missing = _missing(persona, watch, session.variables if session is not None else {})
+    missing = _missing(persona, watch, session.view.variables if session is not None else {})
     success = outcome == "end" and not missing
     failure = None if success else _failure(outcome, persona, watch)
     return RunRecord(
@@ -339,7 +340,7 @@ def _record(
     line: Line,
     turn: Turn,
     before: str,
-    session: Session,
+    view: SessionView,
 ) -> TurnRecord:
     taken = _taken(graph, here, turn)
     meant = exit_name(line.meant)
@@ -347,7 +348,7 @@ def _record(
     speaks = getattr(planner.state(here), "type", None) == "action"
     if meant is not None and taken is not None and speaks:
         verdict = "asked" if turn.clarified else ("right" if taken == meant else "wrong")
-    changed = bool(turn.transitions) or _key(session.state, session.variables) != before
+    changed = bool(turn.transitions) or _key(view.state, view.variables) != before
     return TurnRecord(
         number=number,
         state=here,
@@ -376,19 +377,19 @@ def _taken(graph: Graph, here: str, turn: Turn) -> str | None:
 
 
 def _observe(
-    watch: _Watch, graph: Graph, turn: Turn, number: int, session: Session, changed: bool
+    watch: _Watch, graph: Graph, turn: Turn, number: int, view: SessionView, changed: bool
 ) -> None:
     _entered(watch, turn.path)
     watch.edges.extend(_name(graph, t) for t in turn.transitions)
     watch.paths.append(turn.path)
     watch.still = 0 if changed else watch.still + 1
-    if session.completed:
+    if view.completed:
         return
-    key = _key(session.state, session.variables)
+    key = _key(view.state, view.variables)
     last = watch.seen.get(key)
     cycle = _collapsed([s for p in watch.paths[last:number] for s in p]) if last is not None else []
-    if any(s != session.state for s in cycle):  # it left, and came back as it was
-        watch.loops[_canonical(cycle, session.state)] = None
+    if any(s != view.state for s in cycle):  # it left, and came back as it was
+        watch.loops[_canonical(cycle, view.state)] = None
     watch.seen[key] = number
 
 
@@ -447,4 +448,4 @@ def _failure(outcome: str, persona: Persona, watch: _Watch) -> str:
 
 
 def _calls(session: Session) -> list[int]:
-    return [t.llm_calls for t in session.turns()]
+    return [t.llm_calls for t in session.log.turns()]

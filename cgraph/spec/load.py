@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import fields, is_dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,13 @@ def where(data: Any, path: tuple[Any, ...]) -> str:
 
 def closest(word: str, options: list[str] | tuple[str, ...]) -> str | None:
     """The option `word` is most likely a misspelling of, if any is close."""
+    return _closest(word, tuple(options))
+
+
+@lru_cache(maxsize=64)
+def _closest(word: str, options: tuple[str, ...]) -> str | None:
+    # Remembered: a message and its fix ask alike, and a language server asks again on
+    # every keystroke; over a big graph's 1,000 states each asking costs milliseconds.
     import difflib  # only on the error path; keeps `cgraph lint` on a clean file lean
 
     # Case aside, so that `end` or `ned` finds `END` and `Check_Meds` finds `check_meds`.

@@ -91,17 +91,21 @@ class NodeBuilder:
             if key in merged:
                 merged.discard(key)
             elif key in result:
-                self.report(
-                    key_node,
-                    "duplicate-key",
-                    f"duplicate key `{key}`",
-                    "a later key silently replaces the earlier one; remove or rename one",
-                )
+                self.duplicate(key_node, key)
             if value_node.__class__ is _Scalar and value_node.tag == _STR:
                 result[key] = value_node.value
             else:
                 result[key] = build(value_node)
         return result
+
+    def duplicate(self, node: yaml.Node, key: Any) -> None:
+        """Report a key written again in one mapping."""
+        self.report(
+            node,
+            "duplicate-key",
+            f"duplicate key `{key}`",
+            "a later key silently replaces the earlier one; remove or rename one",
+        )
 
     def merge(self, result: dict[Any, Any], node: yaml.Node) -> list[Any]:
         """Add the keys of `<<: *anchor` that are not set yet; return the keys added."""

@@ -37,7 +37,7 @@ def said(session: Session) -> list[Said]:
     """The turns of `session` still in effect that answered a user message."""
     return [
         Said(t.number, t.user, END if t.completed else t.state, t.path, t.reply)
-        for t in session.turns()
+        for t in session.log.turns()
         if t.user is not None
     ]
 

@@ -33,7 +33,7 @@ def default_file(graph_file: Path) -> Path:
 
 def save(session: Session, graph_file: str, name: str, model: str | None) -> dict[str, Any]:
     """Append `session`'s conversation as case `name` (made unique in the file)."""
-    turns = [t for t in session.turns() if t.user is not None]
+    turns = [t for t in session.log.turns() if t.user is not None]
     if not turns:
         raise Problem(422, "nothing_to_save", "send a message first: a case is the messages sent")
     target = default_file(Path(graph_file))

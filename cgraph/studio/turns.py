@@ -9,7 +9,7 @@ from typing import Any
 
 from cgraph.draw.focus import Drawing
 from cgraph.runtime.state.records import step_name
-from cgraph.session import Session, Turn
+from cgraph.session import Session, SessionView, Turn
 from cgraph.spec.names import END
 
 
@@ -17,11 +17,12 @@ def looked(
     session: Session, drawing: Drawing, after: int, opened: frozenset[str]
 ) -> dict[str, Any]:
     """The turns after number `after`, the variables, and the drawing's ids to light."""
-    turns = session.turns()
+    turns, view = session.log.turns(), session.view
     last = turns[-1] if turns else None
-    state = END if session.completed else session.state
+    state = END if view.completed else view.state
+    spec = view.current_state
     focus = drawing.focus(
-        session.audit,
+        session.log.audit(),
         last.transitions if last is not None else (),
         last.path if last is not None else (),
         state,
@@ -31,24 +32,25 @@ def looked(
         "session": session.id,
         "graph": session.graph.name,
         "state": state,
-        "type": None if session.completed else getattr(session.current_state(), "type", None),
-        "completed": session.completed,
-        "turn": session.turn_number,
-        "variables": session.variables,
+        "type": None if view.completed or spec is None else spec.type,
+        "completed": view.completed,
+        "turn": view.turn_number,
+        "variables": view.variables,
         # where open interruptions come back to, the next last (`resume: true` exits)
         "interrupted": list(last.interrupted) if last is not None else [],
-        "turns": [shown(session, t) for t in turns if t.number > after],
+        "turns": [shown(view, t) for t in turns if t.number > after],
         "focus": focus.as_json(),
     }
 
 
-def shown(session: Session, turn: Turn) -> dict[str, Any]:
+def shown(view: SessionView, turn: Turn) -> dict[str, Any]:
     """One turn: its `Turn.as_json()` with `why` (its decisions, each named by its step),
     `slots` (values taken from the message: state, values, corrected) and `effects` (the
     side-effect states' tool calls)."""
     why = []
     for decision in turn.decisions:
-        kind = getattr(session.state_spec(decision.state), "type", None)
+        spec = view.state_spec(decision.state)
+        kind = spec.type if spec is not None else None
         why.append({**decision.model_dump(mode="json"), "step": step_name(decision, kind)})
     return {
         **turn.as_json(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +44,7 @@ class Observed:
 def observe(
     turn: Turn,
     variables: dict[str, Any],
-    annotations: list[str],
+    annotations: Sequence[str],
     stored: tuple[str, ...] = (),
     steps: tuple[str, ...] = (),
 ) -> Observed:

@@ -18,7 +18,7 @@ from cgraph.lint.gate import Gate, gate
 from cgraph.runtime.ports import ChatModel, ExitChooser, MemoryStore, NewMemory, NullMemory
 from cgraph.runtime.state.records import step_name
 from cgraph.runtime.tools.runner import ToolRunner
-from cgraph.session import Session
+from cgraph.session import Session, Sessions, SessionView
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.read import read_file
@@ -212,8 +212,9 @@ def run_one(
         session = _session(tests, graph, model, memory, run, tools)
         for number, step in enumerate(run.steps, start=1):
             turn = session.send(step.user)
-            steps = tuple(step_name(d, _type(session, d.state)) for d in turn.decisions)
-            seen = observe(turn, session.variables, session.annotations, _stored(session), steps)
+            view = session.view
+            steps = tuple(step_name(d, _type(view, d.state)) for d in turn.decisions)
+            seen = observe(turn, view.variables, view.annotations, _stored(session), steps)
             broken = tuple(check(step.expect, seen))
             turns.append(TurnResult(number, seen, broken, verdict(step.expect, seen, broken)))
             if turns[-1].mismatches:
@@ -240,27 +241,21 @@ def _session(
     if tests.memories:
         memory.add(tests.user, [NewMemory(m.text, m.tier, sid) for m in tests.memories])
     state = start.state if start else None
-    return Session.start(
-        graph,
-        model=model,
-        user_id=tests.user,
-        session_id=sid,
-        memory=memory,
-        state=state,
-        variables=variables,
-        tools=tools,
+    return Sessions(memory=memory, model=model, tools=tools).start(
+        graph, user_id=tests.user, session_id=sid, state=state, variables=variables
     )
 
 
-def _type(session: Session, state: str) -> str | None:
-    return getattr(session.state_spec(state), "type", None)
+def _type(view: SessionView, state: str) -> str | None:
+    spec = view.state_spec(state)
+    return spec.type if spec is not None else None
 
 
 def _stored(session: Session) -> tuple[str, ...]:
     """The texts of the memories the latest turn stored."""
     from cgraph.runtime.log.reading import stored
 
-    return tuple(str(m.get("text", "")) for m in stored(session.turn_events()))
+    return tuple(str(m.get("text", "")) for m in stored(session.log.turn_events()))
 
 
 def _memory(tests: TestFile) -> MemoryStore:

@@ -1,5 +1,5 @@
 """Starting a session: the graph and the model it runs with, where it stands first, and
-its record in the store (`Session.start`; `Session.resume` opens graph and model alike).
+its record in the store (`Sessions.start`; `Sessions.resume` opens graph and model alike).
 """
 
 from __future__ import annotations
@@ -111,5 +111,7 @@ def create(deps: Dependencies, state: SessionState) -> tuple[SessionInfo, Event]
     first = Event.model_construct(
         seq=0, session=info.id, turn=0, kind="session_started", at=now, data=started
     )
-    deps.store.create(info, stored(state, FIRST), [first])
+    announce = deps.announce
+    told = () if announce is None else announce.started(spec.name, info.id, deps.user_id)
+    deps.store.create(info, stored(state, FIRST), [first], deliveries=told)
     return info, first

@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from cgraph.backends.store.memory import InMemorySessionStore
-from cgraph.backends.store.outbox import Delivery as Delivery  # for the server to name
-from cgraph.backends.store.outbox import Outbox as Outbox
-from cgraph.backends.store.outbox import PostgresOutbox, SQLiteOutbox
 from cgraph.backends.store.sqlite import SQLiteStore
 from cgraph.errors import StoreError
-from cgraph.runtime.ports import SessionStore
+from cgraph.runtime.ports import Delivery as Delivery  # for the server to name
+from cgraph.runtime.ports import Outbox as Outbox
+from cgraph.runtime.ports import SessionStore as SessionStore
 
 STORE_FILE = "sessions.sqlite"
 SQLITE_SUFFIXES = (".sqlite", ".db", ".sqlite3")
@@ -86,15 +85,3 @@ def migrate_store(store: str | Path) -> tuple[int, int]:
     from cgraph.backends.store.sqlite import migrate_file
 
     return migrate_file(sqlite_file(Path(store)))
-
-
-def open_outbox(store: str) -> Outbox:
-    """The webhook outbox beside a store (`cgraph.backends.store.outbox`): the table
-    `cgraph_webhook_deliveries` of a PostgreSQL store, else `webhooks.sqlite` in the
-    store's folder (beside a `.sqlite` file: `<name>.webhooks.sqlite`)."""
-    if is_url(store):
-        return PostgresOutbox(store)
-    path = Path(store)
-    if path.suffix in SQLITE_SUFFIXES:
-        return SQLiteOutbox(path.with_name(f"{path.stem}.webhooks.sqlite"))
-    return SQLiteOutbox(path / "webhooks.sqlite")

@@ -151,6 +151,58 @@ async def test_test_files_are_linted(client: LanguageClient, folder: Path) -> No
     _close(client, uri)
 
 
+async def test_sim_files_are_linted_against_the_graph_as_the_editor_holds_it(
+    client: LanguageClient, folder: Path
+) -> None:
+    text = (folder / "desk.sim.yaml").read_text(encoding="utf-8")
+    broken = text.replace("reach: [reserve]", "reach: [reserv]").replace("party: 4", "partyy: 4")
+    uri, found = await _open(
+        client, folder, "desk.sim.yaml", broken, ["unknown-slot", "unknown-state"]
+    )
+    slot, state = found
+    assert slot.range == t.Range(
+        _position(broken, "partyy"), _position(broken, "partyy", len("partyy"))
+    )
+    assert "did you mean `party`?" in slot.message and slot.data == {
+        "old": "partyy",
+        "new": "party",
+    }
+    assert state.range.start == _position(broken, "reserv]")
+    assert state.severity == t.DiagnosticSeverity.Error and state.data["new"] == "reserve"
+    _change(client, uri, 2, text)
+    assert await _diagnostics(client, uri, []) == []
+    # The graph renamed in its buffer, unsaved: the sim file's goal now names no state.
+    desk_text = (folder / "desk.yaml").read_text(encoding="utf-8")
+    desk, _ = await _open(client, folder, "desk.yaml")
+    _change(client, desk, 2, desk_text.replace("reserve", "reserved"))
+    (found_state,) = await _diagnostics(client, uri, ["unknown-state"])
+    assert "did you mean `reserved`?" in found_state.message
+    _change(client, desk, 3, desk_text)
+    assert await _diagnostics(client, uri, []) == []
+    _close(client, desk)
+    _close(client, uri)
+
+
+async def test_sim_file_completion(client: LanguageClient, folder: Path) -> None:
+    text = (folder / "desk.sim.yaml").read_text(encoding="utf-8")
+    uri, _ = await _open(client, folder, "desk.sim.yaml")
+
+    async def at(edited: str, needle: str) -> list[str]:
+        return await _complete(client, uri, edited, _position(edited, needle, len(needle)))
+
+    states = ["greet", "reserve", "confirm", "bye"]
+    assert await at(text.replace("reach: [reserve]", "reach: [r"), "reach: [r") == states
+    assert await at(text.replace("never: []", "never: [b"), "never: [b") == states
+    says = text.replace("      greet: [", "      g\n      greet: [")
+    assert await at(says, "\n      g") == states
+    facts = text.replace("facts: {party: 4}", "facts:\n      p")
+    assert await at(facts, "facts:\n      p") == ["party"]
+    keys = await _items(client, uri, text.replace("runs: 2", "ru"), "\nru")
+    assert "runs" in keys and "max_turns" in keys and "cases" not in keys
+    assert keys["runs"] == "Runs per persona, each with its own seed."
+    _close(client, uri)
+
+
 async def test_a_subgraph_change_relints_its_parent(client: LanguageClient, folder: Path) -> None:
     desk, _ = await _open(client, folder, "desk.yaml")
     desk_text = (folder / "desk.yaml").read_text(encoding="utf-8")
@@ -246,6 +298,7 @@ async def test_definition_references_and_hover(client: LanguageClient, folder: P
         t.ReferenceParams(context=context, text_document=document, position=reserve)
     )
     tests = (folder / "desk.test.yaml").read_text(encoding="utf-8")
+    sims = (folder / "desk.sim.yaml").read_text(encoding="utf-8")
     assert sorted((r.uri, r.range.start.line) for r in refs) == sorted(
         [
             (uri, _position(text, "next_state: reserve").line),
@@ -254,6 +307,7 @@ async def test_definition_references_and_hover(client: LanguageClient, folder: P
             (uri, _position(text, "[S] reserve ->").line),
             (_uri(folder, "desk.test.yaml"), _position(tests, "[reserve]").line),
             (_uri(folder, "desk.test.yaml"), _position(tests, "[reserve, confirm]").line),
+            (_uri(folder, "desk.sim.yaml"), _position(sims, "[reserve]").line),
         ]
     )
     hover = await client.text_document_hover_async(t.HoverParams(document, reserve))
@@ -303,7 +357,7 @@ async def test_hover_explains_a_diagnostic(client: LanguageClient, folder: Path)
     _close(client, uri)
 
 
-async def test_rename_reaches_the_topology_and_the_tests(
+async def test_rename_reaches_the_topology_the_tests_and_the_sims(
     client: LanguageClient, folder: Path
 ) -> None:
     text = (folder / "desk.yaml").read_text(encoding="utf-8")
@@ -314,7 +368,8 @@ async def test_rename_reaches_the_topology_and_the_tests(
     assert ready == t.Range(where, t.Position(where.line, where.character + len("reserve")))
     edit = await client.text_document_rename_async(t.RenameParams(document, where, "book_table"))
     assert edit is not None and edit.changes is not None
-    assert sorted(edit.changes) == [_uri(folder, "desk.test.yaml"), uri]
+    sim = _uri(folder, "desk.sim.yaml")
+    assert sorted(edit.changes) == sorted([_uri(folder, "desk.test.yaml"), sim, uri])
     renamed = _apply(text, edit.changes[uri])
     assert "reserve" not in renamed
     assert renamed.count("book_table") == 4  # the key, the exit and the topology's two
@@ -322,6 +377,8 @@ async def test_rename_reaches_the_topology_and_the_tests(
     assert _apply(tests, edit.changes[_uri(folder, "desk.test.yaml")]) == tests.replace(
         "reserve", "book_table"
     )
+    sims = (folder / "desk.sim.yaml").read_text(encoding="utf-8")
+    assert _apply(sims, edit.changes[sim]) == sims.replace("reserve", "book_table")
     # The renamed graph lints clean: nothing was missed.
     _change(client, uri, 5, renamed)
     assert await _diagnostics(client, uri, []) == []

@@ -29,13 +29,17 @@ CHROMA = Path(sys.executable).with_name("chroma")
 
 class Server:
     def __init__(self, path: Path) -> None:
-        self.port = free_port()
+        self.path, self.port = path, free_port()
+        self.restart()
+
+    def restart(self) -> None:
+        """Start `chroma run` on this server's folder and port (again, after `stop`)."""
         self.process = subprocess.Popen(
             [
                 str(CHROMA),
                 "run",
                 "--path",
-                str(path),
+                str(self.path),
                 "--host",
                 "127.0.0.1",
                 "--port",

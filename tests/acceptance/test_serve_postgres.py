@@ -46,14 +46,14 @@ def user_messages(url: str, session: str) -> list[str]:
 
 def test_cgraph_creates_its_tables_and_refuses_a_later_layout(pg_url: str, tmp_path: Path) -> None:
     first = ran([str(CGRAPH), "store", "migrate", pg_url])
-    assert (first.returncode, first.stdout) == (0, "session store layout created at version 3\n")
+    assert (first.returncode, first.stdout) == (0, "session store layout created at version 4\n")
     again = ran([str(CGRAPH), "store", "migrate", pg_url])
-    assert again.stdout == "session store layout already at version 3\n"
+    assert again.stdout == "session store layout already at version 4\n"
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE cgraph_schema SET version = 99")
     refused = ran([str(CGRAPH), "serve", str(TALK), "--store", pg_url, "--memory", "off"])
     assert refused.returncode == 1
-    assert "has layout version 99, newer than this cgraph's 3: upgrade cgraph" in refused.stderr
+    assert "has layout version 99, newer than this cgraph's 4: upgrade cgraph" in refused.stderr
 
 
 def test_embedded_memory_is_refused_with_a_database_store(pg_url: str) -> None:

@@ -1,6 +1,8 @@
 """Webhooks from a real `cgraph serve` to a real receiver process that fails, times out and
 restarts, while the server itself is killed and started again: every event arrives, signed,
-at least once under its one id, and no turn waits for any of it. On SQLite and PostgreSQL."""
+at least once under its one id, and no turn waits for any of it; a server killed with -9
+the moment it replied still sends every event of that turn, and none of a turn it never
+committed. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -80,11 +83,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("pg_url"))
 
 
-def serve(store: str, receiver: Receiver, folder: Path) -> Server:
-    hook = f"{receiver.url} events={EVENTS} secret=env:HOOK_SECRET timeout=1 backoff=0.1"
+def serve(
+    store: str, receiver: Receiver, folder: Path, *, events: str = EVENTS, script: Path = SCRIPT
+) -> Server:
+    wanted = f" events={events}" if events else ""
+    hook = f"{receiver.url}{wanted} secret=env:HOOK_SECRET timeout=1 backoff=0.1"
     return start(
         str(GRAPHS / "talk.yaml"),
-        *("--store", store, "--memory", "off", "--model", f"scripted:{SCRIPT}"),
+        *("--store", store, "--memory", "off", "--model", f"scripted:{script}"),
         *("--webhook", hook),
         folder=folder,
         HOOK_SECRET=SECRET,
@@ -151,3 +157,67 @@ def deliveries_by_type(found: list[dict[str, Any]]) -> dict[str, int]:
     for delivery in found:
         counted[delivery["type"]] = counted.get(delivery["type"], 0) + 1
     return counted
+
+
+def test_a_server_killed_right_after_a_reply_sends_every_event_of_its_committed_turns(
+    tmp_path: Path, receiver: Receiver, store: str
+) -> None:
+    """The receiver is down until the server was killed: nothing could be sent before, so
+    what arrives was in the store when the reply went out. Session `b`'s turn is waiting
+    on the model when the kill lands: it never committed, and nothing tells of it."""
+    slow = tmp_path / "slow.yaml"
+    slow.write_text("talk: {sleep: 3, then: {exit: stay, reason: stays, reply: ok}}\n")
+    server = serve(store, receiver, tmp_path, events="", script=slow)
+    answers: dict[str, Any] = {}
+    try:
+        client = server.client()
+        a, b = (client.post("/v1/sessions", json={"graph": "talk"}).json()["session"] for _ in "ab")
+
+        def send(sid: str) -> None:
+            with server.client() as own:
+                answers[sid] = own.post(f"/v1/sessions/{sid}/messages", json={"text": "hi"})
+
+        in_flight = threading.Thread(target=send, args=(b,))
+        threading.Timer(1.0, in_flight.start).start()
+        send(a)  # its reply, then at once:
+        server.stop(signal.SIGKILL)
+        in_flight.join()
+    finally:
+        server.stop(signal.SIGKILL)
+    assert answers[a].status_code == 200 and b not in answers  # `b` was cut off mid-turn
+    assert receiver.received() == []
+    receiver.start("ok")
+    server = serve(store, receiver, tmp_path, events="")
+    try:
+        expected = {(a, "session.started", 0), (b, "session.started", 0), (a, "turn.committed", 1)}
+        expected |= {(a, "state.entered", 1) for _ in answers[a].json()["path"]}
+        arrived = waited(
+            lambda: expected <= (got := _told(receiver)) and got,
+            "every event of the committed turns",
+        )
+        time.sleep(1.0)  # a straggler would come within the dispatcher's next looks
+        arrived = _told(receiver)
+        listed = deliveries(server)
+    finally:
+        server.stop(signal.SIGKILL)
+    assert arrived == expected
+    assert not [d for d in listed if d["event"]["session"] == b and d["type"] != "session.started"]
+    committed = next(
+        r for r in _bodies(receiver) if r["type"] == "turn.committed" and r["session"] == a
+    )
+    assert committed["data"] == answers[a].json()  # the turn as its reply told it
+    assert all(r["valid"] for r in receiver.received())
+
+
+def _bodies(receiver: Receiver) -> list[dict[str, Any]]:
+    return [
+        json.loads(line) for line in (receiver.folder / "bodies.jsonl").read_text().splitlines()
+    ]
+
+
+def _told(receiver: Receiver) -> set[tuple[str, str, int]]:
+    """What arrived, deduplicated by event id as a receiver does: (session, type, turn)."""
+    if not (receiver.folder / "bodies.jsonl").exists():
+        return set()
+    unique = {r["id"]: r for r in _bodies(receiver)}
+    return {(r["session"], r["type"], r["turn"]) for r in unique.values()}

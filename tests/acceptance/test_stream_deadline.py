@@ -69,7 +69,7 @@ def test_a_streamed_answer_ends_with_the_turn_deadline(tmp_path: Path, kind: str
         session = start(tmp_path, server)
         chunks, turn, took = stream_turn(session)
     assert took < DEADLINE + MARGIN, f"{kind}: the turn took {took:.1f} s"
-    assert turn.fallback and turn.reply == session.current_graph.fallback
+    assert turn.fallback and turn.reply == session.view.current_graph.fallback
     shown = "".join(c.text for c in chunks if isinstance(c, Delta))
     assert shown, "the half answer reached the stream before it stopped"
     assert chunks[-1] == Retracted(shown, failed=True)  # withdrawn: the fallback stands

@@ -85,7 +85,7 @@ def one_run(folder: Path, run: int) -> str:
     with serve(OPENAI, answers=[answer("Back again.")]) as healthy:
         model = LiteLLMModel("openai/m", api_base=healthy.base, timeout=TIMEOUT)
         again = Session.resume(session.id, store=store, model=model)
-        assert again.recovered is None and again.interrupted is None, where
+        assert again.recovered is None and again.view.interrupted is None, where
         assert again.send("hello").number == 3, where
         again.close()
     with sqlite3.connect(store / "sessions.sqlite") as db:

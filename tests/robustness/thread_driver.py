@@ -47,7 +47,7 @@ def main(folder: Path, session_id: str) -> None:
         session = Session.start(
             folder / "graph.yaml", model=model, store=store, session_id=session_id
         )
-    if session.interrupted is not None:
+    if session.view.interrupted is not None:
         # A turn begun in a replying state still has its first question to ask; one killed
         # after its tool ran (the state it replies from reached) has asked it already.
         turns.started = session.state not in REPLIED or _tool_ran(session)

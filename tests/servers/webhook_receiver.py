@@ -3,7 +3,7 @@ FOLDER`. It checks each POST's HMAC-SHA256 signature (as the serving guide's exa
 does), then answers as `FOLDER/mode` says at that moment: `ok` (200), `fail` (500) or
 `slow` (answers after 30 s: the sender times out first). Every POST is appended to
 `FOLDER/received.jsonl`: the mode, the event id and type, the attempt, whether the
-signature was right.
+signature was right; and each event it answered 200 to, whole, to `FOLDER/bodies.jsonl`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,11 @@ def main() -> None:
                 out.write(json.dumps(seen) + "\n")
             if mode == "slow":
                 time.sleep(30)
-            self.send_response(200 if mode == "ok" and seen["valid"] else 500)
+            accepted = mode == "ok" and seen["valid"]
+            if accepted:
+                with (folder / "bodies.jsonl").open("a") as out:
+                    out.write(json.dumps(event) + "\n")
+            self.send_response(200 if accepted else 500)
             self.send_header("content-length", "0")
             self.end_headers()
 

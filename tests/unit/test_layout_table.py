@@ -9,6 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = [
     "",
+    "session",
     "spec",
     "wiring",
     "lint",

@@ -20,8 +20,9 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from cgraph.backends.embed import Embedder, Vector
 from cgraph.backends.memory.layout import (
@@ -38,6 +39,7 @@ from cgraph.backends.memory.layout import (
     stamp,
 )
 from cgraph.backends.memory.pending import Outbox
+from cgraph.backends.memory.places import Place, missing, shared_place
 from cgraph.backends.memory.policy import (
     DAY,
     Nearest,
@@ -62,6 +64,7 @@ SERVER_TIMEOUT = 5.0
 ADD_BATCH = 1000
 """Memories per Chroma write; its limit is about 5,000."""
 Memories = list[Memory]
+T = TypeVar("T")
 
 
 def memory_folder(store: Path) -> Path:
@@ -133,8 +136,10 @@ class ChromaMemory:
         self._embedder = embedder
         self._clock = clock
         self._new_id = new_id
-        self._client: Any = None
-        self._collections: dict[str, Any] = {}
+        # One client and one handle per user collection for every store of this process
+        # naming the same place (`places`): what one store drops, none still holds.
+        self._place = Place() if private else shared_place(self.path, host, port, self.prefix)
+        self._drained = False
         self._last_full_prune = float("-inf")
 
     def __repr__(self) -> str:
@@ -163,11 +168,15 @@ class ChromaMemory:
             return []
         vectors = self._embed(texts)
         where = owner_where(user_id, tiers, session_id)
-        with self._guard("recall"):
+
+        def query() -> Memories:
             hits = self._query(user_id, vectors, where, top_k)
             if any(self._expired(m) for m in hits):  # rare: prune() runs on every add
                 self._prune_user(user_id)
                 hits = self._query(user_id, vectors, where, top_k)
+            return hits
+
+        hits = self._guarded("recall", query)
         live = [m for m in hits if not self._expired(m) and visible(m, session_id)]
         return best(live, top_k, min_score)
 
@@ -175,8 +184,7 @@ class ChromaMemory:
         fresh = [replace(i, text=i.text.strip()) for i in items if i.text.strip()]
         if not fresh:
             return []
-        with self._guard("store"):
-            return self._store(user_id, fresh)
+        return self._guarded("store", partial(self._store, user_id, fresh))
 
     def _store(self, user_id: str, fresh: Sequence[NewMemory]) -> Memories:
         vectors = self._embed([i.text for i in fresh])
@@ -195,8 +203,7 @@ class ChromaMemory:
     ) -> Memories:
         """A user's live memories (those `session_id` may see, when given), oldest first."""
         where = owner_where(user_id, tiers, session_id)
-        with self._guard("list"):
-            got = self._get(user_id, where=where, include=_RECORD)
+        got = self._guarded("list", partial(self._get, user_id, where=where, include=_RECORD))
         found = [m for m in records(got) if not self._expired(m) and visible(m, session_id)]
         return sorted(found, key=lambda m: (m.created_at, m.id))
 
@@ -207,28 +214,35 @@ class ChromaMemory:
     def delete(self, user_id: str, ids: Sequence[str] | None = None) -> int:
         if ids is not None and not ids:
             return 0
-        with self._guard("delete"):
+
+        def delete() -> int:
             if ids is None:
                 return self._drop_user(user_id)
             owned = self._get(user_id, ids=list(ids), where={"user_id": user_id}, include=[])
             return self._delete_ids(user_id, owned["ids"])
 
+        return self._guarded("delete", delete)
+
     def count(self, user_id: str) -> int:
-        with self._guard("count"):
-            return len(self._get(user_id, where={"user_id": user_id}, include=[])["ids"])
+        got = self._guarded(
+            "count", partial(self._get, user_id, where={"user_id": user_id}, include=[])
+        )
+        return len(got["ids"])
 
     def users(self) -> builtins.list[str]:
         """Every user with a memory collection in this store."""
-        with self._guard("list"):
-            return sorted(self._user_collections())
+        return sorted(self._guarded("list", self._user_collections))
 
     # --- retention ----------------------------------------------------------------------
 
     def prune(self, user_id: str | None = None) -> int:
         """Delete expired memories and those over the per-tier caps; returns how many."""
-        with self._guard("prune"):
+
+        def prune() -> int:
             users = [user_id] if user_id is not None else self._user_collections()
             return sum(self._prune_user(u) + self._prune_over_cap(u) for u in users)
+
+        return self._guarded("prune", prune)
 
     def _expired(self, m: Memory) -> bool:
         return expired(m, self.ttl_days, self._clock())
@@ -333,13 +347,14 @@ class ChromaMemory:
         count = len(self._get(user_id, include=[])["ids"])
         if self._user_coll(user_id, create=False) is not None:
             self._chroma().delete_collection(collection_name(self.prefix, user_id))
-        self._collections.pop(user_id, None)
+        self._place.collections.pop(user_id, None)
         return count
 
     def _user_coll(self, user_id: str, *, create: bool) -> Any:
         """The user's collection, or None when they have none and `create` is false."""
-        if user_id in self._collections:
-            return self._collections[user_id]
+        known = self._place.collections.get(user_id)
+        if known is not None:
+            return known
         name = collection_name(self.prefix, user_id)
         client = self._chroma()
         if create:
@@ -356,7 +371,7 @@ class ChromaMemory:
                 coll = client.get_collection(name, embedding_function=None)
             except NotFoundError:
                 return None  # not cached: another process may create it
-        self._collections[user_id] = coll
+        self._place.collections[user_id] = coll
         return coll
 
     def _user_collections(self) -> dict[str, Any]:
@@ -384,7 +399,7 @@ class ChromaMemory:
         except CgraphError as err:
             raise MemoryStoreError(f"memory {action} failed: {err.message}") from err
         except Exception as err:  # chromadb raises many types; the engine needs one
-            self._collections.clear()  # a handle may be stale (deleted by another process)
+            self._place.collections.clear()  # a handle may be stale
             raise MemoryStoreError(f"memory {action} failed ({self!r}): {err}") from err
 
     def drain(self) -> None:
@@ -393,11 +408,28 @@ class ChromaMemory:
             self._chroma()
             self._drain()
 
+    def _guarded(self, action: str, work: Callable[[], T]) -> T:
+        """`work()` under `_guard`, once more when a collection handle was stale (another
+        process dropped the user's collection since it was looked up): the second time
+        looks it up again, and finds it gone or new."""
+        with self._guard(action):
+            try:
+                return work()
+            except Exception as err:
+                if not missing(err):
+                    raise
+                self._place.collections.clear()
+                return work()
+
     def _chroma(self) -> Any:
-        if self._client is None:
-            self._client = self._connect()
+        place = self._place
+        with place.lock:
+            if place.client is None:
+                place.client = self._connect()
+        if not self._drained:
+            self._drained = True
             self._drain()  # what earlier runs left waiting, before any read
-        return self._client
+        return place.client
 
     def _drain(self) -> None:
         if self.path is None:

@@ -44,7 +44,8 @@ def _closes(graph: Graph, name: str) -> bool:
     """An action state whose own exits all end the conversation (a goodbye state)."""
     state = graph.states.get(name)
     targets = _next_states(graph, name)
-    return getattr(state, "type", "") == "action" and bool(targets) and set(targets) == {"END"}
+    speaks = state is not None and state.type == "action"
+    return speaks and bool(targets) and set(targets) == {"END"}
 
 
 def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
@@ -58,7 +59,8 @@ def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
     texts: list[str] = [text for act in acts for text in (act.description, *act.examples)]
     for name in graph.states if names is None else names:
         state = graph.states.get(name)
-        texts += [getattr(state, "objective", None) or "", *(getattr(state, "actions", None) or ())]
+        objective = state.objective if state is not None else ""
+        texts += [objective, *(getattr(state, "actions", None) or ())]
         texts += getattr(state, "intra_state_navigation_guidelines", None) or ()
         for exit_ in [*graph.global_exits, *(getattr(state, "exit_conditions", None) or ())]:
             if exit_.description:

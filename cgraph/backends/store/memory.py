@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from cgraph.backends.store.leases import LEASE_SECONDS, Holding, lost
+from cgraph.backends.store.outbox import MemoryOutbox
 from cgraph.backends.store.rows import (
     check_quota,
     dumps,
@@ -20,7 +21,7 @@ from cgraph.backends.store.rows import (
     summary_row,
 )
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
-from cgraph.runtime.ports import Lease, SessionInfo, Standing, StoredSession
+from cgraph.runtime.ports import Delivery, Lease, SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
 
 
@@ -48,6 +49,8 @@ class InMemorySessionStore:
         # The listing's summary (turn, state) is derived from the snapshot when asked for,
         # not rebuilt at every step's commit.
         self._updated: dict[str, float] = {}
+        self._deliveries: dict[str, Delivery] = {}
+        self._sending = threading.Lock()
 
     def create(
         self,
@@ -56,6 +59,7 @@ class InMemorySessionStore:
         events: Sequence[Event],
         *,
         fence: int | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         self._fenced(info.id, fence)
         with self._creating:  # the count and the insert as one
@@ -70,6 +74,7 @@ class InMemorySessionStore:
         # Kept as text so a caller mutating its snapshot afterwards cannot change the store.
         self._snapshots[info.id] = dumps(snapshot)
         self._checkpoints[(info.id, 0)] = self._snapshots[info.id]
+        self._keep(deliveries)
 
     def commit(
         self,
@@ -80,6 +85,7 @@ class InMemorySessionStore:
         checkpoint: int | None = None,
         rewind_to: int | None = None,
         fence: int | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         self._require(session_id)
         self._fenced(session_id, fence)
@@ -101,6 +107,16 @@ class InMemorySessionStore:
         self._updated[session_id] = last_at(events, self._updated[session_id])
         if checkpoint is not None:
             self._checkpoints[(session_id, checkpoint)] = text
+        self._keep(deliveries)
+
+    def _keep(self, deliveries: Sequence[Delivery]) -> None:
+        with self._sending:
+            for delivery in deliveries:
+                self._deliveries.setdefault(delivery.id, delivery)
+
+    def outbox(self) -> MemoryOutbox:
+        """The deliveries this store's commits added (gone with the process)."""
+        return MemoryOutbox(self._deliveries, self._sending)
 
     def append(self, session_id: str, events: Sequence[Event], *, fence: int | None = None) -> None:
         self._require(session_id)

@@ -1,11 +1,13 @@
-"""The webhook outbox: deliveries waiting to be POSTed, kept where the sessions are — a
-`webhooks.sqlite` beside a SQLite store (its own file, so a delivery never waits on a
-turn's write lock), or the `cgraph_webhook_deliveries` table of a PostgreSQL store — so
-that what a server had to send survives its restart.
+"""The webhook outbox: deliveries waiting to be POSTed, kept with the sessions — the table
+`cgraph_webhook_deliveries` of the SQLite file or the PostgreSQL database — and written by
+the store's own commits (`SessionStore.commit(deliveries=…)`): a turn's events are in the
+outbox exactly when the turn is committed, so a process killed right after a reply loses
+none of them.
 
-Several processes may share one outbox: a delivery is *claimed* (its next attempt pushed a
-lease ahead) before it is sent, so two dispatchers do not send it at once; a dispatcher
-that dies lets the lease run out and another sends it (at least once).
+What is here is the dispatcher's side, on a connection of its own: several processes may
+share one outbox, and a delivery is *claimed* (its next attempt pushed a lease ahead)
+before it is sent, so two dispatchers do not send it at once; a dispatcher that dies lets
+the lease run out and another sends it (at least once).
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from cgraph.errors import StoreError
+from cgraph.runtime.ports import Delivery
 
 TABLE = "cgraph_webhook_deliveries"
 COLUMNS = (
@@ -35,69 +38,51 @@ COLUMNS = (
     "created_at",
     "delivered_at",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """One event for one destination, and how its sending went."""
-
-    id: str
-    """The event id and the destination's: unique per delivery."""
-    event_id: str
-    """What a receiver deduplicates by (the same on every attempt)."""
-    destination: str
-    type: str
-    owner: str
-    """The user whose session the event is of."""
-    body: str
-    status: str = "pending"
-    """`pending`, `delivered` or `failed` (given up after the last attempt)."""
-    attempts: int = 0
-    next_at: float = 0.0
-    last_error: str | None = None
-    created_at: float = 0.0
-    delivered_at: float | None = None
-
-
 assert tuple(f.name for f in fields(Delivery)) == COLUMNS
 
+SQLITE_TABLE = f"""
+CREATE TABLE IF NOT EXISTS {TABLE} (id TEXT PRIMARY KEY, event_id TEXT NOT NULL,
+    destination TEXT NOT NULL, type TEXT NOT NULL, owner TEXT NOT NULL, body TEXT NOT NULL,
+    status TEXT NOT NULL, attempts INTEGER NOT NULL, next_at REAL NOT NULL, last_error TEXT,
+    created_at REAL NOT NULL, delivered_at REAL);
+CREATE INDEX IF NOT EXISTS {TABLE}_due ON {TABLE} (status, next_at);
+CREATE INDEX IF NOT EXISTS {TABLE}_owner ON {TABLE} (owner, created_at);
+"""
+"""The SQLite store's outbox (its layout 4)."""
+POSTGRES_TABLE = f"""
+CREATE TABLE IF NOT EXISTS {TABLE} (id text PRIMARY KEY, event_id text NOT NULL,
+    destination text NOT NULL, type text NOT NULL, owner text NOT NULL, body text NOT NULL,
+    status text NOT NULL, attempts int NOT NULL, next_at float8 NOT NULL, last_error text,
+    created_at float8 NOT NULL, delivered_at float8);
+CREATE INDEX IF NOT EXISTS {TABLE}_due ON {TABLE} (status, next_at);
+CREATE INDEX IF NOT EXISTS {TABLE}_owner ON {TABLE} (owner, created_at);
+"""
+"""The PostgreSQL store's outbox (its migration 4)."""
+SQLITE_INSERT = f"INSERT OR IGNORE INTO {TABLE} VALUES ({', '.join('?' * len(COLUMNS))})"
+"""How a store's commit adds deliveries: one already there (by its id) is left as it is
+(a turn's last step committed again after a failed attempt)."""
 
-class Outbox(Protocol):
-    """Where deliveries wait (SQLite or PostgreSQL)."""
 
-    def add(self, deliveries: Sequence[Delivery]) -> None: ...
-
-    def claim(self, now: float, lease: float, limit: int) -> list[Delivery]: ...
-
-    def settle(self, delivery: Delivery) -> None: ...
-
-    def deliveries(self, owner: str, status: str | None, limit: int) -> list[Delivery]: ...
-
-    def close(self) -> None: ...
+def values(deliveries: Sequence[Delivery]) -> list[tuple[Any, ...]]:
+    """The rows of `deliveries`, in `COLUMNS` order."""
+    return [tuple(getattr(d, c) for c in COLUMNS) for d in deliveries]
 
 
-def _row(values: Sequence[Any]) -> Delivery:
-    return Delivery(*values)
+def _row(row: Sequence[Any]) -> Delivery:
+    return Delivery(*row)
 
 
 class SQLiteOutbox:
-    """The outbox in a SQLite file of its own."""
+    """The outbox table of a SQLite session store, on a connection of its own."""
 
     def __init__(self, path: Path) -> None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=5000")
-            self._db.execute(
-                f"CREATE TABLE IF NOT EXISTS {TABLE} (id TEXT PRIMARY KEY, event_id TEXT, "
-                "destination TEXT, type TEXT, owner TEXT, body TEXT, status TEXT, "
-                "attempts INTEGER, next_at REAL, last_error TEXT, created_at REAL, "
-                "delivered_at REAL)"
-            )
-            self._db.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_due ON {TABLE} (status, next_at)")
         except sqlite3.Error as err:
             raise StoreError(f"webhook outbox {path}: {err}") from err
+        self.path = path
         self._lock = threading.Lock()
 
     @contextmanager
@@ -105,29 +90,27 @@ class SQLiteOutbox:
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
-                yield self._db
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-
-    def add(self, deliveries: Sequence[Delivery]) -> None:
-        """Keep `deliveries` (one already kept, by its id, is left as it is)."""
-        marks = ", ".join("?" * len(COLUMNS))
-        with self._writing() as db:
-            db.executemany(
-                f"INSERT OR IGNORE INTO {TABLE} VALUES ({marks})",
-                [tuple(getattr(d, c) for c in COLUMNS) for d in deliveries],
-            )
+                try:
+                    yield self._db
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as err:
+                raise StoreError(f"webhook outbox {self.path}: {err}") from err
 
     def claim(self, now: float, lease: float, limit: int) -> list[Delivery]:
         """Up to `limit` pending deliveries due by `now`, each leased until `now + lease`."""
+        due = f"SELECT {', '.join(COLUMNS)} FROM {TABLE} WHERE status = 'pending' AND "
+        due += "next_at <= ? ORDER BY next_at LIMIT ?"
+        with self._lock:  # a read first: the poll takes the file's write lock only for work
+            try:
+                if not self._db.execute(due, (now, 1)).fetchone():
+                    return []
+            except sqlite3.Error as err:
+                raise StoreError(f"webhook outbox {self.path}: {err}") from err
         with self._writing() as db:
-            found = db.execute(
-                f"SELECT {', '.join(COLUMNS)} FROM {TABLE} WHERE status = 'pending' AND "
-                "next_at <= ? ORDER BY next_at LIMIT ?",
-                (now, limit),
-            ).fetchall()
+            found = db.execute(due, (now, limit)).fetchall()
             db.executemany(
                 f"UPDATE {TABLE} SET next_at = ? WHERE id = ?",
                 [(now + lease, row[0]) for row in found],
@@ -140,14 +123,7 @@ class SQLiteOutbox:
             db.execute(
                 f"UPDATE {TABLE} SET status = ?, attempts = ?, next_at = ?, last_error = ?, "
                 "delivered_at = ? WHERE id = ?",
-                (
-                    delivery.status,
-                    delivery.attempts,
-                    delivery.next_at,
-                    delivery.last_error,
-                    delivery.delivered_at,
-                    delivery.id,
-                ),
+                _settled(delivery),
             )
 
     def deliveries(self, owner: str, status: str | None, limit: int) -> list[Delivery]:
@@ -168,8 +144,19 @@ class SQLiteOutbox:
             self._db.close()
 
 
+def _settled(delivery: Delivery) -> tuple[Any, ...]:
+    return (
+        delivery.status,
+        delivery.attempts,
+        delivery.next_at,
+        delivery.last_error,
+        delivery.delivered_at,
+        delivery.id,
+    )
+
+
 class PostgresOutbox:
-    """The outbox as a table of the PostgreSQL store, on one connection of its own."""
+    """The outbox table of a PostgreSQL store, on one connection of its own."""
 
     def __init__(self, url: str) -> None:
         import psycopg
@@ -178,16 +165,6 @@ class PostgresOutbox:
         self._url = url
         self._lock = threading.Lock()
         self._conn: Any = None
-        with self._cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (TABLE,))
-            cur.execute(
-                f"CREATE TABLE IF NOT EXISTS {TABLE} (id TEXT PRIMARY KEY, event_id TEXT NOT "
-                "NULL, destination TEXT NOT NULL, type TEXT NOT NULL, owner TEXT NOT NULL, "
-                "body TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL, "
-                "next_at DOUBLE PRECISION NOT NULL, last_error TEXT, created_at DOUBLE "
-                "PRECISION NOT NULL, delivered_at DOUBLE PRECISION)"
-            )
-            cur.execute(f"CREATE INDEX IF NOT EXISTS {TABLE}_due ON {TABLE} (status, next_at)")
 
     @contextmanager
     def _cursor(self) -> Iterator[Any]:
@@ -202,14 +179,6 @@ class PostgresOutbox:
                 if self._conn is not None and self._conn.broken:
                     self._conn = None
                 raise StoreError(f"webhook outbox: {err}") from err
-
-    def add(self, deliveries: Sequence[Delivery]) -> None:
-        marks = ", ".join(["%s"] * len(COLUMNS))
-        with self._cursor() as cur:
-            cur.executemany(
-                f"INSERT INTO {TABLE} VALUES ({marks}) ON CONFLICT (id) DO NOTHING",
-                [tuple(getattr(d, c) for c in COLUMNS) for d in deliveries],
-            )
 
     def claim(self, now: float, lease: float, limit: int) -> list[Delivery]:
         with self._cursor() as cur:
@@ -227,14 +196,7 @@ class PostgresOutbox:
             cur.execute(
                 f"UPDATE {TABLE} SET status = %s, attempts = %s, next_at = %s, last_error = %s, "
                 "delivered_at = %s WHERE id = %s",
-                (
-                    delivery.status,
-                    delivery.attempts,
-                    delivery.next_at,
-                    delivery.last_error,
-                    delivery.delivered_at,
-                    delivery.id,
-                ),
+                _settled(delivery),
             )
 
     def deliveries(self, owner: str, status: str | None, limit: int) -> list[Delivery]:
@@ -254,3 +216,38 @@ class PostgresOutbox:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
+
+
+class MemoryOutbox:
+    """The outbox of an in-memory store: its deliveries, under its lock."""
+
+    def __init__(self, rows: dict[str, Delivery], lock: threading.Lock) -> None:
+        self._rows, self._lock = rows, lock
+
+    def claim(self, now: float, lease: float, limit: int) -> list[Delivery]:
+        with self._lock:
+            due = sorted(
+                (d for d in self._rows.values() if d.status == "pending" and d.next_at <= now),
+                key=lambda d: d.next_at,
+            )[:limit]
+            for delivery in due:
+                self._rows[delivery.id] = replace(delivery, next_at=now + lease)
+        return due
+
+    def settle(self, delivery: Delivery) -> None:
+        with self._lock:
+            if delivery.id in self._rows:
+                self._rows[delivery.id] = delivery
+
+    def deliveries(self, owner: str, status: str | None, limit: int) -> list[Delivery]:
+        with self._lock:
+            found = [
+                d
+                for d in self._rows.values()
+                if d.owner == owner and (status is None or d.status == status)
+            ]
+        found.sort(key=lambda d: (-d.created_at, d.id))
+        return found[:limit]
+
+    def close(self) -> None:
+        pass

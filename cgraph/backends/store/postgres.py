@@ -42,6 +42,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from cgraph.backends.store.leases import LEASE_SECONDS, Holding, lost
+from cgraph.backends.store.outbox import COLUMNS, POSTGRES_TABLE, TABLE, PostgresOutbox, values
 from cgraph.backends.store.packing import (
     deflated,
     events_text,
@@ -52,7 +53,7 @@ from cgraph.backends.store.packing import (
 )
 from cgraph.backends.store.rows import check_quota, in_effect, info_row, key_of, last_at, place
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
-from cgraph.runtime.ports import Lease, SessionInfo, Standing, StoredSession
+from cgraph.runtime.ports import Delivery, Lease, SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
 
 MIGRATIONS: tuple[str, ...] = (
@@ -109,6 +110,10 @@ MIGRATIONS: tuple[str, ...] = (
         id text PRIMARY KEY, holder text, expires float8 NOT NULL, fence bigint NOT NULL
     ) WITH (fillfactor = 50);
     """,
+    # 4: the webhook outbox, written by the statement of a turn's last step (`_OUTBOX`), so
+    # a turn's events are kept exactly when the turn is. (An earlier cgraph's dispatcher
+    # created the same table on its own connection: IF NOT EXISTS.)
+    POSTGRES_TABLE,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 """The layout this cgraph writes: the number of migrations."""
@@ -176,23 +181,33 @@ _CHECKPOINT = """,
 c AS (INSERT INTO cgraph_checkpoints (sid, turn, snapshot)
     SELECT s.key, %(checkpoint)s, %(snapshot)s FROM s
     ON CONFLICT (sid, turn) DO UPDATE SET snapshot = excluded.snapshot)"""
+_TYPES = ("text",) * 7 + ("int", "float8", "text", "float8", "float8")
+_OUTBOX = f""",
+o AS (INSERT INTO {TABLE} SELECT u.* FROM s, unnest(
+    {", ".join(f"%(o_{c})s::{t}[]" for c, t in zip(COLUMNS, _TYPES, strict=True))}) AS u
+    ON CONFLICT (id) DO NOTHING)"""
+"""A turn's deliveries (`Announcer`), in its last step's statement: written only when the
+step is (the session found, the fence in force); one already there is kept."""
 _RESULT = "\nSELECT (SELECT count(*) FROM s), (SELECT count(*) FROM e), (SELECT ok FROM ok)"
 """(the session found, its events' row written, the fence in force)."""
 _COMMITS = {
-    (rewind, keys, checkpoint, fold): _STEP
+    (rewind, keys, checkpoint, fold, outbox): _STEP
     + (_FOLD if fold else _EVENTS)
     + (_REWIND if rewind else "")
     + (_KEYS if keys else "")
     + (_CHECKPOINT if checkpoint else "")
+    + (_OUTBOX if outbox else "")
     + _RESULT
     for rewind in (False, True)
     for keys in (False, True)
     for checkpoint in (False, True)
     for fold in (False, True)
+    for outbox in (False, True)
 }
 """One step's statement, by what it writes besides its events and the snapshot (an undo's
-rewind, idempotency keys, the turn's checkpoint, the turn's rows folded): a step writes
-only what it has, in one round trip, and each is prepared once per connection."""
+rewind, idempotency keys, the turn's checkpoint, the turn's rows folded, its deliveries):
+a step writes only what it has, in one round trip, and each is prepared once per
+connection."""
 _APPEND = {
     keys: _FENCED
     + ",\ns AS (SELECT key FROM cgraph_sessions WHERE id = %(sid)s AND (SELECT ok FROM ok))"
@@ -325,6 +340,7 @@ class PostgresStore:
         events: Sequence[Event],
         *,
         fence: int | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         text = pack(snapshot)
         row = (info.id, info.user_id, info.graph, info.graph_name, info.model)
@@ -343,6 +359,8 @@ class PostgresStore:
                     (*row, info.created_at, info.created_at, text, seq),
                 )
                 args = self._step(info.id, events, text, seq, 0, None) | {"fence": given}
+                if deliveries:
+                    args |= _outbox(deliveries)
                 conn.execute(_commit(args), args)
         except StoreError as err:
             if isinstance(err.__cause__, pg_errors.UniqueViolation):
@@ -358,10 +376,13 @@ class PostgresStore:
         checkpoint: int | None = None,
         rewind_to: int | None = None,
         fence: int | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         seq = int(snapshot.get("turn_seq", 0))
         args = self._step(session_id, events, pack(snapshot), seq, checkpoint, rewind_to)
         args["fence"] = self.leases.fence(session_id, fence)
+        if deliveries:
+            args |= _outbox(deliveries)
         self._run(session_id, _commit(args), args)
 
     def append(self, session_id: str, events: Sequence[Event], *, fence: int | None = None) -> None:
@@ -533,6 +554,10 @@ class PostgresStore:
         with self.leases.hold(session_id, wait, ttl) as lease:
             yield lease
 
+    def outbox(self) -> PostgresOutbox:
+        """The outbox table of this database (`cgraph.backends.store.outbox`)."""
+        return PostgresOutbox(self.url)
+
     def close(self) -> None:
         """Close the pool (when no lease is held; it opens again when used)."""
         with self._guard:
@@ -594,8 +619,15 @@ def _commit(args: dict[str, Any]) -> str:
             bool(args["keys"]),
             args["checkpoint"] is not None,
             args["fold_from"] is not None,
+            "o_id" in args,
         )
     ]
+
+
+def _outbox(deliveries: Sequence[Delivery]) -> dict[str, Any]:
+    """The `_OUTBOX` arguments: a column of `deliveries` per argument."""
+    rows = values(deliveries)
+    return {f"o_{column}": [row[i] for row in rows] for i, column in enumerate(COLUMNS)}
 
 
 def migrate(url: str) -> tuple[int, int]:

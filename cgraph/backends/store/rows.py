@@ -11,10 +11,11 @@ from typing import Any
 from cgraph.runtime.ports import SessionInfo
 from cgraph.runtime.state.records import Event, message_of
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The layout of a store's tables: 1 had no message places and no keys (a session read its
 whole log to find them); 2 indexes both; 3 adds the sessions' leases (an earlier cgraph,
-which does not look at them, must not write beside a later one)."""
+which does not look at them, must not write beside a later one); 4 the webhook outbox,
+written by the commits (an earlier cgraph would commit turns and drop their events)."""
 
 
 def summary_row(info: SessionInfo, snapshot: dict[str, Any], at: float) -> SessionInfo:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cgraph.backends.store.leases import LEASE_SECONDS, Holding, alive, lost
+from cgraph.backends.store.outbox import SQLITE_INSERT, SQLITE_TABLE, SQLiteOutbox, values
 from cgraph.backends.store.rows import (
     SCHEMA_VERSION,
     check_quota,
@@ -32,7 +33,7 @@ from cgraph.backends.store.rows import (
     replayed,
 )
 from cgraph.errors import SessionExists, SessionNotFound, StoreError
-from cgraph.runtime.ports import Lease, SessionInfo, Standing, StoredSession
+from cgraph.runtime.ports import Delivery, Lease, SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
 
 Synchronous = Literal["OFF", "NORMAL", "FULL"]
@@ -67,6 +68,8 @@ CREATE TABLE IF NOT EXISTS leases (
     session TEXT PRIMARY KEY, holder TEXT, expires REAL NOT NULL, fence INTEGER NOT NULL)
     WITHOUT ROWID;
 """
+# Version 4: the webhook outbox (`cgraph.backends.store.outbox.SQLITE_TABLE`), in this file
+# so that a turn's deliveries are committed in the turn's own transaction.
 
 
 class SQLiteStore:
@@ -132,6 +135,7 @@ class SQLiteStore:
         events: Sequence[Event],
         *,
         fence: int | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         text = dumps(snapshot)
         row = (info.id, info.user_id, info.graph, info.graph_name, info.model)
@@ -151,6 +155,8 @@ class SQLiteStore:
                 raise SessionExists(f"session `{info.id}` already exists") from err
             self._append(db, info.id, events)
             db.execute("INSERT INTO checkpoints VALUES (?,?,?)", (info.id, 0, text))
+            if deliveries:
+                db.executemany(SQLITE_INSERT, values(deliveries))
 
     def commit(
         self,
@@ -161,6 +167,7 @@ class SQLiteStore:
         checkpoint: int | None = None,
         rewind_to: int | None = None,
         fence: int | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
         text = dumps(snapshot)
         with self._transaction() as db:
@@ -183,6 +190,8 @@ class SQLiteStore:
                     "INSERT OR REPLACE INTO checkpoints VALUES (?,?,?)",
                     (session_id, checkpoint, text),
                 )
+            if deliveries:
+                db.executemany(SQLITE_INSERT, values(deliveries))
 
     def append(self, session_id: str, events: Sequence[Event], *, fence: int | None = None) -> None:
         with self._transaction() as db:
@@ -324,6 +333,10 @@ class SQLiteStore:
         if not ok:
             raise lost(session_id, given)
 
+    def outbox(self) -> SQLiteOutbox:
+        """The outbox table of this file (`cgraph.backends.store.outbox`)."""
+        return SQLiteOutbox(self.path)
+
     def close(self) -> None:
         with self._lock:
             if self._open is not None:
@@ -400,7 +413,7 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
     if older and "msg" not in {row[1] for row in db.execute("PRAGMA tableinfo_row(events)")}:
         db.execute("ALTER TABLE events ADD COLUMN msg INTEGER")
     # One statement at a time: `executescript` would commit the migration's transaction.
-    for statement in (_SCHEMA + _INDEXES + _LEASES).split(";"):
+    for statement in (_SCHEMA + _INDEXES + _LEASES + SQLITE_TABLE).split(";"):
         if statement.strip():
             db.execute(statement)
     if older:

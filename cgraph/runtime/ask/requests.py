@@ -80,7 +80,7 @@ def authored_reply(state: AnyState | None, context: Mapping[str, Any], here: str
     """The state `here`'s own words: its `say:` template, else its actions. A failing
     render raises `StepRenderFailed` (field `say` or `actions`): its source is never shown
     to the user."""
-    say = getattr(state, "say", None)
+    say = state.say if state is not None else None
     if say:
         text = rendered(here, "say", lambda: render_text(say, dict(context)))
         return text.strip() if is_template(say) else say.strip()
@@ -331,7 +331,7 @@ def _sources(state: AnyState | None) -> list[str]:
     if state is None:
         return []
     lists = (getattr(state, name, ()) for name in TEXT_FIELDS)
-    return [state.objective, getattr(state, "say", None) or "", *(t for ts in lists for t in ts)]
+    return [state.objective, state.say or "", *(t for ts in lists for t in ts)]
 
 
 def _authored(

@@ -11,13 +11,13 @@ message event carries its place in it (`msg`), which the store indexes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cgraph.errors import SessionError
 from cgraph.runtime.log import reading
 from cgraph.runtime.log.transcript import Transcript
-from cgraph.runtime.ports import SessionStore
+from cgraph.runtime.ports import Delivery, SessionStore
 from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.records import Event, EventKind, message_of, trusted_event
 from cgraph.runtime.state.snapshot import HistoryMarks, LogPosition, SessionState, stored
@@ -114,15 +114,17 @@ class EventLog:
         *,
         checkpoint: int | None = None,
         rewind_to: int | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> None:
-        """Write the buffered events and the state with the log's position, in one
-        transaction."""
+        """Write the buffered events and the state with the log's position (and a turn's
+        `deliveries` to the outbox), in one transaction."""
         self.store.commit(
             self.session_id,
             self._buffer,
             stored(state, self.position()),
             checkpoint=checkpoint,
             rewind_to=rewind_to,
+            deliveries=deliveries,
         )
         self._buffer, self._deferred = [], None
         # What the window no longer shows is let go (the store still holds it).

@@ -79,7 +79,8 @@ def fallback_reply(
     `fallback:`, else `authored` (a stopped turn repeats its state's words), else the
     graph's fallback. A fallback is a template, rendered with `context`; `RenderError`
     when it fails (`cgraph.runtime.routes.failures.fallback` then says something plain)."""
-    text = getattr(state, "fallback", None) or authored or graph.fallback
+    own = state.fallback if state is not None else None  # every state may have one
+    text = own or authored or graph.fallback
     if context is None or not is_template(text):
         return text
     return render_text(text, context).strip() or graph.fallback

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cgraph.runtime.ports import (
+    Announcer,
     ChatModel,
     ExitChooser,
     MemoryStore,
@@ -38,6 +39,9 @@ class Dependencies:
     """What picks memories without a language model (offline); None: `chat` is asked."""
     summariser: Summariser | None = None
     """What writes the running summary when `chat` writes none (offline) or fails."""
+    announce: Announcer | None = None
+    """What the session's start and each committed turn send out (webhooks), written to
+    the store's outbox with them; None: nothing."""
 
     @property
     def model(self) -> ChatModel | ExitChooser:

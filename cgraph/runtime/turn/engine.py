@@ -36,7 +36,7 @@ from cgraph.runtime.log.snapshots import read_snapshot
 from cgraph.runtime.memory import extraction
 from cgraph.runtime.memory.gateway import MemoryGateway
 from cgraph.runtime.needs import Offload, Steps
-from cgraph.runtime.ports import ChatModel, ExitChooser, LLMRequest
+from cgraph.runtime.ports import ChatModel, Delivery, ExitChooser, LLMRequest
 from cgraph.runtime.routes.failures import StepRenderFailed, failed_step
 from cgraph.runtime.routes.graphs import Graphs
 from cgraph.runtime.state.outcomes import Effects, Emit, Outcome
@@ -179,7 +179,8 @@ class Engine:
             applied = self.applier.apply(self.state, outcome)
             self._take(applied)
             if applied.done:
-                yield from self._commit(checkpoint=self.state.turn)
+                turn = self.state.turn
+                yield from self._commit(checkpoint=turn, deliveries=self._announced(turn))
                 return
             if replayable(applied.events):
                 self.log.defer(self.state)
@@ -294,5 +295,16 @@ class Engine:
         self.prompter.restart(self.log.transcript)
         yield from self._commit(rewind_to=number - 1)
 
-    def _commit(self, **where: int) -> Steps[None]:
+    def _announced(self, number: int) -> tuple[Delivery, ...]:
+        """What turn `number`, ending, sends out (`Dependencies.announce`): committed with
+        its last step, so it is sent exactly when the turn is kept."""
+        announce = self.deps.announce
+        if announce is None:
+            return ()
+        events = self.log.turn_events(number)
+        turn = log_view.build_turn(self.deps.session_id, number, events)
+        since = events[0].seq if events else self.log.turn_seq
+        return tuple(announce.turned(self.deps.graph.name, self.deps.user_id, turn, since))
+
+    def _commit(self, **where: Any) -> Steps[None]:
         yield Offload(partial(self.log.commit, self.state, **where), "store")

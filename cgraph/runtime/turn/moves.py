@@ -124,7 +124,7 @@ def _arrived(state: SessionState, graphs: Graphs, source: str) -> tuple[SessionS
     scratch = state.scratch._replace(entered=True)
     arrived = state._replace(visits=visits, turns_here=0, scratch=scratch)
     spec = current(arrived, graphs)[1]
-    reset = getattr(spec, "reset", ())
+    reset = spec.reset if spec is not None else ()
     return cleared(arrived, graphs, reset) if reset else arrived, Arrival(source, target)
 
 

@@ -248,7 +248,7 @@ function light(focus) {
   if ($("follow").checked) follow();
 }
 
-const READABLE = 1.3; // picture units per pixel at most: 11pt labels stay legible
+const READABLE = 1.0; // picture units per pixel at most: 11pt labels (states and exits) at 11 px
 
 function readable(svg, full) {
   // The whole graph if it is legible so; else as wide as legible, from the top (the
@@ -368,6 +368,7 @@ async function openSession(id) {
   $("message").hidden = true; // what was said was about the session before
   clearChat();
   $("session-label").textContent = `session ${id}`;
+  $("session-label").title = `session ${id}`;
   history.replaceState(null, "", `#graph=${encodeURIComponent(S.graph.file)}&session=${encodeURIComponent(id)}`);
   await refresh();
 }
@@ -604,17 +605,8 @@ function why(turn) {
   if (turn.warnings.length) tags.push(["warnings", "warn"]);
   for (const [text, kind] of tags) summary.append(" ", el("span", `tag ${kind}`, text));
   box.append(summary);
-  if (turn.transitions.length) {
-    const moves = el("ul", "moves");
-    for (const t of turn.transitions) {
-      const item = el("li");
-      item.append(el("span", "move", `${t.from} → ${t.to}`), " ", el("span", "reason", t.reason));
-      moves.append(item);
-    }
-    box.append(moves);
-  }
-  const said = new Set(turn.transitions.map((t) => t.reason));
-  for (const d of turn.why) box.append(decision(d, said));
+  const moves = movesOf(turn);
+  if (moves.childElementCount) box.append(moves);
   for (const s of turn.slots) box.append(line("slots", `${s.state}: ${slotText(s)}`));
   for (const call of turn.effects) box.append(line("tool", `${call.state}: ${toolText(call)}`));
   for (const call of turn.tool_calls) box.append(line("tool", `the model called ${toolText(call)}`));
@@ -624,33 +616,68 @@ function why(turn) {
   return box;
 }
 
-function decision(d, said) {
-  const box = el("div", "decision");
-  const chosen = d.chosen === "clarify" ? "to ask which was meant" : d.chosen;
-  const head = el("div", "step");
-  head.append(el("span", "", `${d.step} chose `), el("strong", "", chosen));
-  if (d.fallback) head.append(" ", el("span", "tag warn", "fallback"));
-  box.append(head);
-  const names = [...d.candidates].sort((a, b) => (d.scores[b] ?? -1) - (d.scores[a] ?? -1));
-  const scored = names.filter((n) => d.scores[n] !== undefined);
-  if (scored.length) {
-    const top = Math.max(...scored.map((n) => d.scores[n]), 0.0001);
-    const table = el("table", "scores");
-    for (const name of scored) {
-      const row = el("tr", name === d.chosen ? "chosen" : "");
-      const bar = el("span", "bar");
-      bar.style.width = `${Math.max(0, Math.min(1, d.scores[name] / top)) * 100}%`;
-      const cell = el("td", "bar-cell");
-      cell.append(bar);
-      row.append(el("td", "name", name), cell, el("td", "score", d.scores[name].toFixed(2)));
-      table.append(row);
-    }
-    box.append(table);
-  } else if (d.candidates.length > 1) {
-    box.append(el("div", "muted", `among ${d.candidates.join(", ")}`));
+function movesOf(turn) {
+  // Each move said once: a step's scores sit under the move it chose; a step that chose
+  // no move (it stays, or asks) is a line of its own, after the moves.
+  const list = el("ul", "moves");
+  const steps = [...turn.why];
+  const stepOf = (from, to) => {
+    const at = steps.findIndex((d) => d.state === from && d.chosen === to);
+    return at < 0 ? null : steps.splice(at, 1)[0];
+  };
+  for (const t of turn.transitions) list.append(move(`${t.from} → ${t.to}`, t.reason, stepOf(t.from, t.to)));
+  for (const d of steps) list.append(move(stayed(d), d.reason, d));
+  return list;
+}
+
+function stayed(d) {
+  // What a step that took no exit did, in the words a designer uses.
+  if (d.chosen === "clarify") return `${d.state} asks which was meant`;
+  if (d.chosen === "stay") return `${d.state} waits for the next message`;
+  return `${d.state} picked ${d.chosen}`;
+}
+
+function move(what, reason, d) {
+  const item = el("li", "step");
+  item.append(el("span", "move", what));
+  if (d && d.fallback) item.append(" ", el("span", "tag warn", "fallback"));
+  const because = d && d.reason && d.reason !== reason ? `${reason}; ${d.reason}` : reason;
+  if (because) item.append(" ", el("span", "reason", because));
+  if (d) {
+    const table = scores(d);
+    if (table) item.append(table);
   }
-  if (d.reason && !said.has(d.reason)) box.append(el("div", "reason", d.reason));
-  return box;
+  return item;
+}
+
+function scores(d) {
+  // The candidates a step weighed, best first, names in full (they often share a prefix).
+  const scored = [...d.candidates].filter((n) => d.scores[n] !== undefined)
+    .sort((a, b) => d.scores[b] - d.scores[a]);
+  if (scored.length < 2) return null;
+  const top = Math.max(...scored.map((n) => d.scores[n]), 0.0001);
+  const table = el("table", "scores");
+  for (const name of scored) {
+    const row = el("tr", name === d.chosen ? "chosen" : "");
+    const bar = el("span", "bar");
+    bar.style.width = `${Math.max(0, Math.min(1, d.scores[name] / top)) * 100}%`;
+    const cell = el("td", "bar-cell");
+    cell.append(bar);
+    row.append(nameCell(name), cell, el("td", "score", d.scores[name].toFixed(2)));
+    table.append(row);
+  }
+  return table;
+}
+
+function nameCell(name) {
+  // A long id may wrap after an underscore, never inside a word, and is never cut.
+  const cell = el("td", "name");
+  cell.title = name;
+  name.split(/(?<=_)/).forEach((part, i) => {
+    if (i) cell.append(document.createElement("wbr"));
+    cell.append(part);
+  });
+  return cell;
 }
 
 function line(kind, text) {

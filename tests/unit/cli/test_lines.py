@@ -14,7 +14,7 @@ from cgraph.cli import commands
 from cgraph.cli.lines import Message, parse_line, plain, run_lines
 from cgraph.cli.opening import Opened
 from cgraph.runtime.ports import NullMemory
-from cgraph.session import Session
+from cgraph.session import Session, Sessions
 from cgraph.spec.load import load_graph
 from tests.conftest import GRAPHS
 
@@ -30,10 +30,11 @@ class QuietMemory(NullMemory):
 def opened(store: Path, script: dict[str, Any] | None = None, graph_file: Path = CHECKIN) -> Opened:
     graph = load_graph(graph_file)
     chat = ScriptedModel(script or STAY)
-    session = Session.start(graph, model=chat, user_id="ann", store=store)
+    sessions = Sessions(store, model=chat, remember="background")
     return Opened(
         graph=graph,
-        session=session,
+        session=sessions.start(graph, user_id="ann"),
+        opener=sessions,
         model_name="scripted",
         memory=cast(Any, QuietMemory()),
         store=store,
@@ -76,7 +77,7 @@ def test_piped_commands_never_reach_the_graph(tmp_path: Path) -> None:
     assert "error: unknown command /nonsense — /help lists them" in err
     assert "error: unknown command /stat — did you mean /state? /help lists them" in err
     assert err.count("took back turn 1 (Hi); now in START") == 2  # /undo is /back
-    assert here.session.turn_number == 0
+    assert here.session.view.turn_number == 0
 
 
 def test_reset_starts_a_new_session_and_quit_stops_reading(tmp_path: Path) -> None:
@@ -268,11 +269,13 @@ def test_a_recovered_turn_is_printed_with_the_id_its_line_was_sent_with(tmp_path
     crashing = Session.start(graph, model=ScriptedModel({"*": Crash()}), store=tmp_path)
     with pytest.raises(Crash):
         crashing.send("Hi", key="m-17")
-    session = Session.resume(crashing.id, store=tmp_path, model=ScriptedModel(STAY), graph=graph)
+    sessions = Sessions(tmp_path, model=ScriptedModel(STAY), remember="background")
+    session = sessions.resume(crashing.id, graph=graph)
     assert session.recovered is not None
     here = Opened(
         graph=graph,
         session=session,
+        opener=sessions,
         model_name="scripted",
         memory=cast(Any, QuietMemory()),
         store=tmp_path,

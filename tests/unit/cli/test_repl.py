@@ -14,7 +14,7 @@ from cgraph.cli import commands
 from cgraph.cli.opening import Opened, load_checked
 from cgraph.cli.repl import SPINNER_AFTER, Repl, late_status, stage_direction
 from cgraph.lint.gate import offline_hints
-from cgraph.session import Session
+from cgraph.session import Session, Sessions
 from cgraph.spec.load import load_graph
 from tests.conftest import GRAPHS
 
@@ -64,9 +64,11 @@ def terminal(
     tmp_path: Path, session: Session, model_name: str, width: int | None = None
 ) -> tuple[Repl, io.StringIO]:
     """A REPL on `session` that prints into the returned buffer."""
+    opener = Sessions(session.store, model=session.model, memory=session.memory)
     opened = Opened(
         graph=session.graph,
         session=session,
+        opener=opener,
         model_name=model_name,
         memory=cast(Any, ReadyMemory()),
         store=tmp_path,
@@ -223,13 +225,13 @@ def test_a_typed_line_that_cannot_be_stored_is_refused_and_the_session_goes_on(
     for line in ("hi \udcff", "/memory \ud800", "nul \x00"):
         assert repl.take(line)  # refused, and the REPL goes on
     repl.send("hi \ud83d")  # the library refuses it too
-    assert session.turn_number == 0 and session.transcript == []
+    assert session.view.turn_number == 0 and session.transcript == []
     text = out.getvalue()
     assert "error: the message holds a byte that is not UTF-8 (0xff) at character 4" in text
     assert "error: the message holds a lone surrogate (U+D800) at character 9" in text
     assert "error: the message holds a NUL character at character 5" in text
     assert "error: the message holds a lone surrogate (U+D83D) at character 4" in text
-    assert repl.take("hi") and session.turn_number == 1
+    assert repl.take("hi") and session.view.turn_number == 1
 
 
 def test_the_terminal_is_never_handed_a_control_character_of_the_model(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.cli.lines import run_lines
 from cgraph.cli.opening import Opened
 from cgraph.errors import MemoryStoreError
-from cgraph.session import Session
+from cgraph.session import Sessions
 from cgraph.spec.load import load_graph
 from tests.commands import CGRAPH, environment, ran
 from tests.conftest import GRAPHS
@@ -186,10 +186,11 @@ def test_memory_failures_are_warned_per_turn_and_the_run_goes_on(tmp_path: Path)
     graph = load_graph(CHECKIN)
     memory = BrokenMemory(note="memory is off: no Chroma server answers at 127.0.0.1:9")
     chat = ScriptedModel({"*": {"exit": "stay", "reason": "r", "reply": "Hello"}})
-    session = Session.start(graph, model=chat, user_id="ann", store=tmp_path, memory=memory)
+    sessions = Sessions(tmp_path, model=chat, memory=memory, remember="background")
     opened = Opened(
         graph=graph,
-        session=session,
+        session=sessions.start(graph, user_id="ann"),
+        opener=sessions,
         model_name="scripted",
         memory=cast(Any, memory),
         store=tmp_path,

@@ -78,7 +78,7 @@ def test_max_reflections_guard(tmp_path: Path) -> None:
     session.send("hi")
     turn = session.send("think")
     assert turn.guard == "max_reflections" and turn.state == "a"
-    assert len(model.requests_for("r")) == 2 and session.notes == ["n", "n"]
+    assert len(model.requests_for("r")) == 2 and session.view.notes == ("n", "n")
     guard = [e.data for e in session.events() if e.kind == "guard"]
     assert [(g["guard"], g["at"], g["stopped_in"]) for g in guard] == [
         ("max_reflections", "r", "a")

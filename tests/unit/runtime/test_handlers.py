@@ -98,7 +98,7 @@ def test_reflection_writes_an_internal_note_never_shown(tmp_path: Path) -> None:
     )
     session = Session.start(graph(tmp_path, text), model=model)
     turn = session.send("hello")
-    assert session.notes == ["SECRET-NOTE"] and "SECRET-NOTE" not in turn.reply
+    assert session.view.notes == ("SECRET-NOTE",) and "SECRET-NOTE" not in turn.reply
     assert all("SECRET-NOTE" not in m["content"] for m in session.transcript)
     session.send("more")
     assert "SECRET-NOTE" in model.requests[-1].messages[-1]["content"]  # kept in context
@@ -142,7 +142,7 @@ def test_annotation_sets_variables_keeping_python_types(tmp_path: Path) -> None:
     assert session.variables == {"flags": ["x"], "count": 1, "seen": True, "label": "turn 1"}
     session.send("second")
     assert session.variables["flags"] == ["x", "x"] and session.variables["count"] == 2
-    assert session.annotations == ["flagged"]
+    assert session.view.annotations == ("flagged",)
 
 
 def side_effect_graph(

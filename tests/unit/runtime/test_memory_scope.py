@@ -146,7 +146,7 @@ def test_an_extraction_interrupted_after_storing_is_not_asked_again(
     session = Session.start(spec, model=asked, memory=once, user_id="ann", store=tmp_path)
     with pytest.raises(KeyboardInterrupt):
         session.send("I felt dizzy today")
-    assert session.turn_number == 1  # the turn itself was done: only extraction was cut short
+    assert session.view.turn_number == 1  # the turn itself was done: only extraction was cut short
     assert session.extract_memories() is not None
     assert [r.kind for r in asked.requests] == ["action", "extract"]
     assert len(memory.list("ann")) == 2

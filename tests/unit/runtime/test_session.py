@@ -12,7 +12,7 @@ from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.backends.store.sqlite import SQLiteStore
 from cgraph.errors import InputError, LLMError, SessionCompleted, SessionError
 from cgraph.runtime.ports import NewMemory
-from cgraph.session import Session
+from cgraph.session import Session, Sessions
 from tests.conftest import GRAPHS
 from tests.unit.runtime._runtime import FakeMemory, action, go, graph, pick, simple, stay
 
@@ -87,7 +87,7 @@ def test_a_whole_medical_check_in(tmp_path: Path, cleared: bool) -> None:
     assert [t.llm_calls for t in turns if len(t.path) == 1] == [1] * sum(
         len(t.path) == 1 for t in turns
     )  # every turn that stays costs exactly one call
-    assert session.notes == ["flags noted"]
+    assert session.view.notes == ("flags noted",)
     disqualified = model.requests_for("summarize_recommendations_disqualified")
     if not cleared:
         assert "findings (chest pain)" in disqualified[0].messages[0]["content"]
@@ -104,7 +104,7 @@ def test_resume_continues_with_the_same_state_transcript_and_audit(tmp_path: Pat
     script = medical_script(True)
     script["vasodilator_check"] = [go("check_chest_pain", "no nitro")]
     again = Session.resume(session.id, store=tmp_path, model=ScriptedModel(script))
-    assert again.state == "vasodilator_check" and again.turn_number == 4
+    assert again.state == "vasodilator_check" and again.view.turn_number == 4
     assert again.transcript == session.transcript and again.audit == session.audit
     assert again.variables == {
         "red_flags": [],
@@ -152,7 +152,7 @@ def test_undo_twice_and_on_a_fresh_session(tmp_path: Path) -> None:
     session.send("one")
     session.send("two")
     assert session.undo() is not None and session.undo() is not None
-    assert session.turn_number == 0 and session.transcript == []
+    assert session.view.turn_number == 0 and session.transcript == []
     assert session.send("three").number == 1
 
 
@@ -180,14 +180,14 @@ def test_an_interrupted_turn_is_finished_on_resume_without_repeating_steps(tmp_p
     with pytest.raises(Crash):
         session.send("go")
     # The annotation's step only moved: it is committed with b's, which the crash cut.
-    assert session.interrupted == "go" and session.variables == {"count": 0}
+    assert session.view.interrupted == "go" and session.variables == {"count": 0}
     with pytest.raises(SessionError, match="interrupted"):
         session.send("again")
     resumed = Session.resume(session.id, store=tmp_path, model=ScriptedModel({"b": stay("in b")}))
     recovered = resumed.recovered
     assert recovered is not None and recovered.reply == "in b" and recovered.path == ("a", "n", "b")
     assert resumed.variables == {"count": 1}  # the annotation step was applied once
-    assert resumed.interrupted is None
+    assert resumed.view.interrupted is None
 
 
 def test_ctrl_c_cancels_the_turn_cleanly(tmp_path: Path) -> None:
@@ -197,7 +197,8 @@ def test_ctrl_c_cancels_the_turn_cleanly(tmp_path: Path) -> None:
     session.send("hi")
     with pytest.raises(KeyboardInterrupt):
         session.send("go")
-    assert session.state == "a" and session.interrupted is None and session.turn_number == 1
+    view = session.view
+    assert view.state == "a" and view.interrupted is None and view.turn_number == 1
     assert [m["content"] for m in session.transcript] == ["hi", "hi"]
     stored = Session.resume(session.id, store=tmp_path, model=ScriptedModel({}))
     assert stored.state == "a" and stored.recovered is None
@@ -247,7 +248,7 @@ def test_memories_a_crash_kept_from_being_stored_are_stored_on_resume(tmp_path: 
         session.send("I have a cat")
     memory = FakeMemory()
     again = Session.resume(session.id, store=tmp_path, model=ScriptedModel(script), memory=memory)
-    assert again.turn_number == 1 and again.transcript[-1]["content"] == "hi"
+    assert again.view.turn_number == 1 and again.transcript[-1]["content"] == "hi"
     assert [m.text for m in memory.added] == ["Has a cat."]
     Session.resume(session.id, store=tmp_path, model=ScriptedModel(script), memory=memory)
     assert len(memory.added) == 1  # extracted once, not on every resume
@@ -345,7 +346,7 @@ def test_a_message_that_cannot_be_stored_is_refused_before_the_turn_begins(
     with pytest.raises(InputError) as refused:
         session.send(message)
     assert refused.value.message.startswith("the message ")
-    assert session.events() == before and session.turn_number == 0
+    assert session.events() == before and session.view.turn_number == 0
     assert session.send("x" * 8_000).reply == "Hi."  # at the cap is fine
 
 
@@ -377,12 +378,12 @@ def test_a_turn_that_can_never_be_finished_is_dropped_once_on_resume(tmp_path: P
     session.send("hi")
     with pytest.raises(RuntimeError):
         session.send("go")
-    assert session.interrupted == "go"
+    assert session.view.interrupted == "go"
     again = ScriptedModel({"a": [RuntimeError("the same bug")]})
     resumed = Session.resume(session.id, store=tmp_path, model=again)
-    assert resumed.recovered is None and resumed.interrupted is None
+    assert resumed.recovered is None and resumed.view.interrupted is None
     assert resumed.dropped is not None and "RuntimeError: the same bug" in resumed.dropped
-    assert resumed.turn_number == 1  # as before the message
+    assert resumed.view.turn_number == 1  # as before the message
     third = Session.resume(session.id, store=tmp_path, model=ScriptedModel({"a": stay("yes")}))
     assert third.dropped is None and third.send("go").reply == "yes"
 
@@ -403,13 +404,13 @@ def test_the_next_reply_never_waits_for_the_last_extraction(tmp_path: Path) -> N
 
     text = simple(body=action("a", {"END": "x"}), top="memory: {store: every_turn}\n")
     model = Slow({"a": stay("ok")})
-    session = Session.start(graph(tmp_path, text), model=model, memory=FakeMemory())
-    session.send("I walk every day", remember=False)
-    session.remember_later()
+    sessions = Sessions(memory=FakeMemory(), model=model, remember="background")
+    session = sessions.start(graph(tmp_path, text))
+    session.send("I walk every day")  # the hook asks in the background
     turn = session.send("hello", remember=False)  # the first extraction has not answered
     assert turn.reply == "ok" and turn.memory_calls == 0
-    assert not [e for e in session.events() if e.kind.startswith("memory")]
-    session.remember_later()
+    assert not [e for e in session.log.events() if e.kind.startswith("memory")]
+    session.remember()  # the front end runs the hook once the reply is shown
     release.set()
     session.close()  # waits for both, stores what they found, each logged for its turn
     stored = [e for e in session.events() if e.kind == "memory_stored"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.backends.store.sqlite import SQLiteStore
 from cgraph.errors import LeaseLost, SessionBusy, SessionNotFound
-from cgraph.runtime.ports import Lease, SessionInfo, SessionStore
+from cgraph.runtime.ports import Delivery, Lease, SessionInfo, SessionStore
 from cgraph.runtime.state.records import Event, EventKind
 
 KINDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.slow)]
@@ -55,11 +56,18 @@ def elsewhere(
 class Log:
     """Writes a session as the runtime does: events with their places and keys."""
 
-    def __init__(self, store: SessionStore, session: str = "s", user: str = "ann") -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        session: str = "s",
+        user: str = "ann",
+        deliveries: Sequence[Delivery] = (),
+    ) -> None:
         self.store, self.session, self.seq, self.messages = store, session, 1, 0
         info = SessionInfo(session, user, "/g.yaml", "g", "scripted", created_at=1.0)
         first = Event(seq=0, session=session, turn=0, kind="session_started", at=1.0)
-        store.create(info, {"stack": [{"graph": "", "state": "a"}], "turn": 0}, [first])
+        snapshot = {"stack": [{"graph": "", "state": "a"}], "turn": 0}
+        store.create(info, snapshot, [first], deliveries=deliveries)
 
     def event(self, number: int, kind: EventKind, **data: Any) -> Event:
         if kind in ("user_message", "reply"):
@@ -69,13 +77,21 @@ class Log:
         return made
 
     def turn(
-        self, turn: int, text: str, key: str | None = None, *, fence: int | None = None
+        self,
+        turn: int,
+        text: str,
+        key: str | None = None,
+        *,
+        fence: int | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> int:
         keyed = {"key": key} if key is not None else {}
         said = self.event(turn, "user_message", text=text, **keyed)
         events = [said, self.event(turn, "reply", text=f"re {text}")]
         snapshot = self.snapshot(turn, said.seq)
-        self.store.commit(self.session, events, snapshot, checkpoint=turn, fence=fence)
+        self.store.commit(
+            self.session, events, snapshot, checkpoint=turn, fence=fence, deliveries=deliveries
+        )
         return said.seq
 
     def snapshot(self, turn: int, turn_seq: int) -> dict[str, Any]:
@@ -290,3 +306,44 @@ def test_waiters_in_one_process_are_served_first_come_first_served(store: Sessio
     for waiter in waiters:
         waiter.join(15)
     assert served == list(range(6))
+
+
+def delivery(name: str, owner: str = "ann", at: float = 1.0) -> Delivery:
+    return Delivery(
+        id=f"dlv_{name}", event_id=f"evt_{name}", destination="http://h/x", type="turn.committed",
+        owner=owner, body="{}", next_at=at, created_at=at,
+    )  # fmt: skip
+
+
+def test_deliveries_are_kept_with_the_step_that_makes_them_and_only_then(
+    store: SessionStore, elsewhere: SessionStore
+) -> None:
+    log = Log(store, deliveries=[delivery("started")])
+    log.turn(1, "one", deliveries=[delivery("one", at=2.0)])
+    lease = elsewhere.acquire("s", ttl=30)
+    assert lease is not None
+    with pytest.raises(LeaseLost):  # a step refused: its deliveries are not kept either
+        log.turn(2, "refused", deliveries=[delivery("refused")])
+    elsewhere.release(lease)
+    log.seq, log.messages = store.events("s")[-1].seq + 1, 2
+    with pytest.raises(SessionNotFound):  # no session: nothing to tell of
+        store.commit("gone", [], {"turn": 1}, checkpoint=1, deliveries=[delivery("gone")])
+    log.turn(2, "two", deliveries=[delivery("one", at=2.0), delivery("two", at=3.0)])
+    outbox = elsewhere.outbox()
+    try:
+        listed = outbox.deliveries("ann", None, 10)
+        assert [d.id for d in listed] == ["dlv_two", "dlv_one", "dlv_started"]  # one "one"
+        assert outbox.deliveries("bob", None, 10) == []
+        claimed = outbox.claim(now=10.0, lease=60.0, limit=2)
+        assert {d.id for d in claimed} == {"dlv_started", "dlv_one"}  # the oldest due first
+        assert [d.id for d in outbox.claim(now=10.0, lease=60.0, limit=5)] == ["dlv_two"]
+        assert outbox.claim(now=10.0, lease=60.0, limit=5) == []  # leased: no one sends twice
+        [started] = [d for d in claimed if d.id == "dlv_started"]
+        outbox.settle(replace(started, status="delivered", attempts=1, delivered_at=11.0))
+        [done] = outbox.deliveries("ann", "delivered", 10)
+        assert (done.id, done.attempts, done.delivered_at) == ("dlv_started", 1, 11.0)
+        again = outbox.claim(now=71.0, lease=60.0, limit=5)
+        assert {d.id for d in again} == {"dlv_one", "dlv_two"}  # a lease run out (its
+        # dispatcher died): sent again, at least once
+    finally:
+        outbox.close()

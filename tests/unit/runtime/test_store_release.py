@@ -50,8 +50,8 @@ def test_a_session_of_the_last_release_resumes_with_its_transcript_keys_and_turn
         "make it 6",
         "Noted: 6. Six, then.",
     ]
-    assert session.turn_number == 3 and session.variables["size"] == 6
-    found = {key: session.turn_with_key(key) for key in ("k1", "k2", "k3")}
+    assert session.view.turn_number == 3 and session.variables["size"] == 6
+    found = {key: session.log.with_key(key) for key in ("k1", "k2", "k3")}
     assert found["k1"] is not None and found["k1"].number == 2
     assert found["k2"] is None  # its turn was undone: the key may be sent again
     assert found["k3"] is not None and found["k3"].reply == "Noted: 6. Six, then."
@@ -61,17 +61,17 @@ def test_a_session_of_the_last_release_resumes_with_its_transcript_keys_and_turn
     assert turn.warnings == ()
     assert [t.number for t in session.turns()] == [1, 2, 3, 4]
     with sqlite3.connect(store) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
 
 
 def test_an_undo_reaches_back_to_a_checkpoint_the_last_release_wrote(store: Path) -> None:
     session = Session.resume("kept", store=store, graph=GRAPH, model=model())
     session.undo()
     session.undo()
-    assert session.turn_number == 1
+    assert session.view.turn_number == 1
     assert [m["content"] for m in session.transcript] == ["hi", "How many people are coming?"]
     again = Session.resume("kept", store=store, graph=GRAPH, model=model(answer("stay", "Hm?")))
-    assert again.send("hello again").reply == "Hm?" and again.turn_number == 2
+    assert again.send("hello again").reply == "Hm?" and again.view.turn_number == 2
 
 
 def test_a_turn_the_last_release_left_unfinished_is_finished_on_resume(store: Path) -> None:
@@ -79,7 +79,7 @@ def test_a_turn_the_last_release_left_unfinished_is_finished_on_resume(store: Pa
     session = Session.resume("cut", store=store, graph=GRAPH, model=chat)
     assert session.recovered is not None
     assert session.recovered.reply == "Noted: 3. Three, then."
-    assert session.turn_with_key("c2") == session.recovered
+    assert session.log.with_key("c2") == session.recovered
     assert [m["content"] for m in session.transcript][-2:] == [
         "three of us",
         session.recovered.reply,
@@ -89,5 +89,5 @@ def test_a_turn_the_last_release_left_unfinished_is_finished_on_resume(store: Pa
 def test_a_store_written_by_a_later_cgraph_is_refused_not_misread(store: Path) -> None:
     with sqlite3.connect(store) as db:
         db.execute("PRAGMA user_version=99")
-    with pytest.raises(StoreError, match="layout version 99, newer than this cgraph's 3"):
+    with pytest.raises(StoreError, match="layout version 99, newer than this cgraph's 4"):
         SQLiteStore(store)

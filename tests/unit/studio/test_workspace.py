@@ -55,7 +55,7 @@ def test_a_fixed_graph_is_served_with_a_new_session(workspace: Workspace, graph_
     graph_file.write_text(graph_file.read_text().replace("Answer briefly.", "Answer kindly."))
     answer = workspace.reload("local", str(graph_file), None)
     assert answer["ok"] is True and answer["graph"]["version"] == 2
-    assert workspace.service.opened("local", answer["session"]).turn_number == 0
+    assert workspace.service.opened("local", answer["session"]).view.turn_number == 0
 
 
 def test_a_replay_says_which_turns_now_differ(workspace: Workspace, graph_file: Path) -> None:
