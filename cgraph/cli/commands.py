@@ -97,13 +97,13 @@ def state(opened: Opened, _: str) -> dict[str, Any]:
     if spec is None:
         return {"state": view.state, "type": None, "objective": None, "exits": []}
     found = exits_of(spec)
-    exits = [{"to": c.next_state, "description": c.label or _bare(spec, found)} for c in found]
+    exits = [{"to": c.next_state, "description": c.shown or _bare(spec, found)} for c in found]
     return {"state": view.state, "type": spec.type, "objective": spec.objective, "exits": exits}
 
 
 def _bare(state: AnyState, exits: tuple[ExitCondition, ...]) -> str:
     """When an exit with neither words nor `when` is taken."""
-    if getattr(state, "collect", ()):
+    if state.collect:
         return "once its slots are filled" + (", if no exit above holds" if len(exits) > 1 else "")
     return "otherwise" if len(exits) > 1 else "always"
 

@@ -311,8 +311,8 @@ def recalls(graph: Graph) -> set[Tier]:
     found: set[Tier] = set()
     for state in graph.states.values():
         if state.type == "recall":
-            found.update(getattr(state, "tiers", ()) or TIERS)
-        found.update(getattr(state, "included_contexts", ()))
+            found.update(state.tiers or TIERS)
+        found.update(state.included_contexts)
     return found
 
 

@@ -187,11 +187,7 @@ class Repl:
         if self.opened.model_name != SEMANTIC or turn.fallback or turn.completed:
             return False
         state = self.opened.session.view.current_state
-        return (
-            state is not None
-            and not getattr(state, "say", None)
-            and bool(getattr(state, "actions", ()))
-        )
+        return state is not None and not state.say and bool(state.actions)
 
     # ----- slash commands ---------------------------------------------------------------
 

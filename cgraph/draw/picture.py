@@ -202,16 +202,16 @@ def edges(graph: Graph, lines: int | None = 2) -> Iterator[_Edge]:
     `ANY`), each state's exits, `on_error` and `on_limit`; labels cut after `lines`."""
     yield from _start_edges(graph, lines)
     for exit_id, exit_ in global_exits(graph):
-        label = _wrap(exit_.label, lines=lines)
+        label = _wrap(exit_.shown, lines=lines)
         yield _Edge(ANY, exit_.next_state, exit_id, label, resume=exit_.resume)
     for guard, target in graph.limits.on_limit.items():
         yield _Edge(ANY, target, limit_key(guard), limit_key(guard), route=True)
     for name, state in graph.states.items():
-        routed = bool(getattr(state, "exit_conditions", None))  # else one unnamed `next_state`
+        routed = bool(state.exit_conditions)  # else one unnamed `next_state`
         for option in exit_options(state):
             label = _wrap(option.description, lines=lines) if routed else ""
             yield _Edge(name, option.target, option.id, label, resume=option.resume)
-        on_error = getattr(state, "on_error", None)
+        on_error = state.on_error
         if on_error:
             yield _Edge(name, on_error, ERROR_ROUTE, ERROR_ROUTE, route=True)
         if state.on_limit:

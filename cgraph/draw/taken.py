@@ -48,7 +48,7 @@ def own_limit(graph: Graph, name: str) -> str:
     max_visits", "on limit max_turns", or "on limit max_visits or max_turns"."""
     state = graph.states[name]
     visits = state.max_visits is not None or name in graph.limits.max_visits
-    turns = getattr(state, "max_turns", None) is not None
+    turns = state.max_turns is not None
     guards = [g for g, on in (("max_visits", visits), ("max_turns", turns)) if on]
     return limit_key(" or ".join(guards or ["max_visits"]))
 
@@ -71,7 +71,7 @@ def targets(graph: Graph) -> dict[Exit, str]:
     found |= {(ANY, limit_key(g)): t for g, t in graph.limits.on_limit.items()}
     for name, state in graph.states.items():
         found |= {(name, o.id): o.target for o in exit_options(state)}
-        on_error = getattr(state, "on_error", None)
+        on_error = state.on_error
         if on_error:
             found[name, ERROR_ROUTE] = on_error
         if state.on_limit:
@@ -86,7 +86,7 @@ def declared(graph: Graph) -> tuple[Exit, ...]:
 
 def exits_taken(graph: Graph, transitions: Iterable[TransitionRecord]) -> set[Exit]:
     """The exits of `graph` these transitions took, keyed as `declared` keys them."""
-    anywhere = {(e.next_state, e.label): (ANY, i) for i, e in global_exits(graph)}
+    anywhere = {(e.next_state, e.shown): (ANY, i) for i, e in global_exits(graph)}
     found: set[Exit] = set()
     for t in transitions:
         own = _own(graph, t) or _route(graph, t)
@@ -115,7 +115,7 @@ def _route(graph: Graph, t: TransitionRecord) -> Exit | None:
     inside a sub-graph leads to a qualified name, which no root state has)."""
     if t.exit_id == ERROR_EXIT:
         state = graph.states.get(t.from_state)
-        taken = state is not None and getattr(state, "on_error", None) == t.to_state
+        taken = state is not None and state.on_error == t.to_state
         return (t.from_state, ERROR_ROUTE) if taken else None
     if t.exit_id != LIMIT_EXIT:
         return None

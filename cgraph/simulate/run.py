@@ -345,7 +345,8 @@ def _record(
     taken = _taken(graph, here, turn)
     meant = exit_name(line.meant)
     verdict = None
-    speaks = getattr(planner.state(here), "type", None) == "action"
+    spoken = planner.state(here)
+    speaks = spoken is not None and spoken.type == "action"
     if meant is not None and taken is not None and speaks:
         verdict = "asked" if turn.clarified else ("right" if taken == meant else "wrong")
     changed = bool(turn.transitions) or _key(view.state, view.variables) != before

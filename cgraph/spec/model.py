@@ -39,7 +39,7 @@ Handler = Annotated[str, Keywords(pattern=HANDLER_PATTERN)]
 TARGET_PATTERN = r"^(?:[^#\s]+#)?[A-Za-z_][A-Za-z0-9_.\-]*$"
 Target = Annotated[str, Keywords(pattern=TARGET_PATTERN)]
 CROSS = "#"
-SlotType = Literal["string", "integer", "number", "boolean"]
+SlotType = Literal["string", "integer", "number", "boolean", "array", "object"]
 LimitName = Literal["max_transitions_per_turn", "max_reflections", "max_visits"]
 
 # One letter per state type, as the abstract topology writes them.
@@ -137,13 +137,29 @@ class ExitCondition:
     confirm: bool = False
     """Ask the user before taking this exit, whatever the chooser's confidence ("Do you
     want to place the order?")."""
+    drop: bool = False
+    """Close the latest open interruption instead of going back to it ("no, forget the
+    transfer"): the conversation goes on to `next_state`, and the state the interruption
+    left is not taken up again (templates list the open ones as `interrupted`)."""
+    label: Text | None = None
+    """A few words naming the exit to the user, said after "Do you want to …" when the
+    agent asks which exit was meant or to confirm one (`send money`), instead of its
+    whole description."""
+    on_tool: Identifier | None = None
+    """Taken because the model called this tool here on this turn and the call succeeded
+    (pipecat's "the function picks the next node"), once the state's slots are filled:
+    no side-effect state per function. It needs no `description` (the engine takes it,
+    not the model); with `when:` both must hold, and the `when:` may read the call's
+    `result:`."""
 
     @property
-    def label(self) -> str:
+    def shown(self) -> str:
         """How the exit reads to a model and in the topology."""
         if self.description:
             return self.description
-        return f"when {self.when}" if self.when else ""
+        said = [f"on {self.on_tool}"] if self.on_tool else []
+        said += [f"when {self.when}"] if self.when else []
+        return ", ".join(said)
 
 
 @_compared
@@ -161,7 +177,16 @@ class Slot:
     """A typed variable filled from what the user says (a JSON Schema subset)."""
 
     type: SlotType = "string"
-    """The value's type: `string`, `integer`, `number` or `boolean`."""
+    """The value's type: `string`, `integer`, `number`, `boolean`, `array` (a list of
+    `items`) or `object` (a record of `properties`)."""
+    items: Slot | None = None
+    """An `array` slot's items: each one a slot of its own (`{type: string, enum: [...]}`,
+    or an `object` with `properties`)."""
+    properties: dict[Identifier, Slot] = field(default_factory=dict)
+    """An `object` slot's fields, by name, each typed like a slot."""
+    required: tuple[Identifier, ...] = ()
+    """An `object` slot's properties that every value must give; the others may be null.
+    Offline, a record missing one is asked about rather than stored."""
     enum: tuple[str | int | float, ...] = ()
     """The allowed values; offline, the closest one to what the user said is taken."""
     minimum: float | None = None
@@ -184,9 +209,29 @@ class Slot:
     `new` (default: "Change <slot> from <old> to <new>?")."""
 
 
+class StateFields:
+    """What every state type answers, also for the keys only some types have: those types
+    declare the key as their field, every other type reads the neutral value below
+    (`NEUTRAL`), so no caller probes a state with `getattr`. Not a dataclass: nothing
+    declared here is a key of the format, and the schema and the allowed keys stay each
+    type's own."""
+
+    exit_conditions: tuple[ExitCondition, ...] | None
+    next_state: Target | None
+    on_error: Identifier | None
+    max_turns: int | None
+    enter: Identifier | None
+    actions: tuple[Text, ...]
+    intra_state_navigation_guidelines: tuple[Text, ...]
+    message_metadata: tuple[Text, ...]
+    included_contexts: tuple[Tier, ...]
+    collect: tuple[Identifier, ...]
+    tiers: tuple[Tier, ...]
+
+
 @_compared
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
-class _State:
+class _State(StateFields):
     objective: Text
     """What this state is for: every state has one."""
     fallback: Text | None = None
@@ -210,7 +255,7 @@ class _State:
     clarify: bool | Text | None = None
     """Whether a chooser unsure between exits may ask which one the user meant (default:
     the graph's `clarify`), or the question to ask: a template reading `candidates` (the
-    exits' descriptions, likeliest first)."""
+    exits' labels or descriptions, likeliest first)."""
 
 
 @_compared
@@ -249,6 +294,10 @@ class ActionState(_State):
     collect: tuple[Identifier, ...] = ()
     """Slots filled from the user's messages in this state (in the same model call that
     picks the exit); the state is passed through when they are all filled already."""
+    append: tuple[Identifier, ...] = ()
+    """`array` slots of `collect` this state adds to: the items a message gives are added to
+    the list (an item it already holds is not added twice), so a list is built up over
+    turns ("lisinopril" … "and vitamin D") instead of each message replacing it."""
     ask_before_filling: bool = False
     """Ask in this state even when its `collect` slots are already filled."""
     max_turns: Annotated[int, Keywords(minimum=1)] | None = None
@@ -456,6 +505,14 @@ class Tool:
     """`module:function`, importable from the graph's folder or the Python path."""
     timeout: Annotated[float, Keywords(exclusiveMinimum=0)] = 10.0
     """Seconds before the call counts as failed."""
+    result: Identifier | None = None
+    """Where a call by the model (from an action state that offers the tool) stores the
+    result: a variable, or a slot, checked against the slot like a side-effect state's
+    `result:`. The state's `when:` exits read it on the turn of the call."""
+    sets: tuple[Identifier, ...] = ()
+    """Variables or slots the tool sets, whoever calls it (a side-effect state or the
+    model): a result that is a mapping sets each of these keys it holds, a slot's value
+    checked against the slot; its other keys are only part of the result."""
     isolation: Isolation = "process"
     """Where the handler runs: `process`, a worker process that a timeout or a crash
     kills and replaces; `thread`, a thread of the session's own process (no start-up
@@ -536,7 +593,7 @@ class Graph:
     clarify: bool | Text = True
     """Whether a chooser unsure between exits may ask which one the user meant ("Do you
     want to change the date, or have the tickets sent again?"), or the question to ask: a
-    template reading `candidates` (the exits' descriptions, likeliest first)."""
+    template reading `candidates` (the exits' labels or descriptions, likeliest first)."""
     speaks_first: bool = False
     """The start state replies before the user types."""
     limits: Limits = field(default_factory=Limits)
@@ -590,6 +647,25 @@ AnyState = (
     | GraphState
 )
 
+NEUTRAL: dict[str, Any] = {
+    "exit_conditions": None,
+    "next_state": None,
+    "on_error": None,
+    "max_turns": None,
+    "enter": None,
+    "actions": (),
+    "intra_state_navigation_guidelines": (),
+    "message_metadata": (),
+    "included_contexts": (),
+    "collect": (),
+    "tiers": (),
+}
+"""A state type without the key reads this (no exits of its own, no error route, …)."""
+# Set once the state types exist: a dataclass reads an attribute its bases have as the
+# default of its own field, which would make `actions` optional on an action state.
+for _name, _value in NEUTRAL.items():
+    setattr(StateFields, _name, _value)
+
 
 def is_cross(target: str) -> bool:
     """Whether a target names a state of another graph file (`file.yaml#state`)."""
@@ -598,10 +674,10 @@ def is_cross(target: str) -> bool:
 
 def exits_of(state: AnyState) -> tuple[ExitCondition, ...]:
     """Every declared way out of a state, `next_state` shown as one unnamed exit."""
-    conditions = getattr(state, "exit_conditions", None)
+    conditions = state.exit_conditions
     if conditions:
         return tuple(conditions)
-    target = getattr(state, "next_state", None)
+    target = state.next_state
     if target:
         return (ExitCondition(description="continue", next_state=target),)
     return ()
@@ -610,7 +686,7 @@ def exits_of(state: AnyState) -> tuple[ExitCondition, ...]:
 def targets_of(state: AnyState) -> tuple[str, ...]:
     """Every state this one may lead to, `on_error` and `on_limit` included."""
     found = [e.next_state for e in exits_of(state)]
-    for extra in (getattr(state, "on_error", None), state.on_limit):
+    for extra in (state.on_error, state.on_limit):
         if extra:
             found.append(extra)
     return tuple(found)

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from cgraph.spec.model import TYPE_LETTERS, Graph, exits_of, is_cross
+from cgraph.spec.model import TYPE_LETTERS, AnyState, Graph, exits_of, is_cross
 from cgraph.spec.names import END, RESUME, START
 
 ANY = "ANY"
@@ -258,22 +258,21 @@ def _anywhere(graph: Graph) -> Iterator[tuple[str | None, str, bool]]:
     """Global exits and `limits.on_limit`, as the `ANY(...)` lines write them (with
     whether each is resumable)."""
     for exit_ in graph.global_exits:
-        yield _clean(exit_.label) or None, exit_.next_state, exit_.resume
+        yield _clean(exit_.shown) or None, exit_.next_state, exit_.resume
     for limit, target in graph.limits.on_limit.items():
         yield f"{ON_LIMIT} {limit}", target, False
 
 
-def _state_edges(name: str, state: object) -> Iterator[Edge]:
-    conditions = getattr(state, "exit_conditions", None)
+def _state_edges(name: str, state: AnyState) -> Iterator[Edge]:
+    conditions = state.exit_conditions
     if conditions:
         for exit_ in conditions:
             # An exit with no condition (an `else`) is written as an unlabelled edge.
-            yield Edge(name, exit_.next_state, _clean(exit_.label) or None, resume=exit_.resume)
+            yield Edge(name, exit_.next_state, _clean(exit_.shown) or None, resume=exit_.resume)
     else:
-        for exit_ in exits_of(state):  # type: ignore[arg-type]
+        for exit_ in exits_of(state):
             yield Edge(name, exit_.next_state, None)
-    for key, label in (("on_error", ON_ERROR), ("on_limit", ON_LIMIT)):
-        extra = getattr(state, key, None)
+    for extra, label in ((state.on_error, ON_ERROR), (state.on_limit, ON_LIMIT)):
         if extra:
             yield Edge(name, extra, label)
 

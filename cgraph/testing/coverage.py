@@ -242,6 +242,6 @@ def _declaration(graph: Graph, state: str, exit_id: str) -> tuple[str | int, ...
     if state == ANY:
         return ("global_exits", [i for i, _ in global_exits(graph)].index(exit_id))
     options = [o.id for o in exit_options(graph.states[state])]
-    if getattr(graph.states[state], "exit_conditions", None):
+    if graph.states[state].exit_conditions:
         return ("states", state, "exit_conditions", options.index(exit_id))
     return ("states", state, "next_state")

@@ -99,7 +99,7 @@ def _ends(case: Case, target: str) -> bool:
         if target == END:
             return True
         state = states.get(target)
-        following = getattr(state, "next_state", None)
+        following = state.next_state if state is not None else None
         if state is None or state.type == "action" or not isinstance(following, str):
             return False
         target = following

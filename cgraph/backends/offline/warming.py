@@ -37,7 +37,8 @@ def first_turn_texts(graph: Graph) -> list[str]:
 
 def _next_states(graph: Graph, name: str) -> list[str]:
     state = graph.states.get(name)
-    return [e.next_state for e in getattr(state, "exit_conditions", None) or ()]
+    conditions = state.exit_conditions if state is not None else None
+    return [e.next_state for e in conditions or ()]
 
 
 def _closes(graph: Graph, name: str) -> bool:
@@ -59,10 +60,10 @@ def graph_texts(graph: Graph, names: list[str] | None = None) -> list[str]:
     texts: list[str] = [text for act in acts for text in (act.description, *act.examples)]
     for name in graph.states if names is None else names:
         state = graph.states.get(name)
-        objective = state.objective if state is not None else ""
-        texts += [objective, *(getattr(state, "actions", None) or ())]
-        texts += getattr(state, "intra_state_navigation_guidelines", None) or ()
-        for exit_ in [*graph.global_exits, *(getattr(state, "exit_conditions", None) or ())]:
+        if state is not None:  # the empty texts are left out below
+            texts += [state.objective, *state.actions, *state.intra_state_navigation_guidelines]
+        own = (state.exit_conditions if state is not None else None) or ()
+        for exit_ in [*graph.global_exits, *own]:
             if exit_.description:
                 described = exit_.description
                 texts += [described, as_user(described), affirmed(described)]

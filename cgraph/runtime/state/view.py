@@ -56,6 +56,9 @@ class View(NamedTuple):
     """Slot values the last turn asked to confirm (`SessionState.correcting`)."""
     offered: bool = False
     """The message that entered this sub-graph is still unread (`TurnScratch.offered`)."""
+    waiting: tuple[str, ...] = ()
+    """The states open interruptions go back to, the one taken up next last
+    (`SessionState.waiting`)."""
 
     @property
     def idempotency_key(self) -> str:
@@ -97,6 +100,7 @@ def view_of(
         state.asked,
         state.correcting,
         scratch.offered,
+        state.waiting,
     )
 
 
@@ -107,6 +111,7 @@ def _last_user_message(transcript: Sequence[Mapping[str, str]]) -> str:
 
 def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:
     """What a designer's Jinja templates (`say:`, `set:`, queries, arguments) may read."""
+    spec = graph.states.get(state_id)
     return {
         **view.variables,
         "message": view.message,
@@ -119,5 +124,6 @@ def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:
         "notes": list(view.notes),
         "annotations": list(view.annotations),
         "vars": dict(view.variables),
-        "metadata": list(getattr(graph.states.get(state_id), "message_metadata", ())),
+        "metadata": list(spec.message_metadata) if spec is not None else [],
+        "interrupted": list(view.waiting),
     }

@@ -41,7 +41,7 @@ def guard(outcome: Move | Enter, graphs: Graphs, state: SessionState) -> Stop | 
 def stay_guard(graphs: Graphs, state: SessionState) -> Stop | None:
     """The `max_turns` guard when the current state would answer one turn more than it may."""
     spec = graphs.get(state.frame.graph).states.get(state.frame.state)
-    cap = getattr(spec, "max_turns", None)
+    cap = spec.max_turns if spec is not None else None
     if cap is None or state.turns_here < cap:
         return None
     name = qualify(state.frame.graph, state.frame.state)
@@ -54,7 +54,7 @@ def _entry(graphs: Graphs, outcome: Enter, state: SessionState) -> str | None:
     if not (outcome.push and state.started):
         return None
     spec = graphs.get(state.frame.graph).states.get(state.frame.state)
-    return getattr(spec, "enter", None)
+    return spec.enter if spec is not None else None
 
 
 def visit_cap(graphs: Graphs, key: str, state_id: str) -> int | None:
