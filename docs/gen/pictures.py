@@ -1,6 +1,6 @@
 """Take the pictures the docs and the README show, from real runs (`make docs-pictures`).
 
-    python docs/gen/pictures.py [--only terminal|report|simulation|graph|editor]
+    python docs/gen/pictures.py [--only terminal|report|simulation|graph|editor|studio]
 
 - `docs/img/terminal.svg`: a `cgraph run` session of the check-in in a real terminal
   (tmux), its screen captured with its colours and drawn as an SVG by rich;
@@ -11,11 +11,13 @@
 - `docs/img/medical_checkin.svg`: the check-in graph as `cgraph render` draws it (the
   README's picture; the site draws every graph at build, see `gen_pictures.py`);
 - `docs/img/editor.svg`: Neovim in tmux talking to `cgraph lsp` on a graph with a misspelt
-  `next_state` (its diagnostic) and a `next_state` being completed.
+  `next_state` (its diagnostic) and a `next_state` being completed;
+- `docs/img/studio.png`: `cgraph studio` on the check-in, chatted to its key decision, the
+  last turn's moves open, in headless Chromium under Playwright at 1366×768.
 
 They are committed, so building the site needs neither a browser nor a terminal; run this
-again when what they show changes. The studio page's screenshot belongs here too once
-the studio exists (`docs/guides/studio.md` says where it goes).
+again when what they show changes (`tests/acceptance/test_readme_pictures.py` fails when
+the terminal picture no longer shows what a run prints).
 """
 
 from __future__ import annotations
@@ -236,6 +238,68 @@ def _chromium() -> str:
     return found
 
 
+STUDIO_SESSION = (
+    "Hi",
+    "Yes, I'm ready.",
+    "Yes, I took all my pills.",
+    "No, I didn't need it.",
+    "No chest pain.",
+    "No, breathing is fine.",
+)
+"""What the studio picture's user types: the check-in up to its key decision."""
+
+
+def studio() -> Path:
+    """The studio page after the check-in's key decision, its last turn's moves open."""
+    from playwright.sync_api import sync_playwright
+
+    out = IMG / "studio.png"
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(ROOT / "graphs" / "medical_checkin.yaml", Path(tmp) / "medical_checkin.yaml")
+        command = [str(CGRAPH), "studio", "medical_checkin.yaml", "--no-browser"]
+        command += ["--store", str(Path(tmp) / "store"), "--port", "8799"]
+        log = Path(tmp) / "studio.log"
+        with log.open("wb") as written:
+            process = subprocess.Popen(
+                command, cwd=tmp, env=environment(), stdout=written, stderr=subprocess.STDOUT
+            )
+        try:
+            address = _studio_address(log)
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(
+                    executable_path=_chromium(), args=["--no-sandbox"]
+                )
+                page = browser.new_page(viewport={"width": 1366, "height": 768})
+                page.set_default_timeout(60_000)
+                page.goto(address)
+                page.wait_for_selector("body[data-ready='1']")
+                for number, text in enumerate(STUDIO_SESSION, 1):
+                    page.fill("#text", text)
+                    page.press("#text", "Enter")
+                    page.wait_for_selector(f"li.turn[data-turn='{number}']:not(.pending)")
+                    page.wait_for_selector("body:not([data-busy='1'])")
+                last = f"li.turn[data-turn='{len(STUDIO_SESSION)}'] details.why"
+                page.evaluate(f'document.querySelector("{last}").open = true')
+                page.evaluate("document.getElementById('messages').scrollTop = 1e6")
+                page.wait_for_timeout(500)
+                page.screenshot(path=str(out))
+                browser.close()
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+    return out
+
+
+def _studio_address(log: Path, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(r"http://\S+/studio(\?secret=\S+)?", log.read_text(errors="replace"))
+        if found:
+            return found.group(0)
+        time.sleep(0.2)
+    raise SystemExit(f"pictures: the studio did not start:\n{log.read_text(errors='replace')}")
+
+
 def graph() -> Path:
     """The check-in graph, drawn as `cgraph render` draws it."""
     out = IMG / "medical_checkin.svg"
@@ -255,6 +319,7 @@ def main() -> None:
         "simulation": simulation,
         "graph": graph,
         "editor": editor,
+        "studio": studio,
     }
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=sorted(takers), action="append")
