@@ -97,7 +97,7 @@ def state(opened: Opened, _: str) -> dict[str, Any]:
     if spec is None:
         return {"state": view.state, "type": None, "objective": None, "exits": []}
     found = exits_of(spec)
-    exits = [{"to": c.next_state, "description": c.label or _bare(spec, found)} for c in found]
+    exits = [{"to": c.next_state, "description": c.shown or _bare(spec, found)} for c in found]
     return {"state": view.state, "type": spec.type, "objective": spec.objective, "exits": exits}
 
 

@@ -202,7 +202,7 @@ def edges(graph: Graph, lines: int | None = 2) -> Iterator[_Edge]:
     `ANY`), each state's exits, `on_error` and `on_limit`; labels cut after `lines`."""
     yield from _start_edges(graph, lines)
     for exit_id, exit_ in global_exits(graph):
-        label = _wrap(exit_.label, lines=lines)
+        label = _wrap(exit_.shown, lines=lines)
         yield _Edge(ANY, exit_.next_state, exit_id, label, resume=exit_.resume)
     for guard, target in graph.limits.on_limit.items():
         yield _Edge(ANY, target, limit_key(guard), limit_key(guard), route=True)

@@ -86,7 +86,7 @@ def declared(graph: Graph) -> tuple[Exit, ...]:
 
 def exits_taken(graph: Graph, transitions: Iterable[TransitionRecord]) -> set[Exit]:
     """The exits of `graph` these transitions took, keyed as `declared` keys them."""
-    anywhere = {(e.next_state, e.label): (ANY, i) for i, e in global_exits(graph)}
+    anywhere = {(e.next_state, e.shown): (ANY, i) for i, e in global_exits(graph)}
     found: set[Exit] = set()
     for t in transitions:
         own = _own(graph, t) or _route(graph, t)

@@ -65,9 +65,14 @@ CODES: dict[str, str] = {
         " declared under `slots:`; or a sim file's facts or goal name no slot or variable."
     ),
     "ask-without-collect": "A state has `ask_before_filling` but collects no slots.",
+    "append-not-list": "`append:` names a slot that is not an `array` slot the state collects.",
     "unknown-graph-target": "A `file.yaml#state` target or `enter:` names no state of that file.",
     # tools (cgraph.lint.tools)
     "unknown-tool": "A side-effect state calls, or an action state offers, an undeclared tool.",
+    "on-tool-exit": (
+        "An `on_tool:` exit names a tool its state does not offer, has a `description`, or"
+        " is a global exit."
+    ),
     "duplicate-tool": "Two tools share a name.",
     "unused-tool": "A declared tool is never called.",
     "tool-handler": "A tool's handler module or function cannot be found.",

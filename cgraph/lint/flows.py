@@ -16,7 +16,7 @@ from cgraph.lint.structure import GraphContext, field_of
 from cgraph.lint.templates import allowed_names, not_returned
 from cgraph.spec import conditions, slots
 from cgraph.spec.load import did_you_mean, fix_for, parse_graph
-from cgraph.spec.model import CROSS, ExitCondition, Graph, GraphState, Slot, is_cross
+from cgraph.spec.model import CROSS, AnyState, ExitCondition, Graph, GraphState, Slot, is_cross
 from cgraph.spec.read import read_file, read_text
 from cgraph.spec.templating import BUILTIN_NAMES
 from cgraph.spec.trust import GRAPH_FILE_HINT, graph_file_problem
@@ -92,7 +92,7 @@ def _else_last(
     ctx: GraphContext, name: str, exits: tuple[ExitCondition, ...]
 ) -> Iterator[Diagnostic]:
     for index, exit_ in enumerate(exits[:-1]):
-        if exit_.description is None and exit_.when is None:
+        if exit_.description is None and exit_.when is None and exit_.on_tool is None:
             yield ctx.diag(
                 ("states", name, "exit_conditions", index),
                 "unreachable-exit",
@@ -116,8 +116,9 @@ def check_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
                 ("slots", name),
                 "slot-type",
                 f"slot `{name}`: {message}",
-                "a slot is `type:` string, integer, number or boolean with the keywords "
-                "that fit it: enum, minimum/maximum (numbers), pattern/format (text)",
+                "a slot is `type:` string, integer, number, boolean, array or object with "
+                "the keywords that fit it: enum, minimum/maximum (numbers), pattern/format "
+                "(text), items (array), properties and required (object)",
                 key=True,
             )
         if name in graph.variables or name in BUILTIN_NAMES:
@@ -131,6 +132,7 @@ def check_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
             )
     for state_name, state in graph.states.items():
         yield from _collected(ctx, state_name, field_of(state, "collect") or ())
+        yield from _appended(ctx, state_name, state)
         if field_of(state, "ask_before_filling") and not field_of(state, "collect"):
             yield ctx.diag(
                 ("states", state_name, "ask_before_filling"),
@@ -154,7 +156,49 @@ def _collected(ctx: GraphContext, state: str, names: tuple[str, ...]) -> Iterato
             )
 
 
+def _appended(ctx: GraphContext, name: str, state: AnyState) -> Iterator[Diagnostic]:
+    collect = field_of(state, "collect") or ()
+    for index, slot in enumerate(field_of(state, "append") or ()):
+        declared = ctx.graph.slots.get(slot)
+        if slot in collect and declared is not None and declared.type == "array":
+            continue
+        why = "is not an `array` slot" if slot in collect else "is not one it collects"
+        yield ctx.diag(
+            ("states", name, "append", index),
+            "append-not-list",
+            f"state `{name}` appends to `{slot}`, which {why}",
+            "`append:` names `array` slots of the state's `collect:` (add it there, or "
+            "make the slot `type: array` with `items:`)",
+        )
+
+
 def _slot_problems(slot: Slot) -> Iterator[str]:
+    yield from _shape_problems(slot)
+    if slot.items is not None:
+        yield from (f"`items`: {message}" for message in _slot_problems(slot.items))
+    for field, inner in slot.properties.items():
+        yield from (f"property `{field}`: {message}" for message in _slot_problems(inner))
+    yield from _scalar_problems(slot)
+
+
+def _shape_problems(slot: Slot) -> Iterator[str]:
+    """`items` on (and only on) a list, `properties` and `required` only on a record."""
+    if slot.type == "array" and slot.items is None:
+        yield "an `array` slot needs `items` (the type of each item)"
+    if slot.type != "array" and slot.items is not None:
+        yield f"`items` needs an `array` slot, not {slot.type}"
+    if slot.type != "object" and (slot.properties or slot.required):
+        yield f"`properties`/`required` need an `object` slot, not {slot.type}"
+    if slot.type == "object" and not slot.properties:
+        yield "an `object` slot needs `properties` (its fields)"
+    for name in slot.required:
+        if name not in slot.properties:
+            yield f"`required` names `{name}`, which is not one of its `properties`"
+    if slot.type in ("array", "object") and slot.enum:
+        yield f"`enum` needs a plain slot, not {slot.type}: put it on the item or field"
+
+
+def _scalar_problems(slot: Slot) -> Iterator[str]:
     numeric = slot.type in ("integer", "number")
     if not numeric and (slot.minimum is not None or slot.maximum is not None):
         yield f"`minimum`/`maximum` need a number slot, not {slot.type}"
@@ -169,7 +213,7 @@ def _slot_problems(slot: Slot) -> Iterator[str]:
             yield f"`pattern` is not a regular expression: {err}"
             return
     bare = Slot(type=slot.type)
-    for value in slot.enum:
+    for value in slot.enum if slot.type not in ("array", "object") else ():
         found = slots.problem(bare, value)
         if found:
             yield f"enum value {found}"

@@ -431,6 +431,10 @@ def check_names(ctx: GraphContext) -> Iterator[Diagnostic]:
         result = field_of(state, "result")
         if result:
             places.append((result, ("states", name, "result")))
+    for index, tool in enumerate(ctx.graph.tools):
+        places.extend((var, ("tools", index, "sets")) for var in tool.sets)
+        if tool.result:
+            places.append((tool.result, ("tools", index, "result")))
     for var, path in places:
         if var in BUILTIN_NAMES:
             yield ctx.diag(

@@ -46,7 +46,11 @@ NOT_TEMPLATES = frozenset(
         "max_turns",
         "top_k",
         "when",  # an expression, checked by cgraph.lint.flows
+        "on_tool",
+        "label",
+        "drop",
         "collect",
+        "append",
         "except",
         "enter",
         "on_limit",
@@ -149,8 +153,12 @@ def _strings(
 
 
 def declared_names(graph: Graph) -> frozenset[str]:
-    """The variables a graph declares: `variables`, `slots`, `set:` keys and `result`s."""
+    """The variables a graph declares: `variables`, `slots`, `set:` keys and `result`s
+    (a side-effect state's, a tool's), and what tools `sets:`."""
     names = set(graph.variables) | set(graph.slots)
+    for tool in graph.tools:
+        names.update((tool.result,) if tool.result else ())
+        names.update(tool.sets)
     for state in graph.states.values():
         names.update(field_of(state, "set") or {})
         result = field_of(state, "result")

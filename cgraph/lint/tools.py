@@ -23,6 +23,36 @@ from cgraph.spec.trust import HANDLER_HINT, module_allowed
 def check_tools(ctx: GraphContext) -> Iterator[Diagnostic]:
     yield from _declarations(ctx)
     yield from _calls(ctx)
+    yield from _tool_exits(ctx)
+
+
+def _tool_exits(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """An `on_tool:` exit names a tool its action state offers, and has no description
+    (the engine takes it once the call succeeded; the model never chooses it)."""
+    for index, exit_ in enumerate(ctx.graph.global_exits):
+        if exit_.on_tool is not None:
+            yield _tool_exit(ctx, ("global_exits", index, "on_tool"), "a global exit has one")
+    for name, state in ctx.graph.states.items():
+        offered = field_of(state, "tools") or ()
+        for index, exit_ in enumerate(field_of(state, "exit_conditions") or ()):
+            path = ("states", name, "exit_conditions", index, "on_tool")
+            if exit_.on_tool is None:
+                continue
+            if exit_.on_tool not in offered:
+                why = f"state `{name}` does not offer `{exit_.on_tool}` under `tools:`"
+                yield _tool_exit(ctx, path, why)
+            elif exit_.description is not None:
+                yield _tool_exit(ctx, path, "it has a `description`, which no model reads")
+
+
+def _tool_exit(ctx: GraphContext, path: DataPath, why: str) -> Diagnostic:
+    return ctx.diag(
+        path,
+        "on-tool-exit",
+        f"`on_tool:` exit: {why}",
+        "an `on_tool:` exit belongs to an action state that offers the tool (`tools:`), "
+        "without a `description`: the engine takes it once the model's call succeeded",
+    )
 
 
 def _declarations(ctx: GraphContext) -> Iterator[Diagnostic]:

@@ -136,7 +136,11 @@ def _moves(
     if isinstance(state, ActionState):
         collected = frozenset(state.collect)
         for exit_ in state.exit_conditions:  # all but early exits wait for `collect`
-            yield exit_.next_state, none if exit_.early else collected, none
+            filled = none if exit_.early else collected
+            tool = graph.tool(exit_.on_tool) if exit_.on_tool else None
+            if tool is not None:  # taken once the call succeeded: what it sets is set
+                filled |= {*tool.sets, *((tool.result,) if tool.result else ())}
+            yield exit_.next_state, filled, none
     else:
         sets = field_of(state, "set") or {}
         cleared = frozenset(k for k, v in sets.items() if isinstance(v, str) and v in _CLEARS)

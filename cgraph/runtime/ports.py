@@ -49,6 +49,8 @@ class ExitOption:
     description: str
     target: str
     examples: tuple[str, ...] = ()
+    label: str = ""
+    """The designer's few words for it (`label:`), said in a clarifying question."""
     anywhere: bool = False
     """A global exit: it holds in every state (an emergency, "cancel"); listed first."""
     irreversible: bool = False
@@ -61,6 +63,8 @@ class ExitOption:
     `early: true`)."""
     resume: bool = False
     """Taking it interrupts: the conversation comes back here afterwards (`resume: true`)."""
+    drop: bool = False
+    """Taking it closes the latest open interruption without going back (`drop: true`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +103,9 @@ class Question:
     """Slots the answer may fill, as nullable JSON Schemas."""
     collect: tuple[str, ...] = ()
     """The slots this state asks for (the others are filled only when the user volunteers them)."""
+    appends: tuple[str, ...] = ()
+    """The `collect` slots this state adds to (`append:`): a list is never complete, so
+    giving items answers the state and only an exit the user chooses leaves it."""
     rejected: str = ""
     """On a re-ask: why the previous answer was refused."""
     clarifying: tuple[str, ...] = ()
@@ -192,6 +199,9 @@ class Choice:
     """Per option id (and `stay`): how likely the chooser holds each to be meant, 0–1."""
     reply: str = ""
     """The chooser's own words ("" for one that writes none: the state's authored text)."""
+    preface: str = ""
+    """Words said before the state's authored text, for a chooser that writes none (what
+    was refused): that text is rendered once the message's other values are in."""
     note: str = ""
     """A reflection's internal note."""
     slots: dict[str, Any] = field(default_factory=dict)

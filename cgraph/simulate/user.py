@@ -22,6 +22,7 @@ from cgraph.simulate.values import made_up
 from cgraph.spec.model import ActionState, Graph, Slot
 from cgraph.spec.names import START
 from cgraph.spec.simfile import Persona
+from cgraph.spec.templating import spoken
 
 OFF_TOPIC = (
     "By the way, is it going to rain today?",
@@ -214,4 +215,6 @@ def _other(value: Any, slot: Slot | None) -> Any:
 def _spoken(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, list | tuple | dict):  # a list or a record, said as a template says it
+        return str(spoken(value))
     return str(value)

@@ -13,6 +13,11 @@ def made_up(slot: Slot | None) -> Any:
     """A plausible value for a slot no fact gives (None where none can be made)."""
     if slot is None:
         return "yes"
+    if slot.type == "array":
+        item = made_up(slot.items) if slot.items is not None else None
+        return None if item is None else [item]
+    if slot.type == "object":
+        return {name: made_up(field) for name, field in slot.properties.items()}
     if slot.enum:
         return slot.enum[0]
     if slot.format == "time":

@@ -39,7 +39,7 @@ Handler = Annotated[str, Keywords(pattern=HANDLER_PATTERN)]
 TARGET_PATTERN = r"^(?:[^#\s]+#)?[A-Za-z_][A-Za-z0-9_.\-]*$"
 Target = Annotated[str, Keywords(pattern=TARGET_PATTERN)]
 CROSS = "#"
-SlotType = Literal["string", "integer", "number", "boolean"]
+SlotType = Literal["string", "integer", "number", "boolean", "array", "object"]
 LimitName = Literal["max_transitions_per_turn", "max_reflections", "max_visits"]
 
 # One letter per state type, as the abstract topology writes them.
@@ -137,13 +137,29 @@ class ExitCondition:
     confirm: bool = False
     """Ask the user before taking this exit, whatever the chooser's confidence ("Do you
     want to place the order?")."""
+    drop: bool = False
+    """Close the latest open interruption instead of going back to it ("no, forget the
+    transfer"): the conversation goes on to `next_state`, and the state the interruption
+    left is not taken up again (templates list the open ones as `interrupted`)."""
+    label: Text | None = None
+    """A few words naming the exit to the user, said after "Do you want to …" when the
+    agent asks which exit was meant or to confirm one (`send money`), instead of its
+    whole description."""
+    on_tool: Identifier | None = None
+    """Taken because the model called this tool here on this turn and the call succeeded
+    (pipecat's "the function picks the next node"), once the state's slots are filled:
+    no side-effect state per function. It needs no `description` (the engine takes it,
+    not the model); with `when:` both must hold, and the `when:` may read the call's
+    `result:`."""
 
     @property
-    def label(self) -> str:
+    def shown(self) -> str:
         """How the exit reads to a model and in the topology."""
         if self.description:
             return self.description
-        return f"when {self.when}" if self.when else ""
+        said = [f"on {self.on_tool}"] if self.on_tool else []
+        said += [f"when {self.when}"] if self.when else []
+        return ", ".join(said)
 
 
 @_compared
@@ -161,7 +177,16 @@ class Slot:
     """A typed variable filled from what the user says (a JSON Schema subset)."""
 
     type: SlotType = "string"
-    """The value's type: `string`, `integer`, `number` or `boolean`."""
+    """The value's type: `string`, `integer`, `number`, `boolean`, `array` (a list of
+    `items`) or `object` (a record of `properties`)."""
+    items: Slot | None = None
+    """An `array` slot's items: each one a slot of its own (`{type: string, enum: [...]}`,
+    or an `object` with `properties`)."""
+    properties: dict[Identifier, Slot] = field(default_factory=dict)
+    """An `object` slot's fields, by name, each typed like a slot."""
+    required: tuple[Identifier, ...] = ()
+    """An `object` slot's properties that every value must give; the others may be null.
+    Offline, a record missing one is asked about rather than stored."""
     enum: tuple[str | int | float, ...] = ()
     """The allowed values; offline, the closest one to what the user said is taken."""
     minimum: float | None = None
@@ -230,7 +255,7 @@ class _State(StateFields):
     clarify: bool | Text | None = None
     """Whether a chooser unsure between exits may ask which one the user meant (default:
     the graph's `clarify`), or the question to ask: a template reading `candidates` (the
-    exits' descriptions, likeliest first)."""
+    exits' labels or descriptions, likeliest first)."""
 
 
 @_compared
@@ -269,6 +294,10 @@ class ActionState(_State):
     collect: tuple[Identifier, ...] = ()
     """Slots filled from the user's messages in this state (in the same model call that
     picks the exit); the state is passed through when they are all filled already."""
+    append: tuple[Identifier, ...] = ()
+    """`array` slots of `collect` this state adds to: the items a message gives are added to
+    the list (an item it already holds is not added twice), so a list is built up over
+    turns ("lisinopril" … "and vitamin D") instead of each message replacing it."""
     ask_before_filling: bool = False
     """Ask in this state even when its `collect` slots are already filled."""
     max_turns: Annotated[int, Keywords(minimum=1)] | None = None
@@ -476,6 +505,14 @@ class Tool:
     """`module:function`, importable from the graph's folder or the Python path."""
     timeout: Annotated[float, Keywords(exclusiveMinimum=0)] = 10.0
     """Seconds before the call counts as failed."""
+    result: Identifier | None = None
+    """Where a call by the model (from an action state that offers the tool) stores the
+    result: a variable, or a slot, checked against the slot like a side-effect state's
+    `result:`. The state's `when:` exits read it on the turn of the call."""
+    sets: tuple[Identifier, ...] = ()
+    """Variables or slots the tool sets, whoever calls it (a side-effect state or the
+    model): a result that is a mapping sets each of these keys it holds, a slot's value
+    checked against the slot; its other keys are only part of the result."""
     isolation: Isolation = "process"
     """Where the handler runs: `process`, a worker process that a timeout or a crash
     kills and replaces; `thread`, a thread of the session's own process (no start-up
@@ -556,7 +593,7 @@ class Graph:
     clarify: bool | Text = True
     """Whether a chooser unsure between exits may ask which one the user meant ("Do you
     want to change the date, or have the tickets sent again?"), or the question to ask: a
-    template reading `candidates` (the exits' descriptions, likeliest first)."""
+    template reading `candidates` (the exits' labels or descriptions, likeliest first)."""
     speaks_first: bool = False
     """The start state replies before the user types."""
     limits: Limits = field(default_factory=Limits)

@@ -39,6 +39,7 @@ BUILTIN_NAMES = frozenset(
         "annotations",  # transcript tags so far
         "vars",  # every variable, as a mapping
         "metadata",  # the current state's `message_metadata` tags
+        "interrupted",  # the states open interruptions go back to, the next one last
     }
 )
 
@@ -54,13 +55,24 @@ def blank_unset(value: Any) -> Any:
     return "" if value is None else value
 
 
+def spoken(value: Any) -> Any:
+    """What `{{ x }}` prints in text: `blank_unset`, and a list or a record (an `array` or
+    `object` slot) as words, not Python's notation: the items joined by commas, a
+    record's given fields by spaces ("lisinopril 10 mg once a day, vitamin D")."""
+    if isinstance(value, dict):
+        return " ".join(str(spoken(v)) for v in value.values() if v is not None)
+    if isinstance(value, list | tuple):
+        return ", ".join(str(spoken(v)) for v in value if v is not None)
+    return blank_unset(value)
+
+
 @cache
 def text_env() -> BoundedSandbox:
     return BoundedSandbox(
         undefined=StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
-        finalize=blank_unset,
+        finalize=spoken,
     )
 
 

@@ -258,7 +258,7 @@ def _anywhere(graph: Graph) -> Iterator[tuple[str | None, str, bool]]:
     """Global exits and `limits.on_limit`, as the `ANY(...)` lines write them (with
     whether each is resumable)."""
     for exit_ in graph.global_exits:
-        yield _clean(exit_.label) or None, exit_.next_state, exit_.resume
+        yield _clean(exit_.shown) or None, exit_.next_state, exit_.resume
     for limit, target in graph.limits.on_limit.items():
         yield f"{ON_LIMIT} {limit}", target, False
 
@@ -268,7 +268,7 @@ def _state_edges(name: str, state: AnyState) -> Iterator[Edge]:
     if conditions:
         for exit_ in conditions:
             # An exit with no condition (an `else`) is written as an unlabelled edge.
-            yield Edge(name, exit_.next_state, _clean(exit_.label) or None, resume=exit_.resume)
+            yield Edge(name, exit_.next_state, _clean(exit_.shown) or None, resume=exit_.resume)
     else:
         for exit_ in exits_of(state):
             yield Edge(name, exit_.next_state, None)

@@ -96,7 +96,8 @@ def _reply_excludes(wanted: str | tuple[str, ...], seen: Observed) -> Problem:
 
 def _variables(wanted: dict[str, Any], seen: Observed) -> Problem:
     got = seen.variables
-    wrong = {k: got.get(k) for k, v in wanted.items() if k not in got or not holds(v, got[k])}
+    # null is "unset": a variable nothing has set yet holds it, whether or not it is listed.
+    wrong = {k: got.get(k) for k, v in wanted.items() if not holds(v, got.get(k))}
     if not wrong:
         return None
     said = ", ".join(f"`{k}` is {v!r}" for k, v in wrong.items())
@@ -104,9 +105,13 @@ def _variables(wanted: dict[str, Any], seen: Observed) -> Problem:
 
 
 def holds(wanted: Any, actual: Any) -> bool:
-    """Equal, except that a mapping expected needs only the keys it names (recursively)."""
+    """Equal, except that a mapping expected needs only the keys it names (recursively,
+    also in the items of a list: `[{medication: lisinopril}]` holds for a list of one
+    record whatever its other fields)."""
     if isinstance(wanted, dict) and isinstance(actual, dict):
         return all(k in actual and holds(v, actual[k]) for k, v in wanted.items())
+    if isinstance(wanted, list | tuple) and isinstance(actual, list | tuple):
+        return len(wanted) == len(actual) and all(map(holds, wanted, actual))
     return bool(wanted == actual)
 
 

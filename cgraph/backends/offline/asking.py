@@ -56,7 +56,11 @@ def second_person(description: str) -> Spoken:
 
 def clarifying_question(options: Sequence[ExitOption]) -> str:
     """One question naming every option, likeliest first."""
-    said = [second_person(o.description) for o in options]
+    # A designer's `label:` is said as written, after "want to" ("send money").
+    said = [
+        Spoken(f"want to {o.label}", True) if o.label else second_person(o.description)
+        for o in options
+    ]
     if not said:
         return ""
     if all(s.about_you and s.text.startswith("want ") for s in said):

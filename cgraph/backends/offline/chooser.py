@@ -187,7 +187,9 @@ class OfflineChooser:
         own = [o for o in question.options if not o.early]
         valid = {k for k in values if k not in said}
         filled = bool(question.collect) and all(n in valid for n in question.collect)
-        if filled and len(own) == 1 and choice.exit in (STAY, CLARIFY):
+        # A list being built (`append:`) is never complete: the user says when it is.
+        complete = filled and not question.appends
+        if complete and len(own) == 1 and choice.exit in (STAY, CLARIFY):
             # What the state asks for is given: its one way on is taken.
             return replace(choice, exit=own[0].id, reason=reason("slots_filled", best=own[0].id))
         # Exits that leave before the state is answered: the global ones, and the state's
@@ -207,8 +209,8 @@ class OfflineChooser:
         refused = set(said) & set(question.collect)
         if not question.rejected or not refused or choice.exit in anywhere:
             return choice
-        reply = " ".join([*said.values(), question.authored_reply]).strip()
-        return replace(choice, exit=STAY, reason=reason("invalid_slot"), reply=reply)
+        preface = " ".join(said.values())
+        return replace(choice, exit=STAY, reason=reason("invalid_slot"), reply="", preface=preface)
 
     def yes_or_no(self, question: Question, description: str) -> bool | None:
         """The answer the question's newest message gives to a boolean slot so described:

@@ -3,8 +3,8 @@
 One extractor per slot type: numbers (digits and number words), booleans (a clear yes or
 no, judged by the chooser's fitted scorer: `answers`), enums (the value named, else the
 closest by embedding), dates and times (`dateparser`, a maintained parsing library), text
-with a `pattern` (its first match).
-Anything else stays unset: a wrong value is worse than asking again.
+with a `pattern` (its first match), lists and records (`records`: their enum, pattern and
+number fields). Anything else stays unset: a wrong value is worse than asking again.
 
 Slots the state asks for (`collect`) are read eagerly; the others only from clear
 evidence (a date, a time, an enum value named, a pattern match, the one number of a
@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from cgraph.backends.offline import records
 from cgraph.backends.offline.calibration import Calibration
 from cgraph.spec.model import Slot
 from cgraph.spec.slots import from_answer_schema, normalised, problem
@@ -100,7 +101,9 @@ def extract(
     rest = _blank(message, spans)
     found.update(_numbers(wanted, collect, rest))
     for name, slot in wanted.items():
-        if slot.type == "boolean" and not slot.enum:
+        if slot.type in ("array", "object"):
+            value = records.read(slot, message)
+        elif slot.type == "boolean" and not slot.enum:
             asked = name in collect and yes_no is not None
             value = yes_no(message, slot.description or name) if asked else None  # type: ignore[misc]
         else:

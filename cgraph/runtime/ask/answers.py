@@ -110,9 +110,19 @@ def check_slots(
         if schema is None or value is None:
             continue
         slot = slots.from_answer_schema(schema)
-        problem = slots.problem(slot, slots.normalised(slot, value))
+        kept = slots.normalised(slot, value)
+        problem = slots.problem(slot, kept)
+        if kept is None:  # an empty list, a record of nulls: not said
+            continue
         if problem is None:
-            values[str(name)] = slots.normalised(slot, value)
+            values[str(name)] = kept
+            continue
+        if slot.type == "array" and isinstance(kept, list):
+            # The items given right are kept; the others are asked for.
+            good = slots.valid_items(slot, kept)
+            if good:
+                values[str(name)] = good
+            problems += [f"slot `{name}`: {p}" for p in slots.item_problems(slot, kept)]
         else:
             problems.append(f"slot `{name}`: {problem}")
     return values, tuple(problems)

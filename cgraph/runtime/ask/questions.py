@@ -28,6 +28,7 @@ class Ask:
     opening: bool = False
     slots: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     collect: tuple[str, ...] = ()
+    appends: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
     clarifying: tuple[str, ...] = ()
     may_clarify: bool = True
@@ -59,6 +60,7 @@ def action_ask(
         opening=view.opening or filling,
         slots=schemas,
         collect=collect,
+        appends=tuple(n for n in state.append if n in collect),
         missing=unfilled(collect, view.variables),
         clarifying=view.asked,
         may_clarify=clarify_setting(graph, state) is not False,

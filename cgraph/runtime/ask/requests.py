@@ -34,6 +34,7 @@ from cgraph.spec.model import (
     Graph,
     ReflectionState,
 )
+from cgraph.spec.slots import shape
 from cgraph.spec.templating import is_template, render_text
 
 TOPOLOGY_KINDS = frozenset({"decision", "reflection", "start", "graph"})
@@ -215,6 +216,7 @@ class Prompter:
             memory_count=int(memory.get("memory_count", 0)),
             slots=dict(ask.slots),
             collect=ask.collect,
+            appends=ask.appends,
             clarifying=ask.clarifying,
             may_clarify=ask.may_clarify,
             missing=ask.missing,
@@ -234,7 +236,9 @@ class Prompter:
             "has_memories": question.has_memories,
             "memory_count": question.memory_count,
             "slots": dict(question.slots),
+            "shapes": {name: shape(schema) for name, schema in question.slots.items()},
             "collect": list(question.collect),
+            "appends": list(question.appends),
             "missing": list(question.missing),
             "asks": question.asks,
             "clarifying": [

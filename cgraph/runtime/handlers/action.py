@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cgraph.errors import SlotValueError
 from cgraph.runtime.ask.choosing import Decided
 from cgraph.runtime.ask.exchange import engine_decision
 from cgraph.runtime.ask.questions import Ask, action_ask, clarify_setting
@@ -28,8 +29,8 @@ from cgraph.runtime.routes.exits import (
     state_exits,
     with_costs,
 )
-from cgraph.runtime.routes.failures import fallback, rendered
-from cgraph.runtime.routes.slots import slot_changes, unfilled
+from cgraph.runtime.routes.failures import StepRenderFailed, fallback, rendered
+from cgraph.runtime.routes.slots import appended, slot_changes, tool_values, unfilled
 from cgraph.runtime.state.outcomes import (
     Effects,
     Emit,
@@ -41,7 +42,7 @@ from cgraph.runtime.state.outcomes import (
 )
 from cgraph.runtime.state.view import template_context
 from cgraph.runtime.tools.calls import Calling, ask_with_tools, offered
-from cgraph.spec.model import ActionState, Graph
+from cgraph.spec.model import ActionState, ExitCondition, Graph
 from cgraph.spec.templating import is_template, render_text
 
 
@@ -61,9 +62,12 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
         return passed
     options, owners, context = _action_options(ctx, graph, state)
     asked = action_ask(ctx.view, graph, state, options)
+    called: frozenset[str] = frozenset()
     if state.tools and ctx.calls_tools:
         decided, calls = yield from _ask_with_tools(ctx, graph, state, asked)
         effects += calls
+        ctx, effects, called = _tool_results(ctx, graph, calls, effects)
+        context = None if called else context  # the results are new names for `when:`
     else:
         decided = yield from ask_state(ctx, "action", graph, state, asked)
         effects += _offline_tools(ctx, state)
@@ -80,9 +84,9 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
     # no answer to the state it interrupts, which is taken up again as it was left (a
     # sub-graph the detour enters reads the message for its own slots).
     interrupts = answer.exit not in (STAY, CLARIFY) and option_by_id(options, answer.exit).resume
-    given: dict[str, Any] = {} if interrupts else dict(answer.slots)
-    values, held = held_back(graph, given, ctx.view.variables)
-    ctx, effects = _fill(ctx, values, effects)
+    given = {} if interrupts else appended(state.append, answer.slots, ctx.view.variables)
+    values, held = held_back(graph, given, ctx.view.variables, adding=state.append)
+    ctx, effects = _fill(ctx, values, effects, adding=state.append)
     if held:  # a correction the designer wants confirmed is asked about first
         return ask_correction(ctx, graph, held, effects)
     if answer.exit == CLARIFY:
@@ -92,24 +96,28 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
         option = option_by_id(options, answer.exit)
         # Once the turn's slots are in, a `when:` exit that holds is a business rule: it
         # wins over a described exit of the state (not over an early or global one).
-        ruled = None if option.early else _deterministic(ctx, graph, state, effects)
+        ruled = None if option.early else _deterministic(ctx, graph, state, effects, called)
         if ruled is not None:
             return ruled
         return take(option, str(answer.reason), effects, answer.reply, owners.get(option.id))
     if not ctx.view.entered or not state.ask_before_filling:
-        taken = _deterministic(ctx, graph, state, effects)
+        taken = _deterministic(ctx, graph, state, effects, called)
         if taken is not None:
             return taken
     if answer.reply:
         return Reply(answer.reply, effects=effects)
-    return _reply(ctx, graph, state, effects)
+    return _reply(ctx, graph, state, effects, answer.preface)
 
 
-def _reply(ctx: StepContext, graph: Graph, state: ActionState, effects: Effects) -> Reply:
+def _reply(
+    ctx: StepContext, graph: Graph, state: ActionState, effects: Effects, preface: str = ""
+) -> Reply:
     """The state's own words (a chooser that writes none), rendered after this step's
-    slots are filled: the reply never shows a value the user just corrected."""
+    slots are filled: the reply never shows a value the user just corrected (nor leaves
+    out an item of a list the same message gave), after the chooser's `preface`."""
     context = template_context(ctx.view, graph, ctx.view.state_id)
-    return Reply(authored_reply(state, context, ctx.view.here), effects=effects)
+    said = authored_reply(state, context, ctx.view.here)
+    return Reply(f"{preface} {said}".strip() if preface else said, effects=effects)
 
 
 def _clarifying(
@@ -123,7 +131,7 @@ def _clarifying(
     """The clarifying question: the designer's `clarify:` template (reading `candidates`,
     the exits' descriptions, likeliest first), else the chooser's own words, else one
     naming the descriptions as they are."""
-    named = [o.description for c in choice.candidates for o in options if o.id == c]
+    named = [o.label or o.description for c in choice.candidates for o in options if o.id == c]
     template = clarify_setting(graph, state)
     if isinstance(template, str):
         seen = context or template_context(ctx.view, graph, ctx.view.state_id)
@@ -161,9 +169,13 @@ def _frames(ctx: StepContext) -> list[tuple[str, Graph, str]]:
     return [(key, ctx.graphs.get(key), state) for key, state in frames]
 
 
-def _fill(ctx: StepContext, found: dict[str, Any], effects: Effects) -> tuple[StepContext, Effects]:
-    """Slot values from the answer: set, and logged (a changed value as a correction)."""
+def _fill(
+    ctx: StepContext, found: dict[str, Any], effects: Effects, *, adding: tuple[str, ...] = ()
+) -> tuple[StepContext, Effects]:
+    """Slot values from the answer: set, and logged (a changed value as a correction; a
+    list added to, `adding`, is no correction)."""
     new, corrected = slot_changes(found, ctx.view.variables)
+    corrected = {k: v for k, v in corrected.items() if k not in adding}
     if not new:
         return ctx, effects
     record = {"state": ctx.view.here, "values": new, "corrected": corrected}
@@ -181,19 +193,54 @@ def _passed_through(
 
 
 def _deterministic(
-    ctx: StepContext, graph: Graph, state: ActionState, effects: Effects
+    ctx: StepContext,
+    graph: Graph,
+    state: ActionState,
+    effects: Effects,
+    called: frozenset[str] = frozenset(),
 ) -> Outcome | None:
-    """The first `when` exit that holds, once the state's `collect` slots are all filled."""
+    """The first `when` (or `on_tool`) exit that holds, once the state's `collect` slots
+    are all filled; `called`: the tools the model called here this turn."""
     if unfilled(state.collect, ctx.view.variables) or not _any_deterministic(state):
         return None
     context = template_context(ctx.view, graph, ctx.view.state_id)
-    taken = first_holding(state.exit_conditions, context)
+    taken = first_holding(state.exit_conditions, context, called)
     if taken is None:
         return None
     option = exit_options(state)[taken[0]]
-    reason = f"`when: {taken[1].when}` holds" if taken[1].when else "its slots are filled"
+    reason = _why_taken(taken[1])
     chosen = engine_decision(ctx.view.here, "action", option.id, reason)
     return take(option, reason, (*effects, chosen))
+
+
+def _why_taken(exit_: ExitCondition) -> str:
+    said = [f"the model called `{exit_.on_tool}`"] if exit_.on_tool else []
+    said += [f"`when: {exit_.when}` holds"] if exit_.when else []
+    return " and ".join(said) or "its slots are filled"
+
+
+def _tool_results(
+    ctx: StepContext, graph: Graph, calls: Effects, effects: Effects
+) -> tuple[StepContext, Effects, frozenset[str]]:
+    """What the model's calls set (each tool's `result:` and `sets:`), in the order they
+    ran, and the tools called successfully: the state's `when:` and `on_tool:` exits read
+    them on this turn, as a side-effect state's exits read its result."""
+    found: dict[str, Any] = {}
+    called = []
+    for call in calls:
+        data = call.data if isinstance(call, Emit) else {}
+        tool = graph.tool(str(data.get("tool", "")))
+        if data.get("status") != "done" or data.get("by") != "model" or tool is None:
+            continue
+        called.append(tool.name)
+        try:
+            found |= tool_values(graph, tool, data.get("result"), by_model=True)
+        except SlotValueError as err:
+            raise StepRenderFailed(ctx.view.here, f"tools.{tool.name}", err) from err
+    if found:
+        effects = (*effects, SetVariables(found))
+        ctx = ctx.seeing(variables={**ctx.view.variables, **found})
+    return ctx, effects, frozenset(called)
 
 
 def _any_deterministic(state: ActionState) -> bool:

@@ -9,7 +9,7 @@ and the state then goes on as if the slot had just been filled (or not).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cgraph.runtime.ask.questions import Ask
@@ -26,15 +26,20 @@ CHANGE, KEEP = "change", "keep"
 
 
 def held_back(
-    graph: Graph, found: Mapping[str, Any], variables: Mapping[str, Any]
+    graph: Graph,
+    found: Mapping[str, Any],
+    variables: Mapping[str, Any],
+    *,
+    adding: Sequence[str] = (),
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the values to set now, the corrections to confirm first): a new value for a slot
-    with `confirm_correction` that already holds another one waits for the user's yes."""
+    with `confirm_correction` that already holds another one waits for the user's yes (a
+    list added to, `adding`, is not corrected)."""
     now, held = {}, {}
     for name, value in found.items():
         slot = graph.slots.get(name)
         old = variables.get(name)
-        confirm = slot is not None and slot.confirm_correction
+        confirm = slot is not None and slot.confirm_correction and name not in adding
         if confirm and old is not None and old != value:
             held[name] = value
         else:

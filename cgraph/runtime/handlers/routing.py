@@ -35,6 +35,7 @@ def take(
         effects,
         owner,
         resume=option.resume,
+        drop=option.drop,
     )
 
 

@@ -14,7 +14,7 @@ from cgraph.runtime.handlers.routing import ask_state, route, routed
 from cgraph.runtime.needs import Offload, Steps
 from cgraph.runtime.routes.exits import ON_ERROR, exit_options
 from cgraph.runtime.routes.failures import StepRenderFailed, rendered
-from cgraph.runtime.routes.slots import set_slots
+from cgraph.runtime.routes.slots import set_slots, tool_values
 from cgraph.runtime.state.outcomes import (
     AddNote,
     AddTags,
@@ -107,6 +107,9 @@ def step_side_effect(ctx: StepContext, graph: Graph, state: SideEffectState) -> 
             if state.result
             else {}
         )
+        tool = graph.tool(state.tool)
+        if tool is not None and tool.sets:
+            kept |= tool_values(graph, tool, jsonable(result), by_model=False)
     except StepRenderFailed:
         raise
     except CgraphError as err:
@@ -117,7 +120,7 @@ def step_side_effect(ctx: StepContext, graph: Graph, state: SideEffectState) -> 
             return Move(ON_ERROR, state.on_error, taken, reason, effects=failed)
         return Stop(None, f"tool `{state.tool}` failed: {err.message}", effects=failed)
     effects: Effects = (Emit("tool_call", {**record, "status": "done", "result": result}),)
-    if state.result:
+    if kept:
         effects += (SetVariables(kept),)
         ctx = ctx.seeing(variables={**ctx.view.variables, **kept})
     return (yield from route(ctx, graph, state, before=effects))

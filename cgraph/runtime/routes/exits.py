@@ -75,7 +75,7 @@ def state_exits(state: AnyState) -> StateExits:
         exits=exits,
         options=_options(exits),
         described=_options(described),
-        conditional=any(e.when is not None for e in exits),
+        conditional=any(e.when is not None or e.on_tool is not None for e in exits),
         targets=targets_of(state),
     )
     if len(_OPTIONS) >= OPTIONS_CACHE_SIZE:
@@ -92,7 +92,8 @@ def _options(exits: tuple[ExitCondition, ...]) -> tuple[ExitOption, ...]:
 def _option(exit_id: str, condition: ExitCondition, anywhere: bool = False) -> ExitOption:
     return ExitOption(
         id=exit_id,
-        description=condition.label,
+        description=condition.shown,
+        label=condition.label or "",
         target=condition.next_state,
         examples=condition.examples,
         anywhere=anywhere,
@@ -100,6 +101,7 @@ def _option(exit_id: str, condition: ExitCondition, anywhere: bool = False) -> E
         confirm=condition.confirm,
         early=anywhere or bool(condition.early),
         resume=condition.resume,
+        drop=condition.drop,
     )
 
 
@@ -167,7 +169,13 @@ def check_start(graph: Graph, target: str, entry: str | None = None) -> None:
         raise TransitionError(f"`{target}` is not a start state of graph `{graph.name}`")
 
 
-def holds(exit_: ExitCondition, context: Mapping[str, Any]) -> bool:
+def holds(
+    exit_: ExitCondition, context: Mapping[str, Any], called: frozenset[str] = frozenset()
+) -> bool:
+    """Whether the exit's conditions hold: its `when:` in `context`, and its `on_tool:`
+    among the tools the model `called` (successfully, this turn, here)."""
+    if exit_.on_tool is not None and exit_.on_tool not in called:
+        return False
     when = exit_.when
     here = str(context.get("state", ""))
     return when is None or rendered(here, "when", lambda: conditions.holds(when, context))
@@ -179,11 +187,13 @@ def is_deterministic(exit_: ExitCondition) -> bool:
 
 
 def first_holding(
-    exits: Sequence[ExitCondition], context: Mapping[str, Any]
+    exits: Sequence[ExitCondition],
+    context: Mapping[str, Any],
+    called: frozenset[str] = frozenset(),
 ) -> tuple[int, ExitCondition] | None:
     """The first deterministic exit that holds, with its index among `exits`."""
     for index, exit_ in enumerate(exits):
-        if is_deterministic(exit_) and holds(exit_, context):
+        if is_deterministic(exit_) and holds(exit_, context, called):
             return index, exit_
     return None
 

@@ -13,7 +13,7 @@ from cgraph.errors import SlotValueError
 from cgraph.runtime.routes.graphs import Graphs, location
 from cgraph.runtime.state.snapshot import SessionState
 from cgraph.spec import slots
-from cgraph.spec.model import ActionState, AnyState, Graph
+from cgraph.spec.model import ActionState, AnyState, Graph, Tool
 
 
 def slot_defaults(graph: Graph) -> dict[str, Any]:
@@ -62,7 +62,22 @@ def set_slots(
 
 
 def unfilled(names: Sequence[str], variables: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(n for n in names if variables.get(n) is None)
+    """The slots of `names` still unset (null, or a list with nothing in it yet)."""
+    return tuple(n for n in names if variables.get(n) is None or variables.get(n) == [])
+
+
+def appended(
+    names: Sequence[str], found: Mapping[str, Any], variables: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`found` with each list of `names` (a state's `append:`) added to the list the slot
+    holds, an item it holds already not added twice."""
+    kept = dict(found)
+    for name in names:
+        new = found.get(name)
+        if isinstance(new, list):
+            old = list(variables.get(name) or ())
+            kept[name] = old + [item for item in new if item not in old]
+    return kept
 
 
 def slot_changes(
@@ -102,3 +117,27 @@ def cleared(state: SessionState, graphs: Graphs, names: Sequence[str]) -> Sessio
     graph = graphs.get(state.frame.graph)
     declared = {**graphs.root.slots, **graph.slots}
     return routed(state, graphs, {n: declared[n].default for n in names if n in declared})
+
+
+def tool_values(graph: Graph, tool: Tool, result: Any, *, by_model: bool) -> dict[str, Any]:
+    """What a tool's result sets: its `result:` variable (for a call by the model; a
+    side-effect state names its own) and each of its `sets:` keys the result holds, as
+    their slots keep them; `SlotValueError`, located at the tool's key, for a value its
+    slot refuses (the declaration and the handler disagree: the designer is told)."""
+    values: dict[str, Any] = {}
+    if by_model and tool.result:
+        values[tool.result] = result
+    if tool.sets and isinstance(result, Mapping):
+        values.update({name: result[name] for name in tool.sets if name in result})
+    index = next(n for n, t in enumerate(graph.tools) if t.name == tool.name)
+    for name, value in list(values.items()):
+        slot = graph.slots.get(name)
+        if slot is None:
+            continue
+        values[name] = slots.normalised(slot, value)
+        why = slots.problem(slot, values[name])
+        if why is not None:
+            key = "result" if name == tool.result and by_model else "sets"
+            where = location(graph, ("tools", index, key))
+            raise SlotValueError(f"{where}: tool `{tool.name}`: slot `{name}`: {why}", name)
+    return values

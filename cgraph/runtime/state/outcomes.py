@@ -106,6 +106,8 @@ class Move:
     resume: bool = False
     """An interruption (`resume: true`): where the session is now is taken up again when
     the path it starts reaches `RESUME` (or the sub-graph it enters ends)."""
+    drop: bool = False
+    """The latest open interruption is closed, not gone back to (`drop: true`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,9 @@ class View(NamedTuple):
     """Slot values the last turn asked to confirm (`SessionState.correcting`)."""
     offered: bool = False
     """The message that entered this sub-graph is still unread (`TurnScratch.offered`)."""
+    waiting: tuple[str, ...] = ()
+    """The states open interruptions go back to, the one taken up next last
+    (`SessionState.waiting`)."""
 
     @property
     def idempotency_key(self) -> str:
@@ -97,6 +100,7 @@ def view_of(
         state.asked,
         state.correcting,
         scratch.offered,
+        state.waiting,
     )
 
 
@@ -121,4 +125,5 @@ def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:
         "annotations": list(view.annotations),
         "vars": dict(view.variables),
         "metadata": list(spec.message_metadata) if spec is not None else [],
+        "interrupted": list(view.waiting),
     }

@@ -132,6 +132,8 @@ class Applier:
             moved |= {"guard": outcome.guard, "capped": outcome.capped}
         if isinstance(outcome, Move) and outcome.resume:
             moved["interrupts"] = True  # where it left is taken up again later
+        if isinstance(outcome, Move) and outcome.drop:
+            moved["drops"] = True  # the latest interruption is closed
         if arrival.resumed:
             moved["resumed"] = True
         events.append(Emit("transition", moved))

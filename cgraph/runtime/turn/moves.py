@@ -62,6 +62,8 @@ def move(state: SessionState, graphs: Graphs, outcome: Move) -> tuple[SessionSta
     interruption that entered it) or the session (the Arrival's target is END and the
     stack is left where it was); `RESUME` ends an interruption."""
     source, stack = state.here, state.stack
+    if outcome.drop and state.interrupted:  # closed: the state it left is not taken up
+        state = state._replace(interrupted=state.interrupted[:-1])
     if outcome.resume:  # where to come back to, before anything is left
         state = state._replace(interrupted=(*state.interrupted, stack))
     if outcome.owner is not None:  # a global exit or `on_limit` leaves inner graphs

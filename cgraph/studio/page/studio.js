@@ -721,12 +721,20 @@ function renderNow(data) {
   const rows = Object.entries(data.variables).map(([name, value]) => {
     const before = Object.keys(S.variables).length ? JSON.stringify(S.variables[name]) : JSON.stringify(value);
     const row = el("tr", before !== JSON.stringify(value) ? "changed" : "");
-    row.append(el("th", "", name), el("td", "", JSON.stringify(value)));
+    row.append(el("th", "", name), valueCell(value));
     return row;
   });
   if (!rows.length) rows.push(el("tr", "muted"));
   $("variables").tBodies[0].replaceChildren(...rows);
   S.variables = data.variables;
+}
+
+// A list (an `array` slot) one item a line, each a record's fields or the item itself.
+function valueCell(value) {
+  if (!Array.isArray(value) || !value.length) return el("td", "", JSON.stringify(value));
+  const cell = el("td", "list");
+  for (const item of value) cell.append(el("div", "item", JSON.stringify(item)));
+  return cell;
 }
 
 // ----- start ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The docs' Markdown pages, read as the tests need them: links, headings, marked blocks.
 
 A fenced block right after `<!-- graph: NAME.yaml -->` is a whole graph (it must lint
-clean), after `<!-- test: NAME.test.yaml -->` a test file for it, and after
+clean), after `<!-- test: NAME.test.yaml -->` a test file for it, after
+`<!-- file: NAME -->` another file the page's graphs need (a tool's handler), and after
 `<!-- runnable -->` commands (sh) or a program (python) that must run.
 """
 
@@ -15,7 +16,9 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 DOCS = ROOT / "docs"
-MARK = re.compile(r"<!--\s*(graph|test|runnable)(?::\s*(\S+))?\s*-->\n```(\w+)\n(.*?)\n```", re.S)
+MARK = re.compile(
+    r"<!--\s*(graph|test|file|runnable)(?::\s*(\S+))?\s*-->\n```(\w+)\n(.*?)\n```", re.S
+)
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 
 
@@ -23,7 +26,7 @@ LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 class Block:
     page: Path
     kind: str
-    """`graph`, `test` or `runnable`."""
+    """`graph`, `test`, `file` or `runnable`."""
     name: str
     """The file name a graph or test block is saved as ("" for a runnable one)."""
     language: str

@@ -1,5 +1,6 @@
 """The docs' examples work: every block marked as a graph (or a test file) lints clean,
-and every block marked runnable runs (from a folder holding the page's files, with
+and every block marked runnable runs (from a folder holding the page's files, a tool's
+handler among them, with
 `graphs/` and `schemas/` beside them, as a reader in the repository would)."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ RUNNABLE = [block for block in MARKED if block.kind == "runnable"]
 def _folder(tmp: Path, page: Path) -> Path:
     """A folder holding the page's graphs and test files, and the repository's examples."""
     for block in blocks(page):
-        if block.kind in ("graph", "test"):
+        if block.kind in ("graph", "test", "file"):
             (tmp / block.name).write_text(block.text + "\n", encoding="utf-8")
     for name in ("graphs", "schemas"):
         (tmp / name).symlink_to(ROOT / name)
@@ -32,7 +33,7 @@ def _folder(tmp: Path, page: Path) -> Path:
 
 def test_the_docs_mark_graphs_tests_and_runnable_examples() -> None:
     kinds = {block.kind for block in MARKED}
-    assert kinds == {"graph", "test", "runnable"}
+    assert kinds == {"graph", "test", "file", "runnable"}
     assert any(b.page.name == "getting-started.md" and b.kind == "graph" for b in MARKED)
 
 

@@ -297,7 +297,7 @@ def test_a_width_or_count_is_refused_before_the_value_is_built(source: str) -> N
         ("{{ '%*d' % (5, 10**7) }}", "10000000"),
         ("{{ 'a\\nb' | indent('> ', first=true) }}", "> a\n> b"),
         ("{{ [1, [2]] | tojson(indent=2) }}", "[\n  1,\n  [\n    2\n  ]\n]"),
-        ("{{ [1, 2, 3] | batch(2, 0) | list }}", "[[1, 2], [3, 0]]"),
+        ("{{ [1, 2, 3] | batch(2, 0) | list | tojson }}", "[[1, 2], [3, 0]]"),
     ],
 )
 def test_formats_and_widths_within_the_limits_render_as_before(source: str, expected: str) -> None:
