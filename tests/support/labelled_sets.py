@@ -28,6 +28,10 @@ written to fit the offline chooser's scorer on: development data, never held out
 DEV5 = ROOT / "bench" / "data" / "dev5" / "dev5_labels.yaml"
 """Four more graphs' confirmations before a step that cannot be taken back (questions,
 hedges, "wait", "no wait, yes", "yes but first…" stay): development data, never held out."""
+DEV6 = ROOT / "bench" / "data" / "dev6_labels.yaml"
+"""Messages that sound like a global exit (an emergency, a crisis, a hand-off) and are not one
+("I feel fine today", "no chest pain", "this deadline is killing me"), on the repository's
+graphs: development data, never held out."""
 GLOBALS = ROOT / "bench" / "data" / "global_exit_labels.yaml"
 """The example graphs' global exits: taken where they should be, and not near them; asked
 with global exits (as a session asks), never tuned on."""
@@ -45,7 +49,7 @@ HELDOUT5 = ROOT / "tests" / "fixtures" / "heldout5" / "heldout_labels.yaml"
 """A fifth held-out set in six more domains, written blind by another author before the
 scorer was fitted: report it, never fit it."""
 
-FIT_SETS = (LABELS, DEV, DEV2, DEV3, DEV4, DEV5)
+FIT_SETS = (LABELS, DEV, DEV2, DEV3, DEV4, DEV5, DEV6)
 """The development sets: the scorer is fitted and its policy tuned on these only."""
 HELD_OUT = (GLOBALS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5)
 """Never fitted or tuned on: their figures are reported, their misses never shown."""
@@ -57,6 +61,7 @@ _NAMES = {
     DEV3: "dev3",
     DEV4: "dev4",
     DEV5: "dev5",
+    DEV6: "dev6",
     GLOBALS: "globals",
     HELDOUT: "held-out",
     HELDOUT2: "held-out 2",

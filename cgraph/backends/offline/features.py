@@ -10,9 +10,10 @@ candidate (a softmax: a conditional logit), so a row holds what tells its candid
   word, names and numbers aside (`words.verbatim`); how far it leads the next exit;
   whether the message denies what the exit affirms (`denial`), answers yes or no the way the exit
   means, shares its words, asks a question it does not expect; whether the exit is global,
-  ends the conversation or cannot be taken back, crossed with the message's cues (a cry
-  for help, a close, "not leaving yet"; for a step that cannot be taken back, a question,
-  a hedge, a yes taken back, something else first);
+  ends the conversation or cannot be taken back, crossed with the message's cues (for a
+  global exit a cry for help, a plain well-being, "I feel fine", and a question; a close,
+  "not leaving yet"; for a step that cannot be taken back, a question, a hedge, a yes
+  taken back, something else first);
 - staying: how near the message is to the conversational moves and to the state's own
   texts, and the cues that say a message answers nothing yet (a hedge, a greeting alone,
   a question, a denial, the opening message), with the best exit's nearness for scale.
@@ -74,6 +75,8 @@ EXIT_FEATURES = (
     "rel_verbatim",
     "is_global",
     "global_urgent",
+    "global_well",
+    "global_question",
     "global_topic",
     "ending",
     "ending_closes",
@@ -200,7 +203,7 @@ def _vectors(
     message: str, question: Question, texts: dict[str, OptionTexts], embed: Embed
 ) -> _Vectors:
     wanted = [*rd.message_texts(message), rd.last_clause(message)]
-    wanted += [*lx.CONVERSATIONAL, *question.stay_prototypes]
+    wanted += [*lx.CONVERSATIONAL, *lx.WELL, *question.stay_prototypes]
     for option in question.options:
         known = texts[option.id]
         wanted += [*known.examples, *known.stand_ins, *known.acts, known.description]
@@ -267,6 +270,10 @@ def _exit_row(
         "unasked_question": float(not counts_as_answer(message, option)),
         "is_global": float(option.anywhere),
         "global_urgent": float(option.anywhere and cues.urgent),
+        # "I feel fine" lies near "I feel terrible" in an embedding: a global exit (an
+        # emergency, a crisis) weighs a plain well-being, and a question about one, apart.
+        "global_well": float(option.anywhere) * vectors.near(cues.focus, lx.WELL),
+        "global_question": float(option.anywhere and cues.question),
         "ending": ending,
         "ending_closes": ending * cues.closes,
         "ending_not_leaving": ending * cues.not_leaving,

@@ -31,7 +31,7 @@ def first_turn_texts(graph: Graph) -> list[str]:
     # A closing state one move away reads the first message too: it may already end it.
     closing = [n for s in starts for n in _next_states(graph, s) if _closes(graph, n)]
     names = list(dict.fromkeys([*starts, *closing]))
-    texts = [*LEXICON.CONVERSATIONAL, *graph_texts(graph, names)]
+    texts = [*LEXICON.CONVERSATIONAL, *LEXICON.WELL, *graph_texts(graph, names)]
     return [t for t in dict.fromkeys(texts) if t and "{" not in t]
 
 
