@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import os
 import re
@@ -39,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,11 +111,12 @@ class Serve:
         workers: int = 1,
         processes: int = 1,
         graph: Path = FLOW,
-        model: tuple[str, ...] = (),
+        model: tuple[str, ...] | None = None,
+        source: Path | None = None,
     ) -> None:
         answers = folder / "script.json"
         answers.write_text(json.dumps(script(turns)))
-        model = model or ("--model", f"scripted:{answers}")
+        model = ("--model", f"scripted:{answers}") if model is None else model
         self.processes: list[subprocess.Popen[bytes]] = []
         self.urls: list[str] = []
         for _ in range(processes):
@@ -123,8 +126,9 @@ class Serve:
             command += ["--workers", str(workers), "--turns-per-minute", "1000000"]
             command += ["--sessions-per-user", "1000000", *THREADS]
             log = (folder / f"serve-{port}.log").open("wb")
+            env = {**os.environ, "PYTHONPATH": str(source or ROOT)}  # which cgraph serves
             self.processes.append(
-                subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+                subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder, env=env)
             )
             self.urls.append(f"http://127.0.0.1:{port}")
         for url in self.urls:
@@ -145,11 +149,11 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _wait_ready(url: str) -> None:
+def _wait_ready(url: str, path: str = "/healthz") -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+            if httpx.get(f"{url}{path}", timeout=1).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
@@ -184,14 +188,55 @@ class Wire:
         writer.write(head.encode() + b"Content-Type: application/json\r\n\r\n" + data)
         answer = await reader.readuntil(b"\r\n\r\n")
         status = int(answer.split(b" ", 2)[1])
-        found = re.search(rb"(?i)\r\ncontent-length: *(\d+)", answer)
-        payload = await reader.readexactly(int(found.group(1)) if found else 0)
-        return status, json.loads(payload) if payload else None
+        if re.search(rb"(?i)\r\ntransfer-encoding: *chunked", answer):
+            payload = await _chunked(reader)  # LangGraph's server answers runs so
+        else:
+            found = re.search(rb"(?i)\r\ncontent-length: *(\d+)", answer)
+            payload = await reader.readexactly(int(found.group(1)) if found else 0)
+        return status, json.loads(payload) if payload.strip() else None
 
     def close(self) -> None:
         if self.stream is not None:
             self.stream[1].close()
             self.stream = None
+
+
+async def _chunked(reader: asyncio.StreamReader) -> bytes:
+    """A chunked body, whole."""
+    parts = []
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+        parts.append(await reader.readexactly(size + 2))
+        if size == 0:
+            return b"".join(part[:-2] for part in parts)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How a load talks to a server: the path that starts a session and its body, where
+    its id is in the answer, and a message's path and body."""
+
+    start: str
+    start_body: dict[str, Any]
+    id_field: str
+    message: str  # formatted with the session's id
+    keyed: bool = True
+
+    def body(self, text: str, key: str) -> dict[str, Any]:
+        return {"text": text, "key": key}
+
+
+class LangGraphProtocol(Protocol):
+    def body(self, text: str, key: str) -> dict[str, Any]:
+        said = {"messages": [{"role": "user", "content": text}]}
+        return {"assistant_id": "peer", "input": said}
+
+
+def cgraph_protocol(graph: str) -> Protocol:
+    return Protocol("/v1/sessions", {"graph": graph}, "session", "/v1/sessions/{}/messages")
+
+
+LANGGRAPH = LangGraphProtocol("/threads", {}, "thread_id", "/threads/{}/runs/wait", keyed=False)
 
 
 async def _load(
@@ -201,17 +246,20 @@ async def _load(
     kill: Any = None,
     graph: str = "bench_flow",
     timeout: float = REQUEST_SECONDS,
+    protocol: Protocol | None = None,
 ) -> Load:
     """`sessions` sessions spread over `urls`, each sent `turns` messages at once with the
-    others. A failed request is sent again (same key) to the next server, which the
-    session then stays with, as behind a load balancer that takes a dead server out.
+    others (cgraph's API unless `protocol` says another). A failed request is sent again
+    (same key) to the next server, which the session then stays with, as behind a load
+    balancer that takes a dead server out.
     `kill(load)` runs once half the turns are done."""
     load = Load()
     ids = []
+    talks = protocol or cgraph_protocol(graph)
     for n in range(sessions):
         wire = Wire(urls[n % len(urls)], max(timeout, 300.0))  # a first one imports the model
-        _, made = await wire.post("/v1/sessions", {"graph": graph})
-        ids.append(made["session"])
+        _, made = await wire.post(talks.start, talks.start_body)
+        ids.append(made[talks.id_field])
         wire.close()
     total, done = sessions * turns, [0]
     killed = asyncio.Event()
@@ -223,11 +271,11 @@ async def _load(
         for turn in range(turns):
             text = f"question {turn}?" if turn % 3 == 0 else f"statement number {turn}"
             load.sent[sid].append(text)
-            body = {"text": text, "key": f"{sid}-{turn}"}
-            for _ in range(20):
+            body = talks.body(text, f"{sid}-{turn}")
+            for _ in range(20 if talks.keyed else 1):  # without a key, no retry
                 started = time.perf_counter()
                 try:
-                    status, _ = await wire.post(f"/v1/sessions/{sid}/messages", body)
+                    status, _ = await wire.post(talks.message.format(sid), body)
                     if status == 200:
                         break
                     load.codes[str(status)] += 1
@@ -239,7 +287,9 @@ async def _load(
                 wire = Wire(urls[home], timeout)
                 await asyncio.sleep(0.2)  # a refusal (409, 503) asks to come back later
             else:
-                raise RuntimeError(f"session {sid} turn {turn} never answered")
+                if talks.keyed:
+                    raise RuntimeError(f"session {sid} turn {turn} never answered")
+                continue  # sent once: counted as an error, the session goes on
             load.latencies.append(time.perf_counter() - started)
             if load.killed_at and number % len(urls) == 0 and sid not in load.back:
                 load.back[sid] = time.perf_counter() - load.killed_at
@@ -350,9 +400,17 @@ def measured(
     )
 
 
-def run_pg(pg: Postgres, folder: Path, processes: int, sessions: int, turns: int) -> list[str]:
+def run_pg(
+    pg: Postgres,
+    folder: Path,
+    processes: int,
+    sessions: int,
+    turns: int,
+    served: Served | None = None,
+) -> list[str]:
     url = pg.database()
-    serve = Serve(url, folder, turns, workers=processes)
+    source = served.source if served is not None else None
+    serve = Serve(url, folder, turns, workers=processes, source=source)
     try:
         load, cpu = measured(serve, pg, sessions, turns)
         lost, duplicated = checked_store(url, load)
@@ -364,11 +422,12 @@ def run_pg(pg: Postgres, folder: Path, processes: int, sessions: int, turns: int
             grew = f"; stored {growth(first, stored(url))}"
     finally:
         serve.stop()
-    print(f"  PostgreSQL x{processes}: lost {lost}, duplicated {duplicated}; {cpu}", flush=True)
-    lines = [load.row(f"PostgreSQL, {processes} process{'es' if processes > 1 else ''}")]
-    lines.append(f"  x{processes}: {cpu}{grew}; lost {lost}, duplicated {duplicated}")
+    by = f" ({served.name})" if served is not None else ""
+    print(f"  PostgreSQL x{processes}{by}: lost {lost}, duplicated {duplicated}; {cpu}", flush=True)
+    lines = [load.row(f"PostgreSQL, {processes} process{'es' if processes > 1 else ''}{by}")]
+    lines.append(f"  x{processes}{by}: {cpu}{grew}; lost {lost}, duplicated {duplicated}")
     if alone is not None:
-        lines.append(alone.row("PostgreSQL, 1 process, 1 session alone"))
+        lines.append(alone.row(f"PostgreSQL, 1 process, 1 session alone{by}"))
     return lines
 
 
@@ -506,8 +565,9 @@ class Peaks:
     """The most PostgreSQL connections the server held and its peak RSS, sampled every
     quarter second while a load runs (the load generator and the fake hold none)."""
 
-    def __init__(self, url: str, pids: list[int]) -> None:
+    def __init__(self, url: str | None, pids: list[int]) -> None:
         self.url, self.pids = url, pids
+        """`url` None: a server without PostgreSQL (RSS only)."""
         self.connections = self.rss = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -525,61 +585,145 @@ class Peaks:
             "SELECT count(*) FROM pg_stat_activity"
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
-        with psycopg.connect(self.url, autocommit=True) as conn:
+        with contextlib.ExitStack() as stack:
+            conn = (
+                None
+                if self.url is None
+                else stack.enter_context(psycopg.connect(self.url, autocommit=True))
+            )
             while not self._stop.wait(0.25):
-                self.connections = max(self.connections, count(conn, query))
+                if conn is not None:
+                    self.connections = max(self.connections, count(conn, query))
                 self.rss = max(self.rss, rss_bytes(self.pids))
 
 
-def run_waiting(pg: Postgres, folder: Path, delay: float, sessions: int, threads: int) -> str:
-    """One row: `sessions` closed-loop sessions x 5 messages, each turn one model call
-    that takes `delay` s, on one `cgraph serve` process."""
+@dataclass(frozen=True)
+class Served:
+    """What serves a slow-model row: this checkout's cgraph, another checkout's (`source`,
+    for an A/B in one run), or LangGraph's server from a virtualenv of its own (`venv`)."""
+
+    name: str
+    source: Path | None = None
+    venv: Path | None = None
+
+
+@contextlib.contextmanager
+def fake_model(delay: float) -> Iterator[int]:
+    """bench/fake_model.py on a free port, answering after `delay` s: its port."""
     port = _free_port()
     fake = subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "fake_model.py"), "--port", str(port),
          "--delay", str(delay)],
         stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
     )  # fmt: skip
-    url = pg.database()
     try:
         _wait_port(port)
+        yield port
+    finally:
+        fake.kill()
+        fake.wait()
+
+
+def run_waiting(
+    pg: Postgres, folder: Path, delay: float, sessions: int, threads: int, served: Served
+) -> str:
+    """One row: `sessions` closed-loop sessions x 5 messages, each turn one model call
+    that takes `delay` s, on one server process."""
+    if served.venv is not None:
+        return run_peer(served, folder, delay, sessions)
+    url = pg.database()
+    with fake_model(delay) as port:
         extra = ("--threads", str(threads)) if threads else ()
-        serve = Serve(url, folder, 1, graph=waiting_graph(folder, port), model=extra)
+        graph = waiting_graph(folder, port)
+        serve = Serve(url, folder, 1, graph=graph, model=extra, source=served.source)
         try:
             pids = [p.pid for p in serve.processes]
             # Warmed first: a session's first turn imports litellm (seconds on a busy machine).
             asyncio.run(_load(serve.urls, 1, 1, graph="talk", timeout=300))
-            before = cpu_seconds(pids)
-            with Peaks(url, pids) as peaks:
-                bound = WAITING_TURNS * delay * 20 + 120  # a bounded run, whatever happens
-                load = asyncio.run(
-                    asyncio.wait_for(
-                        _load(serve.urls, sessions, WAITING_TURNS, graph="talk",
-                              timeout=delay * 10 + 60),
-                        bound,
-                    )
-                )  # fmt: skip
-            cpu = (cpu_seconds(pids) - before) / max(1, len(load.latencies)) * 1000
+            load, peaks, cpu = _measured_load(serve.urls, pids, url, delay, sessions)
         finally:
             serve.stop()
         lost, duplicated = checked_store(url, load)
-    finally:
-        fake.kill()
-        fake.wait()
-    return waiting_row(delay, sessions, threads, load, peaks, cpu, lost + duplicated)
+    return waiting_row(served.name, delay, sessions, load, peaks, cpu, str(lost + duplicated))
+
+
+def _measured_load(
+    urls: list[str],
+    pids: list[int],
+    url: str | None,
+    delay: float,
+    sessions: int,
+    protocol: Protocol | None = None,
+) -> tuple[Load, Peaks, float]:
+    """The load, the server's peaks while it ran, and its CPU ms a turn."""
+    before = cpu_seconds(pids)
+    with Peaks(url, pids) as peaks:
+        bound = WAITING_TURNS * delay * 20 + 120  # a bounded run, whatever happens
+        load = asyncio.run(
+            asyncio.wait_for(
+                _load(urls, sessions, WAITING_TURNS, graph="talk",
+                      timeout=delay * 10 + 60, protocol=protocol),
+                bound,
+            )
+        )  # fmt: skip
+    cpu = (cpu_seconds(pids) - before) / max(1, len(load.latencies)) * 1000
+    return load, peaks, cpu
+
+
+PEER = ROOT / "bench" / "langgraph_peer.py"
+
+
+def run_peer(served: Served, folder: Path, delay: float, sessions: int) -> str:
+    """The row on LangGraph's server (`langgraph dev`, in-memory persistence, as many
+    jobs as sessions) on the same fake model: bench/langgraph_peer.py's one-node graph."""
+    assert served.venv is not None
+    config = folder / "langgraph.json"
+    config.write_text(json.dumps({"dependencies": ["."], "graphs": {"peer": f"{PEER}:graph"}}))
+    with fake_model(delay) as model_port:
+        port = _free_port()
+        env = {
+            **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            "FAKE_MODEL_BASE": f"http://127.0.0.1:{model_port}/v1",
+            "LANGGRAPH_CLI_NO_ANALYTICS": "1",  # nothing leaves the machine
+            "LANGSMITH_TRACING": "false",
+            "LANGCHAIN_TRACING_V2": "false",
+        }
+        command = [str(served.venv / "bin" / "langgraph"), "dev", "--config", str(config)]
+        command += ["--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload"]
+        command += ["--n-jobs-per-worker", str(max(sessions, 10)), "--server-log-level", "WARNING"]
+        log = (folder / f"langgraph-{port}.log").open("wb")
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, cwd=folder, env=env
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            _wait_ready(url, "/ok")
+            asyncio.run(_load([url], 1, 1, timeout=300, protocol=LANGGRAPH))
+            load, peaks, cpu = _measured_load(
+                [url], [process.pid], None, delay, sessions, LANGGRAPH
+            )
+        finally:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    return waiting_row(served.name, delay, sessions, load, peaks, cpu, "–")
 
 
 def waiting_row(
-    delay: float, sessions: int, threads: int, load: Load, peaks: Peaks, cpu: float, wrong: int
+    name: str, delay: float, sessions: int, load: Load, peaks: Peaks, cpu: float, wrong: str
 ) -> str:
     turns = len(load.latencies)
     cuts = statistics.quantiles(load.latencies, n=100) if turns > 1 else [0.0] * 99
     rate, ideal = turns / load.seconds, sessions / delay
     errors = ", ".join(f"{n} × {code}" for code, n in sorted(load.codes.items())) or "0"
+    connections = peaks.connections if peaks.url is not None else "– (in memory)"
     return (
-        f"| {sessions:,} | {delay:g} s | {threads or 'default'} | {ideal:,.0f} | {rate:,.1f} |"
+        f"| {name} | {sessions:,} | {delay:g} s | {ideal:,.0f} | {rate:,.1f} |"
         f" {rate / ideal:.0%} | {cuts[49]:.2f} | {cuts[94]:.2f} | {errors} |"
-        f" {peaks.connections} | {peaks.rss / 2**20:,.0f} | {cpu:.1f} | {wrong} |"
+        f" {connections} | {peaks.rss / 2**20:,.0f} | {cpu:.1f} | {wrong} |"
     )
 
 
@@ -595,27 +739,40 @@ def _wait_port(port: int) -> None:
     raise RuntimeError(f"the fake model did not start on port {port}")
 
 
-def main_waiting(delays: list[float], threads: int) -> None:
+def main_waiting(delays: list[float], threads: int, servers: list[Served]) -> None:
     folder = Path(tempfile.mkdtemp(prefix="bench-serve-wait-"))
     pg = start_postgres(folder / "pg")
     load = os.getloadavg()[0]
     print(
-        f"a model that answers after a delay; {WAITING_TURNS} messages a session, load {load:.1f}"
+        f"a model that answers after a delay; {WAITING_TURNS} messages a session,"
+        f" load {load:.1f} on {os.cpu_count()} cores"
     )
     rows = [
-        "| sessions | delay | threads | ideal turns/s | turns/s | share of ideal | p50 s | p95 s |"
+        "| server | sessions | delay | ideal turns/s | turns/s | share of ideal | p50 s | p95 s |"
         " errors | peak PG connections | peak RSS MB | server CPU ms/turn | lost + duplicated |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     try:
         for delay in delays:
             for sessions in WAITING_ROWS.get(delay, (16,)):
-                row = run_waiting(pg, folder, delay, sessions, threads and max(threads, sessions))
-                print(row, file=sys.stderr, flush=True)  # progress, not the record
-                rows.append(row)
+                for served in servers:  # one after another at each row: the same machine
+                    row = run_waiting(
+                        pg, folder, delay, sessions, threads and max(threads, sessions), served
+                    )
+                    print(row, file=sys.stderr, flush=True)  # progress, not the record
+                    rows.append(row)
     finally:
         pg.stop()
     print("\n".join(rows))
+    print(f"\n*load {os.getloadavg()[0]:.1f} at the end*")
+
+
+def _named(checkout: Path) -> str:
+    """A checkout as its commit (short hash), else its folder's name."""
+    done = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return done.stdout.strip() or checkout.name
 
 
 def main() -> None:
@@ -630,10 +787,31 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=0, help="with --model-delay: --threads max(this, N)"
     )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also serve each row from this checkout's cgraph (an A/B in the same run)",
+    )
+    parser.add_argument(
+        "--peer-langgraph",
+        type=Path,
+        metavar="VENV",
+        help="with --model-delay: also each row on `langgraph dev` from this virtualenv",
+    )
+    parser.add_argument(
+        "--sizes", type=int, nargs="*", help="with --model-delay: these N at every delay"
+    )
     args = parser.parse_args()
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    compared = args.compare and Served(f"cgraph at {_named(args.compare)}", source=args.compare)
     if args.model_delay:
-        main_waiting(args.model_delay, args.threads)
+        if args.sizes:
+            WAITING_ROWS.update({float(d): tuple(args.sizes) for d in args.model_delay})
+        servers = [Served("cgraph"), *([compared] if compared else [])]
+        if args.peer_langgraph:
+            servers.append(Served("LangGraph (langgraph dev)", venv=args.peer_langgraph))
+        main_waiting(args.model_delay, args.threads, servers)
         return
     folder = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     pg = start_postgres(folder / "pg")
@@ -645,11 +823,13 @@ def main() -> None:
     ]
     notes: list[str] = []
     try:
+        against = [None, *([compared] if compared else [])]
         for processes in args.processes:
-            row, *more = run_pg(pg, folder, processes, args.sessions, args.turns)
-            rows.append(row)
-            rows += [m for m in more if m.startswith("|")]
-            notes += [m for m in more if not m.startswith("|")]
+            for served in against:  # this checkout, then the other, at each row
+                row, *more = run_pg(pg, folder, processes, args.sessions, args.turns, served)
+                rows.append(row)
+                rows += [m for m in more if m.startswith("|")]
+                notes += [m for m in more if not m.startswith("|")]
         row, note = run_sqlite(pg, folder, args.sessions, args.turns)
         rows.append(row)
         notes.append(note)

@@ -313,20 +313,6 @@ def embedder_for(model: str = "") -> LocalEmbedder:
     return LocalEmbedder(name=model, loader=lambda: load_sentence_transformer(model_folder(model)))
 
 
-EMBEDDERS: dict[str, Callable[[], Embedder]] = {"minilm": LocalEmbedder}
-"""Embedding backends by name."""
-
-
-def make_embedder(name: str) -> Embedder:
-    """A new embedder of the named backend; an unknown name lists the valid ones."""
-    try:
-        factory = EMBEDDERS[name]
-    except KeyError:
-        valid = ", ".join(sorted(EMBEDDERS))
-        raise ConfigError(f"unknown embedder {name!r}; valid embedders are: {valid}") from None
-    return factory()
-
-
 _shared: dict[str, LocalEmbedder] = {}
 _shared_lock = threading.Lock()
 

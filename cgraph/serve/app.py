@@ -1,5 +1,6 @@
 """The HTTP layer of `cgraph serve`: Starlette routes that turn a request into one call of
-the `Service` (run in a worker thread) and its answer or error into JSON.
+the `Service` (awaited when it writes to a session, a short read in a worker thread) and
+its answer or error into JSON.
 
 One table (`ROUTES`) names every endpoint; the app and its OpenAPI description
 (`/openapi.json`) are both built from it. Every request passes the same gate (`_gate`):
@@ -152,7 +153,7 @@ async def _body(request: Request) -> bytes:
 async def create(call: Call) -> Response:
     graph = str(text_field(call.data, "graph", limit=MAX_GRAPH_NAME_CHARS, schema=openapi.CREATE))
     chosen = session_id(text_field(call.data, "session_id", limit=64, required=False))
-    return answer(await call.run(call.service.create, call.user, graph, chosen), 201)
+    return answer(await call.service.acreate(call.user, graph, chosen), 201)
 
 
 async def send(call: Call) -> Response:
@@ -200,11 +201,11 @@ async def events(call: Call) -> Response:
 
 
 async def undo(call: Call) -> Response:
-    return answer(await call.run(call.service.undo, call.user, call.sid))
+    return answer(await call.service.aundo(call.user, call.sid))
 
 
 async def delete(call: Call) -> Response:
-    await call.run(call.service.delete, call.user, call.sid)
+    await call.service.adelete(call.user, call.sid)
     return Response(status_code=204)
 
 
@@ -426,7 +427,7 @@ def build(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        gate.loop = asyncio.get_running_loop()
+        gate.loop = service.loop = asyncio.get_running_loop()
         _drain_on_sigterm(gate)
         yield
         service.watch.close()

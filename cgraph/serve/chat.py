@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from cgraph.errors import SessionNotFound
-from cgraph.serve.bridge import Running, bridged
+from cgraph.serve.bridge import Running, awaited_bridge
 from cgraph.serve.graphs import unknown
 from cgraph.serve.limits import session_id
 from cgraph.serve.problems import Problem, problem_of
@@ -131,15 +131,16 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
 
 
-def converse(
+async def converse(
     service: Service, user: str, request: Asked, emit: Emit | None = None
 ) -> dict[str, Any]:
     """The turn `request` asks for, on its session (started if new): the turn's JSON, with
     `opening`, the reply a graph that speaks first gave when this request started it.
-    With `emit`, the turn is streamed (`Service.stream`'s events)."""
+    With `emit`, the turn is streamed (`Service.astream`'s events). Awaited on the event
+    loop as any turn is; only the read of the conversation runs in a thread."""
     sid, opening = request.session, None
     try:
-        found = service.view(user, sid) if sid is not None else None
+        found = await service.aview(user, sid) if sid is not None else None
     except SessionNotFound:
         found = None
     if found is None:
@@ -150,7 +151,7 @@ def converse(
                 f"no session `{sid}` holds this conversation's {len(request.said)} earlier "
                 "message(s); start a new conversation",
             )
-        started = service.create(user, request.graph, sid)
+        started = await service.acreate(user, request.graph, sid)
         sid, opening = started["session"], (started.get("turn") or {}).get("reply") or None
         if emit is not None and opening:
             emit("delta", {"text": f"{opening}\n\n"})
@@ -158,7 +159,7 @@ def converse(
         _check(found, request)
     assert sid is not None
     if emit is None:
-        turn = service.send(user, sid, request.text, request.key)
+        turn = await service.asend(user, sid, request.text, request.key)
     else:
         made: dict[str, Any] = {}
 
@@ -167,7 +168,7 @@ def converse(
                 made.update(data)
             emit(kind, data)
 
-        service.stream(user, sid, request.text, request.key, kept)
+        await service.astream(user, sid, request.text, request.key, kept)
         turn = made
     return {**turn, "session": sid, "opening": opening}
 
@@ -207,7 +208,7 @@ async def completions(call: Call) -> Response:
     request = asked(call)
     if call.data.get("stream") is True:
         return await _streamed(call, request)
-    turn = await call.run(converse, call.service, call.user, request)
+    turn = await converse(call.service, call.user, request)
     reply = _joined(turn.get("opening"), str(turn.get("reply", "")))
     answer = {
         "id": _id(turn),
@@ -231,8 +232,8 @@ async def _streamed(call: Call, request: Asked) -> Response:
     """`chat.completion.chunk` events: the role, the reply's pieces as the model writes them,
     then `finish_reason: stop` and `[DONE]`. A reply refused after its start was shown is
     followed by the one that replaced it (a chat protocol cannot take text back)."""
-    work: Callable[[Emit], Any] = partial(converse, call.service, call.user, request)
-    pieces = await bridged(call, work)
+    work: Callable[[Emit], Awaitable[Any]] = partial(converse, call.service, call.user, request)
+    pieces = await awaited_bridge(call, work)
     first = await anext(pieces)
     if first[0] == "failed":
         return _refused(problem_of(first[1]["error"], request.session))

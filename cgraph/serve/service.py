@@ -6,12 +6,13 @@ interleave, whichever process runs them, and a turn a killed process left unfini
 finished by the next request that writes to the session (`Sessions.resume(finish=True)`,
 its `recovered` turn returned as `recovered_turn`).
 
-A turn (`asend`, `astream`) runs on the event loop with the library's async driver: the
-model is awaited, so a turn waiting on it holds no thread; a lease holds no connection
-(the store lends one per statement); taking the lease, opening the session and each
-store statement, recall and tool run in a small pool (`pool`). The
-other methods block (short store statements) and the app runs each in a worker thread;
-`send` and `stream` are the same turns on the blocking driver, for callers in a thread.
+Whatever writes to a session (`acreate`, `asend`, `astream`, `aundo`, `adelete`) runs on
+the event loop with the library's async driver: a model is awaited, so a turn waiting on
+it holds no thread; a lease holds no connection (the store lends one per statement);
+taking the lease, opening the session and each store statement, recall and tool run in a
+small pool (`pool`). `create`, `send`, `undo` and `delete` are those same calls for a
+caller in a thread (the studio), run on the server's loop. The reads (`view`, `events`,
+`sessions`, memories) are short store statements the app runs in a worker thread.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import contextvars
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -81,6 +82,8 @@ class Service:
         the session's lock, recalls and tools (`--threads` of them)."""
         self.watch = Watch()
         """Who is told of each turn (the log; the app adds metrics, traces, webhooks)."""
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The server's event loop, once it runs (where a caller in a thread runs a turn)."""
 
     def _refuse_one_process_memory(self, folder: Path | None) -> None:
         embedded = [n for n, s in self.served.items() if not s.graph.memory.host]
@@ -95,23 +98,29 @@ class Service:
 
     # ----- sessions -----------------------------------------------------------------------
 
-    def create(self, user: str, graph: str, session_id: str | None) -> dict[str, Any]:
+    async def acreate(self, user: str, graph: str, session_id: str | None) -> dict[str, Any]:
+        """A new session (and the first turn of a graph that speaks first, awaited as a
+        message's turn is)."""
         served = self.served.get(graph)
         if served is None:
             raise Problem(422, "unknown_graph", unknown(graph, self.served))
         self.rate.take(user)
         sid = session_id or uuid.uuid4().hex
-        with self.watch.turn(user, sid) as seen, self._held(sid), self._refunded(user):
-            seen.graph = graph if served.graph.speaks_first else ""
-            # the store counts the quota and creates as one
-            session = self.opener(graph).start(served.graph, user_id=user, session_id=sid)
-            self.watch.started(graph, sid, user)
-            state = session.view.state
-            answer: dict[str, Any] = {"session": sid, "graph": graph, "state": state}
-            if session.opening is not None:
-                seen.done(session.opening, session)
-                answer["turn"] = session.opening.as_json()
-            return answer
+        with self.watch.turn(user, sid) as seen, self._refunded(user):
+            async with self._aheld(sid):
+                seen.graph = graph if served.graph.speaks_first else ""
+                # the store counts the quota and creates as one
+                session = await self.opener(graph).astart(
+                    served.graph, pool=self.pool, user_id=user, session_id=sid
+                )
+                self.watch.started(graph, sid, user)
+                state = session.view.state
+                answer: dict[str, Any] = {"session": sid, "graph": graph, "state": state}
+                if session.opening is not None:
+                    seen.done(session.opening, session)
+                    answer["turn"] = session.opening.as_json()
+                self.open.keep(session)  # its first message finds it open
+                return answer
 
     @contextmanager
     def _refunded(self, user: str) -> Iterator[None]:
@@ -122,51 +131,9 @@ class Service:
             self.rate.refund(user)
             raise
 
-    def send(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
-        with (
-            self.watch.turn(user, sid) as seen,
-            self._held(sid),
-            self._writing(user, sid, key) as (session, found),
-        ):
-            if found is not None:
-                return _turn(replayed(found, text), session, replayed=True)
-            self.rate.take(user)  # a turn runs: what the rate counts
-            seen.open(session)
-            turn = session.send(text, key=key)
-            seen.done(turn, session)
-            return _turn(turn, session)
-
-    def stream(self, user: str, sid: str, text: str, key: str | None, emit: Emit) -> None:
-        """`send`, each piece emitted as it comes: `open` once the session is held and open
-        (nothing before it was said to the client), `delta`s, `retracted`, `tools`, then
-        one `turn`."""
-        with (
-            self.watch.turn(user, sid) as seen,
-            self._held(sid),
-            self._writing(user, sid, key) as (session, found),
-        ):
-            if found is None:
-                self.rate.take(user)
-            else:
-                replayed(found, text)
-            emit("open", {})
-            if found is not None:
-                emit("turn", _turn(found, session, replayed=True))
-                return
-            seen.open(session)
-            self._streamed(session, seen, text, key, emit)
-
-    def _streamed(
-        self, session: Session, seen: Seen, text: str, key: str | None, emit: Emit
-    ) -> None:
-        for item in session.stream(text, key=key):
-            _emitted(item, session, seen, emit)
-
-    # ----- turns on the event loop --------------------------------------------------------
-
     async def asend(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
-        """`send` on the event loop (the async driver): the model awaited, so a turn
-        waiting on it holds no thread; opening the session, the lease and every store
+        """A message's turn on the event loop (the async driver): the model awaited, so a
+        turn waiting on it holds no thread; opening the session, the lease and every store
         statement, recall and tool run in the service's small pool."""
         with self.watch.turn(user, sid) as seen:
             async with self._aheld(sid):
@@ -182,7 +149,9 @@ class Service:
                 return _turn(turn, session)
 
     async def astream(self, user: str, sid: str, text: str, key: str | None, emit: Emit) -> None:
-        """`stream` on the event loop, as `asend` runs `send`."""
+        """`asend`, each piece emitted as it comes: `open` once the session is held and
+        open (nothing before it was said to the client), `delta`s, `retracted`, `tools`,
+        then one `turn`."""
         with self.watch.turn(user, sid) as seen:
             async with self._aheld(sid):
                 session, found = await self._run(self._taken, user, sid, key)
@@ -200,6 +169,54 @@ class Service:
                     _emitted(item, session, seen, emit)
                 self.open.keep(session)
 
+    async def aundo(self, user: str, sid: str) -> dict[str, Any]:
+        async with self._aheld(sid):
+            session, _ = await self._run(self._taken, user, sid, None)
+            self.rate.take(user)
+            taken = await session.aundo(pool=self.pool)
+            self.open.keep(session)
+            undone = taken.as_json() if taken is not None else None
+            view = session.view
+            return {"undone": undone, "state": view.state, "turn": view.turn_number}
+
+    async def adelete(self, user: str, sid: str) -> None:
+        """The session's log and its task memories (in its graph's memory store, when that
+        graph is served here; the user's personal and project memories stay)."""
+        async with self._aheld(sid):
+            await self._run(self._deleted, user, sid)
+
+    def _deleted(self, user: str, sid: str) -> None:
+        self.open.take(sid)
+        name = self.opener().info(sid, user_id=user).graph_name
+        self.opener(name if name in self.memories else None).delete(sid, user_id=user)
+
+    # ----- the same calls, from a thread ----------------------------------------------------
+
+    def create(self, user: str, graph: str, session_id: str | None) -> dict[str, Any]:
+        """`acreate` for a caller in a thread (the studio's, a test's)."""
+        return self._blocking(self.acreate, user, graph, session_id)
+
+    def send(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
+        """`asend` for a caller in a thread."""
+        return self._blocking(self.asend, user, sid, text, key)
+
+    def undo(self, user: str, sid: str) -> dict[str, Any]:
+        return self._blocking(self.aundo, user, sid)
+
+    def delete(self, user: str, sid: str) -> None:
+        self._blocking(self.adelete, user, sid)
+
+    def _blocking(self, function: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        """`await function(*args)` from a thread: on the server's loop while it runs (so
+        every model client stays on the one loop), else on a loop of its own. Called on
+        the loop itself, it would wait on itself: refused."""
+        loop = self.loop
+        if loop is not None and loop.is_running():
+            if _on(loop):
+                raise RuntimeError("a blocking call of the service on its own event loop")
+            return asyncio.run_coroutine_threadsafe(function(*args), loop).result()
+        return asyncio.run(function(*args))
+
     async def _run(self, function: Callable[..., T], *args: Any) -> T:
         """`function(*args)` in the pool, in this task's context (its watchers)."""
         context = contextvars.copy_context()
@@ -208,9 +225,9 @@ class Service:
 
     @asynccontextmanager
     async def _aheld(self, sid: str) -> AsyncIterator[None]:
-        """`_held` from the event loop: the lease taken (and waited for) and let go in the
-        pool, held in between by no thread."""
-        held = self._held(sid)
+        """The session's lease, waited for at most `--wait` seconds (the wait is counted),
+        taken and let go in the pool, held in between by no thread."""
+        held = self.watch.held(self.store.hold(sid, wait=self.options.wait, ttl=self.options.lease))
         await self._run(held.__enter__)
         try:
             yield
@@ -234,53 +251,26 @@ class Service:
             "transcript": list(view.transcript),
         }
 
+    async def aview(self, user: str, sid: str) -> dict[str, Any]:
+        """`view` from the event loop (a read, in the pool)."""
+        return await self._run(self.view, user, sid)
+
     def events(self, user: str, sid: str, after: int, limit: int) -> dict[str, Any]:
         session = self.opened(user, sid)
         found = session.log.events(after=after, limit=min(limit, MAX_EVENTS_PAGE))
         events = [e.model_dump(mode="json") for e in found]
         return {"events": events, "next": found[-1].seq if found else None}
 
-    def undo(self, user: str, sid: str) -> dict[str, Any]:
-        with self._held(sid), self._writing(user, sid) as opened:
-            session = opened[0]
-            self.rate.take(user)
-            taken = session.undo()
-            undone = taken.as_json() if taken is not None else None
-            view = session.view
-            return {"undone": undone, "state": view.state, "turn": view.turn_number}
-
-    def delete(self, user: str, sid: str) -> None:
-        """The session's log and its task memories (in its graph's memory store, when that
-        graph is served here; the user's personal and project memories stay)."""
-        with self._held(sid):
-            self.open.take(sid)
-            name = self.opener().info(sid, user_id=user).graph_name
-            self.opener(name if name in self.memories else None).delete(sid, user_id=user)
-
     def sessions(self, user: str) -> dict[str, Any]:
         return {"sessions": [_listed(i) for i in self.opener().list(user)]}
 
-    def _held(self, sid: str) -> AbstractContextManager[None]:
-        """The session's lease, waited for at most `--wait` seconds (the wait is counted)."""
-        return self.watch.held(self.store.hold(sid, wait=self.options.wait, ttl=self.options.lease))
-
-    @contextmanager
-    def _writing(
-        self, user: str, sid: str, key: str | None = None
-    ) -> Iterator[tuple[Session, Turn | None]]:
-        """The session to write to, under its lock, and the turn already made for `key`:
+    def _taken(self, user: str, sid: str, key: str | None) -> tuple[Session, Turn | None]:
+        """The session to write to, under its lease, and the turn already made for `key`:
         the session this process kept open if the store still holds its last step, the
         key looked up in the same read (`SessionLog.recheck`), else the session opened from
         the store (finishing a turn a killed process left) and the key looked up after.
-        Kept open again when the request succeeds; after a failure the next request opens
-        it from the store."""
-        session, found = self._taken(user, sid, key)
-        yield session, found
-        self.open.keep(session)
-
-    def _taken(self, user: str, sid: str, key: str | None) -> tuple[Session, Turn | None]:
-        """The session `_writing` yields, and the turn already made for `key` (the caller
-        keeps the session open again once the request succeeded)."""
+        The caller keeps it open again when the request succeeds; after a failure the next
+        request opens it from the store."""
         kept = self.open.take(sid)
         checked = kept.log.recheck(key) if kept is not None and kept.user_id == user else None
         if kept is not None and checked is not None and checked.current:
@@ -376,6 +366,13 @@ class OpenSessions:
             self._kept[session.id] = session
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)
+
+
+def _on(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 def _emitted(item: Chunk | Turn, session: Session, seen: Seen, emit: Emit) -> None:

@@ -24,12 +24,14 @@ the session as it was before the message (the engine's own recovery).
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import time
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from concurrent.futures import Executor
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -223,8 +225,7 @@ class Session:
 
     def speak_first(self) -> Turn:
         """The start state's words before the user types (`speaks_first: true`)."""
-        self._drive(self._engine.turn("", opening=True))
-        return self.log.turn(self._engine.state.turn)
+        return self._drive(_speaking_first(self, self._engine))
 
     def finish_turn(self) -> Turn:
         """Complete an interrupted turn from its last committed step (and extract its
@@ -246,15 +247,11 @@ class Session:
 
     def undo(self) -> Turn | None:
         """Take back the last turn (state, variables, notes, transcript); returns it."""
-        number = self._engine.state.turn
-        if self._engine.state.pending is not None:
-            self.cancel_turn()
-            return build_turn(self.id, number, [])
-        if number == 0:
-            return None
-        taken = self.log.turn(number)
-        self._drive(self._engine.rewind(number, cancelled=False))
-        return taken
+        return self._drive(_undoing(self, self._engine))
+
+    async def aundo(self, *, pool: Executor | None = None) -> Turn | None:
+        """`undo` on an event loop, as `asend` runs `send`."""
+        return await drive_async(_undoing(self, self._engine), in_pool(pool))
 
     # ----- memories -----------------------------------------------------------------------
 
@@ -392,6 +389,41 @@ class Sessions:
         these sessions run with. `state` starts the session in that root state, as if the
         conversation had already entered it (its `say:` is not repeated); `variables`
         override the graph's values."""
+        session, speaks = self._created(graph, model, user_id, session_id, state, variables)
+        if speaks:
+            session.opening = session.speak_first()
+        return session
+
+    async def astart(
+        self,
+        graph: Graph | str | Path,
+        *,
+        pool: Executor | None = None,
+        model: Model = None,
+        user_id: str = "local",
+        session_id: str | None = None,
+        state: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """`start` on an event loop, as `Session.asend` runs `send`: the session written
+        to the store in `pool`, the opening of a graph that speaks first awaited."""
+        made = partial(self._created, graph, model, user_id, session_id, state, variables)
+        session, speaks = await asyncio.get_running_loop().run_in_executor(pool, made)
+        if speaks:
+            opening = _speaking_first(session, session._engine)
+            session.opening = await drive_async(opening, in_pool(pool))
+        return session
+
+    def _created(
+        self,
+        graph: Graph | str | Path,
+        model: Model,
+        user_id: str,
+        session_id: str | None,
+        state: str | None,
+        variables: Mapping[str, Any] | None,
+    ) -> tuple[Session, bool]:
+        """The new session, written to the store, and whether it speaks first now."""
         spec = graph_of(graph)
         first_state = initial_state(spec, state, variables)
         deps = self._dependencies(
@@ -399,9 +431,7 @@ class Sessions:
         )
         info, first = create(deps, first_state)
         session = self._open(info, deps, first_state, [first], FIRST)
-        if spec.speaks_first and state is None:
-            session.opening = session.speak_first()
-        return session
+        return session, spec.speaks_first and state is None
 
     def resume(
         self,
@@ -526,6 +556,25 @@ def _opener(old: str, options: dict[str, Any]) -> tuple[Sessions, dict[str, Any]
     _warn(old, f"Sessions(store, …).{_RENAMED.get(old, old)}", depth=4)
     held = {k: v for k, v in options.items() if k in _OPENER}
     return Sessions(**held), {k: v for k, v in options.items() if k not in _OPENER}
+
+
+def _speaking_first(session: Session, engine: Engine) -> Steps[Turn]:
+    """`Session.speak_first` as steps, for either driver."""
+    yield from engine.turn("", opening=True)
+    return session.log.turn(engine.state.turn)
+
+
+def _undoing(session: Session, engine: Engine) -> Steps[Turn | None]:
+    """`Session.undo` as steps, for either driver."""
+    number = engine.state.turn
+    if engine.state.pending is not None:  # the turn in progress is dropped
+        yield from engine.rewind(number, cancelled=True)
+        return build_turn(session.id, number, [])
+    if number == 0:
+        return None
+    taken = session.log.turn(number)
+    yield from engine.rewind(number, cancelled=False)
+    return taken
 
 
 def _owned(info: SessionInfo, user_id: str | None) -> SessionInfo:

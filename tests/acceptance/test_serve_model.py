@@ -70,3 +70,29 @@ def test_a_reply_streams_from_the_model_through_the_server(tmp_path: Path) -> No
     assert kinds[-1] == "turn"
     assert kinds.count("delta") > 1  # in pieces, as the model wrote them
     assert model.bodies[-1]["stream"] is True and model.bodies[-1]["model"] == "test-model"
+
+
+def test_chat_completions_and_openings_wait_on_the_model_without_threads(tmp_path: Path) -> None:
+    # A graph that speaks first: each chat request creates its session (the opening, one
+    # model call) and then runs its turn (another), all on the event loop.
+    greet = Path(__file__).parent.parent / "fixtures" / "serve" / "graphs" / "greet.yaml"
+    with StreamServer(ANSWER, pieces=10, delay=0.1) as model:
+        args = ("--store", str(tmp_path / "store"), "--memory", "off", "--model", "openai/m")
+        options = (*args, "--api-base", model.base, "--turns-per-minute", "1000")
+        running = start(str(greet), *options, "--threads", str(THREADS), folder=tmp_path)
+        try:
+
+            def chat(number: int) -> tuple[int, str]:
+                body = {"model": "greet", "messages": [{"role": "user", "content": "hi"}]}
+                with running.client(timeout=180) as mine:
+                    answer = mine.post("/v1/chat/completions", json={**body, "user": f"u{number}"})
+                    said = answer.json()["choices"][0]["message"]["content"]
+                    return answer.status_code, said
+
+            with ThreadPoolExecutor(SESSIONS) as pool:
+                done = list(pool.map(chat, range(SESSIONS)))
+        finally:
+            running.stop()
+    both = "Hello from the model.\n\nHello from the model."  # the opening, then the reply
+    assert done == [(200, both)] * SESSIONS
+    assert model.peak > THREADS  # more model calls waited at once than there are threads

@@ -65,6 +65,8 @@ class EventLog:
         return Transcript(self._messages, held, first)
 
     def _messages(self, start: int, end: int) -> list[dict[str, str]]:
+        if start >= end:  # none to read: a new session opens without asking the store
+            return []
         found = self.store.message_events(self.session_id, start, end)
         return [m for m in map(message_of, found) if m is not None]
 

@@ -13,12 +13,10 @@ from typing import Any, cast
 import pytest
 
 from cgraph.backends.embed import (
-    EMBEDDERS,
     Embedder,
     LocalEmbedder,
     cosine,
     embedder_for,
-    make_embedder,
     model_folder,
     model_path,
     shared_embedder,
@@ -28,6 +26,7 @@ from cgraph.errors import ConfigError
 from cgraph.session import Session
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
+from cgraph.wiring.embedders import EMBEDDERS, make_embedder
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow  # real `cgraph` processes, models or Chroma
