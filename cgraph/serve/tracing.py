@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
     SpanExportResult,
 )
-from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode, Tracer
 
 from cgraph.errors import ConfigError
 from cgraph.observe import ModelCall
@@ -277,9 +277,9 @@ class Tracing:
             self.extraction(extracting, events, context)
         for event in events:
             if event.kind == "tool_call":
-                self._tool_call(event, windows, context)
+                _tool_call(self.tracer, event, windows, context)
             elif event.kind == "recall":
-                self._recall(event, windows, context)
+                _recall(self.tracer, event, windows, context)
         for window in windows:
             window.span.end(end_time=window.end)
         span.end(end_time=max(end, *(w.end for w in windows)) if windows else end)
@@ -380,37 +380,37 @@ class Tracing:
             span.set_status(Status(StatusCode.ERROR, call.error))
         span.end(end_time=start + int(call.seconds * NS))
 
-    def _tool_call(self, event: Event, windows: list[Window], context: Any) -> None:
-        data, end = event.data, int(event.at * NS)
-        if data.get("status") in ("started", "skipped"):  # an intent, or a note: no call
-            return
-        start = end - int(float(data.get("duration", 0) or 0) * NS)
-        window = _window_of(windows, start, str(data.get("state", "")))
-        name = str(data.get("tool", data.get("name", "")))
-        attributes = {"cgraph.tool": name, "cgraph.status": str(data.get("status", ""))}
-        if data.get("error"):
-            attributes["cgraph.error"] = str(data["error"])
-        parent = trace.set_span_in_context(window.span) if window else context
-        span = self.tracer.start_span(
-            f"cgraph.tool {name}", context=parent, start_time=start, attributes=attributes
-        )
-        if data.get("status") != "done":
-            span.set_status(Status(StatusCode.ERROR, str(data.get("status", ""))))
-        span.end(end_time=end)
 
-    def _recall(self, event: Event, windows: list[Window], context: Any) -> None:
-        data, at = event.data, int(event.at * NS)
-        found = data.get("memories") or []
-        scores = [m.get("score") for m in found if isinstance(m, dict)]
-        attributes: dict[str, Any] = {"cgraph.recalled": len(found)}
-        if any(isinstance(s, int | float) for s in scores):
-            attributes["cgraph.top_score"] = max(float(s) for s in scores if s is not None)
-        window = _window_of(windows, at, str(data.get("state", "")))
-        parent = trace.set_span_in_context(window.span) if window else context
-        span = self.tracer.start_span(
-            "cgraph.recall", context=parent, start_time=at, attributes=attributes
-        )
-        span.end(end_time=at)
+def _tool_call(tracer: Tracer, event: Event, windows: list[Window], context: Any) -> None:
+    data, end = event.data, int(event.at * NS)
+    if data.get("status") in ("started", "skipped"):  # an intent, or a note: no call
+        return
+    start = end - int(float(data.get("duration", 0) or 0) * NS)
+    window = _window_of(windows, start, str(data.get("state", "")))
+    name = str(data.get("tool", data.get("name", "")))
+    attributes = {"cgraph.tool": name, "cgraph.status": str(data.get("status", ""))}
+    if data.get("error"):
+        attributes["cgraph.error"] = str(data["error"])
+    parent = trace.set_span_in_context(window.span) if window else context
+    span = tracer.start_span(
+        f"cgraph.tool {name}", context=parent, start_time=start, attributes=attributes
+    )
+    if data.get("status") != "done":
+        span.set_status(Status(StatusCode.ERROR, str(data.get("status", ""))))
+    span.end(end_time=end)
+
+
+def _recall(tracer: Tracer, event: Event, windows: list[Window], context: Any) -> None:
+    data, at = event.data, int(event.at * NS)
+    found = data.get("memories") or []
+    scores = [m.get("score") for m in found if isinstance(m, dict)]
+    attributes: dict[str, Any] = {"cgraph.recalled": len(found)}
+    if any(isinstance(s, int | float) for s in scores):
+        attributes["cgraph.top_score"] = max(float(s) for s in scores if s is not None)
+    window = _window_of(windows, at, str(data.get("state", "")))
+    parent = trace.set_span_in_context(window.span) if window else context
+    span = tracer.start_span("cgraph.recall", context=parent, start_time=at, attributes=attributes)
+    span.end(end_time=at)
 
 
 def _turn_attributes(turn: Turn) -> dict[str, Any]:
