@@ -28,7 +28,7 @@ LITELLM = "litellm"
 # Entries imported only when asked for, so that light commands stay light.
 _BUILTIN = {
     SEMANTIC: "cgraph.backends.offline.chooser:semantic",
-    "replay": "cgraph.backends.llm.replay:ReplayModel",
+    "replay": "cgraph.backends.llm.replay:replay",
     "scripted": "cgraph.backends.llm.scripted:ScriptedModel",
     LITELLM: "cgraph.backends.llm.litellm_chat:LiteLLMModel",
 }

@@ -5,9 +5,12 @@ line per call: the request's kind, state, schema and rendered messages, and the 
 answer (or the error). `RecordingChooser` does the same for a chooser that reads messages
 itself (the offline mode): each choice is written as a model's answer would be, with the
 question it answered (its kind, state, options and the user's messages) instead of a
-prompt, which that chooser never renders. `ReplayModel` (`--model replay:FILE`) answers
-the same calls from that file, in order, so a session once run becomes a reproducible
-test.
+prompt, which that chooser never renders. `--model replay:FILE` answers the same calls
+from that file, in order, so a session once run becomes a reproducible test: a
+`ReplayModel` for a model's recording, a `ReplayChooser` for the offline chooser's (its
+choices come back as that chooser made them, so the runtime words its staying reply as it
+did then: the state's text rendered after the message's values are in, after what was
+refused).
 
 Replay is strict: the kind, the state, the schema and *every* rendered message must equal
 the recorded ones. Anything that changes what the model would be shown — an edited graph
@@ -36,6 +39,7 @@ from cgraph.runtime.ports import (
     LLMRequest,
     Question,
     Quiet,
+    Reason,
     Rememberer,
     Whole,
 )
@@ -140,14 +144,9 @@ class RecordingChooser(_Recorder):
 
     def choose(self, question: Question) -> Choice:
         choice = self.inner.choose(question)
-        answer: dict[str, Any] = {"exit": choice.exit, "reason": str(choice.reason)}
-        answer |= {"reply": choice.reply or question.authored_reply, "scores": choice.confidence}
-        if choice.note:
-            answer["note"] = choice.note
-        if question.slots:
-            answer["slots"] = {name: choice.slots.get(name) for name in question.slots}
         asked = {"kind": question.kind, "state": question.state, "question": question_of(question)}
-        self._append({**asked, "model": self.name, "offline": True, "answer": json.dumps(answer)})
+        answer = json.dumps(_choice_answer(choice, question))
+        self._append({**asked, "model": self.name, "offline": True, "answer": answer})
         return choice
 
     def remember(self, user_messages: Sequence[str]) -> list[tuple[Tier, str]]:
@@ -210,6 +209,114 @@ class ReplayModel(Quiet):
     def _fail(self, message: str) -> NoReturn:
         self.failure = message
         raise LLMError(message)
+
+
+def _choice_answer(choice: Choice, question: Question) -> dict[str, Any]:
+    """A choice as a recording keeps it: a model's answer fields (`reply` the words the
+    user heard when the chooser wrote its own, else the state's as rendered for the
+    question), and what only the offline chooser gives (`own_reply`, `preface`, `why`, the
+    clarifying candidates), which its replay reads."""
+    answer: dict[str, Any] = {"exit": choice.exit, "reason": str(choice.reason)}
+    answer |= {"reply": choice.reply or question.authored_reply, "scores": choice.confidence}
+    answer |= {"own_reply": choice.reply, "why": choice.reason.kind}
+    if choice.preface:
+        answer["preface"] = choice.preface
+    if choice.note:
+        answer["note"] = choice.note
+    if question.slots:
+        answer["slots"] = {name: choice.slots.get(name) for name in question.slots}
+    if choice.slot_problems:
+        answer["slot_problems"] = list(choice.slot_problems)
+    if choice.candidates or choice.question:
+        answer |= {"candidates": list(choice.candidates), "question": choice.question}
+    return answer
+
+
+def _recorded_choice(answer: dict[str, Any]) -> Choice:
+    """The choice a recorded offline answer stands for (one recorded before `own_reply`
+    was kept replays its `reply` as the chooser's own, as such recordings did)."""
+    slots = {k: v for k, v in (answer.get("slots") or {}).items() if v is not None}
+    return Choice(
+        exit=str(answer["exit"]),
+        reason=Reason(str(answer.get("why", "model")), str(answer.get("reason", ""))),
+        confidence={str(k): float(v) for k, v in (answer.get("scores") or {}).items()},
+        reply=str(answer.get("own_reply", answer.get("reply", ""))),
+        preface=str(answer.get("preface", "")),
+        note=str(answer.get("note", "")),
+        slots=slots,
+        slot_problems=tuple(answer.get("slot_problems", ())),
+        candidates=tuple(answer.get("candidates", ())),
+        question=str(answer.get("question", "")),
+    )
+
+
+class ReplayChooser:
+    """Answers an offline recording's questions with the recorded choices, in order; a
+    question that differs fails loudly, as `ReplayModel` does for prompts."""
+
+    def __init__(self, path: Path, entries: list[dict[str, Any]]) -> None:
+        self.path = path
+        self.entries = entries
+        self.name = f"replay:{path}"
+        self.position = 0
+        self.failure: str | None = None
+
+    @property
+    def remaining(self) -> int:
+        return len(self.entries) - self.position
+
+    def choose(self, question: Question) -> Choice:
+        asked = {"kind": question.kind, "state": question.state, "question": question_of(question)}
+        try:
+            answer = self._next(asked, f"{question.kind} in `{question.state}`")
+        except LLMError as err:
+            return Choice("", Reason("failed", err.message))
+        return _recorded_choice(answer)
+
+    def remember(self, user_messages: Sequence[str]) -> list[tuple[Tier, str]]:
+        asked = {"kind": "extract", "state": "", "question": {"user_messages": list(user_messages)}}
+        try:
+            answer = self._next(asked, "what to remember")
+        except LLMError:
+            return []
+        return [(m["tier"], str(m["text"])) for m in answer.get("memories", ())]
+
+    def _next(self, asked: dict[str, Any], what: str) -> dict[str, Any]:
+        if self.failure is not None:
+            raise LLMError(self.failure)
+        if self.position >= len(self.entries):
+            self._fail(
+                f"{self.path}: the recording has {len(self.entries)} exchanges and all were "
+                f"used; the session asked one more ({what})"
+            )
+        expected = self.entries[self.position]
+        difference = compare(expected, asked)
+        if difference:
+            self._fail(
+                f"{self.path}: exchange {self.position + 1} does not match the recording\n"
+                + difference
+            )
+        self.position += 1
+        try:
+            answer = json.loads(str(expected.get("answer", "")))
+        except json.JSONDecodeError:
+            answer = None
+        if not isinstance(answer, dict):
+            self._fail(f"{self.path}: exchange {self.position}: the recorded answer is no object")
+        return answer
+
+    def _fail(self, message: str) -> NoReturn:
+        self.failure = message
+        raise LLMError(message)
+
+
+def replay(rest: str = "", **options: Any) -> ReplayModel | ReplayChooser:
+    """`--model replay:FILE`: the offline chooser's recording replayed as its choices, any
+    other as a model's answers."""
+    model = ReplayModel(rest, **options)
+    if model.entries and all(entry.get("offline") for entry in model.entries):
+        return ReplayChooser(model.path, model.entries)
+    return model
 
 
 def load_recording(path: Path) -> list[dict[str, Any]]:

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from cgraph.backends.llm.replay import RecordingModel, ReplayModel
+from cgraph.backends.llm.replay import (
+    RecordingChooser,
+    RecordingModel,
+    ReplayChooser,
+    ReplayModel,
+    question_of,
+)
 from cgraph.errors import ConfigError, LLMError
-from cgraph.runtime.ports import Capabilities, LLMRequest, Question, Quiet
+from cgraph.runtime.ports import Capabilities, Choice, LLMRequest, Question, Quiet, Reason
 from cgraph.wiring.models import resolve_model as resolve
 
 
@@ -133,3 +140,51 @@ def test_recording_passes_the_models_notices_and_turns_through(tmp_path: Path) -
         "the server refused `json_schema` structured output; using `tool`",
     )
     assert recorder.notices() == ()  # said once
+
+
+class Refusing:
+    """A stand-in for the offline chooser: stays, refusing a value, with no words of its own."""
+
+    name = "semantic"
+
+    def choose(self, question: Question) -> Choice:
+        reason = Reason("invalid_slot", "a value was refused")
+        return Choice("stay", reason, {"stay": 0.9}, preface="80 is above the maximum 50.")
+
+
+def test_an_offline_recording_replays_the_choices_as_made(tmp_path: Path) -> None:
+    """The replay gives the chooser's choice back (its preface, no words of its own), so
+    the runtime words the reply as it did: not the state's text as it stood before."""
+    path = tmp_path / "offline.jsonl"
+    asked = Question("action", "ask_size", allow_stay=True, user_messages=("80 of us",))
+    asked = replace(asked, authored_reply="How many?")
+    made = RecordingChooser(Refusing(), path).choose(asked)
+    replayed = resolve(f"replay:{path}")
+    assert isinstance(replayed, ReplayChooser)
+    again = replayed.choose(asked)
+    assert (again.exit, again.reply, again.preface) == ("stay", "", made.preface)
+    assert (again.reason, again.confidence) == (made.reason, made.confidence)
+    other = replace(asked, user_messages=("90 of us",))
+    assert replayed.choose(other).failed  # all used: a further question fails loudly
+    assert "asked one more" in (replayed.failure or "")
+
+
+def test_an_offline_question_that_differs_fails_with_a_diff(tmp_path: Path) -> None:
+    path = tmp_path / "offline.jsonl"
+    asked = Question("action", "ask_size", allow_stay=True, user_messages=("80 of us",))
+    RecordingChooser(Refusing(), path).choose(asked)
+    replayed = resolve(f"replay:{path}")
+    assert isinstance(replayed, ReplayChooser)
+    assert replayed.choose(replace(asked, user_messages=("9 of us",))).failed
+    assert "does not match" in (replayed.failure or "") and "9 of us" in (replayed.failure or "")
+
+
+def test_an_offline_recording_made_before_own_reply_replays_its_reply(tmp_path: Path) -> None:
+    path = tmp_path / "old.jsonl"
+    asked = Question("action", "ask_size", allow_stay=True, user_messages=("hi",))
+    old = {"exit": "stay", "reason": "given", "reply": "How many?", "scores": {}}
+    entry = {"kind": "action", "state": "ask_size", "offline": True, "answer": json.dumps(old)}
+    path.write_text(json.dumps({**entry, "question": question_of(asked)}) + "\n")
+    replayed = resolve(f"replay:{path}")
+    assert isinstance(replayed, ReplayChooser)
+    assert replayed.choose(asked).reply == "How many?"
