@@ -62,6 +62,9 @@ class GraphContext:
     None: this graph's own folder."""
     texts: Mapping[Path, str] = field(default_factory=dict)
     """Files' texts read instead of the disk's (by resolved path): an editor's buffers."""
+    outer_names: frozenset[str] = frozenset()
+    """What the graphs that hand over to this one (a sub-graph) define: variables are the
+    session's, and a running caller's slots are read through."""
     edges: dict[str, list[Located]] = field(init=False)
     """Every state's targets, computed once for all checks."""
 
