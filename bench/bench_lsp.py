@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cgraph.lint.walk import lint_paths  # noqa: E402
-from cgraph.spec.reread import Rereader  # noqa: E402
+from cgraph.spec.kept import Kept  # noqa: E402
 from tests.support.generated_graph import write  # noqa: E402
 
 
@@ -93,14 +93,14 @@ def anchor(path: Path, runs: int) -> list[float]:
 
 def kept(path: Path, runs: int) -> list[float]:
     """`lint_paths` of the buffer after each keystroke, reads kept as the server keeps them."""
-    reads, key, clean = Rereader(), path.resolve(), path.read_text(encoding="utf-8")
+    reads, key, clean = Kept(), path.resolve(), path.read_text(encoding="utf-8")
     at = clean.index("next_state: s2\n") + len("next_state: s2")
-    lint_paths([path], texts={key: clean}, read=reads.read)
+    lint_paths([path], texts={key: clean}, kept=reads)
     took = []
     for number in range(runs):
         text = clean[:at] + "x" + clean[at:] if number % 2 == 0 else clean
         start = time.perf_counter()
-        lint_paths([path], texts={key: text}, read=reads.read)
+        lint_paths([path], texts={key: text}, kept=reads)
         took.append(time.perf_counter() - start)
     return took
 

@@ -17,6 +17,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from cgraph.runtime.ports import estimate_tokens
+
+PURPOSES = {"extract": "extraction", "summary": "summary"}
+"""What a call was for, by the kind of its question (any other kind: `turn`)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCall:
@@ -41,6 +46,32 @@ class ModelCall:
     messages: tuple[dict[str, Any], ...] = ()
     """The prompt as sent (a watcher decides whether to keep it)."""
     reply: str | None = None
+
+    @property
+    def purpose(self) -> str:
+        """`turn` (a step of the turn), `extraction` (memories, once the reply is committed)
+        or `summary` (the history's running summary)."""
+        return PURPOSES.get(self.kind, "turn")
+
+    def usage(self) -> tuple[int, int]:
+        """(prompt, completion) tokens: the provider's counts where it gave them, else
+        cgraph's estimate (`estimate_tokens`, ~4 characters a token) of the prompt sent and
+        the reply read. A call that failed counts what the provider said, else 0: no
+        answer came to estimate."""
+        prompt, completion = self.prompt_tokens, self.completion_tokens
+        if prompt is None:
+            estimated = sum(estimate_tokens(_text(m.get("content"))) for m in self.messages)
+            prompt = 0 if self.error else estimated
+        if completion is None:
+            completion = 0 if self.error or self.reply is None else estimate_tokens(self.reply)
+        return prompt, completion
+
+
+def _text(content: Any) -> str:
+    """A message's content as text (parts keep their text)."""
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
 
 
 Watcher = Callable[[ModelCall], None]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cgraph.diagnostics import DataPath, Diagnostic, Fix, Severity
+from cgraph.spec.kept import StateMemo
 from cgraph.spec.load import closest, did_you_mean, fix_for
 from cgraph.spec.model import SILENT_TYPES, AnyState, Graph, anywhere_targets, is_cross
 from cgraph.spec.names import END, RESUME
@@ -62,6 +63,8 @@ class GraphContext:
     None: this graph's own folder."""
     texts: Mapping[Path, str] = field(default_factory=dict)
     """Files' texts read instead of the disk's (by resolved path): an editor's buffers."""
+    memo: StateMemo | None = None
+    """What the last lint of this file computed from each state alone (an editor's)."""
     outer_names: frozenset[str] = frozenset()
     """What the graphs that hand over to this one (a sub-graph) define: variables are the
     session's, and a running caller's slots are read through."""

@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
 from cgraph.lint.template_ast import TemplateProblem, read_names
+from cgraph.spec.kept import StateMemo
 from cgraph.spec.load import did_you_mean, fix_for
 from cgraph.spec.model import Graph
 from cgraph.spec.read import Document
@@ -105,9 +106,12 @@ def _analyse_fast(source: str) -> Analysis:
     return error, names
 
 
-def template_strings(data: Any) -> Iterator[tuple[DataPath, str, Extra]]:
+def template_strings(
+    data: Any, memo: StateMemo | None = None
+) -> Iterator[tuple[DataPath, str, Extra]]:
     """(path, text, names it may read besides the graph's, or None when its names are
-    not checked) of every templated string a graph renders."""
+    not checked) of every templated string a graph renders; a state's are found again
+    only when it is new to `memo`."""
     if not isinstance(data, dict):
         return
     none: frozenset[str] = frozenset()
@@ -117,11 +121,12 @@ def template_strings(data: Any) -> Iterator[tuple[DataPath, str, Extra]]:
     states = data.get("states")
     if isinstance(states, dict):
         for name, state in states.items():
-            if isinstance(state, dict):
-                fields = {k: v for k, v in state.items() if k not in ("description", "clarify")}
-                yield from _strings(fields, ("states", name), none)
-                clarify = state.get("clarify")
-                yield from _strings(clarify, ("states", name, "clarify"), CLARIFY_NAMES)
+            if not isinstance(state, dict):
+                continue
+            if memo is None:
+                yield from _state_strings(name, state)
+            else:
+                yield from memo.get("templates", state, name, partial(_listed, name, state))
     slots = data.get("slots")
     if isinstance(slots, dict):
         for name, slot in slots.items():
@@ -133,6 +138,17 @@ def template_strings(data: Any) -> Iterator[tuple[DataPath, str, Extra]]:
     if isinstance(prompts, dict):
         # Prompt templates see the engine's prompt context, not graph variables.
         yield from _strings(prompts, ("prompts",), None)
+
+
+def _state_strings(name: str, state: dict[str, Any]) -> Iterator[tuple[DataPath, str, Extra]]:
+    fields = {k: v for k, v in state.items() if k not in ("description", "clarify")}
+    yield from _strings(fields, ("states", name), frozenset())
+    clarify = state.get("clarify")
+    yield from _strings(clarify, ("states", name, "clarify"), CLARIFY_NAMES)
+
+
+def _listed(name: str, state: dict[str, Any]) -> list[tuple[DataPath, str, Extra]]:
+    return list(_state_strings(name, state))
 
 
 def _strings(
@@ -173,7 +189,7 @@ def allowed_names(ctx: GraphContext) -> frozenset[str]:
 
 def check_templates(ctx: GraphContext) -> Iterator[Diagnostic]:
     allowed = allowed_names(ctx)
-    for path, text, extra in template_strings(ctx.doc.data):
+    for path, text, extra in template_strings(ctx.doc.data, ctx.memo):
         error, used = _analyse_fast(text)
         if error is not None:
             line, column, message = _position(ctx.doc, path, error)

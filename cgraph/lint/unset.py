@@ -47,7 +47,7 @@ def check_unset_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
     if not tracked:
         return
     filled = filled_on_entry(graph, tracked)
-    for path, text, extra in template_strings(ctx.doc.data):
+    for path, text, extra in template_strings(ctx.doc.data, ctx.memo):
         if extra is None or len(path) < 3 or path[0] != "states":
             continue
         name = str(path[1])

@@ -27,6 +27,7 @@ from cgraph.lint.tools import check_tools
 from cgraph.lint.topology import check_topology
 from cgraph.lint.unset import check_unset_slots
 from cgraph.spec.files import Refusal, read_head
+from cgraph.spec.kept import Kept, StateMemo
 from cgraph.spec.load import parse_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.names import SIM_KEY, TESTS_KEY
@@ -105,14 +106,14 @@ class _Linter:
         result: LintResult,
         checks: tuple[Check, ...],
         texts: Mapping[Path, str],
-        read: Callable[[str, str], Document] = read_text,
+        kept: Kept | None = None,
     ) -> None:
         self.result = result
         self.checks = checks
         self.texts = texts
         """Files' texts that replace what is on disk (an editor's unsaved buffers)."""
-        self.read = read
-        """How those texts are read (`Rereader.read` reuses an earlier read's parts)."""
+        self.kept = kept
+        """What earlier lints of those texts kept: their reads' parts, their states' results."""
         self.done: dict[Path, _Outcome] = {}
         self.found: dict[Path, list[Diagnostic]] = {}
         """Each file's diagnostics, in the order the files were first linted."""
@@ -135,11 +136,17 @@ class _Linter:
         self.active.append((key, display))
         try:
             text = self.texts.get(key)
-            doc = read_file(display) if text is None else self.read(text, display)
+            memo = None
+            if text is None:
+                doc = read_file(display)
+            elif self.kept is None:
+                doc = read_text(text, display)
+            else:
+                doc, memo = self.kept.read(text, display), self.kept.memo(display)
             for diag in doc.diagnostics:
                 if diag.code == "unreadable":
                     self.result.missing.append(display)
-            outcome, diagnostics = self._check(path, doc, outer)
+            outcome, diagnostics = self._check(path, doc, memo, outer)
         finally:
             self.active.pop()
         self.done[key] = outcome
@@ -162,7 +169,7 @@ class _Linter:
         return [d for found in self.found.values() for d in found]
 
     def _check(
-        self, path: Path, doc: Document, outer: frozenset[str]
+        self, path: Path, doc: Document, memo: StateMemo | None, outer: frozenset[str]
     ) -> tuple[_Outcome, list[Diagnostic]]:
         if isinstance(doc.data, dict) and TESTS_KEY in doc.data:
             # Imported for test files only: its models cost a graph's lint start-up time.
@@ -175,7 +182,7 @@ class _Linter:
             from cgraph.lint.sims import check_sim_file  # sim files only, like test files
 
             return _Outcome(None), check_sim_file(doc, self.texts)
-        graph, diagnostics = parse_graph(doc)
+        graph, diagnostics = parse_graph(doc, memo)
         if graph is None:
             return _Outcome(None), diagnostics
         talking: set[str] = set()
@@ -199,6 +206,7 @@ class _Linter:
             dropped,
             self.root,
             self.texts,
+            memo,
             outer_names=outer,
         )
         for check in self.checks:
@@ -258,7 +266,7 @@ def lint_paths(
     only_graphs: bool = False,
     checks: tuple[Check, ...] = CHECKS,
     texts: Mapping[Path, str] | None = None,
-    read: Callable[[str, str], Document] = read_text,
+    kept: Kept | None = None,
 ) -> LintResult:
     """Lint files and folders (recursively `*.yaml`, `*.yml`, `*.json`).
 
@@ -266,13 +274,14 @@ def lint_paths(
     named explicitly is always linted, unless `only_graphs` applies the same rule to it.
     `checks` replaces the semantic checks run after the format check (default: all).
     `texts` (by resolved path) is read instead of those files on disk: a graph and the
-    sub-graphs it hands over to as an editor holds them, saved or not; `read` reads them
-    (`cgraph.spec.reread.Rereader.read` reuses the unchanged parts of an earlier read).
+    sub-graphs it hands over to as an editor holds them, saved or not. With `kept`, their
+    lint reuses what the last one kept of each (`cgraph.spec.kept`): the same diagnostics,
+    from only the parts and states a change touched.
     """
     collecting = gc.isenabled()
     gc.disable()  # see reader.read_text: lint builds large, acyclic trees
     try:
-        return _lint_all(paths, only_graphs, checks, texts or {}, read)
+        return _lint_all(paths, only_graphs, checks, texts or {}, kept)
     finally:
         if collecting:
             gc.enable()
@@ -283,10 +292,10 @@ def _lint_all(
     only_graphs: bool,
     checks: tuple[Check, ...],
     texts: Mapping[Path, str],
-    read: Callable[[str, str], Document],
+    kept: Kept | None,
 ) -> LintResult:
     result = LintResult()
-    linter = _Linter(result, checks, texts, read)
+    linter = _Linter(result, checks, texts, kept)
     for given in paths:
         path = Path(given)
         linter.root = path if path.is_dir() else path.parent

@@ -13,8 +13,8 @@ from pathlib import Path
 from cgraph.diagnostics import Diagnostic
 from cgraph.lint.walk import SUFFIXES, lint_paths, looks_like_graph
 from cgraph.lsp.index import Index, build
+from cgraph.spec.kept import Kept
 from cgraph.spec.read import read_file, read_text
-from cgraph.spec.reread import Rereader
 
 MAX_WORKSPACE_FILES = 5000
 """Files a workspace search reads at most (references and rename across files)."""
@@ -40,8 +40,9 @@ class Files:
         self.subgraphs: dict[Path, frozenset[Path]] = {}
         """The sub-graph files each graph's last lint read."""
         self._indexes: dict[Path, tuple[object, Index]] = {}
-        self.reads = Rereader()
-        """Lint's reads of the buffers: a keystroke re-reads only the part it changed."""
+        self.kept = Kept()
+        """What lints of the buffers keep: a keystroke reads and checks again only the
+        parts and states it changed."""
 
     def text(self, path: Path) -> str | None:
         if path in self.open:
@@ -81,7 +82,7 @@ class Files:
     def lint(self, path: Path) -> Linted:
         """Lint diagnostics of one file as the editor holds it (and its sub-graphs)."""
         text = self.open.get(path, "")
-        result = lint_paths([path], texts=dict(self.open), read=self.reads.read)
+        result = lint_paths([path], texts=dict(self.open), kept=self.kept)
         own = [d for d in result.diagnostics if resolved(d.file) == path]
         self.subgraphs[path] = frozenset(resolved(f) for f in result.files) - {path}
         return Linted(own, text)

@@ -135,7 +135,7 @@ def did_close(ls: Server, params: t.DidCloseTextDocumentParams) -> None:
     path = _path(params.text_document.uri)
     if ls.files.open.pop(path, None) is not None:
         ls.published.pop(path, None)
-        ls.worker.submit(ls.files.reads.forget, str(path))  # the thread that reads
+        ls.worker.submit(ls.files.kept.forget, str(path))  # the thread that reads
         ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(path.as_uri(), []))
         for other in ls.files.dependents(path):  # they read it from disk again
             schedule(ls, other, 0)

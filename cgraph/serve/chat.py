@@ -6,6 +6,12 @@ against the session's transcript, never replayed (a front end that sends a conve
 the session did not have is told so: 409). A request sent again after its turn was made
 (the same conversation) gets that turn again, not a second one.
 
+`usage` counts the tokens of every model call the request made (the turn's, its memory
+extraction's, a summary's, the opening's of a session it started): the provider's counts
+where it gave them, else cgraph's estimate (`ModelCall.usage`); a turn sent again, or one
+no model answered (the offline chooser), made none and counts 0. A stream sends them in a
+last chunk when asked (`stream_options: {"include_usage": true}`), as OpenAI does.
+
 Errors are OpenAI-shaped (`{"error": {"message", "type", "param", "code"}}`), so the OpenAI
 SDKs raise their own exceptions for them.
 """
@@ -23,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from cgraph.errors import SessionNotFound
+from cgraph.observe import ModelCall, watching
 from cgraph.serve.bridge import Running, awaited_bridge
 from cgraph.serve.graphs import unknown
 from cgraph.serve.limits import session_id
@@ -136,8 +143,32 @@ async def converse(
 ) -> dict[str, Any]:
     """The turn `request` asks for, on its session (started if new): the turn's JSON, with
     `opening`, the reply a graph that speaks first gave when this request started it.
-    With `emit`, the turn is streamed (`Service.astream`'s events). Awaited on the event
-    loop as any turn is; only the read of the conversation runs in a thread."""
+    With `emit`, the turn is streamed (`Service.astream`'s events), then its `usage`.
+    Awaited on the event loop as any turn is; only the read of the conversation runs in a
+    thread."""
+    calls: list[ModelCall] = []
+    with watching(calls.append):
+        turn = await _conversed(service, user, request, emit)
+    turn["usage"] = usage(calls)
+    if emit is not None:
+        emit("usage", turn["usage"])
+    return turn
+
+
+def usage(calls: list[ModelCall]) -> dict[str, int]:
+    """OpenAI's `usage` of `calls`."""
+    counted = [call.usage() for call in calls]
+    prompt, completion = sum(p for p, _ in counted), sum(c for _, c in counted)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+async def _conversed(
+    service: Service, user: str, request: Asked, emit: Emit | None
+) -> dict[str, Any]:
     sid, opening = request.session, None
     try:
         found = await service.aview(user, sid) if sid is not None else None
@@ -222,7 +253,7 @@ async def completions(call: Call) -> Response:
                 "finish_reason": "stop",
             }
         ],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "usage": turn["usage"],
         "cgraph": _about(turn),
     }
     return JSONResponse(answer, headers={"x-session-id": turn["session"]})
@@ -230,7 +261,8 @@ async def completions(call: Call) -> Response:
 
 async def _streamed(call: Call, request: Asked) -> Response:
     """`chat.completion.chunk` events: the role, the reply's pieces as the model writes them,
-    then `finish_reason: stop` and `[DONE]`. A reply refused after its start was shown is
+    then `finish_reason: stop`, the usage chunk if asked (`choices: []`; every chunk before
+    it has `usage: null`) and `[DONE]`. A reply refused after its start was shown is
     followed by the one that replaced it (a chat protocol cannot take text back)."""
     work: Callable[[Emit], Awaitable[Any]] = partial(converse, call.service, call.user, request)
     pieces = await awaited_bridge(call, work)
@@ -239,14 +271,19 @@ async def _streamed(call: Call, request: Asked) -> Response:
         return _refused(problem_of(first[1]["error"], request.session))
     created, graph = int(time.time()), request.graph
     chunk_id = f"chatcmpl-{request.key[5:29]}"
+    options = call.data.get("stream_options")
+    counted = isinstance(options, dict) and options.get("include_usage") is True
+    nothing: dict[str, Any] = {"usage": None} if counted else {}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None, **more: Any) -> bytes:
+    def chunk(delta: dict[str, Any] | None, finish: str | None = None, **more: Any) -> bytes:
+        choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
         data = {
             "id": chunk_id,
             "object": "chat.completion.chunk",
             "created": created,
             "model": graph,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            "choices": choices,
+            **nothing,
             **more,
         }
         return f"data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
@@ -265,6 +302,8 @@ async def _streamed(call: Call, request: Asked) -> Response:
                 if not shown and data.get("reply"):
                     yield chunk({"content": data["reply"]})  # a replayed turn, or no deltas
                 yield chunk({}, "stop", cgraph=_about(data))
+            elif kind == "usage" and counted:
+                yield chunk(None, usage=data)
             elif kind == "failed":
                 problem = problem_of(data["error"], request.session)
                 yield f"data: {json.dumps(openai_error(problem))}\n\n".encode()

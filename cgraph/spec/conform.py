@@ -92,16 +92,29 @@ def _graph_check() -> SchemaCheck:
     return compile_schema(published(), model, model.Graph)
 
 
-def compile_schema(schema: dict[str, Any], models: ModuleType, root: type) -> SchemaCheck:
+def compile_schema(
+    schema: dict[str, Any],
+    models: ModuleType,
+    root: type,
+    each: Callable[[SchemaCheck], SchemaCheck] | None = None,
+) -> SchemaCheck:
     """A check that validates data against `schema` and builds `root` (and the dataclasses
-    of `models` its `$ref`s name); `conform` is this for the context-graph format."""
-    return _Compiler(schema.get("$defs", {}), models).compile(schema, root)
+    of `models` its `$ref`s name); `conform` is this for the context-graph format. `each`
+    wraps the check of each tagged union's member (a graph's state: what an editor's
+    keystroke changes, `cgraph.spec.kept`)."""
+    return _Compiler(schema.get("$defs", {}), models, each).compile(schema, root)
 
 
 class _Compiler:
-    def __init__(self, defs: dict[str, Any], models: ModuleType) -> None:
+    def __init__(
+        self,
+        defs: dict[str, Any],
+        models: ModuleType,
+        each: Callable[[SchemaCheck], SchemaCheck] | None = None,
+    ) -> None:
         self.defs = defs
         self.models = models
+        self.each = each
         self.refs: dict[str, SchemaCheck] = {}
 
     def compile(self, schema: dict[str, Any], build: type | None = None) -> SchemaCheck:
@@ -115,7 +128,8 @@ class _Compiler:
         if "oneOf" in schema:
             tag = schema["discriminator"]["propertyName"]
             mapping = schema["discriminator"]["mapping"]
-            return _tagged(tag, {value: self.ref(ref) for value, ref in mapping.items()})
+            check = _tagged(tag, {value: self.ref(ref) for value, ref in mapping.items()})
+            return check if self.each is None else self.each(check)
         kind = schema.get("type")
         if kind == "object" and "properties" in schema:
             return self.object_check(schema, build)

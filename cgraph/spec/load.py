@@ -11,6 +11,7 @@ from cgraph.diagnostics import Diagnostic, Fix, has_errors
 from cgraph.errors import GraphError
 from cgraph.spec import model as m
 from cgraph.spec.conform import SchemaCheck, Violation, conform
+from cgraph.spec.kept import StateMemo
 from cgraph.spec.limits import MAX_VALUE_CHARS, too_large
 from cgraph.spec.model import HANDLER_PATTERN, TYPE_LETTERS, key_of
 from cgraph.spec.read import Document, read_file, read_text
@@ -44,8 +45,11 @@ def load_graph_text(text: str, file: str = "<string>") -> m.Graph:
     return graph
 
 
-def parse_graph(doc: Document) -> tuple[m.Graph | None, list[Diagnostic]]:
-    """Validate a read document against the format; every problem becomes a diagnostic."""
+def parse_graph(
+    doc: Document, memo: StateMemo | None = None
+) -> tuple[m.Graph | None, list[Diagnostic]]:
+    """Validate a read document against the format; every problem becomes a diagnostic.
+    With `memo`, a state checked in the memo's last lint is not checked again."""
     diagnostics = list(doc.diagnostics)
     if not doc.ok:
         return None, diagnostics
@@ -71,7 +75,7 @@ def parse_graph(doc: Document) -> tuple[m.Graph | None, list[Diagnostic]]:
             )
         )
         return None, diagnostics
-    graph, violations = conform(doc.data)
+    graph, violations = conform(doc.data) if memo is None else memo.conform(doc.data)
     if graph is None:
         diagnostics.extend(schema_diagnostics(doc, violations))
         return None, diagnostics

@@ -40,6 +40,18 @@ def schema_of(module: ModuleType, root: type, schema_id: str, title: str) -> dic
     }
 
 
+def marked_schema_of(
+    module: ModuleType, root: type, schema_id: str, title: str, key: str, marker: str
+) -> dict[str, Any]:
+    """`schema_of`, with the version key (`cgraph-test: 1`) that marks a file of this
+    kind first and required: how a test or sim file is told from a graph."""
+    schema = schema_of(module, root, schema_id, title)
+    version = {"const": 1, "type": "integer", "title": key.title(), "description": marker}
+    schema["properties"] = {key: version, **schema["properties"]}
+    schema["required"] = [key, *schema["required"]]
+    return schema
+
+
 _SCALARS: dict[Any, str] = {
     str: "string",
     int: "integer",

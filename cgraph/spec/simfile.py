@@ -125,13 +125,12 @@ def generate() -> dict[str, Any]:
     """The published schema: the dataclasses above plus the `cgraph-sim: 1` marker key."""
     import sys
 
-    from cgraph.spec.schema import schema_of
+    from cgraph.spec.schema import marked_schema_of
 
-    schema = schema_of(sys.modules[__name__], SimFile, SCHEMA_ID, "cgraph simulated users")
-    marker = {"const": 1, "type": "integer", "title": "Cgraph-Sim", "description": _MARKER}
-    schema["properties"] = {VERSION_KEY: marker, **schema["properties"]}
-    schema["required"] = [VERSION_KEY, *schema["required"]]
-    return schema
+    module = sys.modules[__name__]
+    return marked_schema_of(
+        module, SimFile, SCHEMA_ID, "cgraph simulated users", VERSION_KEY, _MARKER
+    )
 
 
 _MARKER = "Format version; this key marks the file as simulated users."

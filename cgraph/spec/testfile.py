@@ -159,13 +159,12 @@ def generate() -> dict[str, Any]:
     """The published schema: the dataclasses above plus the `cgraph-test: 1` marker key."""
     import sys
 
-    from cgraph.spec.schema import schema_of
+    from cgraph.spec.schema import marked_schema_of
 
-    schema = schema_of(sys.modules[__name__], TestFile, SCHEMA_ID, "cgraph conversation tests")
-    marker = {"const": 1, "type": "integer", "title": "Cgraph-Test", "description": _MARKER}
-    schema["properties"] = {VERSION_KEY: marker, **schema["properties"]}
-    schema["required"] = [VERSION_KEY, *schema["required"]]
-    return schema
+    module = sys.modules[__name__]
+    return marked_schema_of(
+        module, TestFile, SCHEMA_ID, "cgraph conversation tests", VERSION_KEY, _MARKER
+    )
 
 
 _MARKER = "Format version; this key marks the file as conversation tests."

@@ -12,7 +12,6 @@ from tests.conftest import ROOT
 
 LIMIT = 250
 OVER = {
-    "cgraph/backends/memory/chroma.py:ChromaMemory": 359,
     "cgraph/backends/llm/litellm_chat.py:LiteLLMModel": 311,
     "cgraph/backends/store/postgres.py:PostgresStore": 307,
     "cgraph/serve/service.py:Service": 285,

@@ -126,8 +126,9 @@ class OpenAIHTTP:
     def _body(self, args: dict[str, Any], stream: bool) -> bytes:
         body = {k: v for k, v in args.items() if k not in _NOT_BODY and v is not None}
         body["model"] = self.model
-        if stream:
+        if stream:  # the last chunk then carries the provider's token counts
             body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
     async def _post(self, body: bytes) -> Any:
@@ -196,11 +197,13 @@ def _call(call: dict[str, str]) -> dict[str, Any]:
 
 def built(chunks: list[Any]) -> Any:
     """The whole answer from its streamed chunks: content joined, tool calls assembled by
-    index from their deltas (litellm's `stream_chunk_builder`, for this client's chunks)."""
-    content, finish = "", None
+    index from their deltas, the usage of the chunk that carries it (litellm's
+    `stream_chunk_builder`, for this client's chunks)."""
+    content, finish, usage = "", None, None
     calls: dict[int, dict[str, str]] = {}
     empty = {"id": "", "name": "", "arguments": ""}
     for chunk in chunks:
+        usage = getattr(chunk, "usage", None) or usage
         for choice in getattr(chunk, "choices", None) or ():
             finish = getattr(choice, "finish_reason", None) or finish
             delta = getattr(choice, "delta", None)
@@ -220,4 +223,6 @@ def built(chunks: list[Any]) -> Any:
         for _, c in sorted(calls.items())
     ]
     message = {"role": "assistant", "content": content or None, "tool_calls": tool_calls or None}
-    return _namespace({"choices": [{"message": message, "finish_reason": finish}]})
+    whole = _namespace({"choices": [{"message": message, "finish_reason": finish}]})
+    whole.usage = usage
+    return whole

@@ -22,16 +22,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from cgraph.backends.embed import Embedder, Vector
 from cgraph.backends.memory.layout import (
     DEFAULT_COLLECTION,
-    Where,
-    collection_name,
-    hits,
+    RECORD,
     metadata,
-    owner_key,
     owner_where,
     probe_server,
     records,
@@ -39,20 +36,16 @@ from cgraph.backends.memory.layout import (
     stamp,
 )
 from cgraph.backends.memory.pending import Outbox
-from cgraph.backends.memory.places import Place, missing, shared_place
+from cgraph.backends.memory.places import Handles, Place, missing, shared_place
 from cgraph.backends.memory.policy import (
-    DAY,
-    Nearest,
     ReadOnlyMemory,
     Write,
     best,
-    expired,
     export_dict,
-    over_cap,
     plan_writes,
-    scope,
     visible,
 )
+from cgraph.backends.memory.retention import Retention
 from cgraph.errors import CgraphError, MemoryStoreError
 from cgraph.runtime.ports import Memory, MemoryStore, NewMemory
 from cgraph.spec.model import MemoryConfig, Tier
@@ -129,7 +122,6 @@ class ChromaMemory:
         self.ttl_days = dict(ttl_days or {})
         self.max_items = dict(max_items or {})
         self.duplicate_similarity = duplicate_similarity
-        self.prune_interval = prune_interval
         # In-process Chroma is one per process: a private prefix keeps two stores apart.
         private = path is None and not host
         self.prefix = f"{collection}-{uuid.uuid4().hex[:8]}" if private else collection
@@ -138,9 +130,12 @@ class ChromaMemory:
         self._new_id = new_id
         # One client and one handle per user collection for every store of this process
         # naming the same place (`places`): what one store drops, none still holds.
-        self._place = Place() if private else shared_place(self.path, host, port, self.prefix)
-        self._drained = False
-        self._last_full_prune = float("-inf")
+        place = Place() if private else shared_place(self.path, host, port, self.prefix)
+        # What earlier runs left waiting in the outbox is taken in before any read.
+        self._handles = Handles(place, self.prefix, self._connect, self._drain)
+        self._retention = Retention(
+            self._handles, self.ttl_days, self.max_items, clock, prune_interval
+        )
 
     def __repr__(self) -> str:
         where = f"{self.host}:{self.port}" if self.host else (self.path or "in-process")
@@ -149,7 +144,7 @@ class ChromaMemory:
     def connect(self) -> None:
         """Import chromadb and open the client now rather than on first use."""
         with self._guard("open"):
-            self._chroma()
+            self._handles.client()
 
     # --- the MemoryStore protocol -------------------------------------------------------
 
@@ -170,14 +165,14 @@ class ChromaMemory:
         where = owner_where(user_id, tiers, session_id)
 
         def query() -> Memories:
-            hits = self._query(user_id, vectors, where, top_k)
-            if any(self._expired(m) for m in hits):  # rare: prune() runs on every add
-                self._prune_user(user_id)
-                hits = self._query(user_id, vectors, where, top_k)
+            hits = self._handles.query(user_id, vectors, where, top_k)
+            if any(self._retention.expired(m) for m in hits):  # rare: prune() runs on every add
+                self._retention.prune_user(user_id)
+                hits = self._handles.query(user_id, vectors, where, top_k)
             return hits
 
         hits = self._guarded("recall", query)
-        live = [m for m in hits if not self._expired(m) and visible(m, session_id)]
+        live = [m for m in hits if not self._retention.expired(m) and visible(m, session_id)]
         return best(live, top_k, min_score)
 
     def add(self, user_id: str, items: Sequence[NewMemory]) -> list[Memory]:
@@ -188,14 +183,14 @@ class ChromaMemory:
 
     def _store(self, user_id: str, fresh: Sequence[NewMemory]) -> Memories:
         vectors = self._embed([i.text for i in fresh])
-        self._maybe_prune_all()
-        self._prune_user(user_id)
-        nearest = self._nearest(user_id, fresh, vectors)
+        self._retention.now_and_then()
+        self._retention.prune_user(user_id)
+        nearest = self._handles.nearest(user_id, fresh, vectors)
         plan = plan_writes(
             fresh, vectors, nearest, threshold=self.duplicate_similarity, new_id=self._new_id
         )
         stored = self._write(user_id, plan)
-        self._prune_over_cap(user_id)
+        self._retention.prune_over_cap(user_id)
         return stored
 
     def list(
@@ -203,8 +198,12 @@ class ChromaMemory:
     ) -> Memories:
         """A user's live memories (those `session_id` may see, when given), oldest first."""
         where = owner_where(user_id, tiers, session_id)
-        got = self._guarded("list", partial(self._get, user_id, where=where, include=_RECORD))
-        found = [m for m in records(got) if not self._expired(m) and visible(m, session_id)]
+        got = self._guarded(
+            "list", partial(self._handles.get, user_id, where=where, include=RECORD)
+        )
+        found = [
+            m for m in records(got) if not self._retention.expired(m) and visible(m, session_id)
+        ]
         return sorted(found, key=lambda m: (m.created_at, m.id))
 
     def export(self, user_id: str) -> builtins.list[dict[str, Any]]:
@@ -217,21 +216,23 @@ class ChromaMemory:
 
         def delete() -> int:
             if ids is None:
-                return self._drop_user(user_id)
-            owned = self._get(user_id, ids=list(ids), where={"user_id": user_id}, include=[])
-            return self._delete_ids(user_id, owned["ids"])
+                return self._handles.drop(user_id)
+            owned = self._handles.get(
+                user_id, ids=list(ids), where={"user_id": user_id}, include=[]
+            )
+            return self._handles.delete(user_id, owned["ids"])
 
         return self._guarded("delete", delete)
 
     def count(self, user_id: str) -> int:
         got = self._guarded(
-            "count", partial(self._get, user_id, where={"user_id": user_id}, include=[])
+            "count", partial(self._handles.get, user_id, where={"user_id": user_id}, include=[])
         )
         return len(got["ids"])
 
     def users(self) -> builtins.list[str]:
         """Every user with a memory collection in this store."""
-        return sorted(self._guarded("list", self._user_collections))
+        return sorted(self._guarded("list", self._handles.users))
 
     # --- retention ----------------------------------------------------------------------
 
@@ -239,68 +240,19 @@ class ChromaMemory:
         """Delete expired memories and those over the per-tier caps; returns how many."""
 
         def prune() -> int:
-            users = [user_id] if user_id is not None else self._user_collections()
-            return sum(self._prune_user(u) + self._prune_over_cap(u) for u in users)
+            users = [user_id] if user_id is not None else self._handles.users()
+            return sum(
+                self._retention.prune_user(u) + self._retention.prune_over_cap(u) for u in users
+            )
 
         return self._guarded("prune", prune)
 
-    def _expired(self, m: Memory) -> bool:
-        return expired(m, self.ttl_days, self._clock())
-
-    def _prune_user(self, user_id: str) -> int:
-        now = self._clock()
-        expired: builtins.list[str] = []
-        for tier, days in self.ttl_days.items():
-            old = {"created_at": {"$lt": now - days * DAY}}
-            where = {"$and": [{"owner": owner_key(user_id, tier)}, old]}
-            expired += self._get(user_id, where=where, include=[])["ids"]
-        return self._delete_ids(user_id, expired)
-
-    def _prune_over_cap(self, user_id: str) -> int:
-        if not self.max_items:
-            return 0
-        got = self._get(user_id, where={"user_id": user_id}, include=_RECORD)
-        return self._delete_ids(user_id, over_cap(records(got), self.max_items))
-
-    def _maybe_prune_all(self) -> None:
-        now = self._clock()
-        if (self.ttl_days or self.max_items) and now - self._last_full_prune >= self.prune_interval:
-            self._last_full_prune = now
-            for user in self._user_collections():
-                self._prune_user(user)
-                self._prune_over_cap(user)
-
     # --- storing ------------------------------------------------------------------------
-
-    def _nearest(
-        self, user_id: str, items: Sequence[NewMemory], vectors: Sequence[Vector]
-    ) -> builtins.list[Nearest]:
-        """Each item's most similar memory of the same user and `scope` (tier, and session
-        for the task tier): (id, score, text)."""
-        nearest: builtins.list[Nearest] = [None] * len(items)
-        coll = self._user_coll(user_id, create=False)
-        scopes = dict.fromkeys(scope(i.tier, i.session_id) for i in items)
-        for tier, session in scopes if coll is not None else ():
-            index = [
-                n for n, i in enumerate(items) if scope(i.tier, i.session_id) == (tier, session)
-            ]
-            result = coll.query(
-                query_embeddings=[vectors[n] for n in index],
-                n_results=1,
-                where=owner_where(user_id, [tier], session),
-                include=["documents", "distances"],
-            )
-            for n, ids, docs, dists in zip(
-                index, result["ids"], result["documents"], result["distances"], strict=True
-            ):
-                if ids:
-                    nearest[n] = (ids[0], 1.0 - float(dists[0]), docs[0] or "")
-        return nearest
 
     def _write(self, user_id: str, writes: Sequence[Write]) -> Memories:
         now = self._clock()
         stored = [stamp(user_id, w, now) for w in writes]
-        coll = self._user_coll(user_id, create=True)
+        coll = self._handles.of(user_id, create=True)
         for replacing in (True, False):
             chosen = [
                 (w, m) for w, m in zip(writes, stored, strict=True) if w.replaces is replacing
@@ -314,73 +266,6 @@ class ChromaMemory:
                     metadatas=[metadata(m) for _, m in batch],
                 )
         return stored
-
-    # --- Chroma plumbing ----------------------------------------------------------------
-
-    def _query(self, user_id: str, vectors: Sequence[Vector], where: Where, top_k: int) -> Memories:
-        coll = self._user_coll(user_id, create=False)
-        if coll is None:
-            return []
-        result = coll.query(
-            query_embeddings=list(vectors),
-            n_results=top_k,
-            where=where,
-            include=["documents", "metadatas", "distances"],
-        )
-        return [m for m in hits(result) if m.user_id == user_id]
-
-    def _get(self, user_id: str, **query: Any) -> dict[str, Any]:
-        coll = self._user_coll(user_id, create=False)
-        if coll is None:
-            return {"ids": [], "documents": [], "metadatas": []}
-        return cast(dict[str, Any], coll.get(**query))
-
-    def _delete_ids(self, user_id: str, ids: Sequence[str]) -> int:
-        coll = self._user_coll(user_id, create=False)
-        if not ids or coll is None:
-            return 0
-        coll.delete(ids=list(ids))
-        return len(ids)
-
-    def _drop_user(self, user_id: str) -> int:
-        """Forget a user entirely: the collection goes, with the user id in its metadata."""
-        count = len(self._get(user_id, include=[])["ids"])
-        if self._user_coll(user_id, create=False) is not None:
-            self._chroma().delete_collection(collection_name(self.prefix, user_id))
-        self._place.collections.pop(user_id, None)
-        return count
-
-    def _user_coll(self, user_id: str, *, create: bool) -> Any:
-        """The user's collection, or None when they have none and `create` is false."""
-        known = self._place.collections.get(user_id)
-        if known is not None:
-            return known
-        name = collection_name(self.prefix, user_id)
-        client = self._chroma()
-        if create:
-            coll = client.get_or_create_collection(
-                name,
-                embedding_function=None,
-                configuration={"hnsw": {"space": "cosine"}},
-                metadata={"cgraph": "memories", "user_id": user_id},
-            )
-        else:
-            from chromadb.errors import NotFoundError
-
-            try:
-                coll = client.get_collection(name, embedding_function=None)
-            except NotFoundError:
-                return None  # not cached: another process may create it
-        self._place.collections[user_id] = coll
-        return coll
-
-    def _user_collections(self) -> dict[str, Any]:
-        prefix = f"{self.prefix}-"
-        found = {}
-        for coll in self._chroma().list_collections():
-            if coll.name.startswith(prefix) and (coll.metadata or {}).get("cgraph"):
-                found[str(coll.metadata["user_id"])] = coll
-        return found
 
     def _embed(self, texts: Sequence[str]) -> builtins.list[Vector]:
         with self._guard("embed"):
@@ -399,13 +284,13 @@ class ChromaMemory:
         except CgraphError as err:
             raise MemoryStoreError(f"memory {action} failed: {err.message}") from err
         except Exception as err:  # chromadb raises many types; the engine needs one
-            self._place.collections.clear()  # a handle may be stale
+            self._handles.forget()  # a handle may be stale
             raise MemoryStoreError(f"memory {action} failed ({self!r}): {err}") from err
 
     def drain(self) -> None:
         """Take in the memories waiting in the outbox (`pending`) of an embedded store."""
         with self._guard("store"):
-            self._chroma()
+            self._handles.client()
             self._drain()
 
     def _guarded(self, action: str, work: Callable[[], T]) -> T:
@@ -418,18 +303,8 @@ class ChromaMemory:
             except Exception as err:
                 if not missing(err):
                     raise
-                self._place.collections.clear()
+                self._handles.forget()
                 return work()
-
-    def _chroma(self) -> Any:
-        place = self._place
-        with place.lock:
-            if place.client is None:
-                place.client = self._connect()
-        if not self._drained:
-            self._drained = True
-            self._drain()  # what earlier runs left waiting, before any read
-        return place.client
 
     def _drain(self) -> None:
         if self.path is None:
@@ -459,6 +334,3 @@ class ChromaMemory:
                 self.path.mkdir(parents=True, exist_ok=True)
                 return chromadb.PersistentClient(path=str(self.path), settings=settings)
             return chromadb.EphemeralClient(settings=settings)
-
-
-_RECORD = ["documents", "metadatas"]

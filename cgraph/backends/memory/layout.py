@@ -19,6 +19,8 @@ from cgraph.spec.model import TIERS, Tier
 
 Where = dict[str, Any]
 DEFAULT_COLLECTION = "cgraph_memories"
+RECORD = ["documents", "metadatas"]
+"""What a read asks Chroma for to build `Memory` records (`records`)."""
 
 
 def owner_key(user_id: str, tier: str) -> str:
