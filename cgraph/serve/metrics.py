@@ -65,21 +65,21 @@ class Metrics:
         )
         self.model_calls = Counter(
             "cgraph_model_calls",
-            "Model calls by model and result (ok, error)",
-            ["model", "result"],
+            "Model calls by model, purpose (turn, extraction, summary) and result (ok, error)",
+            ["model", "purpose", "result"],
             registry=registry,
         )
         self.model_seconds = Histogram(
             "cgraph_model_call_seconds",
-            "Model call latency, retries included",
-            ["model"],
+            "Model call latency by model and purpose, retries included",
+            ["model", "purpose"],
             buckets=TURN_BUCKETS,
             registry=registry,
         )
         self.tokens = Counter(
             "cgraph_model_tokens",
-            "Tokens by model and kind (prompt, completion), as the provider counted them",
-            ["model", "kind"],
+            "Tokens by model, purpose and kind (prompt, completion), as the provider counted them",
+            ["model", "purpose", "kind"],
             registry=registry,
         )
         self.tool_calls = Counter(
@@ -146,12 +146,15 @@ class Metrics:
         self._of(self.started, graph).inc()
 
     def model_call(self, call: ModelCall) -> None:
-        self._of(self.model_calls, call.model, "error" if call.error else "ok").inc()
-        self._of(self.model_seconds, call.model).observe(call.seconds)
+        """A call, by what it was for: a turn's step, the memory extraction after the reply,
+        or a history summary (`ModelCall.purpose`)."""
+        model, purpose = call.model, call.purpose
+        self._of(self.model_calls, model, purpose, "error" if call.error else "ok").inc()
+        self._of(self.model_seconds, model, purpose).observe(call.seconds)
         if call.prompt_tokens:
-            self._of(self.tokens, call.model, "prompt").inc(call.prompt_tokens)
+            self._of(self.tokens, model, purpose, "prompt").inc(call.prompt_tokens)
         if call.completion_tokens:
-            self._of(self.tokens, call.model, "completion").inc(call.completion_tokens)
+            self._of(self.tokens, model, purpose, "completion").inc(call.completion_tokens)
 
     def waited(self, seconds: float, busy: bool) -> None:
         self.lock_wait.observe(seconds)

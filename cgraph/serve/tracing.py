@@ -1,7 +1,9 @@
 """OpenTelemetry traces: a span per HTTP request, and under it a span per turn whose
 children say why the turn went where it went — a step per decision (state, kind, chosen
 exit, score, reason code), a model call (model, mode, tokens, retries; prompt and answer
-only with `--trace-content`), a tool call, a recall.
+only with `--trace-content`), a tool call, a recall, and the memory extraction once the
+reply was committed (`cgraph.extraction`, its model calls under it; its own root when it
+ran after the turn, as `cgraph run` asks it in the background).
 
 The turn's spans are built once it returned, from the `Turn`, its logged events (each
 stamped with its time) and the model calls the library reported: the runtime is not
@@ -29,7 +31,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
     SpanExportResult,
 )
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode, Tracer
 
 from cgraph.errors import ConfigError
 from cgraph.observe import ModelCall
@@ -194,18 +196,26 @@ class Tracing:
 
     def session_spans(self, session: Session, after: int, calls: Sequence[ModelCall]) -> None:
         """The spans of `session`'s turns numbered above `after` (a `cgraph run`), each
-        from its first event to its last, with the model calls made in that time."""
+        from its first event to its last, with the model calls made in that time; a memory
+        extraction asked in the background after a turn is a root span of its own."""
+        placed: set[int] = set()
+        began: list[tuple[int, int]] = []
         for turn in session.log.turns():
             if turn.number <= after:
                 continue
             events = session.log.turn_events(turn.number)
             if not events:
                 continue
-            start, end = int(events[0].at * NS), int(events[-1].at * NS)
+            # The turn ends at its last event but the extraction's, asked once the reply
+            # was shown (its answer is logged whenever it came).
+            own = [e for e in events if not _closes_extraction(e)] or events
+            start, end = int(events[0].at * NS), int(own[-1].at * NS)
             made = [c for c in calls if start <= int(c.started * NS) <= end]
+            placed.update(id(c) for c in made)
+            began.append((turn.number, start))
             self.spans(
                 turn,
-                events,
+                own,
                 made,
                 start=start,
                 end=end,
@@ -213,6 +223,18 @@ class Tracing:
                 session=session.id,
                 user=session.user_id,
             )
+        for call in calls:
+            if call.purpose != "extraction" or id(call) in placed:
+                continue
+            at = int(call.started * NS)
+            followed = max((n for n, start in began if start <= at), default=None)
+            if followed is not None:  # its answer is logged in its turn's or the next's events
+                logged = [
+                    *session.log.turn_events(followed),
+                    *session.log.turn_events(followed + 1),
+                ]
+                closing = [e for e in logged if e.data.get("turn", e.turn) == followed]
+                self.extraction([call], closing, turn=followed)
 
     # ----- a turn's spans ---------------------------------------------------------------
 
@@ -245,12 +267,19 @@ class Tracing:
         context = trace.set_span_in_context(span)
         windows = self._steps(events, context, start)
         for call in calls:
-            self._model_call(call, _window_of(windows, int(call.started * NS), call.state), context)
+            if call.purpose != "extraction":
+                window = _window_of(windows, int(call.started * NS), call.state)
+                self._model_call(
+                    call, trace.set_span_in_context(window.span) if window else context
+                )
+        extracting = [c for c in calls if c.purpose == "extraction"]
+        if extracting:
+            self.extraction(extracting, events, context)
         for event in events:
             if event.kind == "tool_call":
-                self._tool_call(event, windows, context)
+                _tool_call(self.tracer, event, windows, context)
             elif event.kind == "recall":
-                self._recall(event, windows, context)
+                _recall(self.tracer, event, windows, context)
         for window in windows:
             window.span.end(end_time=window.end)
         span.end(end_time=max(end, *(w.end for w in windows)) if windows else end)
@@ -288,11 +317,47 @@ class Tracing:
             since = at
         return windows
 
-    def _model_call(self, call: ModelCall, window: Window | None, context: Any) -> None:
-        parent = trace.set_span_in_context(window.span) if window else context
+    def extraction(
+        self,
+        calls: Sequence[ModelCall],
+        events: Sequence[Event],
+        context: Any = None,
+        turn: int | None = None,
+    ) -> None:
+        """The memory extraction's span, its model calls under it: a child of `context`
+        (the turn whose request ran it), else a root of its own (`turn`: the turn it
+        followed). The event that closed it, among `events`, says what it stored."""
+        start = int(min(c.started for c in calls) * NS)
+        end = max(int((c.started + c.seconds) * NS) for c in calls)
+        attributes: dict[str, Any] = {"cgraph.model_calls": sum(c.attempts for c in calls)}
+        if turn is not None:
+            attributes["cgraph.turn"] = turn
+        closing = next((e for e in reversed(events) if _closes_extraction(e)), None)
+        if closing is not None and closing.kind == "memory_stored":
+            attributes["cgraph.memories_stored"] = len(closing.data.get("memories") or ())
+        if closing is not None:
+            end = max(end, int(closing.at * NS))
+        failed = next((c.error for c in calls if c.error), None)
+        if closing is not None and closing.kind == "memory_error":
+            failed = str(closing.data.get("error", "")) or failed
+        span = self.tracer.start_span(
+            "cgraph.extraction",
+            context=context if context is not None else trace.set_span_in_context(INVALID_SPAN),
+            start_time=start,
+            attributes=attributes,
+        )
+        if failed:
+            span.set_status(Status(StatusCode.ERROR, failed))
+        inside = trace.set_span_in_context(span)
+        for call in calls:
+            self._model_call(call, inside)
+        span.end(end_time=end)
+
+    def _model_call(self, call: ModelCall, parent: Any) -> None:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": call.model,
+            "cgraph.purpose": call.purpose,
             "cgraph.request_kind": call.kind,
             "cgraph.state": call.state,
             "cgraph.mode": call.mode,
@@ -315,37 +380,37 @@ class Tracing:
             span.set_status(Status(StatusCode.ERROR, call.error))
         span.end(end_time=start + int(call.seconds * NS))
 
-    def _tool_call(self, event: Event, windows: list[Window], context: Any) -> None:
-        data, end = event.data, int(event.at * NS)
-        if data.get("status") in ("started", "skipped"):  # an intent, or a note: no call
-            return
-        start = end - int(float(data.get("duration", 0) or 0) * NS)
-        window = _window_of(windows, start, str(data.get("state", "")))
-        name = str(data.get("tool", data.get("name", "")))
-        attributes = {"cgraph.tool": name, "cgraph.status": str(data.get("status", ""))}
-        if data.get("error"):
-            attributes["cgraph.error"] = str(data["error"])
-        parent = trace.set_span_in_context(window.span) if window else context
-        span = self.tracer.start_span(
-            f"cgraph.tool {name}", context=parent, start_time=start, attributes=attributes
-        )
-        if data.get("status") != "done":
-            span.set_status(Status(StatusCode.ERROR, str(data.get("status", ""))))
-        span.end(end_time=end)
 
-    def _recall(self, event: Event, windows: list[Window], context: Any) -> None:
-        data, at = event.data, int(event.at * NS)
-        found = data.get("memories") or []
-        scores = [m.get("score") for m in found if isinstance(m, dict)]
-        attributes: dict[str, Any] = {"cgraph.recalled": len(found)}
-        if any(isinstance(s, int | float) for s in scores):
-            attributes["cgraph.top_score"] = max(float(s) for s in scores if s is not None)
-        window = _window_of(windows, at, str(data.get("state", "")))
-        parent = trace.set_span_in_context(window.span) if window else context
-        span = self.tracer.start_span(
-            "cgraph.recall", context=parent, start_time=at, attributes=attributes
-        )
-        span.end(end_time=at)
+def _tool_call(tracer: Tracer, event: Event, windows: list[Window], context: Any) -> None:
+    data, end = event.data, int(event.at * NS)
+    if data.get("status") in ("started", "skipped"):  # an intent, or a note: no call
+        return
+    start = end - int(float(data.get("duration", 0) or 0) * NS)
+    window = _window_of(windows, start, str(data.get("state", "")))
+    name = str(data.get("tool", data.get("name", "")))
+    attributes = {"cgraph.tool": name, "cgraph.status": str(data.get("status", ""))}
+    if data.get("error"):
+        attributes["cgraph.error"] = str(data["error"])
+    parent = trace.set_span_in_context(window.span) if window else context
+    span = tracer.start_span(
+        f"cgraph.tool {name}", context=parent, start_time=start, attributes=attributes
+    )
+    if data.get("status") != "done":
+        span.set_status(Status(StatusCode.ERROR, str(data.get("status", ""))))
+    span.end(end_time=end)
+
+
+def _recall(tracer: Tracer, event: Event, windows: list[Window], context: Any) -> None:
+    data, at = event.data, int(event.at * NS)
+    found = data.get("memories") or []
+    scores = [m.get("score") for m in found if isinstance(m, dict)]
+    attributes: dict[str, Any] = {"cgraph.recalled": len(found)}
+    if any(isinstance(s, int | float) for s in scores):
+        attributes["cgraph.top_score"] = max(float(s) for s in scores if s is not None)
+    window = _window_of(windows, at, str(data.get("state", "")))
+    parent = trace.set_span_in_context(window.span) if window else context
+    span = tracer.start_span("cgraph.recall", context=parent, start_time=at, attributes=attributes)
+    span.end(end_time=at)
 
 
 def _turn_attributes(turn: Turn) -> dict[str, Any]:
@@ -360,6 +425,11 @@ def _turn_attributes(turn: Turn) -> dict[str, Any]:
     if turn.guard:
         found["cgraph.guard"] = turn.guard
     return found
+
+
+def _closes_extraction(event: Event) -> bool:
+    """The event a memory extraction leaves when it ends (stored, or failed)."""
+    return event.kind in ("memory_stored", "memory_error") and "calls" in event.data
 
 
 def _window_of(windows: list[Window], at: int, state: str) -> Window | None:

@@ -6,10 +6,13 @@ tokens an answer: the counts are known, and compared exactly."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from tests.conftest import FIXTURES
 from tests.servers.chat import OPENAI, ChatServer, serve
 from tests.serving import Server, serving
 from tests.unit.runtime.test_streaming import two_states
@@ -100,3 +103,37 @@ def test_a_stream_not_asked_for_its_usage_sends_none(server: Server) -> None:
     )
     assert all(c.usage is None and len(c.choices) == 1 for c in chunks)
     assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_the_memory_extraction_is_counted_in_the_usage_and_in_its_own_series(
+    tmp_path: Path,
+) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    remembered = {"memories": [{"tier": "personal", "text": "I am allergic to penicillin"}]}
+    answers = {**ANSWERS, "cgraph_extract": remembered}
+    with (
+        serve(OPENAI, by_schema=answers) as model,
+        serving(
+            str(FIXTURES / "serve" / "remembering" / "notes.yaml"),
+            *("--store", str(tmp_path / "store"), "--model", "openai/local"),
+            *("--api-base", model.base, "--turns-per-minute", "1000"),
+            folder=tmp_path,
+        ) as running,
+    ):
+        said = [{"role": "user", "content": "I am allergic to penicillin"}]
+        answer = client(running).chat.completions.create(model="notes", messages=said, user="u")
+        kinds = [b["response_format"]["json_schema"]["name"] for b in model.bodies]
+        assert kinds == ["cgraph_action", "cgraph_extract"]  # the turn, then its memories
+        assert usage_of(answer.usage) == counted(2)
+        assert [m["text"] for m in running.client().get("/v1/memories").json()["memories"]] == [
+            "I am allergic to penicillin"
+        ]
+        scraped = httpx.get(f"{running.url}/metrics").text
+    calls = {
+        s.labels["purpose"]: s.value
+        for family in text_string_to_metric_families(scraped)
+        for s in family.samples
+        if s.name == "cgraph_model_calls_total"
+    }
+    assert calls == {"turn": 1, "extraction": 1}

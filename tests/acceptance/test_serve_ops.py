@@ -134,8 +134,9 @@ def test_metrics_count_turns_sessions_and_requests_behind_their_own_token(server
     assert grew("cgraph_turns_total", graph="broken", outcome="error") == 1
     assert grew("cgraph_turn_seconds_count", graph="talk") == 2
     assert grew("cgraph_sessions_started_total", graph="talk") == 1
-    assert grew("cgraph_model_calls_total", model=f"scripted:{SCRIPT}", result="ok") == 3
-    assert grew("cgraph_model_calls_total", model=f"scripted:{SCRIPT}", result="error") == 1
+    model = {"model": f"scripted:{SCRIPT}", "purpose": "turn"}
+    assert grew("cgraph_model_calls_total", **model, result="ok") == 3
+    assert grew("cgraph_model_calls_total", **model, result="error") == 1
     assert grew("cgraph_session_lock_wait_seconds_count") == 6  # 3 sessions, 3 messages
     route = "/v1/sessions/{id}/messages"
     assert grew("cgraph_http_requests_total", method="POST", route=route, status="200") == 2

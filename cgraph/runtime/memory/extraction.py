@@ -10,6 +10,7 @@ its turn, and the next message never waits for it.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable, Sequence
 
@@ -91,8 +92,11 @@ class Background:
         self.turn, self.here = turn, here
         self._done = threading.Event()
         self._asked: Asked | None = None
+        # In the session's context: whoever watches its model calls (`cgraph.observe`: a
+        # run's trace) sees this one too.
+        context = contextvars.copy_context()
         self._thread = threading.Thread(
-            target=self._run, args=(chat, request), name="cgraph-extract", daemon=True
+            target=context.run, args=(self._run, chat, request), name="cgraph-extract", daemon=True
         )
         self._thread.start()
 

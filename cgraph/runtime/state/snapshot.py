@@ -38,6 +38,9 @@ class Frame(NamedTuple):
     resumes: bool = False
     """A state a `resume: true` exit entered: when the sub-graph it enters ends, the
     interruption ends (the conversation goes back to where it was)."""
+    run: str = ""
+    """For a sub-graph: which entry of it this is (the turn and step that entered it), so
+    the interruptions opened inside this run are closed when it ends."""
 
 
 class HistoryMarks(NamedTuple):
@@ -72,6 +75,8 @@ class TurnScratch(NamedTuple):
     offered: bool = False
     """A sub-graph was entered this turn and no state of it has read the message yet: its
     first state that talks reads it (it fills what it can)."""
+    resumed: bool = False
+    """The current state was entered this turn by the end of an interruption (`RESUME`)."""
 
 
 class SessionState(NamedTuple):
@@ -168,6 +173,7 @@ class SessionState(NamedTuple):
             "asked": list(self.asked),
             "correcting": dict(self.correcting),
             "offered": scratch.offered,
+            "resumed": scratch.resumed,
             "version": SNAPSHOT_VERSION,
         }
 
@@ -208,6 +214,7 @@ class SessionState(NamedTuple):
                 limited=data.get("limited"),
                 context=data.get("context_due"),
                 offered=bool(data.get("offered", False)),
+                resumed=bool(data.get("resumed", False)),
             ),
         )
 
@@ -248,6 +255,8 @@ def _frame(frame: Frame) -> dict[str, Any]:
         kept["slots"] = dict(frame.slots)
     if frame.resumes:
         kept["resumes"] = True
+    if frame.run:
+        kept["run"] = frame.run
     return kept
 
 

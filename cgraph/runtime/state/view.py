@@ -59,6 +59,8 @@ class View(NamedTuple):
     waiting: tuple[str, ...] = ()
     """The states open interruptions go back to, the one taken up next last
     (`SessionState.waiting`)."""
+    resumed: bool = False
+    """The current state was entered this turn by a `RESUME` (`TurnScratch.resumed`)."""
 
     @property
     def idempotency_key(self) -> str:
@@ -101,6 +103,7 @@ def view_of(
         state.correcting,
         scratch.offered,
         state.waiting,
+        scratch.resumed,
     )
 
 
@@ -126,4 +129,5 @@ def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:
         "vars": dict(view.variables),
         "metadata": list(spec.message_metadata) if spec is not None else [],
         "interrupted": list(view.waiting),
+        "resumed": view.resumed,
     }

@@ -149,3 +149,42 @@ def test_tool_calls_and_recalls_are_spans_of_the_step_they_ran_in() -> None:
     assert lookup.status.status_code is StatusCode.UNSET
     assert book.status.status_code is StatusCode.ERROR
     assert spans["cgraph.recall"].attributes == {"cgraph.recalled": 1, "cgraph.top_score": 0.8}
+
+
+def test_the_memory_extraction_after_the_reply_is_a_span_of_the_turn_and_its_own_series(
+    tmp_path: Path,
+) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from cgraph.serve.metrics import Metrics
+    from tests.unit.runtime._runtime import FakeMemory
+
+    remembered = "extract: {memories: [{tier: personal, text: I take my pills at night}]}\n"
+    service, caught = served(tmp_path, content=False, script=SCRIPT + remembered)
+    metrics = Metrics()
+    service.watch = Watch(metrics, parts=service.watch.parts)
+    service.memories["medical_checkin"] = memory = FakeMemory()
+    sid = service.create("ann", "medical_checkin", None)["session"]
+    service.send("ann", sid, "Hi, I am ready", None)
+    assert [m.text for m in memory.added] == ["I take my pills at night"]  # type: ignore[attr-defined]
+    spans = caught.get_finished_spans()
+    turn, extraction = by_name(spans)["cgraph.turn"], by_name(spans)["cgraph.extraction"]
+    assert extraction.parent is not None and extraction.parent.span_id == turn.context.span_id
+    assert extraction.attributes is not None
+    assert dict(extraction.attributes) == {"cgraph.model_calls": 1, "cgraph.memories_stored": 1}
+    (asked,) = [s for s in spans if s.parent and s.parent.span_id == extraction.context.span_id]
+    assert asked.attributes is not None and asked.attributes["cgraph.purpose"] == "extraction"
+    steps = [s for s in spans if s.name.startswith("chat ") and s is not asked]
+    assert {s.attributes["cgraph.purpose"] for s in steps if s.attributes} == {"turn"}
+    found = {
+        (s.name, s.labels.get("purpose")): s.value
+        for family in text_string_to_metric_families(metrics.text().decode())
+        for s in family.samples
+        if s.name in ("cgraph_model_calls_total", "cgraph_model_call_seconds_count")
+    }
+    assert found == {
+        ("cgraph_model_calls_total", "turn"): 2,
+        ("cgraph_model_calls_total", "extraction"): 1,
+        ("cgraph_model_call_seconds_count", "turn"): 2,
+        ("cgraph_model_call_seconds_count", "extraction"): 1,
+    }
