@@ -94,8 +94,13 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
     if held:  # a correction the designer wants confirmed is asked about first
         return ask_correction(ctx, graph, held, effects)
     if answer.exit == CLARIFY:
-        question = _clarifying(ctx, graph, state, answer, options, context)
-        return Reply(question, effects=effects, asked=answer.candidates)
+        # Counted as asked: a rule on the count (`clarifications > 2`) is taken instead.
+        ctx = ctx.seeing(clarifications=ctx.view.clarifications + 1)
+        ruled = _ruled(ctx, graph, state, effects)
+        if ruled is not None:
+            return ruled
+        question = _clarifying(ctx, graph, state, answer, options, None)
+        return Reply(question, effects=effects, asked=answer.candidates, clarifies=True)
     if answer.exit != STAY:
         option = option_by_id(options, answer.exit)
         # Once the turn's slots are in, a `when:` exit that holds is a business rule: it

@@ -107,6 +107,9 @@ class SessionState(NamedTuple):
     correcting: Mapping[str, Any] = _EMPTY
     """Slot values the last turn asked to confirm (`confirm_correction`): the next message
     changes them or keeps the old ones."""
+    clarifications: int = 0
+    """Clarifying questions asked in the current state since it was entered (a `RESUME`
+    takes the state up again with its count)."""
     scratch: TurnScratch = TurnScratch()
 
     @property
@@ -172,6 +175,7 @@ class SessionState(NamedTuple):
             "interrupted": [[_frame(f) for f in stack] for stack in self.interrupted],
             "asked": list(self.asked),
             "correcting": dict(self.correcting),
+            "clarifications": self.clarifications,
             "offered": scratch.offered,
             "resumed": scratch.resumed,
             "version": SNAPSHOT_VERSION,
@@ -204,6 +208,7 @@ class SessionState(NamedTuple):
             ),
             asked=tuple(data.get("asked", ())),
             correcting=dict(data.get("correcting", {})),
+            clarifications=int(data.get("clarifications", 0)),
             scratch=TurnScratch(
                 pending=data.get("pending"),
                 step=int(data.get("step", 0)),

@@ -61,6 +61,8 @@ class View(NamedTuple):
     (`SessionState.waiting`)."""
     resumed: bool = False
     """The current state was entered this turn by a `RESUME` (`TurnScratch.resumed`)."""
+    clarifications: int = 0
+    """Clarifying questions asked in the current state (`SessionState.clarifications`)."""
 
     @property
     def idempotency_key(self) -> str:
@@ -104,6 +106,7 @@ def view_of(
         scratch.offered,
         state.waiting,
         scratch.resumed,
+        state.clarifications,
     )
 
 
@@ -130,4 +133,5 @@ def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:
         "metadata": list(spec.message_metadata) if spec is not None else [],
         "interrupted": list(view.waiting),
         "resumed": view.resumed,
+        "clarifications": view.clarifications,
     }

@@ -149,7 +149,7 @@ def _arrived(state: SessionState, graphs: Graphs, source: str) -> tuple[SessionS
     target = state.here
     visits = {**state.visits, target: state.visits.get(target, 0) + 1}
     scratch = state.scratch._replace(entered=True, resumed=False)
-    arrived = state._replace(visits=visits, turns_here=0, scratch=scratch)
+    arrived = state._replace(visits=visits, turns_here=0, clarifications=0, scratch=scratch)
     spec = current(arrived, graphs)[1]
     reset = spec.reset if spec is not None else ()
     return cleared(arrived, graphs, reset) if reset else arrived, Arrival(source, target)

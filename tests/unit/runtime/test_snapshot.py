@@ -33,6 +33,7 @@ def test_a_stored_snapshot_keeps_every_field_of_the_state_and_reads_back_equal()
         interrupted=((Frame("", "a"), Frame("sub.yaml", "c", False, {"size": 1})),),
         asked=("b", "c"),
         correcting={"size": 2},
+        clarifications=2,
         scratch=scratch,
     )
     position = LogPosition(seq=40, messages=8, turn_seq=31)
