@@ -67,6 +67,9 @@ class GraphContext:
     """Files' texts read instead of the disk's (by resolved path): an editor's buffers."""
     memo: StateMemo | None = None
     """What the last lint of this file computed from each state alone (an editor's)."""
+    outer_names: frozenset[str] = frozenset()
+    """What the graphs that hand over to this one (a sub-graph) define: variables are the
+    session's, and a running caller's slots are read through."""
     edges: dict[str, list[Located]] = field(init=False)
     """Every state's targets, computed once for all checks."""
 

@@ -185,7 +185,7 @@ def declared_names(graph: Graph) -> frozenset[str]:
 
 
 def allowed_names(ctx: GraphContext) -> frozenset[str]:
-    return BUILTIN_NAMES | declared_names(ctx.graph) | ctx.subgraph_names
+    return BUILTIN_NAMES | declared_names(ctx.graph) | ctx.subgraph_names | ctx.outer_names
 
 
 def check_templates(ctx: GraphContext) -> Iterator[Diagnostic]:
