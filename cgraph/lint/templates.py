@@ -56,6 +56,7 @@ NOT_TEMPLATES = frozenset(
         "enter",
         "on_limit",
         "reset",
+        "summary_prompt",  # said to the model as written
     }
 )
 # Keys whose values are mappings the designer names (`set: {mood: ...}`): their keys are

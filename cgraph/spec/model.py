@@ -251,6 +251,10 @@ class _State(StateFields):
     """The conversation history on entry: `keep` it, `reset` it (prompts from here on show
     only what follows), or `reset_with_summary` (a summary of what came before, then what
     follows)."""
+    summary_prompt: Text | None = None
+    """With `context: reset_with_summary`: what the model that writes the summary on entry
+    should keep, instead of the default (the user's facts, decisions and open requests);
+    e.g. "Keep the order so far: the dishes, their sizes and the address."."""
     say: str | None = None
     """A Jinja template. On an action state: the reply when no LLM writes one (offline). On a
     silent state: a line added to the turn's reply as the conversation passes through."""

@@ -33,11 +33,15 @@ SUMMARY_SCHEMA: dict[str, Any] = {
 }
 SUMMARY_INSTRUCTIONS = (
     "You keep the running summary of a conversation between a user and an assistant. "
-    "Rewrite the summary so that it also covers the new messages. Keep every fact the user "
-    "gave about themselves (name, preferences, situation), decisions and open requests; "
-    "drop greetings and small talk. Write at most {words} words, in the third person. "
+    "Rewrite the summary so that it also covers the new messages. {keep} "
+    "Write at most {words} words, in the third person. "
     'Answer with one JSON object: {{"summary": "..."}}.'
 )
+SUMMARY_KEEPS = (
+    "Keep every fact the user gave about themselves (name, preferences, situation), "
+    "decisions and open requests; drop greetings and small talk."
+)
+"""What a summary keeps, unless the state entered says (`summary_prompt`)."""
 
 
 def before_step(
@@ -47,16 +51,20 @@ def before_step(
     model: ChatModel | None,
     here: str,
     summariser: Summariser | None = None,
+    keep: str | None = None,
 ) -> Steps[Effects]:
     """Before a step: the `context:` strategy of the state just entered, then (with
     `strategy: summarize`) the messages about to leave the window folded into the summary,
     then the window's start moved; the new marks as a `SetMarks` effect (none when nothing
     changed), so the step's prompts show them. `summariser` writes the summary when the
-    model writes none (None: the summary stays as it was)."""
+    model writes none (None: the summary stays as it was); `keep` is the entered state's
+    `summary_prompt`."""
     effects: list[Effect] = []
     start = marks
     if context is not None:
-        marks, done = yield from apply_context(context, prompter, marks, model, here, summariser)
+        marks, done = yield from apply_context(
+            context, prompter, marks, model, here, summariser, keep
+        )
         effects += done
     marks, done = yield from keep_summary(prompter, marks, model, here, summariser)
     effects += done
@@ -93,15 +101,19 @@ def apply_context(
     model: ChatModel | None,
     here: str,
     summariser: Summariser | None = None,
+    keep: str | None = None,
 ) -> Steps[tuple[HistoryMarks, Effects]]:
     """A state's `context` strategy, on entry: the window restarts at the newest user message
-    (`reset` drops the summary; `reset_with_summary` first folds what came before into it)."""
+    (`reset` drops the summary; `reset_with_summary` first folds what came before into it,
+    keeping what the state's `summary_prompt` says)."""
     if strategy == "keep":
         return marks, ()
     cut = _newest_user(prompter.transcript)
     effects: Effects = ()
     if strategy == "reset_with_summary" and cut > marks.summary_upto:
-        marks, effects = yield from fold(prompter, marks, model, here, cut, strategy, summariser)
+        marks, effects = yield from fold(
+            prompter, marks, model, here, cut, strategy, summariser, keep
+        )
     elif strategy == "reset" and (marks.summary or marks.summary_upto != cut):
         marks = marks._replace(summary="", summary_upto=cut)
         data = {"state": here, "text": "", "upto": cut, "reason": strategy, "writer": "none"}
@@ -124,12 +136,15 @@ def fold(
     upto: int,
     reason: str,
     summariser: Summariser | None = None,
+    keep: str | None = None,
 ) -> Steps[tuple[HistoryMarks, Effects]]:
-    """Fold the messages between the summary's end and `upto` into the summary."""
+    """Fold the messages between the summary's end and `upto` into the summary (a model
+    writing it is told what to `keep`, else `SUMMARY_KEEPS`)."""
     older = prompter.transcript[marks.summary_upto : upto]
     budget = prompter.root.limits.history_budget() // 4
     failures: list[Emit] = []
-    text, writer = yield from _written(model, here, marks.summary, older, budget, failures)
+    asked = summary_request(here, marks.summary, older, budget, keep)
+    text, writer = yield from _written(model, here, asked, failures)
     if text is None and summariser is not None:
         text, writer = summariser.summarise(marks.summary, older, budget), summariser.name
     if text is None:
@@ -139,18 +154,13 @@ def fold(
 
 
 def _written(
-    model: ChatModel | None,
-    here: str,
-    previous: str,
-    older: Sequence[Message],
-    budget: int,
-    failures: list[Emit],
+    model: ChatModel | None, here: str, request: LLMRequest, failures: list[Emit]
 ) -> Steps[tuple[str | None, str]]:
     """The model's summary, or None when it writes none (offline) or fails."""
     if model is None or not model.capabilities.writes_prose:
         return None, ""
     try:
-        raw = yield Complete(model, summary_request(here, previous, older, budget))
+        raw = yield Complete(model, request)
     except LLMError as err:
         failures.append(_failure(here, err.message))
         return None, ""
@@ -169,14 +179,17 @@ def _failure(here: str, error: str) -> Emit:
     return Emit("llm_error", {"state": here, "kind": "summary", "error": error})
 
 
-def summary_request(state: str, previous: str, older: Sequence[Message], budget: int) -> LLMRequest:
+def summary_request(
+    state: str, previous: str, older: Sequence[Message], budget: int, keep: str | None = None
+) -> LLMRequest:
     lines = [f"{m['role']}: {m['content']}" for m in older if m["role"] in ("user", "assistant")]
     content = f"Summary so far:\n{previous or '(none)'}\n\nNew messages:\n" + "\n".join(lines)
     words = max(budget * 3 // 4, 40)
+    instructions = SUMMARY_INSTRUCTIONS.format(keep=keep or SUMMARY_KEEPS, words=words)
     return LLMRequest(
         kind="summary",
         messages=(
-            {"role": "system", "content": SUMMARY_INSTRUCTIONS.format(words=words)},
+            {"role": "system", "content": instructions},
             {"role": "user", "content": content},
         ),
         schema=SUMMARY_SCHEMA,

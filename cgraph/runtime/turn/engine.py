@@ -197,8 +197,10 @@ class Engine:
         if state.scratch.step and context is None:
             return
         summariser = self.deps.summariser
+        spec = self.current_state() if context is not None else None
+        keep = spec.summary_prompt if spec is not None else None
         effects = yield from history.before_step(
-            self.prompter, marks, context, model, here, summariser
+            self.prompter, marks, context, model, here, summariser, keep
         )
         if effects:
             self._take(self.applier.effects(state, effects))

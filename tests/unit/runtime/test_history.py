@@ -161,3 +161,22 @@ def test_a_resume_reads_the_window_not_the_whole_conversation(tmp_path: Path) ->
     assert end == 120 and start > 0 and end - start < 40
     again.send("One more thing.")
     assert _prompt_text(model).split("\n")[1:3] == before.split("\n")[1:3]
+
+
+def test_a_state_s_summary_prompt_tells_the_model_what_its_summary_keeps(
+    tmp_path: Path,
+) -> None:
+    keep = "Keep only the user's name and city."
+    body = action("a", {"b": "The user wants the next task."}) + action(
+        "b", {"END": "bye"}, context="reset_with_summary", summary_prompt=keep
+    )
+    script = {"a": [stay("hi"), go("b")], "b": stay("fresh"), "summary": {"summary": "Ada."}}
+    model = ScriptedModel(script)
+    session = Session.start(write(tmp_path, simple(start="a", body=body)), model=model)
+    session.send(NAME)
+    session.send("Next task: book a table.")
+    [asked] = [r for r in model.requests if r.kind == "summary"]
+    instructions = asked.messages[0]["content"]
+    assert keep in instructions and "greetings and small talk" not in instructions
+    assert instructions.endswith('Answer with one JSON object: {"summary": "..."}.')
+    assert model.requests_for("b")[-1].messages[1]["content"] == f"{SUMMARY_HEADING}\nAda."
