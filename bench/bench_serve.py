@@ -13,7 +13,11 @@ asyncio server, valid answers for every structured-output mode, streaming); one
 `cgraph serve` process on PostgreSQL carries N closed-loop sessions of 5 messages each
 (N = 16 and 256 at 1 s, 256 at 4 s, 1,000 at 10 s), measured as turns/s against the
 ideal N / delay, p50/p95, errors by status, the most PostgreSQL connections the server
-held, its peak RSS and its CPU per turn.
+held, its peak RSS and its CPU per turn. Each row runs twice (`--arrivals`): with the
+sessions beginning evenly over the first delay (`spread`, a steady rate, as people
+arrive) and all in one instant (`burst`: every turn of the row then comes in one herd).
+The rate is the sessions' own rates summed (each session's turns over its own time), so
+that a session that began late is not counted as slow.
 
 The flow is bench/data/flow_served.yaml (bench_engine.py's five nodes, and a way out; 6
 steps and 3 instant scripted model calls a turn); bytes are also measured on a one-step
@@ -31,6 +35,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -91,6 +96,17 @@ class Load:
     killed_at: float = 0.0
     back: dict[str, float] = field(default_factory=dict)
     """A killed server's sessions: when each was first answered after the kill."""
+    active: dict[str, float] = field(default_factory=dict)
+    """Each session's seconds from its first message sent to its last answer."""
+    answered: collections.Counter[str] = field(default_factory=collections.Counter)
+    """Each session's answered turns."""
+
+    def rate(self) -> float:
+        """Turns a second, as the sessions' own rates summed: each closed-loop session
+        sends its next message on the answer, so this is N / the mean turn time (the
+        ideal N / delay), whenever each session began."""
+        done = self.active.items()
+        return sum(self.answered[sid] / seconds for sid, seconds in done if seconds > 0)
 
     def row(self, name: str) -> str:
         turns = len(self.latencies)
@@ -249,11 +265,13 @@ async def _load(
     graph: str = "bench_flow",
     timeout: float = REQUEST_SECONDS,
     protocol: Protocol | None = None,
+    spread: float = 0.0,
 ) -> Load:
     """`sessions` sessions spread over `urls`, each sent `turns` messages at once with the
     others (cgraph's API unless `protocol` says another). A failed request is sent again
     (same key) to the next server, which the session then stays with, as behind a load
-    balancer that takes a dead server out.
+    balancer that takes a dead server out. With `spread`, session n sends its first
+    message at n / sessions × `spread` s, not all in the same instant.
     `kill(load)` runs once half the turns are done."""
     load = Load()
     ids = []
@@ -270,6 +288,8 @@ async def _load(
         home = number % len(urls)
         wire = Wire(urls[home], timeout)
         load.sent[sid] = []
+        await asyncio.sleep(number / sessions * spread)
+        began = time.perf_counter()
         for turn in range(turns):
             text = f"question {turn}?" if turn % 3 == 0 else f"statement number {turn}"
             load.sent[sid].append(text)
@@ -293,6 +313,8 @@ async def _load(
                     raise RuntimeError(f"session {sid} turn {turn} never answered")
                 continue  # sent once: counted as an error, the session goes on
             load.latencies.append(time.perf_counter() - started)
+            load.answered[sid] += 1
+            load.active[sid] = time.perf_counter() - began
             if load.killed_at and number % len(urls) == 0 and sid not in load.back:
                 load.back[sid] = time.perf_counter() - load.killed_at
             done[0] += 1
@@ -522,6 +544,10 @@ def run_langgraph(pg: Postgres, turns: int) -> list[str]:
 WAITING_ROWS = {1.0: (16, 256), 4.0: (256,), 10.0: (1000,)}
 """Sessions at each model delay (seconds): the issue's rows."""
 WAITING_TURNS = 5
+ARRIVALS = {"burst": 0.0, "spread": 1.0}
+"""When the sessions of a slow-model row begin, in model delays: `burst`, all in the same
+instant (every turn of the row then arrives in one herd, and the last of N waits N turns'
+CPU before its model call); `spread`, evenly over the first delay, as people arrive."""
 
 
 def waiting_graph(folder: Path, port: int) -> Path:
@@ -627,12 +653,18 @@ def fake_model(delay: float) -> Iterator[int]:
 
 
 def run_waiting(
-    pg: Postgres, folder: Path, delay: float, sessions: int, threads: int, served: Served
+    pg: Postgres,
+    folder: Path,
+    delay: float,
+    sessions: int,
+    threads: int,
+    served: Served,
+    arrivals: str = "burst",
 ) -> str:
     """One row: `sessions` closed-loop sessions x 5 messages, each turn one model call
     that takes `delay` s, on one server process."""
     if served.venv is not None:
-        return run_peer(served, folder, delay, sessions)
+        return run_peer(served, folder, delay, sessions, arrivals)
     url = pg.database()
     with fake_model(delay) as port:
         extra = ("--threads", str(threads)) if threads else ()
@@ -642,11 +674,14 @@ def run_waiting(
             pids = [p.pid for p in serve.processes]
             # Warmed first: a session's first turn imports litellm (seconds on a busy machine).
             asyncio.run(_load(serve.urls, 1, 1, graph="talk", timeout=300))
-            load, peaks, cpu = _measured_load(serve.urls, pids, url, delay, sessions)
+            load, peaks, cpu = _measured_load(
+                serve.urls, pids, url, delay, sessions, spread=ARRIVALS[arrivals] * delay
+            )
         finally:
             serve.stop()
         lost, duplicated = checked_store(url, load)
-    return waiting_row(served.name, delay, sessions, load, peaks, cpu, str(lost + duplicated))
+    wrong = str(lost + duplicated)
+    return waiting_row(served.name, delay, sessions, arrivals, load, peaks, cpu, wrong)
 
 
 def _measured_load(
@@ -656,15 +691,16 @@ def _measured_load(
     delay: float,
     sessions: int,
     protocol: Protocol | None = None,
+    spread: float = 0.0,
 ) -> tuple[Load, Peaks, float]:
     """The load, the server's peaks while it ran, and its CPU ms a turn."""
     before = cpu_seconds(pids)
     with Peaks(url, pids) as peaks:
-        bound = WAITING_TURNS * delay * 20 + 120  # a bounded run, whatever happens
+        bound = WAITING_TURNS * delay * 20 + spread + 120  # a bounded run, whatever happens
         load = asyncio.run(
             asyncio.wait_for(
                 _load(urls, sessions, WAITING_TURNS, graph="talk",
-                      timeout=delay * 10 + 60, protocol=protocol),
+                      timeout=delay * 10 + 60, protocol=protocol, spread=spread),
                 bound,
             )
         )  # fmt: skip
@@ -675,7 +711,9 @@ def _measured_load(
 PEER = ROOT / "bench" / "langgraph_peer.py"
 
 
-def run_peer(served: Served, folder: Path, delay: float, sessions: int) -> str:
+def run_peer(
+    served: Served, folder: Path, delay: float, sessions: int, arrivals: str = "burst"
+) -> str:
     """The row on LangGraph's server (`langgraph dev`, in-memory persistence, as many
     jobs as sessions) on the same fake model: bench/langgraph_peer.py's one-node graph."""
     assert served.venv is not None
@@ -701,8 +739,9 @@ def run_peer(served: Served, folder: Path, delay: float, sessions: int) -> str:
             url = f"http://127.0.0.1:{port}"
             _wait_ready(url, "/ok")
             asyncio.run(_load([url], 1, 1, timeout=300, protocol=LANGGRAPH))
+            spread = ARRIVALS[arrivals] * delay
             load, peaks, cpu = _measured_load(
-                [url], [process.pid], None, delay, sessions, LANGGRAPH
+                [url], [process.pid], None, delay, sessions, LANGGRAPH, spread
             )
         finally:
             process.send_signal(signal.SIGINT)
@@ -711,19 +750,26 @@ def run_peer(served: Served, folder: Path, delay: float, sessions: int) -> str:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-    return waiting_row(served.name, delay, sessions, load, peaks, cpu, "–")
+    return waiting_row(served.name, delay, sessions, arrivals, load, peaks, cpu, "–")
 
 
 def waiting_row(
-    name: str, delay: float, sessions: int, load: Load, peaks: Peaks, cpu: float, wrong: str
+    name: str,
+    delay: float,
+    sessions: int,
+    arrivals: str,
+    load: Load,
+    peaks: Peaks,
+    cpu: float,
+    wrong: str,
 ) -> str:
     turns = len(load.latencies)
     cuts = statistics.quantiles(load.latencies, n=100) if turns > 1 else [0.0] * 99
-    rate, ideal = turns / load.seconds, sessions / delay
+    rate, ideal = load.rate(), sessions / delay
     errors = ", ".join(f"{n} × {code}" for code, n in sorted(load.codes.items())) or "0"
     connections = peaks.connections if peaks.url is not None else "– (in memory)"
     return (
-        f"| {name} | {sessions:,} | {delay:g} s | {ideal:,.0f} | {rate:,.1f} |"
+        f"| {name} | {sessions:,} | {delay:g} s | {arrivals} | {ideal:,.0f} | {rate:,.1f} |"
         f" {rate / ideal:.0%} | {cuts[49]:.2f} | {cuts[94]:.2f} | {errors} |"
         f" {connections} | {peaks.rss / 2**20:,.0f} | {cpu:.1f} | {wrong} |"
     )
@@ -741,7 +787,9 @@ def _wait_port(port: int) -> None:
     raise RuntimeError(f"the fake model did not start on port {port}")
 
 
-def main_waiting(delays: list[float], threads: int, servers: list[Served]) -> None:
+def main_waiting(
+    delays: list[float], threads: int, servers: list[Served], arrivals: list[str]
+) -> None:
     folder = Path(tempfile.mkdtemp(prefix="bench-serve-wait-"))
     pg = start_postgres(folder / "pg")
     load = os.getloadavg()[0]
@@ -750,17 +798,17 @@ def main_waiting(delays: list[float], threads: int, servers: list[Served]) -> No
         f" load {load:.1f} on {os.cpu_count()} cores"
     )
     rows = [
-        "| server | sessions | delay | ideal turns/s | turns/s | share of ideal | p50 s | p95 s |"
-        " errors | peak PG connections | peak RSS MB | server CPU ms/turn | lost + duplicated |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| server | sessions | delay | arrivals | ideal turns/s | turns/s | share of ideal |"
+        " p50 s | p95 s | errors | peak PG connections | peak RSS MB | server CPU ms/turn |"
+        " lost + duplicated |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     try:
         for delay in delays:
-            for sessions in WAITING_ROWS.get(delay, (16,)):
+            for sessions, way in itertools.product(WAITING_ROWS.get(delay, (16,)), arrivals):
                 for served in servers:  # one after another at each row: the same machine
-                    row = run_waiting(
-                        pg, folder, delay, sessions, threads and max(threads, sessions), served
-                    )
+                    threaded = threads and max(threads, sessions)
+                    row = run_waiting(pg, folder, delay, sessions, threaded, served, way)
                     print(row, file=sys.stderr, flush=True)  # progress, not the record
                     rows.append(row)
     finally:
@@ -805,6 +853,13 @@ def main() -> None:
         "--sizes", type=int, nargs="*", help="with --model-delay: these N at every delay"
     )
     parser.add_argument(
+        "--arrivals",
+        nargs="*",
+        choices=sorted(ARRIVALS),
+        default=["spread", "burst"],
+        help="with --model-delay: when the sessions begin (each row for each)",
+    )
+    parser.add_argument(
         "--metrics",
         type=int,
         metavar="ROUNDS",
@@ -819,7 +874,7 @@ def main() -> None:
         servers = [Served("cgraph"), *([compared] if compared else [])]
         if args.peer_langgraph:
             servers.append(Served("LangGraph (langgraph dev)", venv=args.peer_langgraph))
-        main_waiting(args.model_delay, args.threads, servers)
+        main_waiting(args.model_delay, args.threads, servers, args.arrivals)
         return
     folder = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     pg = start_postgres(folder / "pg")

@@ -33,7 +33,8 @@ CODES: dict[str, str] = {
     "resume-unreachable": "A `RESUME` lies on no path a `resume: true` exit starts.",
     "exit-waits-for-slots": (
         "An exit of a state that collects slots says neither `early: true` nor `early: false`:"
-        " it now waits for the slots."
+        " it now waits for the slots (those some path leaves unset, unless its description"
+        " says they are given)."
     ),
     "slot-not-returned": (
         "A graph reads a slot of its sub-graph that the sub-graph does not return."
@@ -92,8 +93,8 @@ CODES: dict[str, str] = {
         " (it would render as no text)."
     ),
     "result-maybe-unset": (
-        "A template reads a side effect's `result:` that some path from the start to its"
-        " state reaches before the side effect runs (the turn would fail)."
+        "A template reads a side effect's or a model-called tool's `result:` that some path"
+        " from the start to its state reaches before it is stored (the turn would fail)."
     ),
     # topology (cgraph.lint.topology)
     "topology-syntax": "A topology line is not in the notation.",

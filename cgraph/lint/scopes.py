@@ -10,12 +10,14 @@ interruption, so a path to it must start at a `resume: true` exit.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.flows import graph_at
 from cgraph.lint.structure import GraphContext, field_of
+from cgraph.lint.unset import filled_on_entry
 from cgraph.spec.load import did_you_mean, fix_for
 from cgraph.spec.model import Graph, GraphState
 from cgraph.spec.names import RESUME
@@ -65,14 +67,22 @@ def check_passed_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
 def check_early_exits(ctx: GraphContext) -> Iterator[Diagnostic]:
     """An exit of a collecting state that says nothing about `early`: it now waits for
     the slots, where a graph written before could take it as soon as the model chose it.
-    A slot with a default is never missing, so an exit waits only for those without."""
-    for state_name, state in ctx.graph.states.items():
-        collect = [s for s in field_of(state, "collect") or () if _may_be_missing(ctx.graph, s)]
+    A slot with a default is never missing, nor one every path from the start has filled
+    on entering the state, so an exit waits only for the others; and an exit whose
+    description says they are given ("The user gave the party size.") means to wait."""
+    graph = ctx.graph
+    missing = frozenset(n for n in graph.slots if _may_be_missing(graph, n))
+    filled = filled_on_entry(graph, missing) if missing else {}
+    for state_name, state in graph.states.items():
+        ready = filled.get(state_name, frozenset())
+        collect = [s for s in field_of(state, "collect") or () if s in missing - ready]
         if not collect:
             continue
         slots = ", ".join(f"`{s}`" for s in collect)
         for index, exit_ in enumerate(field_of(state, "exit_conditions") or ()):
             if exit_.description is None or exit_.early is not None:
+                continue
+            if says_given(exit_.description, collect):
                 continue
             yield ctx.diag(
                 ("states", state_name, "exit_conditions", index),
@@ -88,6 +98,30 @@ def check_early_exits(ctx: GraphContext) -> Iterator[Diagnostic]:
 def _may_be_missing(graph: Graph, name: str) -> bool:
     slot = graph.slots.get(name)
     return slot is None or slot.default is None
+
+
+# "The user has given the amount", "… provides their party size": words of giving, and of
+# refusing or lacking, which turn the sentence round ("has no card", "won't give it").
+_GIVES = re.compile(
+    r"\b(give|gives|gave|given|giving|provide[sd]?|providing|tell|tells|told|state[sd]?|"
+    r"share[sd]?|enter(?:s|ed)?|suppl(?:y|ies|ied)|answer(?:s|ed)?|say|says|said)\b"
+)
+_NOT = re.compile(r"\b(not|no|never|none|without|refuses?|declines?|cannot)\b|n't\b")
+
+
+def says_given(description: str, collect: list[str]) -> bool:
+    """Whether an exit's description says the user gives every slot in `collect`: it
+    names a way of giving, no negation, and each slot by its name (`party_size` as
+    "party size", or its first word)."""
+    text = description.lower()
+    if not _GIVES.search(text) or _NOT.search(text):
+        return False
+    return all(_names(text, slot) for slot in collect)
+
+
+def _names(text: str, slot: str) -> bool:
+    words = slot.lower().split("_")
+    return any(re.search(rf"\b{re.escape(w)}\b", text) for w in (" ".join(words), words[0]))
 
 
 def check_resume(ctx: GraphContext) -> Iterator[Diagnostic]:

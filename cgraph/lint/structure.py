@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cgraph.diagnostics import DataPath, Diagnostic, Fix, Severity
 from cgraph.spec.kept import StateMemo
@@ -21,6 +22,7 @@ from cgraph.spec.read import Document
 from cgraph.spec.templating import BUILTIN_NAMES
 
 Located = tuple[str, DataPath]  # a target state and the YAML path naming it
+T = TypeVar("T")
 
 
 def field_of(state: AnyState, name: str) -> Any:
@@ -65,11 +67,14 @@ class GraphContext:
     """Files' texts read instead of the disk's (by resolved path): an editor's buffers."""
     memo: StateMemo | None = None
     """What the last lint of this file computed from each state alone (an editor's)."""
+    outer_names: frozenset[str] = frozenset()
+    """What the graphs that hand over to this one (a sub-graph) define: variables are the
+    session's, and a running caller's slots are read through."""
     edges: dict[str, list[Located]] = field(init=False)
     """Every state's targets, computed once for all checks."""
 
     def __post_init__(self) -> None:
-        self.edges = {n: list(targets(n, s)) for n, s in self.graph.states.items()}
+        self.edges = {name: found for name, found in each_state(self, "targets", _listed_targets)}
 
     def diag(
         self,
@@ -84,6 +89,24 @@ class GraphContext:
     ) -> Diagnostic:
         severity = Severity.WARNING if warning else Severity.ERROR
         return self.doc.diag(path, code, message, hint, severity=severity, key=key, fix=fix)
+
+
+def each_state(
+    ctx: GraphContext, kind: str, of: Callable[[GraphContext, str, AnyState], T]
+) -> Iterator[tuple[str, T]]:
+    """(name, `of(ctx, name, state)`) for every state; with an editor's memo, computed
+    only for the states new since its last lint. `of` must depend on nothing but the
+    state, its name and the file (a state's data unchanged is its text and place)."""
+    memo = ctx.memo
+    for name, state in ctx.graph.states.items():
+        if memo is None:
+            yield name, of(ctx, name, state)
+        else:
+            yield name, memo.get(kind, state, name, partial(of, ctx, name, state))
+
+
+def _listed_targets(ctx: GraphContext, name: str, state: AnyState) -> list[Located]:
+    return list(targets(name, state))
 
 
 def start_targets(graph: Graph) -> Iterator[Located]:
@@ -306,61 +329,76 @@ def strongly_connected(edges: Mapping[str, list[str]]) -> list[list[str]]:
 
 def check_exits(ctx: GraphContext) -> Iterator[Diagnostic]:
     """Decisions need two ways out; descriptions must differ; targets should differ."""
-    for name, state in ctx.graph.states.items():
-        conditions = field_of(state, "exit_conditions") or ()
-        base = ("states", name, "exit_conditions")
-        if state.type == "decision" and len(conditions) < 2:
+    for _, found in each_state(ctx, "exits", _exits_of):
+        yield from found
+
+
+def _exits_of(ctx: GraphContext, name: str, state: AnyState) -> list[Diagnostic]:
+    return list(_state_exits(ctx, name, state))
+
+
+def _state_exits(ctx: GraphContext, name: str, state: AnyState) -> Iterator[Diagnostic]:
+    conditions = field_of(state, "exit_conditions") or ()
+    base = ("states", name, "exit_conditions")
+    if state.type == "decision" and len(conditions) < 2:
+        yield ctx.diag(
+            base,
+            "decision-exits",
+            f"decision state `{name}` has {len(conditions)} exit(s); a decision needs two or more",
+            "add another exit, or make the state a reflection with `next_state`",
+            key=True,
+        )
+    yield from _way_out(ctx, name, state)
+    seen: dict[str, int] = {}
+    targets_seen: dict[str, int] = {}
+    for index, exit_ in enumerate(conditions):
+        text = " ".join((exit_.description or "").casefold().split())
+        if text and text in seen:
             yield ctx.diag(
-                base,
-                "decision-exits",
-                f"decision state `{name}` has {len(conditions)} exit(s); "
-                "a decision needs two or more",
-                "add another exit, or make the state a reflection with `next_state`",
-                key=True,
+                (*base, index, "description"),
+                "duplicate-exit",
+                f"exits {seen[text] + 1} and {index + 1} of state `{name}` "
+                "have the same description",
+                "each exit needs its own condition, or the model cannot tell them apart",
             )
-        yield from _way_out(ctx, name, state)
-        seen: dict[str, int] = {}
-        targets_seen: dict[str, int] = {}
-        for index, exit_ in enumerate(conditions):
-            text = " ".join((exit_.description or "").casefold().split())
-            if text and text in seen:
-                yield ctx.diag(
-                    (*base, index, "description"),
-                    "duplicate-exit",
-                    f"exits {seen[text] + 1} and {index + 1} of state `{name}` "
-                    "have the same description",
-                    "each exit needs its own condition, or the model cannot tell them apart",
-                )
-            seen.setdefault(text, index)
-            if exit_.next_state in targets_seen and exit_.description:
-                yield ctx.diag(
-                    (*base, index, "next_state"),
-                    "same-target",
-                    f"exits {targets_seen[exit_.next_state] + 1} and {index + 1} of state `{name}` "
-                    f"both lead to `{exit_.next_state}`",
-                    "merge them into one exit with a broader description, if they mean the same",
-                    warning=True,
-                )
-            targets_seen.setdefault(exit_.next_state, index)
+        seen.setdefault(text, index)
+        if exit_.next_state in targets_seen and exit_.description:
+            yield ctx.diag(
+                (*base, index, "next_state"),
+                "same-target",
+                f"exits {targets_seen[exit_.next_state] + 1} and {index + 1} of state `{name}` "
+                f"both lead to `{exit_.next_state}`",
+                "merge them into one exit with a broader description, if they mean the same",
+                warning=True,
+            )
+        targets_seen.setdefault(exit_.next_state, index)
 
 
 def check_examples(ctx: GraphContext) -> Iterator[Diagnostic]:
     """One utterance given as an example of two exits makes the offline chooser guess."""
-    for name, state in ctx.graph.states.items():
-        owner: dict[str, int] = {}
-        for index, exit_ in enumerate(field_of(state, "exit_conditions") or ()):
-            for number, example in enumerate(exit_.examples):
-                text = " ".join(example.casefold().split())
-                first = owner.setdefault(text, index)
-                if first != index:
-                    yield ctx.diag(
-                        ("states", name, "exit_conditions", index, "examples", number),
-                        "duplicate-example",
-                        f"`{example}` is an example of exits {first + 1} and {index + 1} "
-                        f"of state `{name}`",
-                        "keep each example under the one exit it means",
-                        warning=True,
-                    )
+    for _, found in each_state(ctx, "examples", _examples_of):
+        yield from found
+
+
+def _examples_of(ctx: GraphContext, name: str, state: AnyState) -> list[Diagnostic]:
+    return list(_state_examples(ctx, name, state))
+
+
+def _state_examples(ctx: GraphContext, name: str, state: AnyState) -> Iterator[Diagnostic]:
+    owner: dict[str, int] = {}
+    for index, exit_ in enumerate(field_of(state, "exit_conditions") or ()):
+        for number, example in enumerate(exit_.examples):
+            text = " ".join(example.casefold().split())
+            first = owner.setdefault(text, index)
+            if first != index:
+                yield ctx.diag(
+                    ("states", name, "exit_conditions", index, "examples", number),
+                    "duplicate-example",
+                    f"`{example}` is an example of exits {first + 1} and {index + 1} "
+                    f"of state `{name}`",
+                    "keep each example under the one exit it means",
+                    warning=True,
+                )
 
 
 def _way_out(ctx: GraphContext, name: str, state: AnyState) -> Iterator[Diagnostic]:

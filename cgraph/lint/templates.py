@@ -184,13 +184,17 @@ def declared_names(graph: Graph) -> frozenset[str]:
 
 
 def allowed_names(ctx: GraphContext) -> frozenset[str]:
-    return BUILTIN_NAMES | declared_names(ctx.graph) | ctx.subgraph_names
+    return BUILTIN_NAMES | declared_names(ctx.graph) | ctx.subgraph_names | ctx.outer_names
 
 
 def check_templates(ctx: GraphContext) -> Iterator[Diagnostic]:
     allowed = allowed_names(ctx)
-    for path, text, extra in template_strings(ctx.doc.data, ctx.memo):
-        error, used = _analyse_fast(text)
+    memo = ctx.memo
+    for path, text, extra in template_strings(ctx.doc.data, memo):
+        if memo is None:
+            error, used = _analyse_fast(text)
+        else:  # the very string of a state kept: the same analysis
+            error, used = memo.get("analysis", text, None, partial(_analyse_fast, text))
         if error is not None:
             line, column, message = _position(ctx.doc, path, error)
             diag = ctx.diag(

@@ -1,14 +1,18 @@
-"""Slots a template reads before any path has filled them (`slot-maybe-unset`), and side
-effects' results read before any path has run them (`result-maybe-unset`).
+"""Slots a template reads before any path has filled them (`slot-maybe-unset`), and
+results (a side effect's, a model-called tool's) read before any path has stored them
+(`result-maybe-unset`).
 
 An unset slot renders as no text, so "So that's 4 pizza(s) for ." reaches the user
 without an error. A slot without a default is filled by a state that collects it (its
 exits wait for it, but for early ones and global exits), a `set:` or a tool's `result:`
-stored in it; `reset:` and a `set:` to `none` clear it. Which slots are surely filled on
-entering each state is a forward analysis over the graph's exits (a slot counts only if
-every path from the start fills it); a template that reads one of the others warns. A
-read guarded by a test (`{% if x %}`, `x if x else ...`, `x or ...`, `x | default(...)`,
-`x is none`) is the designer saying it may be unset.
+stored in it; `reset:` and a `set:` to `none` clear it. A tool's `result:` is stored when
+the model calls it from a state that offers it: it counts as filled in that state and after
+its `on_tool:` exits, not after the state's other exits (the model may leave without
+calling). Which slots are surely filled on entering each state is a forward analysis over
+the graph's exits (a slot counts only if every path from the start fills it); a template
+that reads one of the others warns. A read guarded by a test (`{% if x %}`,
+`x if x else ...`, `x or ...`, `x | default(...)`, `x is none`) is the designer saying it
+may be unset.
 
 Only this file's graph is followed: a sub-graph's slots start at their defaults when it is
 entered, and what a `graph` state passes in with `with:` is not known here, so a slot the
@@ -37,7 +41,8 @@ _GUARD_FILTERS = frozenset({"default", "d"})
 def check_unset_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
     graph = ctx.graph
     slots = frozenset(n for n, slot in graph.slots.items() if slot.default is None)
-    results = _results(graph) - slots
+    stored_by = _results(graph)
+    results = frozenset(stored_by) - slots
     tracked = slots | results
     if not tracked:
         return
@@ -49,14 +54,14 @@ def check_unset_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
         if name not in filled or _nullable_argument(graph, path):
             continue
         state = graph.states[name]
-        ready = filled[name] | _set_here(state, path)
+        ready = filled[name] | _set_here(graph, state, path)
         read = _reads(text) & tracked
         for slot in sorted(read - ready - _guarded(text)):
-            yield _unset(ctx, path, name, slot, slot in results)
+            yield _unset(ctx, path, name, slot, stored_by.get(slot) if slot in results else None)
 
 
-def _unset(ctx: GraphContext, path: DataPath, name: str, var: str, result: bool) -> Diagnostic:
-    if result:
+def _unset(ctx: GraphContext, path: DataPath, name: str, var: str, tool: str | None) -> Diagnostic:
+    if tool == "":
         return ctx.diag(
             path,
             "result-maybe-unset",
@@ -64,6 +69,16 @@ def _unset(ctx: GraphContext, path: DataPath, name: str, var: str, result: bool)
             f"reaches it before the side effect that stores `{var}` has run",
             f"run the side effect on every path to `{name}`, give `{var}` a starting value "
             f"under `variables:`, or guard the read (`{{% if {var} %}}`)",
+            warning=True,
+        )
+    if tool is not None:
+        return ctx.diag(
+            path,
+            "result-maybe-unset",
+            f"`{var}` may be unset when state `{name}` renders this: a path from the start "
+            f"reaches it without the model calling `{tool}`, whose `result:` it is",
+            f"lead to `{name}` through an `on_tool: {tool}` exit, give `{var}` a starting "
+            f"value under `variables:`, or guard the read (`{{% if {var} %}}`)",
             warning=True,
         )
     return ctx.diag(
@@ -77,10 +92,15 @@ def _unset(ctx: GraphContext, path: DataPath, name: str, var: str, result: bool)
     )
 
 
-def _results(graph: Graph) -> Filled:
-    """Variables only a side effect's `result:` gives (no starting value)."""
-    stored = {field_of(s, "result") for s in graph.states.values() if s.type == "side_effect"}
-    return frozenset(r for r in stored if r and r not in graph.variables)
+def _results(graph: Graph) -> dict[str, str]:
+    """Variables only a `result:` gives (no starting value) → the tool whose call by the
+    model stores it, or "" for a side effect's (a side effect's is said first)."""
+    stored = {t.result: t.name for t in graph.tools if t.result}
+    for state in graph.states.values():
+        result = field_of(state, "result") if state.type == "side_effect" else None
+        if result:
+            stored[result] = ""
+    return {r: tool for r, tool in stored.items() if r not in graph.variables}
 
 
 def _nullable_argument(graph: Graph, path: DataPath) -> bool:
@@ -124,7 +144,8 @@ def filled_on_entry(graph: Graph, tracked: Filled) -> dict[str, Filled]:
             if target in graph.states:
                 queue.append((target, ((now - cleared) | gained) & tracked))
         for target in _anywhere(graph, name, state):
-            queue.append((target, now))
+            if target in graph.states:  # END, RESUME and `file#state` end this graph's paths
+                queue.append((target, now))
     return found
 
 
@@ -140,6 +161,8 @@ def _moves(
             tool = graph.tool(exit_.on_tool) if exit_.on_tool else None
             if tool is not None:  # taken once the call succeeded: what it sets is set
                 filled |= {*tool.sets, *((tool.result,) if tool.result else ())}
+            elif exit_.on_tool:  # an unknown tool is `on-tool-exit`'s error: no more here
+                filled = tracked
             yield exit_.next_state, filled, none
     else:
         sets = field_of(state, "set") or {}
@@ -167,11 +190,13 @@ def _anywhere(graph: Graph, name: str, state: AnyState) -> Iterator[str]:
     yield from graph.limits.on_limit.values()
 
 
-def _set_here(state: AnyState, path: DataPath) -> Filled:
-    """What the state fills before this text renders: an annotation's `say:` comes after
-    its `set:`."""
-    sets = field_of(state, "set") or {}
-    return frozenset(sets) if path[2] == "say" else frozenset()
+def _set_here(graph: Graph, state: AnyState, path: DataPath) -> Filled:
+    """What the state may fill before this text renders: an annotation's `say:` comes
+    after its `set:`; the results of the tools an action state offers are stored before
+    it answers (whether the model calls one is the designer's to guard)."""
+    sets = frozenset(field_of(state, "set") or {}) if path[2] == "say" else frozenset()
+    tools = (graph.tool(name) for name in field_of(state, "tools") or ())
+    return sets | {t.result for t in tools if t is not None and t.result}
 
 
 @lru_cache(maxsize=4096)

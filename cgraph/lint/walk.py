@@ -115,14 +115,24 @@ class _Linter:
         self.kept = kept
         """What earlier lints of those texts kept: their reads' parts, their states' results."""
         self.done: dict[Path, _Outcome] = {}
+        self.found: dict[Path, list[Diagnostic]] = {}
+        """Each file's diagnostics, in the order the files were first linted."""
+        self.outer: dict[Path, frozenset[str]] = {}
+        """The names the graphs handing over to each file define, as it was last linted."""
         self.active: list[tuple[Path, str]] = []
         self.root = Path.cwd()
         """The folder graph files must stay in: the folder linted, or the named file's."""
 
-    def lint(self, path: Path, display: str) -> _Outcome:
+    def lint(self, path: Path, display: str, outer: frozenset[str] = frozenset()) -> _Outcome:
+        """Lint a file once; `outer` holds the names the graphs that hand over to it
+        define (a sub-graph's templates read the session's variables and its callers'
+        slots)."""
         key = _real(path)
-        if key in self.done:
-            return self.done[key]
+        first = key not in self.done
+        if not first:
+            if not self._relint(key, outer):
+                return self.done[key]
+            outer |= self.outer[key]
         self.active.append((key, display))
         try:
             text = self.texts.get(key)
@@ -136,17 +146,30 @@ class _Linter:
             for diag in doc.diagnostics:
                 if diag.code == "unreadable":
                     self.result.missing.append(display)
-            outcome, diagnostics = self._check(path, doc, memo)
+            outcome, diagnostics = self._check(path, doc, memo, outer)
         finally:
             self.active.pop()
         self.done[key] = outcome
-        self.result.files.append(display)
+        self.outer[key] = outer
+        if first:
+            self.result.files.append(display)
         diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
-        self.result.diagnostics.extend(dict.fromkeys(diagnostics))
+        self.found[key] = list(dict.fromkeys(diagnostics))
         return outcome
 
+    def _relint(self, key: Path, outer: frozenset[str]) -> bool:
+        """Whether a file linted before (on its own, or from another caller) is linted
+        again with a caller's names: only when they are new and could answer one of its
+        `undefined-variable`s (the one check that reads them)."""
+        if outer <= self.outer[key]:
+            return False
+        return any(d.code == "undefined-variable" for d in self.found[key])
+
+    def diagnostics(self) -> list[Diagnostic]:
+        return [d for found in self.found.values() for d in found]
+
     def _check(
-        self, path: Path, doc: Document, memo: StateMemo | None
+        self, path: Path, doc: Document, memo: StateMemo | None, outer: frozenset[str]
     ) -> tuple[_Outcome, list[Diagnostic]]:
         if isinstance(doc.data, dict) and TESTS_KEY in doc.data:
             # Imported for test files only: its models cost a graph's lint start-up time.
@@ -165,9 +188,10 @@ class _Linter:
         talking: set[str] = set()
         inherited: set[str] = set()
         dropped: dict[str, str] = {}
+        passed = outer | declared_names(graph)
         for name, state in graph.states.items():
             if state.type == "graph":
-                sub, problem = self._subgraph(doc, path, name, state.graph)
+                sub, problem = self._subgraph(doc, path, name, state.graph, passed)
                 if problem:
                     diagnostics.append(problem)
                 if sub is None or sub.talks:
@@ -183,6 +207,7 @@ class _Linter:
             self.root,
             self.texts,
             memo,
+            outer_names=outer,
         )
         for check in self.checks:
             try:
@@ -203,7 +228,7 @@ class _Linter:
         return _Outcome(graph, talks, exposed, kept), diagnostics
 
     def _subgraph(
-        self, doc: Document, path: Path, state: str, target: str
+        self, doc: Document, path: Path, state: str, target: str, passed: frozenset[str]
     ) -> tuple[_Outcome | None, Diagnostic | None]:
         where = ("states", state, "graph")
         sub_path = Path(os.path.normpath(path.parent / target))
@@ -229,7 +254,7 @@ class _Linter:
                 f"graph files include each other: {loop}",
                 "a sub-graph must not hand the conversation back to a graph that contains it",
             )
-        return self.lint(sub_path, display), None
+        return self.lint(sub_path, display, passed), None
 
     def _index(self, key: Path) -> int:
         return next((i for i, (k, _) in enumerate(self.active) if k == key), -1)
@@ -286,6 +311,7 @@ def _lint_all(
             linter.lint(path, str(given))
         else:
             result.missing.append(str(given))
+    result.diagnostics = linter.diagnostics()
     return result
 
 

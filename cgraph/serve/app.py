@@ -37,6 +37,7 @@ from starlette.routing import Route
 from cgraph.serve import chat, openapi
 from cgraph.serve.bridge import awaited_bridge
 from cgraph.serve.edge import Edge, Rules
+from cgraph.serve.ids import LOCAL_USER
 from cgraph.serve.limits import (
     MAX_BODY_BYTES,
     message,
@@ -49,7 +50,7 @@ from cgraph.serve.limits import (
 )
 from cgraph.serve.metrics import CONTENT_TYPE
 from cgraph.serve.openapi import MAX_SEQ
-from cgraph.serve.options import LOCAL_USER, ServeOptions, digest, read_tokens
+from cgraph.serve.options import ServeOptions, digest, read_tokens
 from cgraph.serve.problems import Problem, body, problem_of
 from cgraph.serve.reporting import reporting
 from cgraph.serve.service import Service

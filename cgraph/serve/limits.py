@@ -9,7 +9,8 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from cgraph.serve.openapi import (
@@ -163,9 +164,15 @@ class Rate:
                 )
             seen.append(now)
 
-    def refund(self, user: str) -> None:
-        """Uncount `user`'s last event (what it was for was refused)."""
-        with self._lock:
-            seen = self._seen.get(user)
-            if seen:
-                seen.pop()
+    @contextmanager
+    def refunded(self, user: str, when: type[BaseException]) -> Iterator[None]:
+        """Around what `user`'s last event was counted for: `when` raised in here uncounts
+        it (what it was for was refused)."""
+        try:
+            yield
+        except when:
+            with self._lock:
+                seen = self._seen.get(user)
+                if seen:
+                    seen.pop()
+            raise

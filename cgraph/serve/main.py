@@ -15,8 +15,9 @@ from cgraph.serve import logs
 from cgraph.serve.app import DRAIN_SECONDS, build
 from cgraph.serve.deadlines import Deadlines, default_connections, protocol
 from cgraph.serve.graphs import load_served
+from cgraph.serve.ids import LOCAL_USER
 from cgraph.serve.openapi import Endpoint
-from cgraph.serve.options import LOCAL_USER, ServeOptions, checked
+from cgraph.serve.options import ServeOptions, checked
 from cgraph.serve.service import Service
 
 OPTIONS_VARIABLE = "CGRAPH_SERVE_OPTIONS"

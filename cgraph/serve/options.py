@@ -17,8 +17,6 @@ from cgraph.errors import ConfigError
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 FORMATS = ("text", "json")
 """What `--log-format` takes."""
-LOCAL_USER = "local"
-"""The one user of a server without `--tokens`."""
 
 
 @dataclass(frozen=True, kw_only=True)

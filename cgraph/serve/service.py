@@ -13,6 +13,9 @@ taking the lease, opening the session and each store statement, recall and tool 
 small pool (`pool`). `create`, `send`, `undo` and `delete` are those same calls for a
 caller in a thread (the studio), run on the server's loop. The reads (`view`, `events`,
 `sessions`, memories) are short store statements the app runs in a worker thread.
+
+Every call takes a session id as its client names it; the store keeps it per user
+(`cgraph.serve.ids`), and every answer names the session by the client's id again.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ import contextvars
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -32,6 +35,7 @@ from typing import Any, TypeVar
 
 from cgraph.errors import ConfigError, SessionQuota
 from cgraph.serve.graphs import Served, load_served, unknown
+from cgraph.serve.ids import client_id, scoped
 from cgraph.serve.limits import Rate
 from cgraph.serve.options import ServeOptions
 from cgraph.serve.problems import Problem
@@ -106,38 +110,31 @@ class Service:
             raise Problem(422, "unknown_graph", unknown(graph, self.served))
         self.rate.take(user)
         sid = session_id or uuid.uuid4().hex
-        with self.watch.turn(user, sid) as seen, self._refunded(user):
-            async with self._aheld(sid):
+        with self.watch.turn(user, sid) as seen, scoped(user, sid) as kept:
+            async with self._aheld(kept):
                 seen.graph = graph if served.graph.speaks_first else ""
-                # the store counts the quota and creates as one
-                session = await self.opener(graph).astart(
-                    served.graph, pool=self.pool, user_id=user, session_id=sid
-                )
+                # the store counts the quota and creates as one; a create it refuses starts
+                # no turn, which the rate does not count
+                with self.rate.refunded(user, SessionQuota):
+                    session = await self.opener(graph).astart(
+                        served.graph, pool=self.pool, user_id=user, session_id=kept
+                    )
                 self.watch.started(graph, sid, user)
                 state = session.view.state
                 answer: dict[str, Any] = {"session": sid, "graph": graph, "state": state}
                 if session.opening is not None:
                     seen.done(session.opening, session)
-                    answer["turn"] = session.opening.as_json()
+                    answer["turn"] = _json(session.opening, session)
                 self.open.keep(session)  # its first message finds it open
                 return answer
-
-    @contextmanager
-    def _refunded(self, user: str) -> Iterator[None]:
-        """A create the quota refused starts no turn: the rate does not count it."""
-        try:
-            yield
-        except SessionQuota:
-            self.rate.refund(user)
-            raise
 
     async def asend(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
         """A message's turn on the event loop (the async driver): the model awaited, so a
         turn waiting on it holds no thread; opening the session, the lease and every store
         statement, recall and tool run in the service's small pool."""
-        with self.watch.turn(user, sid) as seen:
-            async with self._aheld(sid):
-                session, found = await self._run(self._taken, user, sid, key)
+        with self.watch.turn(user, sid) as seen, scoped(user, sid) as kept:
+            async with self._aheld(kept):
+                session, found = await self._run(self._taken, user, kept, key)
                 if found is not None:
                     self.open.keep(session)
                     return _turn(replayed(found, text), session, replayed=True)
@@ -152,9 +149,9 @@ class Service:
         """`asend`, each piece emitted as it comes: `open` once the session is held and
         open (nothing before it was said to the client), `delta`s, `retracted`, `tools`,
         then one `turn`."""
-        with self.watch.turn(user, sid) as seen:
-            async with self._aheld(sid):
-                session, found = await self._run(self._taken, user, sid, key)
+        with self.watch.turn(user, sid) as seen, scoped(user, sid) as kept:
+            async with self._aheld(kept):
+                session, found = await self._run(self._taken, user, kept, key)
                 if found is None:
                     self.rate.take(user)
                 else:
@@ -170,20 +167,22 @@ class Service:
                 self.open.keep(session)
 
     async def aundo(self, user: str, sid: str) -> dict[str, Any]:
-        async with self._aheld(sid):
-            session, _ = await self._run(self._taken, user, sid, None)
-            self.rate.take(user)
-            taken = await session.aundo(pool=self.pool)
-            self.open.keep(session)
-            undone = taken.as_json() if taken is not None else None
-            view = session.view
-            return {"undone": undone, "state": view.state, "turn": view.turn_number}
+        with scoped(user, sid) as kept:
+            async with self._aheld(kept):
+                session, _ = await self._run(self._taken, user, kept, None)
+                self.rate.take(user)
+                taken = await session.aundo(pool=self.pool)
+                self.open.keep(session)
+                undone = _json(taken, session) if taken is not None else None
+                view = session.view
+                return {"undone": undone, "state": view.state, "turn": view.turn_number}
 
     async def adelete(self, user: str, sid: str) -> None:
         """The session's log and its task memories (in its graph's memory store, when that
         graph is served here; the user's personal and project memories stay)."""
-        async with self._aheld(sid):
-            await self._run(self._deleted, user, sid)
+        with scoped(user, sid) as kept:
+            async with self._aheld(kept):
+                await self._run(self._deleted, user, kept)
 
     def _deleted(self, user: str, sid: str) -> None:
         self.open.take(sid)
@@ -258,11 +257,11 @@ class Service:
     def events(self, user: str, sid: str, after: int, limit: int) -> dict[str, Any]:
         session = self.opened(user, sid)
         found = session.log.events(after=after, limit=min(limit, MAX_EVENTS_PAGE))
-        events = [e.model_dump(mode="json") for e in found]
+        events = [{**e.model_dump(mode="json"), "session": sid} for e in found]
         return {"events": events, "next": found[-1].seq if found else None}
 
     def sessions(self, user: str) -> dict[str, Any]:
-        return {"sessions": [_listed(i) for i in self.opener().list(user)]}
+        return {"sessions": [_listed(i, client_id(user, i.id)) for i in self.opener().list(user)]}
 
     def _taken(self, user: str, sid: str, key: str | None) -> tuple[Session, Turn | None]:
         """The session to write to, under its lease, and the turn already made for `key`:
@@ -280,8 +279,9 @@ class Service:
         return session, (session.log.with_key(key) if key is not None else None)
 
     def opened(self, user: str, sid: str) -> Session:
-        """The session as stored, to read: a turn left unfinished stays so."""
-        return self._open(user, sid, finish=False)
+        """`user`'s session `sid` as stored, to read: a turn left unfinished stays so."""
+        with scoped(user, sid) as kept:
+            return self._open(user, kept, finish=False)
 
     def _open(self, user: str, sid: str, *, finish: bool = True) -> Session:
         """The session as stored, as its user's; another user's is `NotTheOwner` (404)."""
@@ -314,7 +314,8 @@ class Service:
         found: dict[str, dict[str, Any]] = {}
         for memory in self.memories.values():
             for m in memory.list(user):
-                found.setdefault(m.id, {k: v for k, v in asdict(m).items() if k != "score"})
+                shown = {**asdict(m), "session_id": client_id(user, m.session_id)}
+                found.setdefault(m.id, {k: v for k, v in shown.items() if k != "score"})
         return {"memories": sorted(found.values(), key=lambda m: m["created_at"])}
 
     def forget(self, user: str, memory_id: str | None) -> dict[str, Any]:
@@ -403,17 +404,22 @@ def replayed(found: Turn, text: str) -> Turn:
 def _turn(turn: Turn, session: Session, *, replayed: bool = False) -> dict[str, Any]:
     """The turn object of `cgraph run --jsonl`, marked when it is the stored turn of an
     idempotency key sent again, with the turn this request's opening finished."""
-    answer = turn.as_json()
+    answer = _json(turn, session)
     if replayed:
         answer["replayed"] = True
     if session.recovered is not None and session.recovered.number != turn.number:
-        answer["recovered_turn"] = session.recovered.as_json()
+        answer["recovered_turn"] = _json(session.recovered, session)
     return answer
 
 
-def _listed(info: SessionInfo) -> dict[str, Any]:
+def _json(turn: Turn, session: Session) -> dict[str, Any]:
+    """`turn.as_json()`, naming its session as its user does."""
+    return {**turn.as_json(), "session": client_id(session.user_id, turn.session)}
+
+
+def _listed(info: SessionInfo, sid: str) -> dict[str, Any]:
     return {
-        "session": info.id,
+        "session": sid,
         "graph": info.graph_name,
         "turn": info.turn,
         "state": info.state,

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from cgraph.errors import ConfigError
 from cgraph.serve import logs
+from cgraph.serve.ids import client_id
 from cgraph.session import Turn
 from cgraph.wiring.stores import Delivery, Outbox, SessionStore
 
@@ -140,11 +141,13 @@ def signature(secret: bytes, timestamp: int, body: bytes) -> str:
     return f"t={timestamp},v1={mac}"
 
 
-def events_of(turn: Turn) -> list[tuple[str, str, dict[str, Any]]]:
+def events_of(turn: Turn, session: str) -> list[tuple[str, str, dict[str, Any]]]:
     """What a committed turn tells, each with what tells it from the turn's other events
-    of its type: the turn, each state entered (by its place in the path: a state entered
-    twice is two events), and whether it completed the session, hit a guard or fell back."""
-    found: list[tuple[str, str, dict[str, Any]]] = [("turn.committed", "", turn.as_json())]
+    of its type: the turn (naming its session as `session`, its user's id for it), each
+    state entered (by its place in the path: a state entered twice is two events), and
+    whether it completed the session, hit a guard or fell back."""
+    committed = {**turn.as_json(), "session": session}
+    found: list[tuple[str, str, dict[str, Any]]] = [("turn.committed", "", committed)]
     found += [("state.entered", str(i), {"state": s}) for i, s in enumerate(turn.path)]
     if turn.completed:
         found.append(("session.completed", "", {"state": turn.state}))
@@ -163,29 +166,32 @@ class Announce:
         self.destinations = sent_to
 
     def started(self, graph: str, session: str, user: str) -> list[Delivery]:
-        where = {"graph": graph, "session": session, "user": user, "turn": 0}
-        return self._made("session.started", "0", {}, where)
+        where = {"graph": graph, "session": client_id(user, session), "user": user, "turn": 0}
+        return self._made("session.started", "0", {}, where, session)
 
     def turned(self, graph: str, user: str, turn: Turn, since: int) -> list[Delivery]:
-        where = {"graph": graph, "session": turn.session, "user": user, "turn": turn.number}
+        sid = client_id(user, turn.session)
+        where = {"graph": graph, "session": sid, "user": user, "turn": turn.number}
         try:
             return [
                 delivery
-                for kind, extra, data in events_of(turn)
-                for delivery in self._made(kind, f"{since}\0{extra}", data, where)
+                for kind, extra, data in events_of(turn, sid)
+                for delivery in self._made(kind, f"{since}\0{extra}", data, where, turn.session)
             ]
         except Exception:  # a turn never fails for its webhooks (a bug here is logged)
             logs.LOG.exception("webhooks: the events of a turn could not be made")
             return []
 
     def _made(
-        self, kind: str, key: str, data: dict[str, Any], where: dict[str, Any]
+        self, kind: str, key: str, data: dict[str, Any], where: dict[str, Any], stored: str
     ) -> list[Delivery]:
+        """The deliveries of one event of the session the store keeps as `stored` (what
+        its id is made of: two users' sessions `a` are two sessions)."""
         wanted = [d for d in self.destinations if kind in d.events]
         if not wanted:
             return []
         # The same on every commit of the same turn: a receiver deduplicates by it.
-        made = f"{where['session']}\0{where['turn']}\0{kind}\0{key}"
+        made = f"{stored}\0{where['turn']}\0{kind}\0{key}"
         event_id = "evt_" + hashlib.sha256(made.encode()).hexdigest()[:24]
         now = time.time()
         event = {"id": event_id, "type": kind, "created": now, **where, "data": data}

@@ -40,6 +40,8 @@ BUILTIN_NAMES = frozenset(
         "vars",  # every variable, as a mapping
         "metadata",  # the current state's `message_metadata` tags
         "interrupted",  # the states open interruptions go back to, the next one last
+        "resumed",  # the current state was entered this turn by a RESUME
+        "clarifications",  # clarifying questions asked in the current state
     }
 )
 

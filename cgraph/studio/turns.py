@@ -9,6 +9,7 @@ from typing import Any
 
 from cgraph.draw.focus import Drawing
 from cgraph.runtime.state.records import step_name
+from cgraph.serve.ids import client_id
 from cgraph.session import Session, SessionView, Turn
 from cgraph.spec.names import END
 
@@ -29,7 +30,7 @@ def looked(
         opened,
     )
     return {
-        "session": session.id,
+        "session": client_id(session.user_id, session.id),
         "graph": session.graph.name,
         "state": state,
         "type": None if view.completed or spec is None else spec.type,

@@ -13,11 +13,13 @@
 - `docs/img/editor.svg`: Neovim in tmux talking to `cgraph lsp` on a graph with a misspelt
   `next_state` (its diagnostic) and a `next_state` being completed;
 - `docs/img/studio.png`: `cgraph studio` on the check-in, chatted to its key decision, the
-  last turn's moves open, in headless Chromium under Playwright at 1366×768.
+  last turn's moves open, in headless Chromium under Playwright at 1366×768; the page's
+  text as shown goes to `docs/img/studio.txt`, with the picture's digest.
 
 They are committed, so building the site needs neither a browser nor a terminal; run this
 again when what they show changes (`tests/acceptance/test_readme_pictures.py` fails when
-the terminal picture no longer shows what a run prints).
+the terminal picture no longer shows what a run prints, or the studio's what a live studio
+shows).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 IMG = ROOT / "docs" / "img"
@@ -250,7 +253,9 @@ STUDIO_SESSION = (
 
 
 def studio() -> Path:
-    """The studio page after the check-in's key decision, its last turn's moves open."""
+    """The studio page after the check-in's key decision, its last turn's moves open; beside
+    it, `studio.txt`: the page's text as the picture shows it, which the README's drift test
+    compares with a live studio's."""
     from playwright.sync_api import sync_playwright
 
     out = IMG / "studio.png"
@@ -269,25 +274,57 @@ def studio() -> Path:
                 browser = playwright.chromium.launch(
                     executable_path=_chromium(), args=["--no-sandbox"]
                 )
-                page = browser.new_page(viewport={"width": 1366, "height": 768})
-                page.set_default_timeout(60_000)
-                page.goto(address)
-                page.wait_for_selector("body[data-ready='1']")
-                for number, text in enumerate(STUDIO_SESSION, 1):
-                    page.fill("#text", text)
-                    page.press("#text", "Enter")
-                    page.wait_for_selector(f"li.turn[data-turn='{number}']:not(.pending)")
-                    page.wait_for_selector("body:not([data-busy='1'])")
-                last = f"li.turn[data-turn='{len(STUDIO_SESSION)}'] details.why"
-                page.evaluate(f'document.querySelector("{last}").open = true')
-                page.evaluate("document.getElementById('messages').scrollTop = 1e6")
-                page.wait_for_timeout(500)
+                page = browser.new_page(viewport=STUDIO_VIEW)
+                shown = studio_at_decision(page, address)
                 page.screenshot(path=str(out))
                 browser.close()
         finally:
             process.terminate()
             process.wait(timeout=10)
+    STUDIO_TEXT.write_text(studio_record(out, shown), encoding="utf-8")
     return out
+
+
+STUDIO_VIEW = {"width": 1366, "height": 768}
+STUDIO_TEXT = IMG / "studio.txt"
+"""What `studio.png` shows, as text: the picture's digest, then the page's words."""
+
+
+def studio_at_decision(page: Any, address: str) -> str:
+    """Chat a studio page at `address` to the check-in's key decision, open the last turn's
+    moves, and return the page's text as shown (ids and times made fixed)."""
+    page.set_default_timeout(60_000)
+    page.goto(address)
+    page.wait_for_selector("body[data-ready='1']")
+    for number, text in enumerate(STUDIO_SESSION, 1):
+        page.fill("#text", text)
+        page.press("#text", "Enter")
+        page.wait_for_selector(f"li.turn[data-turn='{number}']:not(.pending)")
+        page.wait_for_selector("body:not([data-busy='1'])")
+    last = f"li.turn[data-turn='{len(STUDIO_SESSION)}'] details.why"
+    page.evaluate(f'document.querySelector("{last}").open = true')
+    page.evaluate("document.getElementById('messages').scrollTop = 1e6")
+    page.wait_for_timeout(500)
+    return studio_words(page.inner_text("body"))
+
+
+def studio_words(text: str) -> str:
+    """The page's text, one line a line shown, with what differs between runs made fixed."""
+    text = re.sub(r"\b[0-9a-f]{12,}\b", "3f9c2a41d0b7", text)  # session ids
+    text = re.sub(r"\b\d+(?:\.\d+)? ?(?:ms|s)\b", "0 ms", text)  # how long a turn took
+    text = re.sub(r"\b\d{1,2}:\d{2}(?::\d{2})?\b", "00:00", text)  # clock times
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    return "\n".join(line for line in lines if line) + "\n"
+
+
+def studio_record(picture: Path, shown: str) -> str:
+    return f"{picture.name} sha256 {_digest(picture)}\n{shown}"
+
+
+def _digest(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _studio_address(log: Path, timeout: float = 60) -> str:

@@ -328,7 +328,10 @@ async def test_definition_references_and_hover(client: LanguageClient, folder: P
 
 
 async def test_hover_explains_a_diagnostic(client: LanguageClient, folder: Path) -> None:
-    text = (folder / "desk.yaml").read_text(encoding="utf-8").replace("        early: false\n", "")
+    # An exit that says the party size is given means to wait: one that does not is asked.
+    said = (folder / "desk.yaml").read_text(encoding="utf-8")
+    written = said.replace("The user gave the party size.", "The user is ready to book.")
+    text = written.replace("        early: false\n", "")
     uri, found = await _open(client, folder, "desk.yaml", text, ["exit-waits-for-slots"])
     (waits,) = found
     assert waits.code == "exit-waits-for-slots"
@@ -353,7 +356,7 @@ async def test_hover_explains_a_diagnostic(client: LanguageClient, folder: Path)
     lines = text.split("\n")
     line = edit.range.start.line
     fixed = "\n".join([*lines[:line], edit.new_text.rstrip("\n"), *lines[line:]])
-    assert fixed == (folder / "desk.yaml").read_text(encoding="utf-8")
+    assert fixed == written
     _close(client, uri)
 
 

@@ -22,13 +22,14 @@ RESTAURANT = [
     "Actually make it 3 people",
     "Never mind, forget the booking.",
 ]
-TRANSFER = ["Send 20 dollars to Joe", "make it 25", "Can I talk to a real person?"]
+TRANSFER = ["Send 20 dollars to Joe", "make it 25", "yes", "Can I talk to a real person?"]
 SCRIPT = """\
 ask_recipient:
   - {exit: stay, reason: given, reply: "Noted.", slots: {recipient: Joe, amount: 20}}
 confirm_transfer:
   - {exit: stay, reason: read back, reply: "Send $20.00 to Joe?"}
   - {exit: stay, reason: corrected, reply: "Send $25.00 to Joe?", slots: {amount: 25}}
+  - {exit: change, reason: agreed}
   - {exit: handoff, reason: asks for a person, reply: ""}
 """
 
@@ -81,4 +82,5 @@ def test_a_recorded_flow_replays_with_the_same_turns(
         assert "above the maximum 50" in " ".join(recorded[1]["warnings"])
         assert recorded[1]["reply"].startswith("Party size: 80 is above the maximum 50.")
     else:
-        assert states == ["confirm_transfer", "confirm_transfer", "handoff"]
+        assert states == ["confirm_transfer", "confirm_transfer", "confirm_transfer", "handoff"]
+        assert recorded[1]["reply"] == "Change amount from 20 to 25?"  # `confirm_correction`

@@ -23,6 +23,7 @@ from cgraph.runtime.ports import CLARIFY, STAY, Choice, ExitOption
 from cgraph.runtime.routes.exits import (
     exit_options,
     first_holding,
+    first_rule,
     global_exits,
     holds,
     options_with_globals,
@@ -55,8 +56,11 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
         ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
         effects += found.events
     if ctx.view.correcting:  # last turn asked whether to change a slot: this settles it
-        ctx, effects = yield from settle(ctx, graph, state, effects)
-        return _deterministic(ctx, graph, state, effects) or _reply(ctx, graph, state, effects)
+        ctx, effects, changed = yield from settle(ctx, graph, state, effects)
+        ruled = _deterministic(ctx, graph, state, effects)
+        if ruled is None and changed:  # the corrected value is checked now, not next turn
+            ruled = _ruled(ctx, graph, state, effects)
+        return ruled or _reply(ctx, graph, state, effects)
     passed = _passed_through(ctx, graph, state, effects)
     if passed is not None:
         return passed
@@ -86,12 +90,17 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
     interrupts = answer.exit not in (STAY, CLARIFY) and option_by_id(options, answer.exit).resume
     given = {} if interrupts else appended(state.append, answer.slots, ctx.view.variables)
     values, held = held_back(graph, given, ctx.view.variables, adding=state.append)
-    ctx, effects = _fill(ctx, values, effects, adding=state.append)
+    ctx, effects, corrected = _fill(ctx, values, effects, adding=state.append)
     if held:  # a correction the designer wants confirmed is asked about first
         return ask_correction(ctx, graph, held, effects)
     if answer.exit == CLARIFY:
-        question = _clarifying(ctx, graph, state, answer, options, context)
-        return Reply(question, effects=effects, asked=answer.candidates)
+        # Counted as asked: a rule on the count (`clarifications > 2`) is taken instead.
+        ctx = ctx.seeing(clarifications=ctx.view.clarifications + 1)
+        ruled = _ruled(ctx, graph, state, effects)
+        if ruled is not None:
+            return ruled
+        question = _clarifying(ctx, graph, state, answer, options, None)
+        return Reply(question, effects=effects, asked=answer.candidates, clarifies=True)
     if answer.exit != STAY:
         option = option_by_id(options, answer.exit)
         # Once the turn's slots are in, a `when:` exit that holds is a business rule: it
@@ -100,10 +109,13 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
         if ruled is not None:
             return ruled
         return take(option, str(answer.reason), effects, answer.reply, owners.get(option.id))
+    taken = None
     if not ctx.view.entered or not state.ask_before_filling:
         taken = _deterministic(ctx, graph, state, effects, called)
-        if taken is not None:
-            return taken
+    if taken is None and corrected:
+        taken = _ruled(ctx, graph, state, effects)
+    if taken is not None:
+        return taken
     if answer.reply:
         return Reply(answer.reply, effects=effects)
     return _reply(ctx, graph, state, effects, answer.preface)
@@ -171,22 +183,28 @@ def _frames(ctx: StepContext) -> list[tuple[str, Graph, str]]:
 
 def _fill(
     ctx: StepContext, found: dict[str, Any], effects: Effects, *, adding: tuple[str, ...] = ()
-) -> tuple[StepContext, Effects]:
+) -> tuple[StepContext, Effects, bool]:
     """Slot values from the answer: set, and logged (a changed value as a correction; a
-    list added to, `adding`, is no correction)."""
+    list added to, `adding`, is no correction); and whether one was a correction."""
     new, corrected = slot_changes(found, ctx.view.variables)
     corrected = {k: v for k, v in corrected.items() if k not in adding}
     if not new:
-        return ctx, effects
+        return ctx, effects, False
     record = {"state": ctx.view.here, "values": new, "corrected": corrected}
     effects = (*effects, SetVariables(new), Emit("slots", record))
-    return ctx.seeing(variables={**ctx.view.variables, **new}), effects
+    return ctx.seeing(variables={**ctx.view.variables, **new}), effects, bool(corrected)
 
 
 def _passed_through(
     ctx: StepContext, graph: Graph, state: ActionState, effects: Effects
 ) -> Outcome | None:
-    """A collect state entered with its slots already filled is passed through (no model)."""
+    """A collect state entered with its slots already filled is passed through (no model);
+    one a `RESUME` takes up again first checks its `when:` rules (the interruption may
+    have changed what they read)."""
+    if ctx.view.resumed and ctx.view.entered:
+        ruled = _ruled(ctx, graph, state, effects)
+        if ruled is not None:
+            return ruled
     if not (state.collect and ctx.view.entered) or state.ask_before_filling:
         return None
     return _deterministic(ctx, graph, state, effects)
@@ -211,6 +229,24 @@ def _deterministic(
     reason = _why_taken(taken[1])
     chosen = engine_decision(ctx.view.here, "action", option.id, reason)
     return take(option, reason, (*effects, chosen))
+
+
+def _ruled(ctx: StepContext, graph: Graph, state: ActionState, effects: Effects) -> Outcome | None:
+    """On a step where values changed under the state (a correction, a `RESUME`): the
+    first `when:` exit that holds and reads no slot still to be collected, so a rule on
+    the changed value is applied on this turn, not once the rest is filled."""
+    if not state_exits(state).conditional:
+        return None
+    context = template_context(ctx.view, graph, ctx.view.state_id)
+    missing = unfilled(state.collect, ctx.view.variables)
+    taken = first_rule(state.exit_conditions, context, missing)
+    if taken is None:
+        return None
+    option = exit_options(state)[taken[0]]
+    reason = f"`when: {taken[1].when}` holds on the changed values"
+    return take(
+        option, reason, (*effects, engine_decision(ctx.view.here, "action", option.id, reason))
+    )
 
 
 def _why_taken(exit_: ExitCondition) -> str:

@@ -68,9 +68,10 @@ def _question(ctx: StepContext, graph: Graph, name: str, new: Any) -> str:
 
 def settle(
     ctx: StepContext, graph: Graph, state: ActionState, effects: Effects
-) -> Steps[tuple[StepContext, Effects]]:
+) -> Steps[tuple[StepContext, Effects, bool]]:
     """Change or keep each proposed value, as the chooser reads the user's answer (a
-    failed choice keeps the old value: nothing changes without a yes)."""
+    failed choice keeps the old value: nothing changes without a yes); and whether one
+    was changed."""
     variables = ctx.view.variables
     changed: dict[str, Any] = {}
     for name, new in ctx.view.correcting.items():
@@ -95,8 +96,8 @@ def settle(
         if asked.value is not None and asked.value.exit == CHANGE:
             changed[name] = new
     if not changed:
-        return ctx, effects
+        return ctx, effects, False
     corrected = {name: variables.get(name) for name in changed}
     record = {"state": ctx.view.here, "values": changed, "corrected": corrected}
     effects += (SetVariables(changed), Emit("slots", record))
-    return ctx.seeing(variables={**variables, **changed}), effects
+    return ctx.seeing(variables={**variables, **changed}), effects, True

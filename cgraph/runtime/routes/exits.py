@@ -198,6 +198,20 @@ def first_holding(
     return None
 
 
+def first_rule(
+    exits: Sequence[ExitCondition], context: Mapping[str, Any], unknown: Sequence[str]
+) -> tuple[int, ExitCondition] | None:
+    """The first deterministic `when:` exit that holds and reads none of `unknown` (slots
+    still to be collected), with its index: never the else, nor an `on_tool:` exit."""
+    for index, exit_ in enumerate(exits):
+        when = exit_.when
+        if not is_deterministic(exit_) or when is None or exit_.on_tool is not None:
+            continue
+        if not conditions.parse(when)[1].intersection(unknown) and holds(exit_, context):
+            return index, exit_
+    return None
+
+
 def global_exits(
     frames: Sequence[tuple[str, Graph, str]], context: Mapping[str, Any]
 ) -> Iterator[tuple[str, GlobalExit]]:

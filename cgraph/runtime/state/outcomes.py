@@ -135,6 +135,8 @@ class Reply:
     them first)."""
     correcting: Mapping[str, Any] = field(default_factory=dict)
     """For a correction asked about (`confirm_correction`): the values proposed."""
+    clarifies: bool = False
+    """A clarifying question: one more of the state's `clarifications`."""
 
 
 @dataclass(frozen=True, slots=True)

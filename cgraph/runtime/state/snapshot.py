@@ -38,6 +38,9 @@ class Frame(NamedTuple):
     resumes: bool = False
     """A state a `resume: true` exit entered: when the sub-graph it enters ends, the
     interruption ends (the conversation goes back to where it was)."""
+    run: str = ""
+    """For a sub-graph: which entry of it this is (the turn and step that entered it), so
+    the interruptions opened inside this run are closed when it ends."""
 
 
 class HistoryMarks(NamedTuple):
@@ -72,6 +75,8 @@ class TurnScratch(NamedTuple):
     offered: bool = False
     """A sub-graph was entered this turn and no state of it has read the message yet: its
     first state that talks reads it (it fills what it can)."""
+    resumed: bool = False
+    """The current state was entered this turn by the end of an interruption (`RESUME`)."""
 
 
 class SessionState(NamedTuple):
@@ -102,6 +107,9 @@ class SessionState(NamedTuple):
     correcting: Mapping[str, Any] = _EMPTY
     """Slot values the last turn asked to confirm (`confirm_correction`): the next message
     changes them or keeps the old ones."""
+    clarifications: int = 0
+    """Clarifying questions asked in the current state since it was entered (a `RESUME`
+    takes the state up again with its count)."""
     scratch: TurnScratch = TurnScratch()
 
     @property
@@ -167,7 +175,9 @@ class SessionState(NamedTuple):
             "interrupted": [[_frame(f) for f in stack] for stack in self.interrupted],
             "asked": list(self.asked),
             "correcting": dict(self.correcting),
+            "clarifications": self.clarifications,
             "offered": scratch.offered,
+            "resumed": scratch.resumed,
             "version": SNAPSHOT_VERSION,
         }
 
@@ -198,6 +208,7 @@ class SessionState(NamedTuple):
             ),
             asked=tuple(data.get("asked", ())),
             correcting=dict(data.get("correcting", {})),
+            clarifications=int(data.get("clarifications", 0)),
             scratch=TurnScratch(
                 pending=data.get("pending"),
                 step=int(data.get("step", 0)),
@@ -208,6 +219,7 @@ class SessionState(NamedTuple):
                 limited=data.get("limited"),
                 context=data.get("context_due"),
                 offered=bool(data.get("offered", False)),
+                resumed=bool(data.get("resumed", False)),
             ),
         )
 
@@ -248,6 +260,8 @@ def _frame(frame: Frame) -> dict[str, Any]:
         kept["slots"] = dict(frame.slots)
     if frame.resumes:
         kept["resumes"] = True
+    if frame.run:
+        kept["run"] = frame.run
     return kept
 
 

@@ -59,6 +59,10 @@ class View(NamedTuple):
     waiting: tuple[str, ...] = ()
     """The states open interruptions go back to, the one taken up next last
     (`SessionState.waiting`)."""
+    resumed: bool = False
+    """The current state was entered this turn by a `RESUME` (`TurnScratch.resumed`)."""
+    clarifications: int = 0
+    """Clarifying questions asked in the current state (`SessionState.clarifications`)."""
 
     @property
     def idempotency_key(self) -> str:
@@ -101,6 +105,8 @@ def view_of(
         state.correcting,
         scratch.offered,
         state.waiting,
+        scratch.resumed,
+        state.clarifications,
     )
 
 
@@ -126,4 +132,6 @@ def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:
         "vars": dict(view.variables),
         "metadata": list(spec.message_metadata) if spec is not None else [],
         "interrupted": list(view.waiting),
+        "resumed": view.resumed,
+        "clarifications": view.clarifications,
     }

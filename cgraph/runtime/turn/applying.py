@@ -93,6 +93,8 @@ class Applier:
             stop = stay_guard(self.graphs, state)
             if stop is not None:
                 return self._stop(state._replace(asked=(), correcting={}), stop, events)
+            if outcome.clarifies:  # counted in this state
+                state = state._replace(clarifications=state.clarifications + 1)
             return self._end(state, outcome.text, state.here, outcome.fallback, events), True
         if isinstance(outcome, Stop):
             return self._stop(state, outcome, events)

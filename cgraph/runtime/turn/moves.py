@@ -8,7 +8,9 @@ next state and what was crossed (an `Arrival`), which the applier records as a
 A sub-graph's slots live in its frame: they start at their defaults (and what its
 `graph` state passes in) each time it is entered, and go with it when it ends, but for
 those it `returns`. A `resume: true` move saves the stack first; `RESUME` (or the end of
-the sub-graph such a move entered) takes the latest saved stack up again.
+the sub-graph such a move entered) takes the latest saved stack up again. An interruption
+opened inside a sub-graph is closed when that sub-graph ends (there is nothing left to go
+back to), and every one when the session ends.
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ def enter(state: SessionState, graphs: Graphs, outcome: Enter) -> tuple[SessionS
     slots)."""
     source = state.here if state.started else START
     slots = jsonable(dict(outcome.slots)) if outcome.push else {}
-    frame = Frame(outcome.graph, outcome.target, slots=slots)
+    frame = Frame(
+        outcome.graph, outcome.target, slots=slots, run=_run(state) if outcome.push else ""
+    )
     stack = (*state.stack, frame) if outcome.push else (frame,)
     moved = state._replace(stack=stack, started=True)
     if outcome.push:
@@ -79,7 +83,8 @@ def move(state: SessionState, graphs: Graphs, outcome: Move) -> tuple[SessionSta
         return _arrived(state._replace(stack=(*stack[:-1], frame)), graphs, source)
     if len(stack) > 1:  # a sub-graph ended: back to the parent's `graph` state
         return _returned(state, graphs, source)
-    return state, Arrival(source, END, entered=False)
+    # The session ends: nothing is left to go back to.
+    return state._replace(interrupted=()), Arrival(source, END, entered=False)
 
 
 def resumed(state: SessionState, source: str) -> tuple[SessionState, Arrival]:
@@ -89,7 +94,7 @@ def resumed(state: SessionState, source: str) -> tuple[SessionState, Arrival]:
         return state, Arrival(source, source, entered=False)
     *older, saved = state.interrupted
     back = state._replace(stack=saved, interrupted=tuple(older), turns_here=0)
-    back = back.with_scratch(entered=True)
+    back = back.with_scratch(entered=True, resumed=True)
     return back, Arrival(source, back.here, entered=False, resumed=True)
 
 
@@ -99,12 +104,32 @@ def _returned(state: SessionState, graphs: Graphs, source: str) -> tuple[Session
     ended, parent = state.stack[-1], state.stack[-2]
     returns = graphs.get(ended.graph).returns
     handed = {name: ended.slots[name] for name in returns if name in ended.slots}
-    back = state._replace(stack=(*state.stack[:-2], parent._replace(returned=True)))
+    back = state._replace(
+        stack=(*state.stack[:-2], parent._replace(returned=True)),
+        interrupted=_outliving(state.interrupted, len(state.stack) - 1, ended),
+    )
     back = routed(back, graphs, handed) if handed else back
     if parent.resumes and back.interrupted:
         return resumed(back, source)
-    back = back._replace(turns_here=0).with_scratch(entered=True)
+    back = back._replace(turns_here=0).with_scratch(entered=True, resumed=False)
     return back, Arrival(source, back.here, entered=False)
+
+
+def _outliving(
+    interrupted: tuple[tuple[Frame, ...], ...], depth: int, ended: Frame
+) -> tuple[tuple[Frame, ...], ...]:
+    """The interruptions still open once the sub-graph run `ended` (at `depth` in the
+    stack) is over: one opened inside it has nothing left to go back to."""
+    return tuple(
+        saved
+        for saved in interrupted
+        if len(saved) <= depth or (saved[depth].graph, saved[depth].run) != (ended.graph, ended.run)
+    )
+
+
+def _run(state: SessionState) -> str:
+    """A sub-graph run's mark: the turn and step that enter it (one entry a step)."""
+    return f"{state.turn}.{state.scratch.step}"
 
 
 def _cross(
@@ -115,7 +140,7 @@ def _cross(
     file, _, name = target.partition(CROSS)
     key = graphs.child_key(state.frame.graph, file)
     graph = graphs.get(key)
-    frame = Frame(key, name, slots=jsonable(frame_defaults(graph)))
+    frame = Frame(key, name, slots=jsonable(frame_defaults(graph)), run=_run(state))
     crossed = state._replace(stack=(*state.stack[:-1], frame))
     return _arrived(adopted(crossed, graph.variables), graphs, source)
 
@@ -123,8 +148,8 @@ def _cross(
 def _arrived(state: SessionState, graphs: Graphs, source: str) -> tuple[SessionState, Arrival]:
     target = state.here
     visits = {**state.visits, target: state.visits.get(target, 0) + 1}
-    scratch = state.scratch._replace(entered=True)
-    arrived = state._replace(visits=visits, turns_here=0, scratch=scratch)
+    scratch = state.scratch._replace(entered=True, resumed=False)
+    arrived = state._replace(visits=visits, turns_here=0, clarifications=0, scratch=scratch)
     spec = current(arrived, graphs)[1]
     reset = spec.reset if spec is not None else ()
     return cleared(arrived, graphs, reset) if reset else arrived, Arrival(source, target)

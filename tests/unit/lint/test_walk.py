@@ -292,6 +292,23 @@ def test_variables_a_subgraph_declares_are_known_to_the_graph_that_enters_it(
     assert "did you mean `card`?" in only.hint
 
 
+@pytest.mark.parametrize("sub_first", [True, False], ids=["sub-first", "parent-first"])
+def test_a_subgraph_reads_what_the_graph_entering_it_defines_in_any_order(
+    sub_first: bool,
+) -> None:
+    # A sub-graph met on its own first (a folder walk's order) is linted again once a
+    # caller brings the names it lacked; the fixture's `nobody` stays undefined either way.
+    parent = LINT / "alarm_parent_variable.yaml"
+    sub = LINT / "sub" / "order.yaml"
+    result = lint_paths([sub, parent] if sub_first else [parent, sub])
+    found = [(Path(d.file).name, d.code, d.message) for d in result.diagnostics]
+    assert found == [("order.yaml", "undefined-variable", _NOBODY)]
+    assert [Path(f).name for f in result.files] == ["order.yaml", "alarm_parent_variable.yaml"]
+
+
+_NOBODY = "template uses `nobody`, which is never defined"
+
+
 def test_a_misspelt_handler_module_gets_the_one_beside_the_graph(tmp_path: Path) -> None:
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "library_tools.py").write_text("def hold():\n    return 1\n")

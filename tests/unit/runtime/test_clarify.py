@@ -117,3 +117,46 @@ def test_the_turn_object_gives_each_choices_confidence_and_whether_it_asked(
     second = session.send("the date").as_json()
     assert second["clarified"] is False
     assert {"state": "help", "chosen": "date", "confidence": 0.875} in second["choices"]
+
+
+COUNTED = """\
+cgraph: 1
+name: counted
+start: help
+clarify: "Sorry, question {{ clarifications }}: {{ candidates | join(' or ') }}?"
+states:
+  help:
+    type: action
+    objective: Learn what the customer wants.
+    actions: [Ask what they want.]
+    intra_state_navigation_guidelines: [Move on once it is clear.]
+    action_guidelines: [Be brief.]
+    boundary_constraints: [Never guess.]
+    exit_conditions:
+      - description: The customer wants to change the date.
+        next_state: END
+      - description: The customer wants the tickets sent again.
+        next_state: END
+      - when: clarifications > 2
+        next_state: person
+  person:
+    type: annotation
+    objective: Hand over to a person.
+    say: Let me get a colleague.
+    next_state: END
+"""
+
+
+def test_clarifications_count_the_questions_so_a_rule_hands_off_after_two(
+    tmp_path: Path,
+) -> None:
+    asked = ask("Which one?", ("END", 0.5), ("END_2", 0.4))
+    unsure = stay("Could you say more?")
+    model = ScriptedModel({"help": [asked, unsure, asked, unsure, asked]})
+    session = Session.start(write(tmp_path, COUNTED), model=model)
+    turns = [session.send(m) for m in ("tickets", "hm", "tickets", "hm")]
+    assert [t.clarified for t in turns] == [True, False, True, False]
+    assert turns[0].reply.startswith("Sorry, question 1: ")
+    assert turns[2].reply.startswith("Sorry, question 2: ")
+    third = session.send("tickets")  # a third question would be asked: the rule holds
+    assert third.path == ("help", "person") and third.reply == "Let me get a colleague."

@@ -1,11 +1,12 @@
 """Offline, no message that is not a clear yes runs a side effect.
 
 Every example graph's state from which a message may lead into a side effect (an exit, a
-`when:` exit on a slot the message fills, a global exit) is started with the variables a
-session there holds and sent questions, hedges, "wait", "yes but first…" and "no wait,
-yes": none may enter a side-effect state; the state answers or asks again instead. The
-states come from the graphs, so a new side effect is covered as soon as it is listed in
-tests/fixtures/flows/confirmations.yaml (the first test says what is missing).
+`when:` exit on a slot the message fills, a global exit; straight or through the silent
+states that run on in the same turn) is started with the variables a session there holds
+and sent questions, hedges, "wait", "yes but first…" and "no wait, yes": none may enter a
+side-effect state; the state answers or asks again instead. The states come from the
+graphs, so a new side effect is covered as soon as it is listed in
+tests/fixtures/flows/confirmations.yaml (the first test says what is missing or extra).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import yaml
 from cgraph.runtime.routes.exits import exit_options
 from cgraph.session import Session
 from cgraph.spec.load import load_graph
-from cgraph.spec.model import ActionState, Graph, SideEffectState
+from cgraph.spec.model import ActionState, Graph, GraphState, SideEffectState, exits_of
 from tests.conftest import FIXTURES, GRAPHS
 
 SUITE = yaml.safe_load((FIXTURES / "flows" / "confirmations.yaml").read_text(encoding="utf-8"))
@@ -32,25 +33,35 @@ def side_effects(graph: Graph) -> set[str]:
 
 
 def before_side_effects(graph: Graph) -> set[str]:
-    """The action states a message may move into a side effect from."""
-    effects = side_effects(graph)
+    """The action states a message may move into a side effect from: straight, or through
+    silent states (a decision, a reflection, an annotation) that run on in the same turn."""
     found = set()
     for name, state in graph.states.items():
         if not isinstance(state, ActionState):
             continue
         targets = {o.target for o in exit_options(state)}
         targets |= {g.next_state for g in graph.global_exits if name not in g.except_}
-        if targets & effects:
+        if any(runs_on_into_a_side_effect(graph, t, set()) for t in targets):
             found.add(name)
     return found
+
+
+def runs_on_into_a_side_effect(graph: Graph, name: str, seen: set[str]) -> bool:
+    state = graph.states.get(name)
+    if isinstance(state, SideEffectState):
+        return True
+    if state is None or isinstance(state, ActionState | GraphState) or name in seen:
+        return False  # a user's turn (or a sub-graph's own states) comes first
+    seen.add(name)
+    return any(runs_on_into_a_side_effect(graph, e.next_state, seen) for e in exits_of(state))
 
 
 def test_every_state_before_a_side_effect_is_in_the_suite() -> None:
     for path in sorted(GRAPHS.glob("*.yaml")):
         graph = load_graph(path)
         wanted = before_side_effects(graph)
-        assert wanted <= set(STATES.get(path.name, {})), (path.name, wanted)
-    assert len(STATES) >= 10  # every example graph with a side effect that a message reaches
+        assert wanted == set(STATES.get(path.name, {})), (path.name, wanted)
+    assert len(STATES) >= 12  # every example graph with a side effect that a message reaches
 
 
 CASES = [

@@ -174,17 +174,28 @@ def test_transfer_with_the_scripted_model_and_a_corrected_amount() -> None:
             "confirm_transfer": [
                 answer("Send $20.00 to Joe?"),
                 answer("Send $25.00 to Joe?", amount=25),
+                {"exit": "change", "reason": "scripted"},
                 answer("Sending.", final_confirmation=True),
             ],
         }
     )
     session = Session.start(TRANSFER, model=model)
-    turns = talk(session, ["20 dollars to Joe", "make it 25", "yes"])
+    turns = talk(session, ["20 dollars to Joe", "make it 25", "yes", "yes"])
     assert turns[0].state == "confirm_transfer"
-    assert turns[1].state == "confirm_transfer" and session.variables["amount"] == 25
+    assert turns[1].reply == "Change amount from 20 to 25?"  # `confirm_correction`
+    assert turns[2].state == "confirm_transfer" and session.variables["amount"] == 25
     assert type(session.variables["amount"]) is int  # whole: `${{ amount }}` says $25
     assert {"amount": 20} in [e["corrected"] for e in events(session, "slots")]
-    assert turns[2].completed and "TX-JOE-2500" in turns[2].reply
+    assert turns[3].completed and "TX-JOE-2500" in turns[3].reply
+
+
+def test_transfer_offline_a_corrected_amount_over_the_balance_is_caught_when_confirmed() -> None:
+    session = Session.start(TRANSFER, model="semantic")
+    turns = talk(session, ["Send 50 to Mary", "actually make it 6000", "yes"])
+    assert turns[1].reply == "Change amount from 50 to 6000?"
+    # Checked on the turn the correction is confirmed: no second "Just to confirm".
+    assert turns[2].path == ("confirm_transfer", "insufficient_funds", "ask_amount")
+    assert turns[2].reply.startswith("You don't have that much money")
 
 
 # ----- the patient intake -----------------------------------------------------------------

@@ -16,9 +16,9 @@ def test_a_stored_snapshot_keeps_every_field_of_the_state_and_reads_back_equal()
         dumps,
     )
 
-    scratch = TurnScratch("hi", 3, 2, 1, True, ("said",), "max_visits", "reset", True)
+    scratch = TurnScratch("hi", 3, 2, 1, True, ("said",), "max_visits", "reset", True, True)
     state = SessionState(
-        stack=(Frame("", "a"), Frame("sub.yaml", "b", True, {"size": 2}, True)),
+        stack=(Frame("", "a"), Frame("sub.yaml", "b", True, {"size": 2}, True, "3.1")),
         variables={"x": 1},
         notes=("n",),
         annotations=("t",),
@@ -33,6 +33,7 @@ def test_a_stored_snapshot_keeps_every_field_of_the_state_and_reads_back_equal()
         interrupted=((Frame("", "a"), Frame("sub.yaml", "c", False, {"size": 1})),),
         asked=("b", "c"),
         correcting={"size": 2},
+        clarifications=2,
         scratch=scratch,
     )
     position = LogPosition(seq=40, messages=8, turn_seq=31)

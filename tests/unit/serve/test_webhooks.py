@@ -69,7 +69,7 @@ def test_a_turn_tells_what_it_did() -> None:
         session="s", number=3, user="bye", reply="Goodbye.", path=("a", "b", "a"),
         transitions=(), state="a", completed=True, guard="max_turns", fallback=True,
     )  # fmt: skip
-    told = events_of(turn)
+    told = events_of(turn, "s")
     assert [(kind, extra) for kind, extra, _ in told] == [
         ("turn.committed", ""),
         ("state.entered", "0"),

@@ -114,6 +114,24 @@ def test_a_run_without_decisions_prints_no_decision_line(tmp_path: Path) -> None
     assert "decisions:" not in done.stdout
 
 
+def test_a_turn_that_expects_only_a_path_is_no_decision(tmp_path: Path) -> None:
+    # The path says where the turn went, yet no `state` or `exits` says where it should
+    # have gone: neither the right path nor a wrong one counts as a decision.
+    write(tmp_path, simple(start="help", body=BODY))
+    paths = SCRIPTED.split("cases:")[0] + (
+        "cases:\n  - name: a right path\n    turns:\n      - user: hi\n"
+        "        expect: {path: [help, date]}\n"
+        "  - name: a wrong path\n    turns:\n      - user: hi\n"
+        "        expect: {path: [help, resend]}\n"
+    )
+    (tmp_path / "g.test.yaml").write_text(paths, encoding="utf-8")
+    done = cgraph_test(tmp_path, "--format", "json")
+    runs = {r["name"]: r for r in json.loads(done.stdout)["runs"]}
+    assert (runs["a right path"]["passed"], runs["a wrong path"]["passed"]) == (True, False)
+    assert [t["decision"] for r in runs.values() for t in r["turns"]] == [None, None]
+    assert "decisions:" not in cgraph_test(tmp_path).stdout
+
+
 OFFLINE = f"""\
 cgraph-test: 1
 graph: {GRAPHS / "medical_checkin.yaml"}

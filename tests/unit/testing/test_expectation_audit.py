@@ -3,8 +3,8 @@
 One turn of the contacts flow ("I want to add a contact." opens the add flow over the hub,
 an interruption that goes back to `hub`) is run by `cgraph test`'s runner offline, once
 with every key right (it passes) and once per key with only that key wrong (each run must
-fail, and on that key alone). The keys come from `Expect`, so a new key without a wrong
-value here fails the first test.
+fail, and on that key alone). The keys come from `Expect` and the shipped schema the parser
+checks test files with, so a new key without a wrong value here fails the first test.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from cgraph.spec.testfile import Expect
+from cgraph.spec.schema import published
+from cgraph.spec.testfile import SCHEMA_NAME, Expect
 from cgraph.testing.runner import FileResult, Options, Runner
 from tests.conftest import GRAPHS
 
@@ -65,7 +66,9 @@ ONLY_RIGHT = {"variables", "annotations", "recalled", "stored"}
 
 
 def test_every_key_has_a_wrong_value() -> None:
-    assert set(WRONG) == {f.name for f in fields(Expect)} == set(RIGHT)
+    # The keys the parser accepts are the shipped schema's, which is made from `Expect`.
+    accepted = set(published(SCHEMA_NAME)["$defs"]["Expect"]["properties"])
+    assert set(WRONG) == {f.name for f in fields(Expect)} == set(RIGHT) == accepted
 
 
 def case(name: str, expect: dict[str, Any]) -> dict[str, Any]:
