@@ -253,6 +253,9 @@ async def test_completion(client: LanguageClient, folder: Path) -> None:
     names = await at(text.replace("How many of you?", "How many {{ p"), "{{ p")
     assert names[:3] == ["party", "venue", "booking"] and "message" in names
     assert await at(text.replace("collect: [party]", "collect: [p"), "collect: [p") == ["party"]
+    guarded = text.replace("        early: false\n", "        early: false\n        when: p\n")
+    names = await at(guarded, "when: p")
+    assert names[:3] == ["party", "venue", "booking"] and "message" in names
     assert await at(text.replace("    tool: book", "    tool: b"), "tool: b") == ["book"]
     arguments = text.replace('      venue: "{{ venue }}"\n', "      v\n")
     assert await at(arguments, "\n      v") == ["party", "venue"]
