@@ -295,6 +295,25 @@ async def test_definition_references_and_hover(client: LanguageClient, folder: P
     assert [p.uri for p in places] == [uri, _uri(folder, "desk_tools.py")]
     assert places[0].range.start == _position(text, "book\n    description: Book")
     assert places[1].range.start.line == 3  # `def book(` in desk_tools.py
+    for used, declared in (
+        ("collect: [party]", "party:\n    type"),
+        ("{{ venue }}!", "venue: the"),
+    ):
+        where = _position(text, used, used.index(declared[:2]) + 1)
+        found = await client.text_document_definition_async(t.DefinitionParams(document, where))
+        assert [(f.uri, f.range.start) for f in found] == [(uri, _position(text, declared))]
+    party = _position(text, "party:\n    type")
+    refs = await client.text_document_references_async(
+        t.ReferenceParams(
+            context=t.ReferenceContext(include_declaration=False),
+            text_document=document,
+            position=party,
+        )
+    )
+    assert {r.range.start.line for r in refs} >= {
+        _position(text, "collect: [party]").line,
+        _position(text, 'party: "{{ party }}"').line,
+    }
     reserve = _position(text, "reserve:")
     context = t.ReferenceContext(include_declaration=True)
     refs = await client.text_document_references_async(
