@@ -5,6 +5,7 @@ the same flow.
     python bench/bench_serve.py                 # 50 sessions x 20 turns, every part
     python bench/bench_serve.py --sessions 10 --turns 5 --quick
     python bench/bench_serve.py --model-delay 1 4 10   # a slow model: the waiting rows
+    python bench/bench_serve.py --metrics 9     # what /metrics costs: on and off at once
 
 With `--model-delay`, the graph's turns each make one call of a real OpenAI-compatible
 model server on loopback that answers after that many seconds (bench/fake_model.py: an
@@ -129,6 +130,7 @@ class Serve:
         graph: Path = FLOW,
         model: tuple[str, ...] | None = None,
         source: Path | None = None,
+        extra: tuple[str, ...] = (),
     ) -> None:
         answers = folder / "script.json"
         answers.write_text(json.dumps(script(turns)))
@@ -140,7 +142,7 @@ class Serve:
             command = [sys.executable, "-m", "cgraph", "serve", str(graph), "--store", store]
             command += ["--memory", "off", *model, "--port", str(port)]
             command += ["--workers", str(workers), "--turns-per-minute", "1000000"]
-            command += ["--sessions-per-user", "1000000", *THREADS]
+            command += ["--sessions-per-user", "1000000", *THREADS, *extra]
             log = (folder / f"serve-{port}.log").open("wb")
             env = {**os.environ, "PYTHONPATH": str(source or ROOT)}  # which cgraph serves
             self.processes.append(
@@ -857,6 +859,12 @@ def main() -> None:
         default=["spread", "burst"],
         help="with --model-delay: when the sessions begin (each row for each)",
     )
+    parser.add_argument(
+        "--metrics",
+        type=int,
+        metavar="ROUNDS",
+        help="only what /metrics costs: servers with and without it loaded at once, ROUNDS times",
+    )
     args = parser.parse_args()
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     compared = args.compare and Served(f"cgraph at {_named(args.compare)}", source=args.compare)
@@ -870,6 +878,14 @@ def main() -> None:
         return
     folder = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     pg = start_postgres(folder / "pg")
+    if args.metrics:
+        from serve_metrics import run_metrics  # bench/serve_metrics.py
+
+        try:
+            run_metrics(pg, folder, args.metrics, args.sessions, args.turns)
+        finally:
+            pg.stop()
+        return
     cores = os.cpu_count()
     print(f"{args.sessions} sessions x {args.turns} turns, flow {FLOW.name}, {cores} cores")
     rows = [
@@ -903,6 +919,8 @@ def main() -> None:
 if __name__ == "__main__":
     from record import recorded  # bench/record.py: the docs' copy of what is printed
 
-    # The slow-model rows are a data file of their own (docs/data/bench_serve_waiting.md).
-    with recorded("serve_waiting" if "--model-delay" in sys.argv else "serve"):
+    # The slow-model rows and the cost of metrics are data files of their own
+    # (docs/data/bench_serve_waiting.md, bench_serve_metrics.md).
+    named = {"--model-delay": "serve_waiting", "--metrics": "serve_metrics"}
+    with recorded(next((v for k, v in named.items() if k in sys.argv), "serve")):
         main()

@@ -64,7 +64,8 @@ _NAMED = frozenset({"set", "arguments", "with"})
 CLARIFY_NAMES = frozenset({"candidates"})
 """What a `clarify:` question may read besides the graph's names: the exits it names."""
 CORRECTION_NAMES = frozenset({"slot", "old", "new"})
-"""What a slot's `correction_question` may read besides the graph's names."""
+"""What a slot's `correction_question` and `correction_reply` may read besides the
+graph's names."""
 Extra = frozenset[str] | None
 """Names a text may read besides the graph's own; None: its names are not checked."""
 
@@ -131,9 +132,9 @@ def template_strings(
     if isinstance(slots, dict):
         for name, slot in slots.items():
             if isinstance(slot, dict):
-                asked = slot.get("correction_question")
-                where = ("slots", name, "correction_question")
-                yield from _strings(asked, where, CORRECTION_NAMES)
+                for key in ("correction_question", "correction_reply"):
+                    where = ("slots", name, key)
+                    yield from _strings(slot.get(key), where, CORRECTION_NAMES)
     prompts = data.get("prompts")
     if isinstance(prompts, dict):
         # Prompt templates see the engine's prompt context, not graph variables.

@@ -66,6 +66,11 @@ CHAT: dict[str, Any] = {
             },
         },
         "stream": {"type": "boolean", "description": "`chat.completion.chunk` events."},
+        "stream_options": {
+            "type": "object",
+            "description": "`{include_usage: true}`: a last chunk carries the `usage`.",
+            "properties": {"include_usage": {"type": "boolean"}},
+        },
         "user": {
             "type": "string",
             "description": "Names the conversation (its session), unless X-Session-Id does.",

@@ -207,6 +207,10 @@ class Slot:
     correction_question: str | None = None
     """The question asked for such a correction: a template reading `slot`, `old` and
     `new` (default: "Change <slot> from <old> to <new>?")."""
+    correction_reply: str | None = None
+    """What the agent says once the user agrees to such a correction, before the state
+    goes on: a template reading `slot`, `old` and `new` ("Ok, updating the amount to
+    {{ new }}."; default: nothing)."""
 
 
 class StateFields:

@@ -279,6 +279,31 @@ def test_a_streamed_chat_completion_comes_in_chunks(server: Server) -> None:
     assert said == "hello there\n\nhello there"  # the opening of a graph that speaks first
 
 
+def test_a_session_named_by_x_session_id_is_the_conversation(server: Server) -> None:
+    sid = server.client(ANN).post("/v1/sessions", json={"graph": "talk"}).json()["session"]
+    named = {"X-Session-Id": sid}
+    said = [{"role": "user", "content": "hi"}]
+    first = chat_client(server).chat.completions.create(
+        model="talk", messages=said, extra_headers=named
+    )
+    assert (first.model_extra or {})["cgraph"]["session"] == sid
+    said += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "more"}]
+    second = chat_client(server).chat.completions.create(
+        model="talk", messages=said, extra_headers=named
+    )
+    assert (second.model_extra or {})["cgraph"]["turn"] == 2
+    assert second.usage is not None and second.usage.total_tokens > 0  # estimated: a script
+    view = server.client(ANN).get(f"/v1/sessions/{sid}").json()
+    assert [m["content"] for m in view["transcript"]] == ["hi", "ok", "more", "ok"]
+    import openai
+
+    with pytest.raises(openai.ConflictError) as other:
+        chat_client(server).chat.completions.create(
+            model="greet", messages=said[-1:], extra_headers=named
+        )
+    assert other.value.code == "graph_mismatch"
+
+
 def test_two_users_and_two_tokens_have_their_own_conversations(server: Server) -> None:
     ann, bob = chat_client(server), chat_client(server, BOB)
     ids = set()
@@ -367,3 +392,8 @@ def test_a_busy_session_is_counted_with_its_lock_wait(tmp_path: Path) -> None:
     route = (("method", "POST"), ("route", "/v1/sessions/{id}/messages"), ("status", "409"))
     assert found[("cgraph_http_requests_total", route)] == 1
     assert found[("cgraph_turns_total", (("graph", "talk"), ("outcome", "stayed")))] == 1
+    # the default log format: one `key=value` line per turn and per request
+    turns = [line for line in running.output().splitlines() if " cgraph.serve: turn " in line]
+    assert len(turns) == 1 and f"session={sid}" in turns[0] and "outcome=stayed" in turns[0]
+    busy = [line for line in running.output().splitlines() if "status=409" in line]
+    assert len(busy) == 1 and "route=/v1/sessions/{id}/messages" in busy[0]

@@ -4,7 +4,8 @@ A new value for such a slot, once it holds one, is held back: the turn asks "Cha
 handle from @sam to @sammy?" (the slot's `correction_question`, else that sentence) and
 the session keeps the proposal (`SessionState.correcting`). The next message settles it:
 the chooser — offline or a model, like any choice — picks between changing and keeping,
-and the state then goes on as if the slot had just been filled (or not).
+and the state then goes on as if the slot had just been filled (or not), after the
+slot's `correction_reply` ("Ok, updating the amount to 60.") when it was changed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from cgraph.runtime.handlers.routing import ask_state
 from cgraph.runtime.needs import Steps
 from cgraph.runtime.ports import ExitOption
 from cgraph.runtime.routes.failures import rendered
-from cgraph.runtime.state.outcomes import Effects, Emit, Reply, SetVariables
+from cgraph.runtime.state.outcomes import Effects, Emit, Reply, Say, SetVariables
 from cgraph.spec.model import ActionState, Graph
 from cgraph.spec.templating import is_template, render_text
 
@@ -56,14 +57,19 @@ def ask_correction(
 
 
 def _question(ctx: StepContext, graph: Graph, name: str, new: Any) -> str:
-    slot = graph.slots[name]
     old = ctx.view.variables.get(name)
-    words = {"slot": name.replace("_", " "), "old": old, "new": new}
-    template = slot.correction_question
+    template = graph.slots[name].correction_question
     if template is None:
-        return f"Change {words['slot']} from {old} to {new}?"
+        return f"Change {name.replace('_', ' ')} from {old} to {new}?"
+    return _words(ctx, "correction_question", template, name, old, new)
+
+
+def _words(ctx: StepContext, field: str, template: str, name: str, old: Any, new: Any) -> str:
+    """A slot's correction text, rendered with `slot`, `old` and `new` (a failing one
+    fails the step, naming the field)."""
+    words = {"slot": name.replace("_", " "), "old": old, "new": new}
     render = lambda: render_text(template, words) if is_template(template) else template  # noqa: E731
-    return rendered(ctx.view.here, "correction_question", render).strip()
+    return rendered(ctx.view.here, field, render).strip()
 
 
 def settle(
@@ -100,4 +106,8 @@ def settle(
     corrected = {name: variables.get(name) for name in changed}
     record = {"state": ctx.view.here, "values": changed, "corrected": corrected}
     effects += (SetVariables(changed), Emit("slots", record))
+    for name, new in changed.items():  # "Ok, updating the amount to 60.", said first
+        reply = graph.slots[name].correction_reply
+        said = _words(ctx, "correction_reply", reply, name, corrected[name], new) if reply else ""
+        effects += (Say(said),) if said else ()
     return ctx.seeing(variables={**variables, **changed}), effects, True

@@ -51,7 +51,8 @@ class MarkUserFacing:
 
 @dataclass(frozen=True, slots=True)
 class Say:
-    """A silent state's `say:` line, added to the turn's reply."""
+    """A line added to the turn's reply, before its end: a silent state's `say:`, a
+    confirmed correction's `correction_reply`."""
 
     text: str
 

@@ -153,6 +153,27 @@ def test_a_correction_the_designer_wants_confirmed_is_asked_first(
     assert bool(corrected) is (said == "yes")
 
 
+def test_a_confirmed_correction_says_its_correction_reply_with_the_new_value(
+    tmp_path: Path,
+) -> None:
+    said = 'correction_reply: "Ok, updating the {{ slot }} from {{ old }} to {{ new }}."'
+    graph = PIZZA.replace("confirm_correction: true}", "confirm_correction: true, " + said + "}")
+    settles = {"exit": "change", "reason": "scripted", "reply": ""}
+    script = {
+        "ask_quantity": [
+            answer("How many?", handle="@sam"),
+            answer("How many?", handle="@sammy"),
+            settles,
+        ]
+    }
+    model = ScriptedModel(script)
+    session = Session.start(write(tmp_path, actions(graph)), model=model)
+    session.send("I'm @sam")
+    assert session.send("it's @sammy actually").reply == "Change handle from @sam to @sammy?"
+    settled = session.send("yes")
+    assert settled.reply == "Ok, updating the handle from @sam to @sammy. How many pizzas?"
+
+
 # ----- slots that belong to their graph, and interruptions that come back -----------------
 
 MAIN = """\

@@ -184,6 +184,9 @@ def test_transfer_with_the_scripted_model_and_a_corrected_amount() -> None:
     assert turns[0].state == "confirm_transfer"
     assert turns[1].reply == "Change amount from 20 to 25?"  # `confirm_correction`
     assert turns[2].state == "confirm_transfer" and session.variables["amount"] == 25
+    assert (
+        turns[2].reply == "Ok, updating the amount to $25.00. Just to confirm — send $25.00 to Joe?"
+    )
     assert type(session.variables["amount"]) is int  # whole: `${{ amount }}` says $25
     assert {"amount": 20} in [e["corrected"] for e in events(session, "slots")]
     assert turns[3].completed and "TX-JOE-2500" in turns[3].reply
@@ -195,7 +198,10 @@ def test_transfer_offline_a_corrected_amount_over_the_balance_is_caught_when_con
     assert turns[1].reply == "Change amount from 50 to 6000?"
     # Checked on the turn the correction is confirmed: no second "Just to confirm".
     assert turns[2].path == ("confirm_transfer", "insufficient_funds", "ask_amount")
-    assert turns[2].reply.startswith("You don't have that much money")
+    # The slot's `correction_reply` first, with the new value, then the refusal.
+    assert turns[2].reply.startswith(
+        "Ok, updating the amount to $6000.00. You don't have that much money"
+    )
 
 
 # ----- the patient intake -----------------------------------------------------------------
