@@ -21,6 +21,7 @@ sub-graph receives that way should have a default or be guarded.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from functools import lru_cache
 
@@ -30,6 +31,7 @@ from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
 from cgraph.lint.template_ast import read_names
 from cgraph.lint.templates import template_strings
+from cgraph.spec import conditions
 from cgraph.spec.model import ActionState, AnyState, Graph, GraphState, exits_of
 from cgraph.spec.templating import text_env
 
@@ -46,7 +48,7 @@ def check_unset_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
     tracked = slots | results
     if not tracked:
         return
-    filled = filled_on_entry(graph, tracked)
+    filled = filled_on_entry(graph, tracked, results)
     for path, text, extra in template_strings(ctx.doc.data, ctx.memo):
         if extra is None or len(path) < 3 or path[0] != "states":
             continue
@@ -125,9 +127,12 @@ def _accepts_null(schema: dict[str, object]) -> bool:
     return any(isinstance(c, dict) and _accepts_null(c) for c in choices)
 
 
-def filled_on_entry(graph: Graph, tracked: Filled) -> dict[str, Filled]:
+def filled_on_entry(
+    graph: Graph, tracked: Filled, results: Filled = frozenset()
+) -> dict[str, Filled]:
     """State → the tracked slots every path from the start has filled once it is entered
-    (after its `reset:`); unreachable states are left out."""
+    (after its `reset:`); unreachable states are left out. An exit whose `when:` reads one
+    of `results` (names with no value until stored) is taken only once it is stored."""
     entries = [graph.start] if isinstance(graph.start, str) else [e.state for e in graph.start]
     found: dict[str, Filled] = {}
     queue = [(name, frozenset[str]()) for name in entries if name in graph.states]
@@ -140,7 +145,7 @@ def filled_on_entry(graph: Graph, tracked: Filled) -> dict[str, Filled]:
         if now == before:
             continue
         found[name] = now
-        for target, gained, cleared in _moves(graph, name, state, tracked):
+        for target, gained, cleared in _moves(graph, name, state, tracked, results):
             if target in graph.states:
                 queue.append((target, ((now - cleared) | gained) & tracked))
         for target in _anywhere(graph, name, state):
@@ -150,14 +155,14 @@ def filled_on_entry(graph: Graph, tracked: Filled) -> dict[str, Filled]:
 
 
 def _moves(
-    graph: Graph, name: str, state: AnyState, tracked: Filled
+    graph: Graph, name: str, state: AnyState, tracked: Filled, results: Filled
 ) -> Iterator[tuple[str, Filled, Filled]]:
     """(target, slots filled on the way, slots cleared on the way) of each own way out."""
     none: Filled = frozenset()
     if isinstance(state, ActionState):
         collected = frozenset(state.collect)
         for exit_ in state.exit_conditions:  # all but early exits wait for `collect`
-            filled = none if exit_.early else collected
+            filled = (none if exit_.early else collected) | _when_reads(exit_.when) & results
             tool = graph.tool(exit_.on_tool) if exit_.on_tool else None
             if tool is not None:  # taken once the call succeeded: what it sets is set
                 filled |= {*tool.sets, *((tool.result,) if tool.result else ())}
@@ -174,12 +179,26 @@ def _moves(
         if isinstance(state, GraphState):
             gained |= tracked  # what a sub-graph returns is its own check's concern
         for exit_ in exits_of(state):
-            yield exit_.next_state, gained, cleared
+            yield exit_.next_state, gained | _when_reads(exit_.when) & results, cleared
         on_error = field_of(state, "on_error")
         if on_error:  # the tool failed: no result
             yield on_error, none, none
     if state.on_limit:
         yield state.on_limit, none, none
+
+
+# `x is defined` holds while `x` is unset: such a condition says nothing of what is stored.
+_DEFINED_TEST = re.compile(r"\bis\s+(?:not\s+)?(?:un)?defined\b")
+
+
+@lru_cache(maxsize=4096)
+def _when_reads(when: str | None) -> Filled:
+    """The names a `when:` reads, when it can hold only once they all have a value: an
+    unset name makes a condition false (`cgraph.spec.conditions.holds`)."""
+    if not when or _DEFINED_TEST.search(when):
+        return frozenset()
+    error, names = conditions.parse(when)
+    return frozenset() if error is not None else names
 
 
 def _anywhere(graph: Graph, name: str, state: AnyState) -> Iterator[str]:

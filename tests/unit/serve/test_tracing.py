@@ -188,3 +188,44 @@ def test_the_memory_extraction_after_the_reply_is_a_span_of_the_turn_and_its_own
         ("cgraph_model_call_seconds_count", "turn"): 2,
         ("cgraph_model_call_seconds_count", "extraction"): 1,
     }
+
+
+def test_a_history_summary_is_a_model_call_of_its_step_and_its_own_series(
+    tmp_path: Path,
+) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from cgraph.serve.metrics import Metrics
+    from tests.unit.runtime.test_history import FILLER, NAME, chat_graph
+
+    (tmp_path / "script.yaml").write_text(
+        "a: {exit: stay, reason: it listens, reply: noted}\nsummary: {summary: The user is Ada.}\n"
+    )
+    options = ServeOptions(
+        graphs=(str(chat_graph(tmp_path, "summarize", tokens=100)),),
+        store=str(tmp_path / "store"),
+        memory="off",
+        model=f"scripted:{tmp_path / 'script.yaml'}",
+    )
+    caught, made = InMemorySpanExporter(), TracerProvider()
+    made.add_span_processor(SimpleSpanProcessor(caught))
+    service, metrics = Service(options), Metrics()
+    service.watch = Watch(metrics, parts=(Tracing(made),))
+    sid = service.create("ann", "g", None)["session"]
+    for text in (NAME, *FILLER * 3):
+        service.send("ann", sid, text, None)
+    spans = caught.get_finished_spans()
+    summaries = [
+        s for s in spans if s.attributes and s.attributes.get("cgraph.purpose") == "summary"
+    ]
+    assert summaries, "no summary was asked"
+    steps = {s.context.span_id: s for s in spans if s.name.startswith("cgraph.step ")}
+    assert all(s.parent is not None and s.parent.span_id in steps for s in summaries)
+    assert all(s.attributes and s.attributes["cgraph.request_kind"] == "summary" for s in summaries)
+    counted = {
+        s.labels["purpose"]: s.value
+        for family in text_string_to_metric_families(metrics.text().decode())
+        for s in family.samples
+        if s.name == "cgraph_model_calls_total"
+    }
+    assert counted == {"turn": 1 + 3 * len(FILLER), "summary": len(summaries)}
