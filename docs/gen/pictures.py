@@ -19,7 +19,8 @@
 They are committed, so building the site needs neither a browser nor a terminal; run this
 again when what they show changes (`tests/acceptance/test_readme_pictures.py` fails when
 the terminal picture no longer shows what a run prints, or the studio's what a live studio
-shows).
+shows; `tests/unit/docs/test_editor_picture.py` when the editor's shows diagnostics lint no
+longer gives).
 """
 
 from __future__ import annotations

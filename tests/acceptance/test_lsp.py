@@ -253,6 +253,9 @@ async def test_completion(client: LanguageClient, folder: Path) -> None:
     names = await at(text.replace("How many of you?", "How many {{ p"), "{{ p")
     assert names[:3] == ["party", "venue", "booking"] and "message" in names
     assert await at(text.replace("collect: [party]", "collect: [p"), "collect: [p") == ["party"]
+    guarded = text.replace("        early: false\n", "        early: false\n        when: p\n")
+    names = await at(guarded, "when: p")
+    assert names[:3] == ["party", "venue", "booking"] and "message" in names
     assert await at(text.replace("    tool: book", "    tool: b"), "tool: b") == ["book"]
     arguments = text.replace('      venue: "{{ venue }}"\n', "      v\n")
     assert await at(arguments, "\n      v") == ["party", "venue"]
@@ -292,6 +295,25 @@ async def test_definition_references_and_hover(client: LanguageClient, folder: P
     assert [p.uri for p in places] == [uri, _uri(folder, "desk_tools.py")]
     assert places[0].range.start == _position(text, "book\n    description: Book")
     assert places[1].range.start.line == 3  # `def book(` in desk_tools.py
+    for used, declared in (
+        ("collect: [party]", "party:\n    type"),
+        ("{{ venue }}!", "venue: the"),
+    ):
+        where = _position(text, used, used.index(declared[:2]) + 1)
+        found = await client.text_document_definition_async(t.DefinitionParams(document, where))
+        assert [(f.uri, f.range.start) for f in found] == [(uri, _position(text, declared))]
+    party = _position(text, "party:\n    type")
+    refs = await client.text_document_references_async(
+        t.ReferenceParams(
+            context=t.ReferenceContext(include_declaration=False),
+            text_document=document,
+            position=party,
+        )
+    )
+    assert {r.range.start.line for r in refs} >= {
+        _position(text, "collect: [party]").line,
+        _position(text, 'party: "{{ party }}"').line,
+    }
     reserve = _position(text, "reserve:")
     context = t.ReferenceContext(include_declaration=True)
     refs = await client.text_document_references_async(
