@@ -59,6 +59,30 @@ def test_every_code_has_a_fixture_or_its_own_test() -> None:
     assert covered | NOT_IN_FIXTURES == set(CODES)
 
 
+# Lint's false alarms and misses (the flows-3 ports'), each a fixture above, with the code
+# it is about and how often its file still gives it: an alarm's where the rule still holds
+# (so a fix that silences the rule fails too), a miss's where it was missed.
+CORPUS = {
+    "alarm_nullable_argument": ("slot-maybe-unset", 0),
+    "alarm_global_end": ("no-path-to-end", 0),
+    "alarm_parent_variable": ("undefined-variable", 1),
+    "alarm_set_literal": ("schema", 0),
+    "alarm_waits_filled_on_entry": ("exit-waits-for-slots", 1),
+    "alarm_waits_said_given": ("exit-waits-for-slots", 2),
+    "alarm_tool_result_when": ("result-maybe-unset", 1),
+    "miss_resume_no_end": ("no-path-to-end", 2),
+    "miss_result_unset": ("result-maybe-unset", 1),
+    "miss_tool_result_unset": ("result-maybe-unset", 1),
+}
+
+
+def test_the_corpus_of_false_alarms_and_misses_is_kept() -> None:
+    assert {p.stem for p in CASES if p.stem.startswith(("alarm_", "miss_"))} == set(CORPUS)
+    for name, (code, times) in CORPUS.items():
+        codes = [line.split(" ")[1] for line in _expected(LINT / f"{name}.yaml")]
+        assert codes.count(code) == times, name
+
+
 def test_every_fixture_diagnostic_has_a_hint_and_a_known_code() -> None:
     for case in CASES:
         for d in lint_paths([case]).diagnostics:
