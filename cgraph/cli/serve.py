@@ -65,7 +65,9 @@ def serve(
     ] = 5.0,
     max_in_flight: Annotated[
         int,
-        typer.Option(metavar="N", min=1, help="Requests one process carries at once; beyond, 503."),
+        typer.Option(
+            metavar="N", min=1, help="Writes (POSTs) one process carries at once; beyond, 503."
+        ),
     ] = 2000,
     header_timeout: Annotated[
         float,

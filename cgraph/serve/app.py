@@ -373,12 +373,14 @@ def _gated(
     async def _answered(request: Request, answered: Answered) -> Response:
         if gate.draining:
             return failed(Problem(503, "draining", "the server is stopping; try another"), shape)
-        if request.method == "POST" and gate.in_flight >= service.options.max_in_flight:
-            # Concurrency is bounded here, by what a process carries, not by its threads.
+        # Concurrency is bounded here, by what a process carries, not by its threads; only
+        # writes count, so a client polling a session never pushes a message out.
+        writes = request.method == "POST"
+        if writes and gate.in_flight >= service.options.max_in_flight:
             limit = service.options.max_in_flight
             busy = f"over {limit} requests in flight here; try again in a second"
             return failed(Problem(503, "overloaded", busy, (("retry-after", "1"),)), shape)
-        gate.in_flight += 1
+        gate.in_flight += writes
         answered.session = request.path_params.get("id")
         try:
             user = LOCAL_USER if endpoint.public else gate.user(request)
@@ -392,7 +394,7 @@ def _gated(
             answered.error_id = problem.error_id
             return failed(problem, shape)
         finally:
-            gate.in_flight -= 1
+            gate.in_flight -= writes
 
     return handle
 

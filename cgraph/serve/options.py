@@ -51,8 +51,9 @@ class ServeOptions:
     threads: int = 16
     """Turns one process runs at once (threads; a turn holds no database connection)."""
     max_in_flight: int = 2000
-    """Requests (turns waiting on a model among them) one process carries at once; beyond
-    it a new message or session gets 503 `overloaded` with `Retry-After`."""
+    """Writes (`POST`s: turns waiting on a model among them) one process carries at once;
+    beyond it a new message or session gets 503 `overloaded` with `Retry-After`. Reads
+    never count: a client polling a session does not push a message out."""
     header_timeout: float = 10.0
     """Seconds a client may take to send a request's headers (from the connection, or
     the first byte of a kept-alive connection's next request); past them, 408 and closed."""

@@ -343,6 +343,41 @@ def test_beyond_the_cap_on_requests_in_flight_a_message_gets_503_and_retry_after
         running.stop(signal.SIGKILL)
 
 
+def test_reads_in_flight_never_count_against_the_cap_on_writes(tmp_path: Path) -> None:
+    """Under `--max-in-flight 1`, clients polling a session while another sends must not
+    push the messages out: the cap bounds the turns a process carries, not its reads."""
+    running = start(
+        str(GRAPHS / "talk.yaml"), "--store", str(tmp_path / "s"), "--memory", "off",
+        "--model", f"scripted:{SCRIPT}", "--max-in-flight", "1", folder=tmp_path,
+    )  # fmt: skip
+    try:
+        client = running.client()
+        sid = created(client)["session"]
+        polling = threading.Event()
+        polled: list[int] = []
+
+        def poll() -> None:
+            with running.client() as reader:
+                while not polling.is_set():
+                    polled.append(reader.get(f"/v1/sessions/{sid}").status_code)
+
+        readers = [threading.Thread(target=poll) for _ in range(4)]
+        for reader in readers:
+            reader.start()
+        try:
+            sent = [
+                client.post(f"/v1/sessions/{sid}/messages", json={"text": f"hi {n}"}).status_code
+                for n in range(20)
+            ]
+        finally:
+            polling.set()
+            for reader in readers:
+                reader.join(10)
+        assert sent == [200] * 20 and len(polled) > 20 and set(polled) == {200}
+    finally:
+        running.stop(signal.SIGKILL)
+
+
 def test_a_new_user_serves_the_example_graphs_and_chats(tmp_path: Path) -> None:
     """The README's first minute: `cgraph serve graphs/`, then curl."""
     with serving(str(EXAMPLES), "--store", str(tmp_path / "store"), folder=tmp_path) as running:
