@@ -320,6 +320,8 @@ class _Builder:
         model = _entry(root, "model")
         for _, key, _ in _entries(_entry(model, "scripted")):
             self.target(key, file.parent)
+        slots = _slot_names(file)
+        self._values(_entry(root, "variables"), slots, file)
         for case in _items(_entry(root, "cases")):
             name = _entry(case, "name")
             if isinstance(name, yaml.ScalarNode):
@@ -328,11 +330,18 @@ class _Builder:
             state = _entry(_entry(case, "start"), "state")
             if state is not None:
                 self.target(state, file.parent)
+            self._values(_entry(_entry(case, "start"), "variables"), slots, file)
             for turn in _items(_entry(case, "turns")):
                 expect = _entry(turn, "expect")
+                self._values(_entry(expect, "variables"), slots, file)
                 for field_ in ("state", "path", "path_includes", "path_excludes", "interrupted"):
                     for item in _items(_entry(expect, field_)):
                         self.target(item, file.parent)
+
+    def _values(self, values: yaml.Node | None, slots: set[str], file: Path) -> None:
+        """The names a test file sets or expects values of: the graph's slots or variables."""
+        for name, key, _ in _entries(values):
+            self.add("slot" if name in slots else "variable", name, key, file, False)
 
     # A sim file
     def sims(self, root: yaml.Node) -> None:
@@ -350,6 +359,17 @@ class _Builder:
             for values in (_entry(persona, "facts"), _entry(goal, "slots")):
                 for name, key, _ in _entries(values):
                     self.add("slot", name, key, file, False)
+
+
+def _slot_names(graph: Path) -> set[str]:
+    """The slots `graph` declares, as saved (a test file names them among its variables);
+    none when it cannot be read."""
+    try:
+        data = yaml.safe_load(graph.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return set()
+    slots = data.get("slots") if isinstance(data, dict) else None
+    return {str(name) for name in slots} if isinstance(slots, dict) else set()
 
 
 def _template_nodes(root: yaml.Node) -> Iterator[tuple[yaml.ScalarNode, bool]]:

@@ -410,6 +410,33 @@ async def test_rename_reaches_the_topology_the_tests_and_the_sims(
     _close(client, uri)
 
 
+async def test_rename_a_slot_where_the_graph_the_tests_and_the_sims_name_it(
+    client: LanguageClient, folder: Path
+) -> None:
+    text = (folder / "desk.yaml").read_text(encoding="utf-8")
+    uri, _ = await _open(client, folder, "desk.yaml")
+    document = t.TextDocumentIdentifier(uri)
+    where = _position(text, "collect: [party]", len("collect: ["))
+    edit = await client.text_document_rename_async(t.RenameParams(document, where, "guests"))
+    assert edit is not None and edit.changes is not None
+    renamed = _apply(text, edit.changes[uri])
+    # The slot's key, `collect:` and the template; the tool's own parameter `party` stays.
+    assert "  guests:\n    type: integer" in renamed and "collect: [guests]" in renamed
+    assert 'party: "{{ guests }}"' in renamed and "required: [party]" in renamed
+    assert renamed.count("guests") == 3
+    tests = (folder / "desk.test.yaml").read_text(encoding="utf-8")
+    renamed_tests = _apply(tests, edit.changes[_uri(folder, "desk.test.yaml")])
+    assert renamed_tests == tests.replace("{party:", "{guests:")  # expected values, by slot
+    assert "variables: {venue: the Lantern}" in renamed_tests  # a variable is not the slot
+    sims = (folder / "desk.sim.yaml").read_text(encoding="utf-8")
+    assert _apply(sims, edit.changes[_uri(folder, "desk.sim.yaml")]) == sims.replace(
+        "{party:", "{guests:"
+    )
+    _change(client, uri, 7, renamed)
+    assert await _diagnostics(client, uri, []) == []
+    _close(client, uri)
+
+
 def _apply(text: str, edits: list[t.TextEdit]) -> str:
     lines = text.split("\n")
     for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character))[::-1]:
