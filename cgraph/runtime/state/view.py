@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from cgraph.runtime.state.snapshot import HistoryMarks, SessionState
 from cgraph.spec.model import Graph
 from cgraph.spec.names import qualify
+from cgraph.spec.templating import CLARIFICATIONS
 
 
 class View(NamedTuple):
@@ -133,5 +134,5 @@ def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:
         "metadata": list(spec.message_metadata) if spec is not None else [],
         "interrupted": list(view.waiting),
         "resumed": view.resumed,
-        "clarifications": view.clarifications,
+        CLARIFICATIONS: view.clarifications,
     }
