@@ -103,6 +103,7 @@ def _option(exit_id: str, condition: ExitCondition, anywhere: bool = False) -> E
         early=anywhere or bool(condition.early),
         resume=condition.resume,
         drop=condition.drop,
+        handoff=condition.handoff,
     )
 
 

@@ -64,6 +64,9 @@ class View(NamedTuple):
     """The current state was entered this turn by a `RESUME` (`TurnScratch.resumed`)."""
     clarifications: int = 0
     """Clarifying questions asked in the current state (`SessionState.clarifications`)."""
+    handed: str = ""
+    """The state that handed this turn's message, unanswered, to the current one
+    (`TurnScratch.handed`), or ""."""
 
     @property
     def idempotency_key(self) -> str:
@@ -108,6 +111,7 @@ def view_of(
         state.waiting,
         scratch.resumed,
         state.clarifications,
+        scratch.handed,
     )
 
 
