@@ -1,4 +1,5 @@
-"""Checks of the flow keys: `when:` conditions, slots, global exits, cross-graph targets.
+"""Checks of the flow keys: `when:` conditions, slots, global exits, cross-graph targets,
+hand-offs.
 
 `when` expressions are parsed, never run (`cgraph.spec.conditions`); names are checked
 against variables, slots, results and the built-in template names.
@@ -295,6 +296,26 @@ def graph_at(file: str, texts: Mapping[Path, str] | None = None) -> Graph | None
     return graph
 
 
+def check_handoffs(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """A `handoff: true` exit leads to an action state of its own graph: only a state
+    that talks reads the message it hands on."""
+    states = ctx.graph.states
+    for owner, path, exit_ in _exits(ctx.graph):
+        target = exit_.next_state
+        if not exit_.handoff or (target in states and states[target].type == "action"):
+            continue
+        kind = f" (type {states[target].type})" if target in states else ""
+        where = f"an exit of state `{owner}`" if owner is not None else "a global exit"
+        yield ctx.diag(
+            (*path, "handoff"),
+            "handoff-target",
+            f"{where} hands the message on to `{target}`{kind}: only an action state reads "
+            "a message handed to it",
+            "hand it to an action state of this graph (a hub, or the desk that answers it), "
+            "or remove `handoff: true`",
+        )
+
+
 def check_acts(ctx: GraphContext) -> Iterator[Diagnostic]:
     """A dialogue act without examples lends an exit nothing."""
     for name, act in ctx.graph.acts.items():
@@ -315,6 +336,7 @@ FLOW_CHECKS = (
     check_slots,
     check_global_exits,
     check_cross_graph,
+    check_handoffs,
     check_acts,
 )
 
