@@ -643,6 +643,10 @@ class Graph:
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
 
+    def clarify_of(self, state: ActionState) -> bool | str:
+        """The state's `clarify:`, else this graph's: off, on, or the question's template."""
+        return self.clarify if state.clarify is None else state.clarify
+
     def embedding_source(self) -> str:
         """`embedding_model` as a folder path when it names one next to this file, else as
         written (a package name); "" for the default model."""

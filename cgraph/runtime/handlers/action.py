@@ -13,7 +13,7 @@ from typing import Any
 from cgraph.errors import SlotValueError
 from cgraph.runtime.ask.choosing import Decided
 from cgraph.runtime.ask.exchange import engine_decision
-from cgraph.runtime.ask.questions import Ask, action_ask, clarify_setting
+from cgraph.runtime.ask.questions import Ask, action_ask
 from cgraph.runtime.ask.requests import authored_reply
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.corrections import ask_correction, held_back, settle
@@ -144,7 +144,7 @@ def _clarifying(
     the exits' descriptions, likeliest first), else the chooser's own words, else one
     naming the descriptions as they are."""
     named = [o.label or o.description for c in choice.candidates for o in options if o.id == c]
-    template = clarify_setting(graph, state)
+    template = graph.clarify_of(state)
     if isinstance(template, str):
         seen = context or template_context(ctx.view, graph, ctx.view.state_id)
         words = {**seen, "candidates": named}

@@ -28,7 +28,6 @@ from cgraph.spec.model import (
     targets_of,
 )
 from cgraph.spec.names import END, RESUME
-from cgraph.spec.templating import CLARIFICATIONS
 
 ON_ERROR = "on_error"
 
@@ -192,7 +191,7 @@ def on_asking(exit_: ExitCondition) -> bool:
     """Whether the exit's `when:` reads `clarifications`: a rule about asking once more
     ("after two questions, hand off"), evaluated only on a step about to ask, so the
     answer to the last question allowed is still taken as an answer."""
-    return exit_.when is not None and CLARIFICATIONS in conditions.parse(exit_.when)[1]
+    return exit_.when is not None and conditions.reads_clarifications(exit_.when)
 
 
 def first_holding(
