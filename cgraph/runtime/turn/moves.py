@@ -10,7 +10,8 @@ A sub-graph's slots live in its frame: they start at their defaults (and what it
 those it `returns`. A `resume: true` move saves the stack first; `RESUME` (or the end of
 the sub-graph such a move entered) takes the latest saved stack up again. An interruption
 opened inside a sub-graph is closed when that sub-graph ends (there is nothing left to go
-back to), and every one when the session ends.
+back to), and every one when the session ends. A `handoff: true` move hands the turn's
+message to the state it enters (`handed`), to each state once a turn.
 """
 
 from __future__ import annotations
