@@ -3,7 +3,9 @@ declared edges, START and END; optionally what tests or a conversation covered. 
 exits are drawn once, from an `ANY` node (the topology's "from every state"), and so are
 `limits.on_limit` routes; a state's `on_error` and `on_limit` routes are dotted edges.
 A resumable exit (`resume: true`) has an arrowhead at both ends (there, and back), and
-`RESUME` is a node of its own.
+`RESUME` is a node of its own. A hub (a state `handoff: true` exits lead to, `hubs`) has a
+double border and is drawn above its desks, side by side, their ways back to it not
+ranking the picture; an exit that hands the message on has a double arrowhead.
 
 `dot_source` writes the DOT text (pure); `render` runs Graphviz's `dot` program on it.
 With `ids` every state and edge carries an element id (`node_id`, `edge_id`) that a page
@@ -30,9 +32,9 @@ from cgraph.draw.taken import (
 from cgraph.errors import ConfigError, SessionError
 from cgraph.runtime.routes.exits import exit_options
 from cgraph.runtime.routes.graphs import Graphs
-from cgraph.spec.model import AnyState, Graph, GraphState
+from cgraph.spec.model import AnyState, Graph, GraphState, targets_of
 from cgraph.spec.names import END, RESUME, SEPARATOR, START, qualify
-from cgraph.spec.topology import ANY
+from cgraph.spec.topology import ANY, hubs
 
 FORMATS = ("svg", "png", "dot", "mermaid")
 INSTALL_HINT = (
@@ -73,6 +75,8 @@ class _Edge:
     """`on_error` or `on_limit`: taken by the runtime, not chosen (drawn dotted)."""
     resume: bool = False
     """A resumable exit: the conversation comes back (an arrowhead at both ends)."""
+    handoff: bool = False
+    """It hands the message on (`handoff: true`): a double arrowhead."""
 
 
 def dot_source(
@@ -139,14 +143,22 @@ class Scope:
         drawn = list(edges(graph, self.label_lines))
         if any(edge.target == RESUME for edge in drawn):
             lines.append(self._node_line(RESUME, RESUME_STYLE))
+        centred = hubs(graph)
         for name, state in graph.states.items():
-            lines += self._state(name, state, highlight)
-        lines += [self._edge_line(edge, highlight) for edge in drawn]
+            lines += self._state(name, state, highlight, hub=name in centred)
+        for desks in centred.values():  # side by side under their hub
+            names = [self.name(d) for d in desks]
+            if len(names) > 1 and not self.opened.intersection(names):
+                lines.append(f"  {{rank=same; {'; '.join(map(_quote, names))}}}")
+        back = ways_back(graph, centred)
+        lines += [self._edge_line(e, highlight, (e.source, e.target) in back) for e in drawn]
         return lines
 
-    def _state(self, name: str, state: AnyState, highlight: Highlight | None) -> list[str]:
+    def _state(
+        self, name: str, state: AnyState, highlight: Highlight | None, hub: bool = False
+    ) -> list[str]:
         drawn = self.name(name)
-        line = _node(drawn, state, highlight, self.ids, label=name)
+        line = _node(drawn, state, highlight, self.ids, label=name, hub=hub)
         if not isinstance(state, GraphState) or drawn not in self.opened:
             return [line]
         key = self.graphs.child_key(self.key, state.graph)
@@ -169,13 +181,17 @@ class Scope:
         attrs = f"{style}, id={_quote(node_id(drawn))}" if self.ids else style
         return f"  {_quote(drawn)} [{attrs}];"
 
-    def _edge_line(self, edge: _Edge, highlight: Highlight | None) -> str:
+    def _edge_line(self, edge: _Edge, highlight: Highlight | None, back: bool = False) -> str:
         source, target = self.name(edge.source), self.name(edge.target)
         attrs = [f"label={_quote(edge.label)}"] if edge.label else []
         look = _look(edge, highlight)
         attrs += [look] if look else []
         if edge.resume:  # there, and back where it left
             attrs.append("dir=both, arrowtail=odot")
+        if edge.handoff:  # the message goes on with it
+            attrs.append("arrowhead=veevee")
+        if back:  # back to a hub: drawn, but the hub stays above its desks
+            attrs.append("constraint=false")
         if self.ids:
             attrs.append(f"id={_quote(edge_id(source, edge.exit_id))}")
         return f"  {_quote(source)} -> {_quote(target)} [{', '.join(attrs)}];"
@@ -197,20 +213,39 @@ def edge_id(source: str, exit_id: str) -> str:
     return f"e-{quote(source, safe='')}-{quote(exit_id, safe='')}"
 
 
+def ways_back(graph: Graph, centred: dict[str, tuple[str, ...]]) -> set[tuple[str, str]]:
+    """(state, hub) of every exit back to a hub from a state the hub leads to, however
+    far: the edges that would otherwise rank a hub below its own desks."""
+    back = set()
+    for hub in centred:
+        seen, todo = {hub}, [hub]
+        while todo:
+            for target in targets_of(graph.states[todo.pop()]):
+                if target in graph.states and target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        back |= {(name, hub) for name in seen if hub in targets_of(graph.states[name])}
+    return back
+
+
 def edges(graph: Graph, lines: int | None = 2) -> Iterator[_Edge]:
     """Every declared edge: the start entries, the global exits and `limits.on_limit` (from
     `ANY`), each state's exits, `on_error` and `on_limit`; labels cut after `lines`."""
     yield from _start_edges(graph, lines)
     for exit_id, exit_ in global_exits(graph):
         label = _wrap(exit_.shown, lines=lines)
-        yield _Edge(ANY, exit_.next_state, exit_id, label, resume=exit_.resume)
+        yield _Edge(
+            ANY, exit_.next_state, exit_id, label, resume=exit_.resume, handoff=exit_.handoff
+        )
     for guard, target in graph.limits.on_limit.items():
         yield _Edge(ANY, target, limit_key(guard), limit_key(guard), route=True)
     for name, state in graph.states.items():
         routed = bool(state.exit_conditions)  # else one unnamed `next_state`
         for option in exit_options(state):
             label = _wrap(option.description, lines=lines) if routed else ""
-            yield _Edge(name, option.target, option.id, label, resume=option.resume)
+            yield _Edge(
+                name, option.target, option.id, label, resume=option.resume, handoff=option.handoff
+            )
         on_error = state.on_error
         if on_error:
             yield _Edge(name, on_error, ERROR_ROUTE, ERROR_ROUTE, route=True)
@@ -232,11 +267,18 @@ def _start_edges(graph: Graph, lines: int | None) -> Iterator[_Edge]:
 
 
 def _node(
-    name: str, state: AnyState, highlight: Highlight | None, ids: bool = False, label: str = ""
+    name: str,
+    state: AnyState,
+    highlight: Highlight | None,
+    ids: bool = False,
+    label: str = "",
+    hub: bool = False,
 ) -> str:
     shape, fill = STYLES[state.type]
     shown = label or name
     attrs = f'shape={shape}, label="{shown}\\n‹{state.type.replace("_", " ")}›", fillcolor="{fill}"'
+    if hub:  # a hub: its desks hand messages back to it
+        attrs += ", peripheries=2"
     if highlight is not None and name not in highlight.entered:
         attrs += ', color="#9ca3af", fontcolor="#6b7280", style="filled,dashed"'
     elif highlight is not None:

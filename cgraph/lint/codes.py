@@ -68,6 +68,14 @@ CODES: dict[str, str] = {
     "ask-without-collect": "A state has `ask_before_filling` but collects no slots.",
     "append-not-list": "`append:` names a slot that is not an `array` slot the state collects.",
     "unknown-graph-target": "A `file.yaml#state` target or `enter:` names no state of that file.",
+    "clarifications-unasked": (
+        "A `when:` exit reads `clarifications` in a state that never asks a clarifying"
+        " question (a silent state, or `clarify: false`), so it is never taken."
+    ),
+    "handoff-target": (
+        "A `handoff: true` exit leads to no action state of its graph, so no state reads the"
+        " message it hands on."
+    ),
     # tools (cgraph.lint.tools)
     "unknown-tool": "A side-effect state calls, or an action state offers, an undeclared tool.",
     "on-tool-exit": (

@@ -1,4 +1,5 @@
-"""Checks of the flow keys: `when:` conditions, slots, global exits, cross-graph targets.
+"""Checks of the flow keys: `when:` conditions, slots, global exits, cross-graph targets,
+hand-offs.
 
 `when` expressions are parsed, never run (`cgraph.spec.conditions`); names are checked
 against variables, slots, results and the built-in template names.
@@ -16,7 +17,16 @@ from cgraph.lint.structure import GraphContext, field_of
 from cgraph.lint.templates import allowed_names, not_returned
 from cgraph.spec import conditions, slots
 from cgraph.spec.load import did_you_mean, fix_for, parse_graph
-from cgraph.spec.model import CROSS, AnyState, ExitCondition, Graph, GraphState, Slot, is_cross
+from cgraph.spec.model import (
+    CROSS,
+    ActionState,
+    AnyState,
+    ExitCondition,
+    Graph,
+    GraphState,
+    Slot,
+    is_cross,
+)
 from cgraph.spec.read import read_file, read_text
 from cgraph.spec.templating import BUILTIN_NAMES
 from cgraph.spec.trust import GRAPH_FILE_HINT, graph_file_problem
@@ -295,6 +305,55 @@ def graph_at(file: str, texts: Mapping[Path, str] | None = None) -> Graph | None
     return graph
 
 
+def check_asking_rules(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """A deterministic exit reading `clarifications` is taken only on a step about to ask
+    once more: in a state that never asks, it is never taken."""
+    graph = ctx.graph
+    for owner, path, exit_ in _exits(graph):
+        when = exit_.when
+        if owner is None or exit_.description is not None or when is None:
+            continue
+        state = graph.states[owner]
+        if not conditions.reads_clarifications(when) or (
+            isinstance(state, ActionState) and graph.clarify_of(state) is not False
+        ):
+            continue
+        why = "`clarify: false`" if isinstance(state, ActionState) else f"type {state.type}"
+        yield ctx.diag(
+            (*path, "when"),
+            "clarifications-unasked",
+            f"`when: {when}` is never taken: it is evaluated only when `{owner}` is about to "
+            f"ask a clarifying question, which it never does ({why})",
+            (
+                "let the state ask (`clarify: true`, or a question)"
+                if isinstance(state, ActionState)
+                else "only an action state asks: put the rule on the state that asks"
+            )
+            + ", or write a condition on something else",
+            warning=True,
+        )
+
+
+def check_handoffs(ctx: GraphContext) -> Iterator[Diagnostic]:
+    """A `handoff: true` exit leads to an action state of its own graph: only a state
+    that talks reads the message it hands on."""
+    states = ctx.graph.states
+    for owner, path, exit_ in _exits(ctx.graph):
+        target = exit_.next_state
+        if not exit_.handoff or (target in states and states[target].type == "action"):
+            continue
+        kind = f" (type {states[target].type})" if target in states else ""
+        where = f"an exit of state `{owner}`" if owner is not None else "a global exit"
+        yield ctx.diag(
+            (*path, "handoff"),
+            "handoff-target",
+            f"{where} hands the message on to `{target}`{kind}: only an action state reads "
+            "a message handed to it",
+            "hand it to an action state of this graph (a hub, or the desk that answers it), "
+            "or remove `handoff: true`",
+        )
+
+
 def check_acts(ctx: GraphContext) -> Iterator[Diagnostic]:
     """A dialogue act without examples lends an exit nothing."""
     for name, act in ctx.graph.acts.items():
@@ -315,6 +374,8 @@ FLOW_CHECKS = (
     check_slots,
     check_global_exits,
     check_cross_graph,
+    check_asking_rules,
+    check_handoffs,
     check_acts,
 )
 

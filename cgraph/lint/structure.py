@@ -350,7 +350,9 @@ def _state_exits(ctx: GraphContext, name: str, state: AnyState) -> Iterator[Diag
         )
     yield from _way_out(ctx, name, state)
     seen: dict[str, int] = {}
-    targets_seen: dict[str, int] = {}
+    # One exit that hands the message on and one that does not are no duplicates: a desk
+    # goes back to its hub when it is done, and hands it a request it does not handle.
+    targets_seen: dict[tuple[str, bool], int] = {}
     for index, exit_ in enumerate(conditions):
         text = " ".join((exit_.description or "").casefold().split())
         if text and text in seen:
@@ -362,16 +364,17 @@ def _state_exits(ctx: GraphContext, name: str, state: AnyState) -> Iterator[Diag
                 "each exit needs its own condition, or the model cannot tell them apart",
             )
         seen.setdefault(text, index)
-        if exit_.next_state in targets_seen and exit_.description:
+        way = (exit_.next_state, exit_.handoff)
+        if way in targets_seen and exit_.description:
             yield ctx.diag(
                 (*base, index, "next_state"),
                 "same-target",
-                f"exits {targets_seen[exit_.next_state] + 1} and {index + 1} of state `{name}` "
+                f"exits {targets_seen[way] + 1} and {index + 1} of state `{name}` "
                 f"both lead to `{exit_.next_state}`",
                 "merge them into one exit with a broader description, if they mean the same",
                 warning=True,
             )
-        targets_seen.setdefault(exit_.next_state, index)
+        targets_seen.setdefault(way, index)
 
 
 def check_examples(ctx: GraphContext) -> Iterator[Diagnostic]:

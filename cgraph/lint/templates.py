@@ -50,6 +50,7 @@ NOT_TEMPLATES = frozenset(
         "on_tool",
         "label",
         "drop",
+        "handoff",
         "collect",
         "append",
         "except",

@@ -65,6 +65,8 @@ class ExitOption:
     """Taking it interrupts: the conversation comes back here afterwards (`resume: true`)."""
     drop: bool = False
     """Taking it closes the latest open interruption without going back (`drop: true`)."""
+    handoff: bool = False
+    """Taking it hands the message on, unanswered, to the state it leads to (`handoff: true`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +89,9 @@ class Question:
     """The state's authored text (`say:` rendered, or its actions): the reply of a chooser
     that writes none."""
     entered_this_turn: bool = False
-    """True when the newest user message already moved the conversation into this state."""
+    """True when the newest user message already moved the conversation into this state
+    (and was not handed to it unanswered by a `handoff: true` exit: then it is judged
+    against this state's exits)."""
     opening: bool = False
     """The newest user message opens the conversation and no state has answered it yet: it
     is judged against this state's exits although the state was entered this turn."""

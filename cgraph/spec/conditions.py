@@ -17,7 +17,7 @@ from jinja2 import TemplateSyntaxError, nodes
 from jinja2.parser import Parser
 
 from cgraph.errors import RenderError
-from cgraph.spec.templating import text_env, truth
+from cgraph.spec.templating import CLARIFICATIONS, text_env, truth
 
 
 @lru_cache(maxsize=2048)
@@ -48,6 +48,12 @@ def parse(source: str) -> tuple[str | None, frozenset[str]]:
     found = (expression, *expression.find_all(nodes.Name))
     names = {n.name for n in found if isinstance(n, nodes.Name) and n.ctx == "load"}
     return None, frozenset(names) - frozenset(env.globals)
+
+
+def reads_clarifications(source: str) -> bool:
+    """Whether the condition reads `clarifications`: a rule about asking once more ("after
+    two questions, hand off"), which is evaluated only on a step about to ask one."""
+    return CLARIFICATIONS in parse(source)[1]
 
 
 # Failures that mean "not yet": a slot still unset, None compared with a number.

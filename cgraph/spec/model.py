@@ -141,6 +141,13 @@ class ExitCondition:
     """Close the latest open interruption instead of going back to it ("no, forget the
     transfer"): the conversation goes on to `next_state`, and the state the interruption
     left is not taken up again (templates list the open ones as `interrupted`)."""
+    handoff: bool = False
+    """Hand the message that took this exit on to `next_state` (an action state)
+    unanswered: that state reads it as said to it, instead of first saying its own line.
+    A specialist hands a request it does not handle back to its hub, which routes it
+    again ("is my flight on time?" at the seat desk goes back to triage, which sends it to
+    the status desk), and a hub hands a request to the specialist that answers it. A
+    message is handed to a state at most once a turn."""
     label: Text | None = None
     """A few words naming the exit to the user, said after "Do you want to …" when the
     agent asks which exit was meant or to confirm one (`send money`), instead of its
@@ -635,6 +642,10 @@ class Graph:
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
+
+    def clarify_of(self, state: ActionState) -> bool | str:
+        """The state's `clarify:`, else this graph's: off, on, or the question's template."""
+        return self.clarify if state.clarify is None else state.clarify
 
     def embedding_source(self) -> str:
         """`embedding_model` as a folder path when it names one next to this file, else as

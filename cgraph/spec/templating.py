@@ -25,6 +25,8 @@ from cgraph.spec.deadline import DeadlineExceeded, deadline
 from cgraph.spec.limits import MAX_VALUE_CHARS, RENDER_SECONDS, not_utf8, too_large, unstorable
 from cgraph.spec.sandbox import BoundedSandbox, LimitExceeded, fresh_budget
 
+CLARIFICATIONS = "clarifications"
+"""The clarifying questions asked in the current state since it was entered."""
 # Names every graph template may use, besides the graph's own variables.
 BUILTIN_NAMES = frozenset(
     {
@@ -41,7 +43,7 @@ BUILTIN_NAMES = frozenset(
         "metadata",  # the current state's `message_metadata` tags
         "interrupted",  # the states open interruptions go back to, the next one last
         "resumed",  # the current state was entered this turn by a RESUME
-        "clarifications",  # clarifying questions asked in the current state
+        CLARIFICATIONS,  # clarifying questions asked in the current state
     }
 )
 

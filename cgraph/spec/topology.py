@@ -277,6 +277,21 @@ def _state_edges(name: str, state: AnyState) -> Iterator[Edge]:
             yield Edge(name, extra, label)
 
 
+def hubs(graph: Graph) -> dict[str, tuple[str, ...]]:
+    """Each hub of the graph with its desks, in declaration order: a hub is a state some
+    `handoff: true` exit leads to, with two desks or more: states it leads to that lead
+    back to it (a picture draws the hub above them, their ways back not ranking it)."""
+    leads = {name: [e.next_state for e in exits_of(s)] for name, s in graph.states.items()}
+    handed = [e.next_state for e in graph.global_exits if e.handoff]
+    handed += [e.next_state for s in graph.states.values() for e in exits_of(s) if e.handoff]
+    found = {}
+    for hub in (name for name in graph.states if name in handed):
+        desks = [t for t in leads[hub] if t != hub and hub in leads.get(t, ())]
+        if len(set(desks)) > 1:
+            found[hub] = tuple(dict.fromkeys(desks))
+    return found
+
+
 def derive(graph: Graph) -> str:
     """The topology of a graph's states, with full exit descriptions as labels."""
     lines = [

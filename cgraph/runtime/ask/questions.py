@@ -38,11 +38,6 @@ class Ask:
     """Facts a `start` question weighs (`has_memories`, `memory_count`)."""
 
 
-def clarify_setting(graph: Graph, state: ActionState) -> bool | str:
-    """The state's `clarify:`, else its graph's: off, on, or the question's template."""
-    return graph.clarify if state.clarify is None else state.clarify
-
-
 def action_ask(
     view: View, graph: Graph, state: ActionState, options: tuple[ExitOption, ...]
 ) -> Ask:
@@ -63,5 +58,5 @@ def action_ask(
         appends=tuple(n for n in state.append if n in collect),
         missing=unfilled(collect, view.variables),
         clarifying=view.asked,
-        may_clarify=clarify_setting(graph, state) is not False,
+        may_clarify=graph.clarify_of(state) is not False,
     )

@@ -207,7 +207,7 @@ class Prompter:
             objective=texts["objective"],
             stay_prototypes=tuple(t for t in shown if t),
             authored_reply=authored,
-            entered_this_turn=view.entered,
+            entered_this_turn=view.entered and not view.handed,
             opening=ask.opening,
             graph=graph.name,
             turn=view.turn,
@@ -306,7 +306,8 @@ class Prompter:
             "memories": list(view.memories),
             "notes": list(view.notes),
             "variables": view.variables,
-            "entered_this_turn": view.entered,
+            "entered_this_turn": view.entered and not view.handed,
+            "handed": view.handed,
             "message": view.message,
         }
 

@@ -13,7 +13,7 @@ from typing import Any
 from cgraph.errors import SlotValueError
 from cgraph.runtime.ask.choosing import Decided
 from cgraph.runtime.ask.exchange import engine_decision
-from cgraph.runtime.ask.questions import Ask, action_ask, clarify_setting
+from cgraph.runtime.ask.questions import Ask, action_ask
 from cgraph.runtime.ask.requests import authored_reply
 from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.corrections import ask_correction, held_back, settle
@@ -94,9 +94,9 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
     if held:  # a correction the designer wants confirmed is asked about first
         return ask_correction(ctx, graph, held, effects)
     if answer.exit == CLARIFY:
-        # Counted as asked: a rule on the count (`clarifications > 2`) is taken instead.
-        ctx = ctx.seeing(clarifications=ctx.view.clarifications + 1)
-        ruled = _ruled(ctx, graph, state, effects)
+        # About to ask once more: a rule on the questions asked so far (`clarifications
+        # >= 2`, "after two, hand off") is taken instead; no other step takes one.
+        ruled = _ruled(ctx, graph, state, effects, asking=True)
         if ruled is not None:
             return ruled
         question = _clarifying(ctx, graph, state, answer, options, None)
@@ -144,7 +144,7 @@ def _clarifying(
     the exits' descriptions, likeliest first), else the chooser's own words, else one
     naming the descriptions as they are."""
     named = [o.label or o.description for c in choice.candidates for o in options if o.id == c]
-    template = clarify_setting(graph, state)
+    template = graph.clarify_of(state)
     if isinstance(template, str):
         seen = context or template_context(ctx.view, graph, ctx.view.state_id)
         words = {**seen, "candidates": named}
@@ -231,19 +231,23 @@ def _deterministic(
     return take(option, reason, (*effects, chosen))
 
 
-def _ruled(ctx: StepContext, graph: Graph, state: ActionState, effects: Effects) -> Outcome | None:
-    """On a step where values changed under the state (a correction, a `RESUME`): the
-    first `when:` exit that holds and reads no slot still to be collected, so a rule on
-    the changed value is applied on this turn, not once the rest is filled."""
+def _ruled(
+    ctx: StepContext, graph: Graph, state: ActionState, effects: Effects, *, asking: bool = False
+) -> Outcome | None:
+    """On a step where values changed under the state (a correction, a `RESUME`), or one
+    `asking` a clarifying question: the first `when:` exit that holds and reads no slot
+    still to be collected, so a rule on the changed value (or on the questions asked) is
+    applied on this turn, not once the rest is filled."""
     if not state_exits(state).conditional:
         return None
     context = template_context(ctx.view, graph, ctx.view.state_id)
     missing = unfilled(state.collect, ctx.view.variables)
-    taken = first_rule(state.exit_conditions, context, missing)
+    taken = first_rule(state.exit_conditions, context, missing, asking=asking)
     if taken is None:
         return None
     option = exit_options(state)[taken[0]]
-    reason = f"`when: {taken[1].when}` holds on the changed values"
+    why = "instead of asking again" if asking else "on the changed values"
+    reason = f"`when: {taken[1].when}` holds {why}"
     return take(
         option, reason, (*effects, engine_decision(ctx.view.here, "action", option.id, reason))
     )

@@ -36,6 +36,7 @@ def take(
         owner,
         resume=option.resume,
         drop=option.drop,
+        handoff=option.handoff,
     )
 
 

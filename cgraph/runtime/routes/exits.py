@@ -102,6 +102,7 @@ def _option(exit_id: str, condition: ExitCondition, anywhere: bool = False) -> E
         early=anywhere or bool(condition.early),
         resume=condition.resume,
         drop=condition.drop,
+        handoff=condition.handoff,
     )
 
 
@@ -186,26 +187,41 @@ def is_deterministic(exit_: ExitCondition) -> bool:
     return exit_.description is None
 
 
+def on_asking(exit_: ExitCondition) -> bool:
+    """Whether the exit's `when:` reads `clarifications`: a rule about asking once more
+    ("after two questions, hand off"), evaluated only on a step about to ask, so the
+    answer to the last question allowed is still taken as an answer."""
+    return exit_.when is not None and conditions.reads_clarifications(exit_.when)
+
+
 def first_holding(
     exits: Sequence[ExitCondition],
     context: Mapping[str, Any],
     called: frozenset[str] = frozenset(),
 ) -> tuple[int, ExitCondition] | None:
-    """The first deterministic exit that holds, with its index among `exits`."""
+    """The first deterministic exit that holds, with its index among `exits` (never one
+    `on_asking`: no step that calls this is about to ask)."""
     for index, exit_ in enumerate(exits):
-        if is_deterministic(exit_) and holds(exit_, context, called):
+        if is_deterministic(exit_) and not on_asking(exit_) and holds(exit_, context, called):
             return index, exit_
     return None
 
 
 def first_rule(
-    exits: Sequence[ExitCondition], context: Mapping[str, Any], unknown: Sequence[str]
+    exits: Sequence[ExitCondition],
+    context: Mapping[str, Any],
+    unknown: Sequence[str],
+    *,
+    asking: bool = False,
 ) -> tuple[int, ExitCondition] | None:
     """The first deterministic `when:` exit that holds and reads none of `unknown` (slots
-    still to be collected), with its index: never the else, nor an `on_tool:` exit."""
+    still to be collected), with its index: never the else, nor an `on_tool:` exit, and
+    one `on_asking` only when the step is `asking` a clarifying question."""
     for index, exit_ in enumerate(exits):
         when = exit_.when
         if not is_deterministic(exit_) or when is None or exit_.on_tool is not None:
+            continue
+        if on_asking(exit_) and not asking:
             continue
         if not conditions.parse(when)[1].intersection(unknown) and holds(exit_, context):
             return index, exit_

@@ -109,6 +109,8 @@ class Move:
     the path it starts reaches `RESUME` (or the sub-graph it enters ends)."""
     drop: bool = False
     """The latest open interruption is closed, not gone back to (`drop: true`)."""
+    handoff: bool = False
+    """The message is handed on, unanswered, to the state entered (`handoff: true`)."""
 
 
 @dataclass(frozen=True, slots=True)

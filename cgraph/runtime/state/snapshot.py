@@ -77,6 +77,11 @@ class TurnScratch(NamedTuple):
     first state that talks reads it (it fills what it can)."""
     resumed: bool = False
     """The current state was entered this turn by the end of an interruption (`RESUME`)."""
+    handed: str = ""
+    """The state that handed this turn's message, unanswered, to the current one (a
+    `handoff: true` exit; qualified), or ""."""
+    handed_to: tuple[str, ...] = ()
+    """The states this turn's message was handed to, in order: each at most once."""
 
 
 class SessionState(NamedTuple):
@@ -178,6 +183,8 @@ class SessionState(NamedTuple):
             "clarifications": self.clarifications,
             "offered": scratch.offered,
             "resumed": scratch.resumed,
+            "handed": scratch.handed,
+            "handed_to": list(scratch.handed_to),
             "version": SNAPSHOT_VERSION,
         }
 
@@ -220,6 +227,8 @@ class SessionState(NamedTuple):
                 context=data.get("context_due"),
                 offered=bool(data.get("offered", False)),
                 resumed=bool(data.get("resumed", False)),
+                handed=str(data.get("handed", "")),
+                handed_to=tuple(data.get("handed_to", ())),
             ),
         )
 

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from cgraph.runtime.state.snapshot import HistoryMarks, SessionState
 from cgraph.spec.model import Graph
 from cgraph.spec.names import qualify
+from cgraph.spec.templating import CLARIFICATIONS
 
 
 class View(NamedTuple):
@@ -63,6 +64,9 @@ class View(NamedTuple):
     """The current state was entered this turn by a `RESUME` (`TurnScratch.resumed`)."""
     clarifications: int = 0
     """Clarifying questions asked in the current state (`SessionState.clarifications`)."""
+    handed: str = ""
+    """The state that handed this turn's message, unanswered, to the current one
+    (`TurnScratch.handed`), or ""."""
 
     @property
     def idempotency_key(self) -> str:
@@ -107,6 +111,7 @@ def view_of(
         state.waiting,
         scratch.resumed,
         state.clarifications,
+        scratch.handed,
     )
 
 
@@ -133,5 +138,5 @@ def template_context(view: View, graph: Graph, state_id: str) -> dict[str, Any]:
         "metadata": list(spec.message_metadata) if spec is not None else [],
         "interrupted": list(view.waiting),
         "resumed": view.resumed,
-        "clarifications": view.clarifications,
+        CLARIFICATIONS: view.clarifications,
     }

@@ -136,6 +136,8 @@ class Applier:
             moved["interrupts"] = True  # where it left is taken up again later
         if isinstance(outcome, Move) and outcome.drop:
             moved["drops"] = True  # the latest interruption is closed
+        if state.scratch.handed and arrival.entered:
+            moved["hands_off"] = True  # the state entered reads the message as its own
         if arrival.resumed:
             moved["resumed"] = True
         events.append(Emit("transition", moved))

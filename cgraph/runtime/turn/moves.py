@@ -10,7 +10,8 @@ A sub-graph's slots live in its frame: they start at their defaults (and what it
 those it `returns`. A `resume: true` move saves the stack first; `RESUME` (or the end of
 the sub-graph such a move entered) takes the latest saved stack up again. An interruption
 opened inside a sub-graph is closed when that sub-graph ends (there is nothing left to go
-back to), and every one when the session ends.
+back to), and every one when the session ends. A `handoff: true` move hands the turn's
+message to the state it enters (`handed`), to each state once a turn.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def move(state: SessionState, graphs: Graphs, outcome: Move) -> tuple[SessionSta
         return _cross(state, graphs, source, outcome.target)
     if outcome.target != END:
         frame = stack[-1]._replace(state=outcome.target, returned=False, resumes=outcome.resume)
-        return _arrived(state._replace(stack=(*stack[:-1], frame)), graphs, source)
+        arrived, arrival = _arrived(state._replace(stack=(*stack[:-1], frame)), graphs, source)
+        return (handed(arrived, source) if outcome.handoff else arrived), arrival
     if len(stack) > 1:  # a sub-graph ended: back to the parent's `graph` state
         return _returned(state, graphs, source)
     # The session ends: nothing is left to go back to.
@@ -94,7 +96,7 @@ def resumed(state: SessionState, source: str) -> tuple[SessionState, Arrival]:
         return state, Arrival(source, source, entered=False)
     *older, saved = state.interrupted
     back = state._replace(stack=saved, interrupted=tuple(older), turns_here=0)
-    back = back.with_scratch(entered=True, resumed=True)
+    back = back.with_scratch(entered=True, resumed=True, handed="")
     return back, Arrival(source, back.here, entered=False, resumed=True)
 
 
@@ -111,7 +113,7 @@ def _returned(state: SessionState, graphs: Graphs, source: str) -> tuple[Session
     back = routed(back, graphs, handed) if handed else back
     if parent.resumes and back.interrupted:
         return resumed(back, source)
-    back = back._replace(turns_here=0).with_scratch(entered=True, resumed=False)
+    back = back._replace(turns_here=0).with_scratch(entered=True, resumed=False, handed="")
     return back, Arrival(source, back.here, entered=False)
 
 
@@ -148,11 +150,21 @@ def _cross(
 def _arrived(state: SessionState, graphs: Graphs, source: str) -> tuple[SessionState, Arrival]:
     target = state.here
     visits = {**state.visits, target: state.visits.get(target, 0) + 1}
-    scratch = state.scratch._replace(entered=True, resumed=False)
+    scratch = state.scratch._replace(entered=True, resumed=False, handed="")
     arrived = state._replace(visits=visits, turns_here=0, clarifications=0, scratch=scratch)
     spec = current(arrived, graphs)[1]
     reset = spec.reset if spec is not None else ()
     return cleared(arrived, graphs, reset) if reset else arrived, Arrival(source, target)
+
+
+def handed(state: SessionState, source: str) -> SessionState:
+    """The state just entered reads the turn's message as said to it (`handoff: true`),
+    unless the message was handed to it already this turn: then it is entered as by any
+    exit, so two states that hand a message to each other cannot loop."""
+    scratch = state.scratch
+    if state.here in scratch.handed_to:
+        return state
+    return state.with_scratch(handed=source, handed_to=(*scratch.handed_to, state.here))
 
 
 def adopted(state: SessionState, declared: Mapping[str, Any]) -> SessionState:

@@ -7,7 +7,8 @@ import re
 from cgraph.draw.picture import Highlight, dot_source, edges
 from cgraph.runtime.routes.exits import exit_options
 from cgraph.spec.load import load_graph
-from tests.conftest import GRAPHS
+from cgraph.spec.topology import hubs
+from tests.conftest import FIXTURES, GRAPHS
 
 ASSISTANT = load_graph(GRAPHS / "assistant.yaml")
 EDGE = re.compile(r'^  "([^"]+)" -> "([^"]+)" \[(.*)\];$')
@@ -84,3 +85,19 @@ def test_resumable_exits_come_back_and_resume_is_a_node_of_its_own() -> None:
     assert '"show_contacts" -> "RESUME" [];' in dot
     plain = dot_source(load_graph(GRAPHS / "restaurant_reservation.yaml"))
     assert "RESUME" not in plain and "dir=both" not in plain
+
+
+def test_a_hub_is_drawn_above_its_desks_and_hand_offs_with_a_double_arrowhead() -> None:
+    desk = load_graph(FIXTURES / "handoff" / "help_desk.yaml")
+    assert hubs(desk) == {"triage": ("seats", "status")}  # `seats` has one desk: no hub
+    dot = dot_source(desk)
+    assert (
+        '"triage" [shape=box, label="triage\\n‹action›", fillcolor="#dbeafe", peripheries=2]' in dot
+    )
+    assert dot.count("peripheries=2") == 1 and '  {rank=same; "seats"; "status"}' in dot
+    found = {(source, target): attrs for source, target, attrs in drawn_edges(dot)}
+    unranked = {pair for pair, attrs in found.items() if "constraint=false" in attrs}
+    assert unranked == {("seats", "triage"), ("seat_changed", "triage"), ("status", "triage")}
+    handing = {pair for pair, attrs in found.items() if "arrowhead=veevee" in attrs}
+    assert handing == {("triage", "seats"), ("seats", "triage")}
+    assert "peripheries" not in dot_source(ASSISTANT) and "veevee" not in dot_source(ASSISTANT)

@@ -123,7 +123,7 @@ COUNTED = """\
 cgraph: 1
 name: counted
 start: help
-clarify: "Sorry, question {{ clarifications }}: {{ candidates | join(' or ') }}?"
+clarify: "Sorry, question {{ clarifications + 1 }}: {{ candidates | join(' or ') }}?"
 states:
   help:
     type: action
@@ -137,7 +137,7 @@ states:
         next_state: END
       - description: The customer wants the tickets sent again.
         next_state: END
-      - when: clarifications > 2
+      - when: clarifications >= 2
         next_state: person
   person:
     type: annotation
@@ -147,16 +147,31 @@ states:
 """
 
 
-def test_clarifications_count_the_questions_so_a_rule_hands_off_after_two(
+def _counted(tmp_path: Path, *answers: dict[str, object]) -> Session:
+    return Session.start(write(tmp_path, COUNTED), model=ScriptedModel({"help": list(answers)}))
+
+
+ASKED = ask("Which one?", ("END", 0.5), ("END_2", 0.4))
+UNSURE = stay("Could you say more?")
+
+
+def test_clarifications_count_the_questions_asked_so_a_rule_hands_off_after_two(
     tmp_path: Path,
 ) -> None:
-    asked = ask("Which one?", ("END", 0.5), ("END_2", 0.4))
-    unsure = stay("Could you say more?")
-    model = ScriptedModel({"help": [asked, unsure, asked, unsure, asked]})
-    session = Session.start(write(tmp_path, COUNTED), model=model)
+    session = _counted(tmp_path, ASKED, UNSURE, ASKED, UNSURE, ASKED)
     turns = [session.send(m) for m in ("tickets", "hm", "tickets", "hm")]
     assert [t.clarified for t in turns] == [True, False, True, False]
     assert turns[0].reply.startswith("Sorry, question 1: ")
     assert turns[2].reply.startswith("Sorry, question 2: ")
+    assert [t.state for t in turns] == ["help"] * 4  # two asked: the rule waits to be asked
     third = session.send("tickets")  # a third question would be asked: the rule holds
     assert third.path == ("help", "person") and third.reply == "Let me get a colleague."
+    assert any("instead of asking again" in d.reason for d in third.decisions)
+
+
+def test_the_answer_to_the_last_question_allowed_is_still_taken(tmp_path: Path) -> None:
+    session = _counted(tmp_path, ASKED, UNSURE, ASKED, go("END_2"))
+    for message in ("tickets", "hm", "tickets"):
+        session.send(message)
+    answered = session.send("send them again")  # two asked: an answer, not a hand-off
+    assert [t.exit_id for t in answered.transitions] == ["END_2"] and answered.completed

@@ -16,7 +16,9 @@ def test_a_stored_snapshot_keeps_every_field_of_the_state_and_reads_back_equal()
         dumps,
     )
 
-    scratch = TurnScratch("hi", 3, 2, 1, True, ("said",), "max_visits", "reset", True, True)
+    scratch = TurnScratch(
+        "hi", 3, 2, 1, True, ("said",), "max_visits", "reset", True, True, "a", ("b", "a")
+    )
     state = SessionState(
         stack=(Frame("", "a"), Frame("sub.yaml", "b", True, {"size": 2}, True, "3.1")),
         variables={"x": 1},
