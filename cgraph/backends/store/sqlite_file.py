@@ -147,7 +147,7 @@ def migrate(db: sqlite3.Connection, path: Path) -> None:
         )
     older = db.execute("SELECT 1 FROM sqlite_master WHERE name='events'").fetchone() is not None
     older = older and version < SCHEMA_VERSION
-    if older and "msg" not in {row[1] for row in db.execute("PRAGMA tableinfo_row(events)")}:
+    if older and "msg" not in {row[1] for row in db.execute("PRAGMA table_info(events)")}:
         db.execute("ALTER TABLE events ADD COLUMN msg INTEGER")
     # One statement at a time: `executescript` would commit the migration's transaction.
     for statement in (_SCHEMA + _INDEXES + _LEASES + SQLITE_TABLE).split(";"):
