@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -37,6 +35,7 @@ from cgraph.errors import ConfigError, SessionQuota
 from cgraph.serve.graphs import Served, load_served, unknown
 from cgraph.serve.ids import client_id, scoped
 from cgraph.serve.limits import Rate
+from cgraph.serve.opening import Opening
 from cgraph.serve.options import ServeOptions
 from cgraph.serve.problems import Problem
 from cgraph.serve.watch import Seen, Watch
@@ -60,8 +59,6 @@ Emit = Callable[[str, dict[str, Any]], None]
 PROBE_USER = "-readyz-"
 """A user no token can name: what `/readyz` asks the stores about."""
 MAX_EVENTS_PAGE = 1000
-CACHED_SESSIONS = 1000
-"""Sessions a process keeps open between requests (each checked before reuse)."""
 
 
 class Service:
@@ -72,13 +69,14 @@ class Service:
         self.served = served if served is not None else load_served(options.graphs)
         self.store = open_store(options.store, sessions_per_user=options.sessions_per_user)
         self.folder = None if is_url(options.store) else _folder(Path(options.store))
-        self._refuse_one_process_memory(self.folder)
+        _refuse_one_process_memory(options, self.served, self.store.shared, self.folder)
         self.memories = {
             name: open_memory_store(s.graph, options.memory, self.folder)
             for name, s in self.served.items()
         }
         self.rate = Rate(options.turns_per_minute)
-        self.open = OpenSessions(CACHED_SESSIONS)
+        self.opening = Opening(self.served, self.opener)
+        """The sessions kept open between requests, and how the others are opened."""
         self.tools = ToolRunner()
         """One runner for every session: its idle tool workers serve them all."""
         self.pool = ThreadPoolExecutor(options.threads, thread_name_prefix="cgraph-serve")
@@ -88,17 +86,6 @@ class Service:
         """Who is told of each turn (the log; the app adds metrics, traces, webhooks)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         """The server's event loop, once it runs (where a caller in a thread runs a turn)."""
-
-    def _refuse_one_process_memory(self, folder: Path | None) -> None:
-        embedded = [n for n, s in self.served.items() if not s.graph.memory.host]
-        if self.options.memory is not None or not embedded:
-            return
-        if self.options.workers > 1 or self.store.shared or folder is None:
-            raise ConfigError(
-                "the embedded Chroma memory is one process's; with --workers > 1 or a "
-                "PostgreSQL store give --memory chroma://HOST:PORT (a Chroma server) or "
-                f"--memory off (graphs without a memory server: {', '.join(sorted(embedded))})"
-            )
 
     # ----- sessions -----------------------------------------------------------------------
 
@@ -125,7 +112,7 @@ class Service:
                 if session.opening is not None:
                     seen.done(session.opening, session)
                     answer["turn"] = _json(session.opening, session)
-                self.open.keep(session)  # its first message finds it open
+                self.opening.keep(session)  # its first message finds it open
                 return answer
 
     async def asend(self, user: str, sid: str, text: str, key: str | None) -> dict[str, Any]:
@@ -134,15 +121,15 @@ class Service:
         statement, recall and tool run in the service's small pool."""
         with self.watch.turn(user, sid) as seen, scoped(user, sid) as kept:
             async with self._aheld(kept):
-                session, found = await self._run(self._taken, user, kept, key)
+                session, found = await _in_pool(self.pool, self.opening.taken, user, kept, key)
                 if found is not None:
-                    self.open.keep(session)
+                    self.opening.keep(session)
                     return _turn(replayed(found, text), session, replayed=True)
                 self.rate.take(user)  # a turn runs: what the rate counts
                 seen.open(session)
                 turn = await session.asend(text, key=key, pool=self.pool)
                 seen.done(turn, session)
-                self.open.keep(session)
+                self.opening.keep(session)
                 return _turn(turn, session)
 
     async def astream(self, user: str, sid: str, text: str, key: str | None, emit: Emit) -> None:
@@ -151,28 +138,28 @@ class Service:
         then one `turn`."""
         with self.watch.turn(user, sid) as seen, scoped(user, sid) as kept:
             async with self._aheld(kept):
-                session, found = await self._run(self._taken, user, kept, key)
+                session, found = await _in_pool(self.pool, self.opening.taken, user, kept, key)
                 if found is None:
                     self.rate.take(user)
                 else:
                     replayed(found, text)
                 emit("open", {})
                 if found is not None:
-                    self.open.keep(session)
+                    self.opening.keep(session)
                     emit("turn", _turn(found, session, replayed=True))
                     return
                 seen.open(session)
                 async for item in session.astream(text, key=key, pool=self.pool):
                     _emitted(item, session, seen, emit)
-                self.open.keep(session)
+                self.opening.keep(session)
 
     async def aundo(self, user: str, sid: str) -> dict[str, Any]:
         with scoped(user, sid) as kept:
             async with self._aheld(kept):
-                session, _ = await self._run(self._taken, user, kept, None)
+                session, _ = await _in_pool(self.pool, self.opening.taken, user, kept, None)
                 self.rate.take(user)
                 taken = await session.aundo(pool=self.pool)
-                self.open.keep(session)
+                self.opening.keep(session)
                 undone = _json(taken, session) if taken is not None else None
                 view = session.view
                 return {"undone": undone, "state": view.state, "turn": view.turn_number}
@@ -182,10 +169,10 @@ class Service:
         graph is served here; the user's personal and project memories stay)."""
         with scoped(user, sid) as kept:
             async with self._aheld(kept):
-                await self._run(self._deleted, user, kept)
+                await _in_pool(self.pool, self._deleted, user, kept)
 
     def _deleted(self, user: str, sid: str) -> None:
-        self.open.take(sid)
+        self.opening.drop(sid)
         name = self.opener().info(sid, user_id=user).graph_name
         self.opener(name if name in self.memories else None).delete(sid, user_id=user)
 
@@ -216,25 +203,11 @@ class Service:
             return asyncio.run_coroutine_threadsafe(function(*args), loop).result()
         return asyncio.run(function(*args))
 
-    async def _run(self, function: Callable[..., T], *args: Any) -> T:
-        """`function(*args)` in the pool, in this task's context (its watchers)."""
-        context = contextvars.copy_context()
-        call = partial(context.run, function, *args)
-        return await asyncio.get_running_loop().run_in_executor(self.pool, call)
-
-    @asynccontextmanager
-    async def _aheld(self, sid: str) -> AsyncIterator[None]:
+    def _aheld(self, sid: str) -> AbstractAsyncContextManager[None]:
         """The session's lease, waited for at most `--wait` seconds (the wait is counted),
         taken and let go in the pool, held in between by no thread."""
-        held = self.watch.held(self.store.hold(sid, wait=self.options.wait, ttl=self.options.lease))
-        await self._run(held.__enter__)
-        try:
-            yield
-        except BaseException as error:
-            if not await self._run(held.__exit__, type(error), error, error.__traceback__):
-                raise
-        else:
-            await self._run(held.__exit__, None, None, None)
+        hold = self.store.hold(sid, wait=self.options.wait, ttl=self.options.lease)
+        return _held(self.pool, self.watch.held(hold))
 
     def view(self, user: str, sid: str) -> dict[str, Any]:
         session = self.opened(user, sid)
@@ -252,7 +225,7 @@ class Service:
 
     async def aview(self, user: str, sid: str) -> dict[str, Any]:
         """`view` from the event loop (a read, in the pool)."""
-        return await self._run(self.view, user, sid)
+        return await _in_pool(self.pool, self.view, user, sid)
 
     def events(self, user: str, sid: str, after: int, limit: int) -> dict[str, Any]:
         session = self.opened(user, sid)
@@ -263,36 +236,10 @@ class Service:
     def sessions(self, user: str) -> dict[str, Any]:
         return {"sessions": [_listed(i, client_id(user, i.id)) for i in self.opener().list(user)]}
 
-    def _taken(self, user: str, sid: str, key: str | None) -> tuple[Session, Turn | None]:
-        """The session to write to, under its lease, and the turn already made for `key`:
-        the session this process kept open if the store still holds its last step, the
-        key looked up in the same read (`SessionLog.recheck`), else the session opened from
-        the store (finishing a turn a killed process left) and the key looked up after.
-        The caller keeps it open again when the request succeeds; after a failure the next
-        request opens it from the store."""
-        kept = self.open.take(sid)
-        checked = kept.log.recheck(key) if kept is not None and kept.user_id == user else None
-        if kept is not None and checked is not None and checked.current:
-            kept.recovered = None  # reported by the request that recovered it
-            return kept, checked.keyed
-        session = self._open(user, sid)
-        return session, (session.log.with_key(key) if key is not None else None)
-
     def opened(self, user: str, sid: str) -> Session:
         """`user`'s session `sid` as stored, to read: a turn left unfinished stays so."""
         with scoped(user, sid) as kept:
-            return self._open(user, kept, finish=False)
-
-    def _open(self, user: str, sid: str, *, finish: bool = True) -> Session:
-        """The session as stored, as its user's; another user's is `NotTheOwner` (404)."""
-        if len(self.served) == 1:
-            name = next(iter(self.served))
-        else:  # which graph: the stored session says (one more read)
-            name = self.opener().info(sid, user_id=user).graph_name
-        served = self.served.get(name)
-        if served is None:
-            raise Problem(409, "graph_not_served", f"session `{sid}` runs a graph not served here")
-        return self.opener(name).resume(sid, graph=served.graph, user_id=user, finish=finish)
+            return self.opening.stored(user, kept, finish=False)
 
     def opener(self, graph: str | None = None) -> Sessions:
         """The sessions of the store, opened with `graph`'s memory store (and the served
@@ -335,7 +282,7 @@ class Service:
         self.served[name] = served
         if name not in self.memories:
             self.memories[name] = open_memory_store(served.graph, self.options.memory, self.folder)
-        self.open = OpenSessions(CACHED_SESSIONS)
+        self.opening.let_go()
 
     def graphs(self) -> dict[str, Any]:
         return {"graphs": [s.as_json() for s in self.served.values()]}
@@ -348,25 +295,41 @@ class Service:
         return {"ready": True}
 
 
-class OpenSessions:
-    """Sessions kept open between requests, the least recently used let go first. A
-    session is taken out while a request uses it (under its lock, so by one request at a
-    time), and its owner and its step are checked before it is used again."""
+async def _in_pool(pool: Executor, function: Callable[..., T], *args: Any) -> T:
+    """`function(*args)` in `pool`, in this task's context (its watchers)."""
+    context = contextvars.copy_context()
+    call = partial(context.run, function, *args)
+    return await asyncio.get_running_loop().run_in_executor(pool, call)
 
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._kept: OrderedDict[str, Session] = OrderedDict()
-        self._lock = threading.Lock()
 
-    def take(self, sid: str) -> Session | None:
-        with self._lock:
-            return self._kept.pop(sid, None)
+@asynccontextmanager
+async def _held(pool: Executor, held: AbstractContextManager[Any]) -> AsyncIterator[None]:
+    """`held` entered and exited in `pool`, held in between by no thread."""
+    await _in_pool(pool, held.__enter__)
+    try:
+        yield
+    except BaseException as error:
+        if not await _in_pool(pool, held.__exit__, type(error), error, error.__traceback__):
+            raise
+    else:
+        await _in_pool(pool, held.__exit__, None, None, None)
 
-    def keep(self, session: Session) -> None:
-        with self._lock:
-            self._kept[session.id] = session
-            while len(self._kept) > self.size:
-                self._kept.popitem(last=False)
+
+def _refuse_one_process_memory(
+    options: ServeOptions, served: dict[str, Served], shared: bool, folder: Path | None
+) -> None:
+    """`ConfigError` when a served graph would keep its memories in the embedded Chroma,
+    which is one process's, while other processes serve its sessions too (or its store,
+    a URL, has no folder to keep it in)."""
+    embedded = [n for n, s in served.items() if not s.graph.memory.host]
+    if options.memory is not None or not embedded:
+        return
+    if options.workers > 1 or shared or folder is None:
+        raise ConfigError(
+            "the embedded Chroma memory is one process's; with --workers > 1 or a "
+            "PostgreSQL store give --memory chroma://HOST:PORT (a Chroma server) or "
+            f"--memory off (graphs without a memory server: {', '.join(sorted(embedded))})"
+        )
 
 
 def _on(loop: asyncio.AbstractEventLoop) -> bool:

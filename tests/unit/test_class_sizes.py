@@ -1,7 +1,7 @@
 """No class in `cgraph/` grows past ~250 lines (measured with `ast`, docstrings and
-comments included: what a reader has to hold). The few classes still over it are listed
-with their size today, and may only shrink: one that grows fails, as does one that
-shrank without its entry being lowered (so the ceiling follows it down)."""
+comments included: what a reader has to hold). None is over it today. A class listed in
+`OVER` may stay over it at its size, and may only shrink: one that grows fails, as does
+one that shrank without its entry being lowered (so the ceiling follows it down)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,9 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 LIMIT = 250
-OVER = {
-    "cgraph/backends/llm/litellm_chat.py:LiteLLMModel": 311,
-    "cgraph/backends/store/postgres.py:PostgresStore": 307,
-    "cgraph/serve/service.py:Service": 282,
-    "cgraph/backends/store/sqlite.py:SQLiteStore": 288,
-}
-"""Classes over the limit before it was measured, each at most its size then."""
+OVER: dict[str, int] = {}
+"""Classes allowed over the limit, each at most its ceiling (its size today). Empty: a
+class that passes the limit is split, not listed."""
 
 
 def class_sizes(root: Path) -> dict[str, int]:

@@ -1,10 +1,11 @@
 """litellm's model, awaited: the async driver's path to a provider (`AsyncModel`).
 
-The same requests, retry policy (`LiteLLMModel._attempts`, shared as steps), deadline and
-answer reading as the blocking path; only the waiting differs. A provider that speaks
-the OpenAI chat protocol is asked through the thin `openai_http` client (a fraction of
-litellm's CPU a call); any other through `litellm.acompletion`. A stream is read chunk by
-chunk, each read bounded by what is left of the turn's deadline.
+The same requests, retry policy (`LiteLLMModel._attempts`, shared as steps), deadline,
+mode negotiation and answer reading (`chunks.Gathered`, `responses`) as the blocking
+path; only the waiting differs. A provider that speaks the OpenAI chat protocol is asked
+through the thin `openai_http` client (a fraction of litellm's CPU a call); any other
+through `litellm.acompletion`. A stream is read chunk by chunk, each read bounded by what
+is left of the turn's deadline.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from cgraph.backends.llm.chunks import MAX_STREAMED_CHARS, chars, failed, piece
+from cgraph.backends.llm.chunks import Gathered, failed
 from cgraph.backends.llm.deadline import CallTimeout
 from cgraph.backends.llm.failures import classify
 from cgraph.backends.llm.openai_http import OpenAIHTTP, built, speaks_openai
 from cgraph.backends.llm.providers import load_litellm
+from cgraph.backends.llm.responses import answer_text
 from cgraph.errors import LLMError
 from cgraph.observe import model_call
 from cgraph.runtime.ports import LLMRequest, Whole
@@ -43,9 +45,9 @@ class Awaited:
         with model_call(self.name, request.kind, request.state, request.messages) as noted:
             before = self.calls
             response = await self._asend(request)
-            if self._forced_call_ignored(self.mode(), response, request):  # auto moved on
+            if self.negotiation.forced_call_ignored(self.mode(), response):  # auto moved on
                 response = await self._asend(request)
-            text = str(self._finished(response, request))
+            text = answer_text(response, request, self.name, self.max_tokens)
             noted.done(self.mode(), self.calls - before, response, text)
             return text
 
@@ -62,9 +64,8 @@ class Awaited:
         """The pieces as they come, then the `Whole` answer."""
         deadline = self._turn_deadline()
         response = await self._asend(request, stream=True, deadline=deadline)
-        mode, size = self.mode(), 0
-        chunks: list[Any] = []
-        names: dict[int, str] = {}
+        mode = self.mode()
+        gathered = Gathered(self.name, request, content=mode != "tool")
         reading = response.__aiter__()
         try:
             while True:
@@ -77,17 +78,10 @@ class Awaited:
                     break
                 except TimeoutError as err:
                     raise self._late() from err
-                chunks.append(chunk)
-                size += chars(chunk)
-                if size > MAX_STREAMED_CHARS:
-                    raise LLMError(
-                        f"model `{self.name}` streamed more than {MAX_STREAMED_CHARS:,} "
-                        "characters; stopped reading its answer"
-                    )
-                text = piece(chunk, request, names, content=mode != "tool")
+                text = gathered.add(chunk)
                 if text:
                     yield text
-            whole = self._chunks_built(chunks)
+            whole = self._chunks_built(gathered.chunks)
         except LLMError:
             raise
         except Exception as err:
@@ -98,11 +92,11 @@ class Awaited:
                 await close()
         if whole is None:
             raise LLMError(f"model `{self.name}` sent an empty stream")
-        if self._forced_call_ignored(mode, whole, request):  # auto moved on: ask again
+        if self.negotiation.forced_call_ignored(mode, whole):  # auto moved on: ask again
             async for again in self._astream(request, noted):
                 yield again
             return
-        text = self._finished(whole, request)
+        text = answer_text(whole, request, self.name, self.max_tokens)
         noted.done(mode, noted.attempts, whole, text)
         yield Whole(text)
 

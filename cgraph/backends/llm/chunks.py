@@ -55,3 +55,26 @@ def piece(chunk: Any, request: LLMRequest, names: dict[int, str], *, content: bo
         if names.get(index) == request.schema_name or not request.tools:
             text += str(getattr(call.function, "arguments", None) or "")
     return text + (str(getattr(delta, "content", None) or "") if content else "")
+
+
+class Gathered:
+    """A streamed answer's chunks as they are read: kept (the whole answer is built from
+    them), counted (a stream past `MAX_STREAMED_CHARS` is a runaway, stopped), and each
+    one's piece of the answer's text (`piece`)."""
+
+    def __init__(self, name: str, request: LLMRequest, *, content: bool) -> None:
+        self.name, self.request, self.content = name, request, content
+        self.chunks: list[Any] = []
+        self._names: dict[int, str] = {}
+        self._size = 0
+
+    def add(self, chunk: Any) -> str:
+        """Keep `chunk`; its piece of the answer's text, "" for none."""
+        self.chunks.append(chunk)
+        self._size += chars(chunk)
+        if self._size > MAX_STREAMED_CHARS:
+            raise LLMError(
+                f"model `{self.name}` streamed more than {MAX_STREAMED_CHARS:,} "
+                "characters; stopped reading its answer"
+            )
+        return piece(chunk, self.request, self._names, content=self.content)

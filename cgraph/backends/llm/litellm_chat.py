@@ -3,8 +3,8 @@
 The answer's JSON Schema (the exit field an enum of the state's exit ids) is sent in one
 of three modes (`cgraph.backends.llm.structured`). `auto` starts from what the provider
 is known to accept; when the server refuses that mode it tries the next one, keeps the one
-that works for the rest of the session and says so once (`notices`). Whatever comes back is
-validated by the engine, never trusted.
+that works for the rest of the session and says so once (`negotiation`, `notices`).
+Whatever comes back is validated by the engine, never trusted (`responses`).
 
 Timeouts (except against a server on this machine, which is still busy with the abandoned
 answer), rate limits, 5xx answers and connection errors are retried with exponential
@@ -16,7 +16,6 @@ so is a connection refused before any answer, naming the address nobody listens 
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import random
 import time
@@ -25,9 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from cgraph.backends.llm.awaited import Awaited, lean_client
-from cgraph.backends.llm.chunks import MAX_STREAMED_CHARS, chars, failed, piece
+from cgraph.backends.llm.chunks import MAX_STREAMED_CHARS as MAX_STREAMED_CHARS  # re-exported
+from cgraph.backends.llm.chunks import Gathered, failed
 from cgraph.backends.llm.deadline import CallTimeout, call_within, read_within
 from cgraph.backends.llm.failures import Failure, classify
+from cgraph.backends.llm.negotiation import Negotiation
 from cgraph.backends.llm.providers import (
     OPENAI_COMPATIBLE,
     Mode,
@@ -36,9 +37,9 @@ from cgraph.backends.llm.providers import (
     is_local,
     key_variable,
     load_litellm,
-    mode_order,
     provider_of,
 )
+from cgraph.backends.llm.responses import answer_text
 from cgraph.backends.llm.structured import mode_arguments, mode_messages
 from cgraph.errors import ConfigError, LLMError, UnknownModel
 from cgraph.observe import Noted, model_call
@@ -112,7 +113,9 @@ class LiteLLMModel(Awaited):
         self.api_base, self.api_key = api_base, api_key or _local_key(name, api_base)
         self.temperature, self.max_tokens, self.timeout = temperature, max_tokens, timeout
         self.retries, self.backoff, self.max_backoff = retries, backoff, max_backoff
-        self.structured, self.one_system = structured, one_system
+        self.structured = structured
+        self.negotiation = Negotiation(name, api_base, structured, one_system)
+        """The mode and the system messages the server takes, as the session learns them."""
         # An OpenAI-compatible server of one's own validates messages more strictly than
         # OpenAI: llama-cpp-python answers 500 to a tool-calling assistant message whose
         # content is null or missing, and every such server takes "".
@@ -122,11 +125,8 @@ class LiteLLMModel(Awaited):
         self.extra = dict(extra or {})
         self._completion = completion
         """Replaces `litellm.completion` (a test seam)."""
-        self._modes: tuple[Mode, ...] | None = None
         self._deadline: float | None = None
         self._warm = False
-        self._notices: list[str] = []
-        self._said_prose = False
         self.calls = 0
         """Requests sent to the provider, retries included."""
         self._lean = lean_client(self) if completion is None else None
@@ -152,46 +152,11 @@ class LiteLLMModel(Awaited):
 
     def mode(self) -> Mode:
         """How the schema is sent now: `json_schema`, `tool` or `json_object`."""
-        return self._order()[0]
-
-    def _order(self) -> tuple[Mode, ...]:
-        if self._modes is None:
-            self._modes = (self.structured,) if self.structured != "auto" else self._detect()
-        return self._modes
-
-    def _detect(self) -> tuple[Mode, ...]:
-        litellm = load_litellm()
-        try:
-            _, provider, _, _ = litellm.get_llm_provider(self.name, api_base=self.api_base)
-        except Exception:  # an unknown provider only means no capability is known for it
-            provider = provider_of(self.name)
-        schema = _supports(litellm.supports_response_schema, self.name, provider)
-        tools = _supports(litellm.supports_function_calling, self.name, provider)
-        return mode_order(provider, schema, tools, self.api_base)
-
-    def _adapt(self, failure: Failure) -> bool:
-        """Change how requests are sent after a refusal; False when nothing is left to try."""
-        if failure.meaning == "system" and not self.one_system:
-            self.one_system = True
-            self._notices.append(
-                "the server accepts only a leading system message; sending one from now on "
-                f"({failure.cause})"
-            )
-            return True
-        order = self._order()
-        if failure.meaning != "rejected" or self.structured != "auto" or len(order) < 2:
-            return False
-        self._modes = order[1:]
-        self._notices.append(
-            f"the server refused `{order[0]}` structured output ({failure.cause}); "
-            f"using `{order[1]}` for the rest of the session"
-        )
-        return True
+        return self.negotiation.mode()
 
     def notices(self) -> tuple[str, ...]:
         """What the user should hear once (a mode the server refused); then forgotten."""
-        found, self._notices = self._notices, []
-        return tuple(found)
+        return self.negotiation.notices()
 
     def begin_turn(self) -> None:
         """Start the turn's deadline: every call and retry until the next one shares it.
@@ -208,7 +173,9 @@ class LiteLLMModel(Awaited):
         mode = self.mode()
         args: dict[str, Any] = {
             "model": self.name,
-            "messages": mode_messages(mode, request, self.one_system, self.call_content),
+            "messages": mode_messages(
+                mode, request, self.negotiation.one_system, self.call_content
+            ),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "timeout": self.timeout,
@@ -226,46 +193,11 @@ class LiteLLMModel(Awaited):
         with model_call(self.name, request.kind, request.state, request.messages) as noted:
             before = self.calls
             response = self._send(request)  # in the mode it ends in: a refused one is left
-            if self._forced_call_ignored(self.mode(), response, request):  # auto moved on
+            if self.negotiation.forced_call_ignored(self.mode(), response):  # auto moved on
                 response = self._send(request)
-            text = self._finished(response, request)
+            text = answer_text(response, request, self.name, self.max_tokens)
             noted.done(self.mode(), self.calls - before, response, text)
             return text
-
-    def _forced_call_ignored(self, mode: Mode, response: Any, request: LLMRequest) -> bool:
-        """A server that takes a forced tool call and answers in prose (llama.cpp's own
-        server does): in `auto`, move to the next mode and say so (True: ask again);
-        with the mode chosen explicitly, say once what to use instead."""
-        if mode != "tool" or not _prose(response):
-            return False
-        order = self._order()
-        if self.structured == "auto" and len(order) > 1 and order[0] == "tool":
-            self._modes = order[1:]
-            self._notices.append(
-                "the server took a forced tool call (`tool` structured output) and answered "
-                f"in prose instead; using `{order[1]}` for the rest of the session"
-            )
-            return True
-        if not self._said_prose:
-            self._said_prose = True
-            self._notices.append(
-                "the server took a forced tool call (`--structured tool`) and answered in "
-                "prose instead, so its answers cannot be read; use `--structured "
-                "json_schema` (or `auto`)"
-            )
-        return False
-
-    def _finished(self, response: Any, request: LLMRequest) -> str:
-        """The answer's text; `LLMError` saying so when the server stopped it at the token
-        cap before it was whole (a JSON answer that still parses is kept)."""
-        text = _content(response, request)
-        if _finish_reason(response) == "length" and not _parses(text):
-            raise LLMError(
-                f"model `{self.name}` stopped at its cap of {self.max_tokens} tokens before its "
-                "answer was complete (finish_reason: length); raise it with --max-tokens N or "
-                "the graph's `model.max_tokens`"
-            )
-        return text
 
     def stream(self, request: LLMRequest) -> Iterator[str | Whole]:
         """`_stream`, reported to the watchers of model calls as one call."""
@@ -285,23 +217,14 @@ class LiteLLMModel(Awaited):
         deadline = self._turn_deadline()
         response = self._send(request, stream=True, deadline=deadline)
         mode = self.mode()
-        chunks: list[Any] = []
-        names: dict[int, str] = {}
-        size = 0
+        gathered = Gathered(self.name, request, content=mode != "tool")
         reading = read_within(response, lambda: deadline - self._clock())
         try:
             for chunk in reading:
-                chunks.append(chunk)
-                size += chars(chunk)
-                if size > MAX_STREAMED_CHARS:
-                    raise LLMError(
-                        f"model `{self.name}` streamed more than {MAX_STREAMED_CHARS:,} "
-                        "characters; stopped reading its answer"
-                    )
-                text = piece(chunk, request, names, content=mode != "tool")
+                text = gathered.add(chunk)
                 if text:
                     yield text
-            built = load_litellm().stream_chunk_builder(chunks)
+            built = load_litellm().stream_chunk_builder(gathered.chunks)
         except LLMError:
             raise
         except CallTimeout as err:
@@ -312,10 +235,10 @@ class LiteLLMModel(Awaited):
             reading.close()  # stops the reader, which closes the response
         if built is None:
             raise LLMError(f"model `{self.name}` sent an empty stream")
-        if self._forced_call_ignored(mode, built, request):  # auto moved on: ask again
+        if self.negotiation.forced_call_ignored(mode, built):  # auto moved on: ask again
             yield from self._stream(request, noted)
             return
-        text = self._finished(built, request)
+        text = answer_text(built, request, self.name, self.max_tokens)
         noted.done(mode, noted.attempts, built, text)
         yield Whole(text)
 
@@ -369,7 +292,7 @@ class LiteLLMModel(Awaited):
                 raise
             except Exception as err:
                 failure = classify(err)
-                if self._adapt(failure):
+                if self.negotiation.adapt(failure):
                     continue
                 delay = self._delay(attempt)
                 if not self._retry(failure, attempt, deadline - self._clock() - delay):
@@ -396,55 +319,3 @@ def _local_key(name: str, api_base: str | None) -> str | None:
     if api_base and name.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
         return "no-key"
     return None
-
-
-def _supports(check: Callable[..., bool], model: str, provider: str) -> bool:
-    try:
-        return bool(check(model=model, custom_llm_provider=provider or None))
-    except Exception:  # litellm raises for models missing from its map: assume "no"
-        return False
-
-
-def _prose(response: Any) -> bool:
-    """An answer that calls no function and is not JSON: words where a call was forced."""
-    try:
-        message = response.choices[0].message
-    except (AttributeError, IndexError, KeyError, TypeError):
-        return False
-    content = str(getattr(message, "content", None) or "").strip()
-    return not getattr(message, "tool_calls", None) and bool(content) and not _parses(content)
-
-
-def _finish_reason(response: Any) -> str | None:
-    try:
-        return str(response.choices[0].finish_reason)
-    except (AttributeError, IndexError, KeyError, TypeError):
-        return None
-
-
-def _parses(text: str) -> bool:
-    try:
-        json.loads(text, strict=False)
-    except ValueError:
-        return False
-    return True
-
-
-def _content(response: Any, request: LLMRequest) -> str:
-    """The answer's text: the message content, or the answer function's arguments; calls of
-    offered tools come back as `{"tool_calls": [{"id", "name", "arguments"}]}`."""
-    try:
-        message = response.choices[0].message
-    except (AttributeError, IndexError, KeyError, TypeError) as err:
-        raise LLMError(f"the provider's response has no message: {response!r:.200}") from err
-    calls = getattr(message, "tool_calls", None) or []
-    answer = [c for c in calls if getattr(c.function, "name", None) == request.schema_name]
-    if calls and (answer or not request.tools):  # no tools offered: the call is the answer
-        return str((answer or calls)[0].function.arguments or "")
-    if calls:
-        found = [
-            {"id": c.id, "name": c.function.name, "arguments": c.function.arguments or "{}"}
-            for c in calls
-        ]
-        return json.dumps({"tool_calls": found})
-    return str(message.content or "")

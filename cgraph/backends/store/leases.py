@@ -98,6 +98,20 @@ class Leasing(Protocol):
     def release(self, lease: Lease) -> None: ...
 
 
+class Leased:
+    """A store's `hold` (`SessionStore.hold`), the same for every store: the session's
+    lease taken through the store's `Holding` (`leases`), mixed in by each store."""
+
+    leases: Holding
+
+    @contextmanager
+    def hold(
+        self, session_id: str, *, wait: float = 0.0, ttl: float | None = None
+    ) -> Iterator[Lease]:
+        with self.leases.hold(session_id, wait, ttl) as lease:
+            yield lease
+
+
 @dataclass
 class _Held:
     lease: Lease

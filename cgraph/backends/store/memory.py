@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
-from cgraph.backends.store.leases import LEASE_SECONDS, Holding, lost
+from cgraph.backends.store.leases import LEASE_SECONDS, Holding, Leased, lost
 from cgraph.backends.store.outbox import MemoryOutbox
 from cgraph.backends.store.rows import (
     check_quota,
@@ -17,15 +16,16 @@ from cgraph.backends.store.rows import (
     in_effect,
     key_of,
     last_at,
+    missing,
     place,
     summary_row,
 )
-from cgraph.errors import SessionExists, SessionNotFound, StoreError
+from cgraph.errors import SessionExists, StoreError
 from cgraph.runtime.ports import Delivery, Lease, SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
 
 
-class InMemorySessionStore:
+class InMemorySessionStore(Leased):
     """A store that forgets everything when the process ends: for tests and throwaway runs."""
 
     shared = False
@@ -206,13 +206,6 @@ class InMemorySessionStore:
             if (holder, fence) == (lease.holder, lease.fence):
                 self._leases[lease.session_id] = (None, expires, fence)
 
-    @contextmanager
-    def hold(
-        self, session_id: str, *, wait: float = 0.0, ttl: float | None = None
-    ) -> Iterator[Lease]:
-        with self.leases.hold(session_id, wait, ttl) as lease:
-            yield lease
-
     def close(self) -> None:
         return None
 
@@ -238,5 +231,5 @@ class InMemorySessionStore:
     def _require(self, session_id: str) -> SessionInfo:
         info = self._info.get(session_id)
         if info is None:
-            raise SessionNotFound(f"no session `{session_id}` in this store")
+            raise missing(session_id, "this store")
         return info

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from cgraph.runtime.ports import SessionInfo
+from cgraph.errors import SessionNotFound
+from cgraph.runtime.ports import SessionInfo, Standing
 from cgraph.runtime.state.records import Event, message_of
 
 SCHEMA_VERSION = 4
@@ -44,6 +45,18 @@ def info_row(row: Sequence[Any], snapshot: dict[str, Any]) -> SessionInfo:
         updated_at=row[6],
     )
     return summary_row(base, snapshot, row[6])
+
+
+def missing(session_id: str, where: object) -> SessionNotFound:
+    """The one error of a store asked for a session it does not hold (`where`: the store)."""
+    return SessionNotFound(f"no session `{session_id}` in {where}")
+
+
+def standing_row(created_at: float, snapshot: dict[str, Any], turn: Any, seq: Any) -> Standing:
+    """Where a session stands, from its row and the turn and seq of a key (None when the
+    key is not in effect), as the SQL stores read them in one statement."""
+    keyed = None if turn is None else (int(turn), int(seq))
+    return Standing(created_at, snapshot.get("seq"), keyed)
 
 
 def last_at(events: Sequence[Event], default: float) -> float:

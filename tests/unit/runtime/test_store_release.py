@@ -12,6 +12,8 @@ import pytest
 from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.backends.store.sqlite import SQLiteStore
 from cgraph.errors import StoreError
+from cgraph.runtime.ports import SessionInfo
+from cgraph.runtime.state.records import trusted_event
 from cgraph.session import Session
 from tests.conftest import FIXTURES
 
@@ -91,3 +93,22 @@ def test_a_store_written_by_a_later_cgraph_is_refused_not_misread(store: Path) -
         db.execute("PRAGMA user_version=99")
     with pytest.raises(StoreError, match="layout version 99, newer than this cgraph's 4"):
         SQLiteStore(store)
+
+
+def test_a_store_of_layout_3_is_brought_to_this_layout_with_its_sessions(tmp_path: Path) -> None:
+    """A store written with message places already (layouts 2 and 3) gains only what it
+    lacks: its events keep their places and its keys stay in effect."""
+    path = tmp_path / "layout_3.sqlite"
+    store = SQLiteStore(path)
+    info = SessionInfo("s", "ann", "/g.yaml", "g", "scripted", created_at=1.0)
+    said = {"text": "hi", "state": "ask", "key": "k1", "msg": 0}
+    store.create(info, {"turn": 1}, [trusted_event(0, "s", 1, "user_message", 1.0, said)])
+    store.close()
+    with sqlite3.connect(path) as db:  # as the release before the outbox left it
+        db.execute("DROP TABLE cgraph_webhook_deliveries")
+        db.execute("PRAGMA user_version=3")
+    again = SQLiteStore(path)
+    assert [e.data["text"] for e in again.message_events("s", 0, 1)] == ["hi"]
+    assert again.turn_of_key("s", "k1") == (1, 0)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 4

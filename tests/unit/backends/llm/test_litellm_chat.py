@@ -135,7 +135,7 @@ def test_auto_moves_to_the_next_mode_once_and_remembers_it() -> None:
     refusal = Status(500, "Error code: 500 - {'error': {'message': 'response_format: bad'}}")
     completion = failing(refusal)
     chat = model(completion, structured="auto")
-    chat._modes = ("json_schema", "tool", "json_object")
+    chat.negotiation.order = ("json_schema", "tool", "json_object")
     assert chat.complete(REQUEST) == '{"exit": "b"}'
     assert chat.mode() == "tool" and chat.calls == 2
     assert "response_format" in completion.sent[0] and "tools" in completion.sent[1]
@@ -249,7 +249,7 @@ def test_a_call_that_outlives_the_deadline_is_abandoned() -> None:
 def test_offered_tools_go_beside_the_answer_and_their_calls_come_back_as_tool_calls() -> None:
     from dataclasses import replace
 
-    from cgraph.backends.llm.litellm_chat import _content
+    from cgraph.backends.llm.responses import content
 
     function = {"name": "count", "description": "", "parameters": {"type": "object"}}
     request = replace(REQUEST, tools=(function,))
@@ -261,7 +261,7 @@ def test_offered_tools_go_beside_the_answer_and_their_calls_come_back_as_tool_ca
     assert names == ["count", REQUEST.schema_name] and forced["tool_choice"] == "required"
     call = SimpleNamespace(id="c1", function=SimpleNamespace(name="count", arguments='{"n": 1}'))
     message = SimpleNamespace(content=None, tool_calls=[call])
-    answer = _content(SimpleNamespace(choices=[SimpleNamespace(message=message)]), request)
+    answer = content(SimpleNamespace(choices=[SimpleNamespace(message=message)]), request)
     assert json.loads(answer) == {
         "tool_calls": [{"id": "c1", "name": "count", "arguments": '{"n": 1}'}]
     }
