@@ -35,7 +35,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # playwright is imported where a picture is taken
+    from playwright.sync_api import ViewportSize
 
 ROOT = Path(__file__).resolve().parents[2]
 IMG = ROOT / "docs" / "img"
@@ -286,7 +289,7 @@ def studio() -> Path:
     return out
 
 
-STUDIO_VIEW = {"width": 1366, "height": 768}
+STUDIO_VIEW: ViewportSize = {"width": 1366, "height": 768}
 STUDIO_TEXT = IMG / "studio.txt"
 """What `studio.png` shows, as text: the picture's digest, then the page's words."""
 
