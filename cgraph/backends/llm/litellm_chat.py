@@ -28,6 +28,7 @@ from cgraph.backends.llm.awaited import Awaited, lean_client
 from cgraph.backends.llm.chunks import MAX_STREAMED_CHARS, chars, failed, piece
 from cgraph.backends.llm.deadline import CallTimeout, call_within, read_within
 from cgraph.backends.llm.failures import Failure, classify
+from cgraph.backends.llm.openai_http import speaks_openai
 from cgraph.backends.llm.providers import (
     OPENAI_COMPATIBLE,
     Mode,
@@ -362,6 +363,8 @@ class LiteLLMModel(Awaited):
             args = {**self.arguments(request), "timeout": remaining}
             if stream:
                 args["stream"] = True
+                if speaks_openai(self.name, self.api_base):  # its usage, as `awaited` asks
+                    args.setdefault("stream_options", {"include_usage": True})
             self.calls += 1
             try:
                 return (yield Attempt(args, remaining))
