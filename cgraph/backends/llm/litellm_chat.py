@@ -362,9 +362,7 @@ class LiteLLMModel(Awaited):
                 raise self._late()
             args = {**self.arguments(request), "timeout": remaining}
             if stream:
-                args["stream"] = True
-                if speaks_openai(self.name, self.api_base):  # its usage, as `awaited` asks
-                    args.setdefault("stream_options", {"include_usage": True})
+                args = {**_streaming(self.name, self.api_base), **args}
             self.calls += 1
             try:
                 return (yield Attempt(args, remaining))
@@ -391,6 +389,13 @@ class LiteLLMModel(Awaited):
         """Exponential backoff with "equal jitter": half fixed, half random."""
         cap = min(self.max_backoff, self.backoff * (2**attempt))
         return float(cap / 2 + self._jitter() * cap / 2)
+
+
+def _streaming(name: str, api_base: str | None) -> dict[str, Any]:
+    """The arguments of a streamed call: an OpenAI-protocol server is asked for its usage,
+    as the awaited client asks it, so a streamed call counts the provider's tokens."""
+    usage = {"stream_options": {"include_usage": True}} if speaks_openai(name, api_base) else {}
+    return {"stream": True, **usage}
 
 
 def _local_key(name: str, api_base: str | None) -> str | None:
