@@ -4,6 +4,7 @@ streams."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import textwrap
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from cgraph.backends.llm.litellm_chat import LiteLLMModel
+from cgraph.observe import ModelCall, watching
 from cgraph.runtime.ask.streaming import CallingTools, Delta, Retracted
 from cgraph.runtime.state.records import Turn
 from cgraph.session import Session
@@ -197,3 +199,34 @@ def test_prose_where_a_call_was_forced_is_never_shown_and_the_next_answer_stream
     assert turn.reply == LONG and not turn.fallback
     assert text(chunks) == LONG  # the prose ("How can I help you today?") never shown
     assert any("answered in prose" in w for w in turn.warnings)
+
+
+def _drained(session: Session, how: str) -> Turn:
+    """A streamed turn of `session`: `send_streaming` as `cgraph run` calls it, `stream` as
+    a program calls it (the turn in a worker thread), or `astream` as `cgraph serve` does."""
+    if how == "send_streaming":
+        return session.send_streaming("hi", lambda chunk: None, remember=False)
+    if how == "stream":
+        found = list(session.stream("hi", remember=False))[-1]
+    else:
+
+        async def drained() -> list[Any]:
+            return [c async for c in session.astream("hi", remember=False)]
+
+        found = asyncio.run(drained())[-1]
+    assert isinstance(found, Turn)
+    return found
+
+
+@pytest.mark.parametrize("how", ["send_streaming", "stream", "astream"])
+def test_a_streamed_call_reports_the_tokens_the_provider_counted(tmp_path: Path, how: str) -> None:
+    """What metrics and spans count of a streamed model call is the provider's usage (the
+    local server counts 10 and 5 tokens an answer), whichever path streamed it."""
+    plain = {"exit": "stay", "reason": "greeting", "reply": LONG}
+    calls: list[ModelCall] = []
+    with serve(OPENAI, answers=[plain], piece=6) as server, watching(calls.append):
+        session = Session.start(two_states(tmp_path), model="openai/m", api_base=server.base)
+        assert _drained(session, how).reply == LONG
+    assert [b["stream_options"] for b in server.bodies] == [{"include_usage": True}]
+    (call,) = calls
+    assert call.streamed and (call.prompt_tokens, call.completion_tokens) == (10, 5)

@@ -190,6 +190,17 @@ def test_an_operator_is_told_what_is_missing_meant_or_allowed(server: Server) ->
     assert (home.status_code, home.headers["location"]) == (307, "/openapi.json")
 
 
+def test_a_path_with_a_slash_more_is_no_endpoint_and_no_redirect(server: Server) -> None:
+    """No 307 to a `Location` built from the request's `Host`, before or after the token."""
+    rebound = {"host": "rebound.example"}
+    for path in ("/v1/graphs/", "/v1/sessions/", "/healthz/", "/metrics/"):
+        mine = server.client(ANN).get(path, headers=rebound)
+        for done in (mine, server.client().get(path, headers=rebound)):
+            assert done.status_code in (401, 404), (path, done.status_code, done.headers)
+            assert "location" not in done.headers, path
+        assert (mine.status_code, mine.json()["error"]["code"]) == (404, "no_route"), path
+
+
 def test_a_busy_port_is_said_alone(tmp_path: Path) -> None:
     import socket
 

@@ -130,10 +130,17 @@ def test_the_memory_extraction_is_counted_in_the_usage_and_in_its_own_series(
             "I am allergic to penicillin"
         ]
         scraped = httpx.get(f"{running.url}/metrics").text
-    calls = {
-        s.labels["purpose"]: s.value
-        for family in text_string_to_metric_families(scraped)
-        for s in family.samples
-        if s.name == "cgraph_model_calls_total"
-    }
+    samples = [s for family in text_string_to_metric_families(scraped) for s in family.samples]
+    calls = {s.labels["purpose"]: s.value for s in samples if s.name == "cgraph_model_calls_total"}
     assert calls == {"turn": 1, "extraction": 1}
+    tokens = {
+        (s.labels["purpose"], s.labels["kind"]): s.value
+        for s in samples
+        if s.name == "cgraph_model_tokens_total"
+    }
+    assert tokens == {  # as the provider counted them, not estimated
+        ("turn", "prompt"): PROMPT,
+        ("turn", "completion"): COMPLETION,
+        ("extraction", "prompt"): PROMPT,
+        ("extraction", "completion"): COMPLETION,
+    }

@@ -213,9 +213,42 @@ def test_traces_reach_an_otlp_receiver_continuing_the_clients_trace(
         s for _, s in collector.spans if s.parent_span_id == children["cgraph.step talk"].span_id
     ]
     assert call.name == f"chat scripted:{SCRIPT}"
+    said = {a.key for a in call.attributes}
+    assert not said & {"gen_ai.prompt", "gen_ai.completion"}  # no --trace-content
     resource = next(r for r, s in collector.spans if s.span_id == turn.span_id)
     names = {a.key: a.value.string_value for a in resource.attributes}
     assert names["service.name"] == "cgraph-test"
+
+
+def test_messages_reach_the_log_and_the_spans_only_when_asked(
+    tmp_path: Path, collector: Collector
+) -> None:
+    """`--log-content` and `--trace-content`; `--no-metrics` turns `/metrics` off."""
+    with serving(
+        str(GRAPHS / "talk.yaml"),
+        *("--store", str(tmp_path / "store"), "--model", f"scripted:{SCRIPT}"),
+        *("--memory", "off", "--log-format", "json", "--log-content", "--trace-content"),
+        "--no-metrics",
+        folder=tmp_path,
+        OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+        OTEL_BSP_SCHEDULE_DELAY="50",
+    ) as running:
+        client = running.client()
+        sid = client.post("/v1/sessions", json={"graph": "talk"}).json()["session"]
+        trace_id = "5cf92f3577b34da6a3ce929d0e0e4737"
+        parent = {"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"}
+        url = f"/v1/sessions/{sid}/messages"
+        said = client.post(url, json={"text": "a secret message"}, headers=parent)
+        assert said.status_code == 200
+        off = client.get("/metrics")
+        assert (off.status_code, off.json()["error"]["code"]) == (404, "metrics_off")
+        lines = log_lines(running, '"said": "a secret message"')
+        (call,) = collector.named(f"chat scripted:{SCRIPT}", trace_id)
+    turn = next(x for x in lines if x["message"] == "turn" and x.get("session") == sid)
+    assert (turn["said"], turn["reply"]) == ("a secret message", "ok")
+    attributes = {a.key: a.value.string_value for a in call.attributes}
+    assert "a secret message" in attributes["gen_ai.prompt"]
+    assert '"reply": "ok"' in attributes["gen_ai.completion"]
 
 
 BOB = "bob-token-0123456789"

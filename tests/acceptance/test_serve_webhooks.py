@@ -27,6 +27,8 @@ pytestmark = pytest.mark.slow  # real server and receiver processes
 RECEIVER = ROOT / "tests" / "servers" / "webhook_receiver.py"
 SECRET = "whsec-0123456789abcdef"
 EVENTS = "session.started,turn.committed,session.completed"
+HOOK_SECONDS = 2.0
+"""How long a delivery waits for the receiver's answer."""
 
 
 class Receiver:
@@ -87,7 +89,7 @@ def serve(
     store: str, receiver: Receiver, folder: Path, *, events: str = EVENTS, script: Path = SCRIPT
 ) -> Server:
     wanted = f" events={events}" if events else ""
-    hook = f"{receiver.url}{wanted} secret=env:HOOK_SECRET timeout=1 backoff=0.1"
+    hook = f"{receiver.url}{wanted} secret=env:HOOK_SECRET timeout={HOOK_SECONDS:g} backoff=0.1"
     return start(
         str(GRAPHS / "talk.yaml"),
         *("--store", store, "--memory", "off", "--model", f"scripted:{script}"),
@@ -120,9 +122,12 @@ def test_every_event_arrives_signed_through_failures_timeouts_and_restarts(
         assert failing[0]["status"] == "pending" and failing[0]["attempts"] >= 1
         receiver.mode("slow")
         waited(
-            lambda: any(d["last_error"] == "no answer within 1 s" for d in deliveries(server)),
+            lambda: any(d["last_error"] == "no answer within 2 s" for d in deliveries(server)),
             "a delivery that timed out",
         )
+        began = time.monotonic()  # a turn while its deliveries hang: it waits for none
+        assert client.post(f"/v1/sessions/{sid}/messages", json={"text": "on"}).status_code == 200
+        assert time.monotonic() - began < HOOK_SECONDS * 0.75
         receiver.kill()
         server.stop(signal.SIGKILL)  # what was not delivered waits in the store
         server = serve(store, receiver, tmp_path)
@@ -134,15 +139,15 @@ def test_every_event_arrives_signed_through_failures_timeouts_and_restarts(
         )
         receiver.start("ok")
         done = waited(
-            lambda: (found := deliveries(server, status="delivered")) and len(found) == 3 and found,
+            lambda: (found := deliveries(server, status="delivered")) and len(found) == 4 and found,
             "every delivery",
         )
     finally:
         server.stop(signal.SIGKILL)
-    assert deliveries_by_type(done) == {"session.started": 1, "turn.committed": 2}
+    assert deliveries_by_type(done) == {"session.started": 1, "turn.committed": 3}
     assert all(d["event"]["session"] == sid and d["event"]["user"] == "local" for d in done)
     turns = sorted(d["event"]["data"]["turn"] for d in done if d["type"] == "turn.committed")
-    assert turns == [1, 2]
+    assert turns == [1, 2, 3]
     received = receiver.received()
     assert all(r["valid"] and r["header_id"] == r["id"] for r in received)
     assert {r["mode"] for r in received} == {"fail", "slow", "ok"}

@@ -1,8 +1,9 @@
 """No other web page can drive the studio or a token-less server: a page on another local
 port, in a real Chromium, sends the "simple" requests a browser sends without asking
 (`text/plain` and form POSTs, `no-cors`) to create a session with an id it picks, talk to
-it, undo, reload the graph and save a test case; none of it happens. A rebound name in
-`Host` reads nothing, and the studio's own endpoints want this launch's secret."""
+it, undo, reload the graph and save a test case; none of it happens, against the studio
+and against a plain `cgraph serve` without tokens. A rebound name in `Host` reads
+nothing, and the studio's own endpoints want this launch's secret."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import http.server
 import shutil
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +25,13 @@ from tests.studio import Studio, browser_page, studio_process
 PLANTED = "planted"
 ATTACK = """<!doctype html><title>elsewhere</title><body>
 <form id="f" method="post" enctype="text/plain" target="sink">
-<input name='{"graph":"medical_checkin","session_id":"formed","x":"' value='"}'></form>
+<input name='{"graph":"GRAPH","session_id":"formed","x":"' value='"}'></form>
 <iframe name="sink"></iframe><script>
 const to = "TARGET";
 const plain = (path, body) => fetch(to + path, {method: "POST", mode: "no-cors",
   headers: {"content-type": "text/plain"}, body}).catch(() => null);
 (async () => {
-  await plain("/v1/sessions", JSON.stringify({graph: "medical_checkin", session_id: "PLANTED"}));
+  await plain("/v1/sessions", JSON.stringify({graph: "GRAPH", session_id: "PLANTED"}));
   await plain("/v1/sessions/PLANTED/messages", JSON.stringify({text: "Hi, I'm ready"}));
   await plain("/v1/sessions/PLANTED/messages:stream", JSON.stringify({text: "chest pain"}));
   const bare = {method: "POST", mode: "no-cors"};
@@ -56,17 +58,18 @@ def studio(folder: Path) -> Iterator[Studio]:
         yield running
 
 
-@pytest.fixture(scope="module")
-def elsewhere(studio: Studio) -> Iterator[str]:
-    """A page served on another local port, aimed at the studio."""
-    page = ATTACK.replace("TARGET", studio.url).replace("PLANTED", PLANTED).encode()
+@contextmanager
+def attacking(target: str, graph: str) -> Iterator[str]:
+    """The address of a page served on another local port, aimed at `target`."""
+    page = ATTACK.replace("TARGET", target).replace("PLANTED", PLANTED)
+    page_bytes = page.replace("GRAPH", graph).encode()
 
     class Page(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/html")
             self.end_headers()
-            self.wfile.write(page)
+            self.wfile.write(page_bytes)
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -74,8 +77,16 @@ def elsewhere(studio: Studio) -> Iterator[str]:
     port = free_port()
     served = http.server.ThreadingHTTPServer(("127.0.0.1", port), Page)
     threading.Thread(target=served.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{port}/"
-    served.shutdown()
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        served.shutdown()
+
+
+@pytest.fixture(scope="module")
+def elsewhere(studio: Studio) -> Iterator[str]:
+    with attacking(studio.url, "medical_checkin") as address:
+        yield address
 
 
 def test_a_page_on_another_port_cannot_drive_the_studio(
@@ -91,6 +102,26 @@ def test_a_page_on_another_port_cannot_drive_the_studio(
     assert sorted(p.name for p in folder.glob("*.yaml")) == ["medical_checkin.yaml"]  # no test file
     assert (folder / "medical_checkin.yaml").read_text() == graph
     assert "Traceback" not in studio.output()
+
+
+def test_a_page_on_another_port_cannot_drive_a_server_without_tokens(
+    chromium: Any, tmp_path: Path
+) -> None:
+    from tests.serving import GRAPHS as SERVED
+    from tests.serving import SCRIPT, serving
+
+    options = ("--store", str(tmp_path / "s"), "--memory", "off", "--model", f"scripted:{SCRIPT}")
+    with (
+        serving(str(SERVED / "talk.yaml"), *options, folder=tmp_path) as running,
+        attacking(running.url, "talk") as address,
+        browser_page(chromium, 20_000) as page,
+    ):
+        page.goto(address)
+        page.wait_for_selector("body[data-done='1']")
+        client = running.client()
+        assert client.get("/v1/sessions").json()["sessions"] == []
+        assert client.get(f"/v1/sessions/{PLANTED}").status_code == 404
+        assert "Traceback" not in running.output()
 
 
 def test_the_studio_still_opens_through_its_address(chromium: Any, studio: Studio) -> None:

@@ -29,6 +29,7 @@ from cgraph.backends.llm.chunks import Gathered, failed
 from cgraph.backends.llm.deadline import CallTimeout, call_within, read_within
 from cgraph.backends.llm.failures import Failure, classify
 from cgraph.backends.llm.negotiation import Negotiation
+from cgraph.backends.llm.openai_http import speaks_openai
 from cgraph.backends.llm.providers import (
     OPENAI_COMPATIBLE,
     Mode,
@@ -284,7 +285,7 @@ class LiteLLMModel(Awaited):
                 raise self._late()
             args = {**self.arguments(request), "timeout": remaining}
             if stream:
-                args["stream"] = True
+                args = {**_streaming(self.name, self.api_base), **args}
             self.calls += 1
             try:
                 return (yield Attempt(args, remaining))
@@ -311,6 +312,13 @@ class LiteLLMModel(Awaited):
         """Exponential backoff with "equal jitter": half fixed, half random."""
         cap = min(self.max_backoff, self.backoff * (2**attempt))
         return float(cap / 2 + self._jitter() * cap / 2)
+
+
+def _streaming(name: str, api_base: str | None) -> dict[str, Any]:
+    """The arguments of a streamed call: an OpenAI-protocol server is asked for its usage,
+    as the awaited client asks it, so a streamed call counts the provider's tokens."""
+    usage = {"stream_options": {"include_usage": True}} if speaks_openai(name, api_base) else {}
+    return {"stream": True, **usage}
 
 
 def _local_key(name: str, api_base: str | None) -> str | None:

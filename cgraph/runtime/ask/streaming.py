@@ -21,6 +21,7 @@ never shown to the user, so they are asked whole.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -192,7 +193,9 @@ def run_streamed(
         except BaseException as err:  # handed to the caller's thread
             chunks.put(("error", err))
 
-    worker = threading.Thread(target=work, name="cgraph-stream", daemon=True)
+    # the turn's thread runs in a copy of the caller's context: its watchers of model calls
+    context = contextvars.copy_context()
+    worker = threading.Thread(target=context.run, args=(work,), name="cgraph-stream", daemon=True)
     worker.start()
     while True:
         kind, value = chunks.get()
