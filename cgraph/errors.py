@@ -95,6 +95,14 @@ class SessionBusy(SessionError):
     """Another turn of the session is running (in this process or another) and did not end
     within the wait allowed; nothing was done."""
 
+    @classmethod
+    def of(cls, session_id: str) -> SessionBusy:
+        """The one error a busy session gets, wherever its wait ran out."""
+        return cls(
+            f"session `{session_id}` is busy with another turn (in this process or another); "
+            "try again when it is done"
+        )
+
 
 class TransitionError(CgraphError):
     """A transition the graph does not declare was attempted; it was not applied."""

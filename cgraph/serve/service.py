@@ -22,22 +22,24 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cgraph.errors import ConfigError, SessionQuota
+from cgraph.errors import ConfigError, SessionBusy, SessionQuota
 from cgraph.serve.graphs import Served, load_served, unknown
 from cgraph.serve.ids import client_id, scoped
 from cgraph.serve.limits import Rate
 from cgraph.serve.opening import Opening
 from cgraph.serve.options import ServeOptions
 from cgraph.serve.problems import Problem
+from cgraph.serve.queues import Queues
 from cgraph.serve.watch import Seen, Watch
 from cgraph.session import (
     CallingTools,
@@ -82,6 +84,8 @@ class Service:
         self.pool = ThreadPoolExecutor(options.threads, thread_name_prefix="cgraph-serve")
         """Where a turn on the event loop runs its short blocking work: store statements,
         the session's lock, recalls and tools (`--threads` of them)."""
+        self.queues = Queues()
+        """The messages waiting on each session here, first come, first served."""
         self.watch = Watch()
         """Who is told of each turn (the log; the app adds metrics, traces, webhooks)."""
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -203,11 +207,22 @@ class Service:
             return asyncio.run_coroutine_threadsafe(function(*args), loop).result()
         return asyncio.run(function(*args))
 
-    def _aheld(self, sid: str) -> AbstractAsyncContextManager[None]:
-        """The session's lease, waited for at most `--wait` seconds (the wait is counted),
-        taken and let go in the pool, held in between by no thread."""
-        hold = self.store.hold(sid, wait=self.options.wait, ttl=self.options.lease)
-        return _held(self.pool, self.watch.held(hold))
+    @asynccontextmanager
+    async def _aheld(self, sid: str) -> AsyncIterator[None]:
+        """The session's lease within `--wait` seconds (the wait counted): first the head of
+        this process's queue for it, waited for on the loop in the order the messages came,
+        then the store's lease, taken and let go in the pool; held in between by no thread."""
+        clock, queued = time.perf_counter(), False
+        try:
+            async with self.queues.first(sid, self.options.wait) as left:
+                queued = True
+                hold = self.store.hold(sid, wait=left, ttl=self.options.lease)
+                async with _held(self.pool, self.watch.held(hold, since=clock)):
+                    yield
+        except SessionBusy:
+            if not queued:
+                self.watch.gave_up(clock)
+            raise
 
     def view(self, user: str, sid: str) -> dict[str, Any]:
         session = self.opened(user, sid)

@@ -207,9 +207,12 @@ class Watch:
             _safely(part.started, graph, session, user)
 
     @contextmanager
-    def held(self, hold: AbstractContextManager[object]) -> Iterator[None]:
-        """`hold` (a session's lease), its wait timed and a busy session (409) counted."""
-        clock, entered = time.perf_counter(), False
+    def held(
+        self, hold: AbstractContextManager[object], since: float | None = None
+    ) -> Iterator[None]:
+        """`hold` (a session's lease), its wait timed (from `since`, a `perf_counter` time,
+        when the wait began before) and a busy session (409) counted."""
+        clock, entered = time.perf_counter() if since is None else since, False
         try:
             with hold:
                 entered = True
@@ -217,9 +220,14 @@ class Watch:
                     self.metrics.waited(time.perf_counter() - clock, busy=False)
                 yield
         except SessionBusy:
-            if not entered and self.metrics is not None:
-                self.metrics.waited(time.perf_counter() - clock, busy=True)
+            if not entered:
+                self.gave_up(clock)
             raise
+
+    def gave_up(self, since: float) -> None:
+        """A wait for a session's lease, begun at `since`, ran out: a 409 counted."""
+        if self.metrics is not None:
+            self.metrics.waited(time.perf_counter() - since, busy=True)
 
 
 @contextmanager

@@ -42,10 +42,7 @@ LOG = logging.getLogger("cgraph.store")
 
 def busy(session_id: str) -> SessionBusy:
     """The one error a store raises when another holder keeps the session."""
-    return SessionBusy(
-        f"session `{session_id}` is busy with another turn (in this process or another); "
-        "try again when it is done"
-    )
+    return SessionBusy.of(session_id)
 
 
 def lost(session_id: str, fence: int | None) -> LeaseLost:
