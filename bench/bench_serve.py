@@ -894,9 +894,11 @@ def main() -> None:
     ]
     notes: list[str] = []
     try:
-        against = [None, *([compared] if compared else [])]
+        # With --compare, each row runs A B B A: whichever server runs first on a fresh
+        # PostgreSQL pays for its cold start (a first-run penalty measured up to 1.5x).
+        against = [None, compared, compared, None] if compared else [None]
         for processes in args.processes:
-            for served in against:  # this checkout, then the other, at each row
+            for served in against:
                 row, *more = run_pg(pg, folder, processes, args.sessions, args.turns, served)
                 rows.append(row)
                 rows += [m for m in more if m.startswith("|")]
