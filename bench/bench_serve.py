@@ -146,7 +146,14 @@ class Serve:
             log = (folder / f"serve-{port}.log").open("wb")
             env = {**os.environ, "PYTHONPATH": str(source or ROOT)}  # which cgraph serves
             self.processes.append(
-                subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder, env=env)
+                subprocess.Popen(
+                    command,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=folder,
+                    env=env,
+                    start_new_session=True,  # its workers in its group, killed with it
+                )
             )
             self.urls.append(f"http://127.0.0.1:{port}")
         for url in self.urls:
@@ -157,6 +164,8 @@ class Serve:
             if process.poll() is None:
                 process.send_signal(signal.SIGKILL)
                 process.wait()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)  # the orphaned --workers
 
 
 def _free_port() -> int:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,16 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        kill_group(self.process.pid)
         return int(self.process.returncode)
+
+
+def kill_group(leader: int) -> None:
+    """Whatever is left of a process group: the workers of a `--workers N` server whose
+    supervisor was killed with -9 (orphans that would go on serving, and taking the cores,
+    for the rest of the run)."""
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(leader, signal.SIGKILL)
 
 
 def start(*args: str, folder: Path, ready: bool = True, **env: str) -> Server:
@@ -65,7 +75,12 @@ def start(*args: str, folder: Path, ready: bool = True, **env: str) -> Server:
     command = [sys.executable, "-m", "cgraph", "serve", *args, "--port", str(port)]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=environment(**env)
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=environment(**env),
+            start_new_session=True,  # its workers in its group, stopped with it
         )
     server = Server(process, f"http://127.0.0.1:{port}", log)
     if ready:
