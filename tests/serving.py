@@ -26,6 +26,21 @@ SLOW = SERVE / "slow.yaml"
 STARTING_SECONDS = 60.0
 
 
+def store_of(request: Any, folder: Path) -> str:
+    """The store of a test parametrized `sqlite` or `postgresql`: a folder in `folder`, or
+    a fresh database of the run's PostgreSQL (the `postgres` fixture)."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("postgres").database())
+    return str(folder / "store")
+
+
+def tokens_file(folder: Path, users: dict[str, str]) -> Path:
+    """A `--tokens` file in `folder`: each token and the user it names."""
+    path = folder / "tokens"
+    path.write_text("".join(f"{token} {user}\n" for token, user in users.items()))
+    return path
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

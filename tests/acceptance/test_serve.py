@@ -357,11 +357,10 @@ def test_beyond_the_cap_on_requests_in_flight_a_message_gets_503_and_retry_after
 def test_reads_in_flight_never_count_against_the_cap_on_writes(tmp_path: Path) -> None:
     """Under `--max-in-flight 1`, clients polling a session while another sends must not
     push the messages out: the cap bounds the turns a process carries, not its reads."""
-    running = start(
+    with serving(
         str(GRAPHS / "talk.yaml"), "--store", str(tmp_path / "s"), "--memory", "off",
         "--model", f"scripted:{SCRIPT}", "--max-in-flight", "1", folder=tmp_path,
-    )  # fmt: skip
-    try:
+    ) as running:  # fmt: skip
         client = running.client()
         sid = created(client)["session"]
         polling = threading.Event()
@@ -385,8 +384,6 @@ def test_reads_in_flight_never_count_against_the_cap_on_writes(tmp_path: Path) -
             for reader in readers:
                 reader.join(10)
         assert sent == [200] * 20 and len(polled) > 20 and set(polled) == {200}
-    finally:
-        running.stop(signal.SIGKILL)
 
 
 def test_a_new_user_serves_the_example_graphs_and_chats(tmp_path: Path) -> None:

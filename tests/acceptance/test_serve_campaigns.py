@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.serving import GRAPHS, SLOW, Server, serving
+from tests.serving import GRAPHS, SLOW, Server, serving, store_of, tokens_file
 
 pytestmark = pytest.mark.slow  # real server processes
 
@@ -32,11 +32,8 @@ def server(
 ) -> Iterator[Server]:
     """The slow model (1.5 s a turn): a client can hang up while its turn runs."""
     folder = tmp_path_factory.mktemp(f"campaigns-{request.param}")
-    store = str(folder / "store")
-    if request.param == "postgresql":
-        store = request.getfixturevalue("postgres").database()
-    tokens = folder / "tokens"
-    tokens.write_text(f"{ANN} ann\n{BOB} bob\n")
+    store = store_of(request, folder)
+    tokens = tokens_file(folder, {ANN: "ann", BOB: "bob"})
     with serving(
         str(GRAPHS / "talk.yaml"), "--store", store, "--memory", "off",
         "--model", f"scripted:{SLOW}", "--tokens", str(tokens),

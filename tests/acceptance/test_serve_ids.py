@@ -17,7 +17,7 @@ import pytest
 
 from cgraph.session import Sessions
 from cgraph.wiring.stores import open_store
-from tests.serving import GRAPHS, SCRIPT, Server, events, free_port, serving
+from tests.serving import GRAPHS, SCRIPT, Server, events, free_port, serving, store_of
 
 pytestmark = pytest.mark.slow  # a real server process on each store
 
@@ -26,9 +26,7 @@ ANN, BOB = "ann-token-0123456789", "bob-token-0123456789"
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path_factory.mktemp("ids") / "store")
-    return str(request.getfixturevalue("postgres").database())
+    return store_of(request, tmp_path_factory.mktemp("ids"))
 
 
 @pytest.fixture(scope="module")

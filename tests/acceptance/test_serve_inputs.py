@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.serving import GRAPHS, SCRIPT, Server, serving
+from tests.serving import GRAPHS, SCRIPT, Server, serving, store_of, tokens_file
 
 pytestmark = pytest.mark.slow
 
@@ -29,11 +29,8 @@ def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp(f"inputs-{request.param}")
-    store = str(folder / "store")
-    if request.param == "postgresql":
-        store = request.getfixturevalue("postgres").database()
-    tokens = folder / "tokens"
-    tokens.write_text(f"{ANN} ann\n{CY} cy\n")
+    store = store_of(request, folder)
+    tokens = tokens_file(folder, {ANN: "ann", CY: "cy"})
     with serving(
         TALK, "--store", store, "--memory", "off", "--model", f"scripted:{SCRIPT}",
         "--tokens", str(tokens), "--turns-per-minute", "1000",

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.commands import environment
-from tests.serving import GRAPHS, SCRIPT, SERVE, Server, serving
+from tests.serving import GRAPHS, SCRIPT, SERVE, Server, serving, store_of, tokens_file
 
 pytestmark = pytest.mark.slow
 
@@ -30,11 +30,8 @@ EXAMPLES = os.environ.get("CGRAPH_SCHEMATHESIS_EXAMPLES", "10")
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
-    store = str(tmp_path / "store")
-    if request.param == "postgresql":
-        store = request.getfixturevalue("postgres").database()
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"{TOKEN} ann\n")
+    store = store_of(request, tmp_path)
+    tokens = tokens_file(tmp_path, {TOKEN: "ann"})
     with serving(
         str(GRAPHS / "talk.yaml"), "--store", store, "--memory", "off",
         "--model", f"scripted:{SCRIPT}", "--tokens", str(tokens),
