@@ -630,6 +630,10 @@ class Lease:
     fence: int
     expires: float
     """When it lapses unless renewed, in seconds on the store's clock."""
+    standing: Standing | None = field(default=None, compare=False)
+    """Where the session stood when the lease was taken, read in the same statement
+    (`acquire(key=…)`): what a front end checks next, without a second read. None when
+    the session is not stored."""
 
 
 @runtime_checkable
@@ -728,10 +732,11 @@ class SessionStore(Protocol):
         forgotten); False when there was none."""
         ...
 
-    def acquire(self, session_id: str, *, ttl: float) -> Lease | None:
+    def acquire(self, session_id: str, *, ttl: float, key: str | None = None) -> Lease | None:
         """Take the session's lease for `ttl` seconds when no one holds it (or its holder's
         lapsed), in one short statement: the new lease, its fence above every earlier
-        one; None while another's is in force. The session need not exist yet."""
+        one, and the session's `standing` (with `key`'s turn) read with it; None while
+        another's is in force. The session need not exist yet."""
         ...
 
     def renew(self, leases: Sequence[Lease], *, ttl: float) -> list[Lease]:
@@ -744,7 +749,12 @@ class SessionStore(Protocol):
         ...
 
     def hold(
-        self, session_id: str, *, wait: float = 0.0, ttl: float | None = None
+        self,
+        session_id: str,
+        *,
+        wait: float = 0.0,
+        ttl: float | None = None,
+        key: str | None = None,
     ) -> AbstractContextManager[Lease]:
         """The session's one writer: while the context is open this store holds its lease
         (`acquire`, renewed in the background, let go at the end), so no other holder — in
@@ -752,7 +762,8 @@ class SessionStore(Protocol):
         seconds, first come first served within the process, then raises `SessionBusy`. A
         holder that dies stops renewing: its lease lapses after `ttl` seconds (a store on
         one machine also lets a dead process's lease go at once). A turn, an undo and a
-        delete run inside it."""
+        delete run inside it. The lease carries the session's `standing` as it was taken
+        (and `key`'s turn, the key of the message it is taken for)."""
         ...
 
     def outbox(self) -> Outbox:

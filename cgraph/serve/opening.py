@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from cgraph.serve.graphs import Served
 from cgraph.serve.problems import Problem
-from cgraph.session import Session, Sessions, Turn
+from cgraph.session import Session, Sessions, Standing, Turn
 
 CACHED_SESSIONS = 1000
 """Sessions a process keeps open between requests (each checked before reuse)."""
@@ -26,20 +26,38 @@ class Opening:
         self.served, self.opener = served, opener
         self._kept = OpenSessions(CACHED_SESSIONS)
 
-    def taken(self, user: str, sid: str, key: str | None) -> tuple[Session, Turn | None]:
+    def taken(
+        self, user: str, sid: str, key: str | None, stood: Standing | None = None
+    ) -> tuple[Session, Turn | None]:
         """The session to write to, under its lease, and the turn already made for `key`:
         the session this process kept open if the store still holds its last step, the
         key looked up in the same read (`SessionLog.recheck`), else the session opened from
         the store (finishing a turn a killed process left) and the key looked up after.
         The caller keeps it open again when the request succeeds; after a failure the next
-        request opens it from the store."""
+        request opens it from the store. `stood` is where the store said the session
+        stood when its lease was taken (asked with `key`), if it did."""
         kept = self._kept.take(sid)
-        checked = kept.log.recheck(key) if kept is not None and kept.user_id == user else None
+        mine = kept is not None and kept.user_id == user
+        checked = kept.log.recheck(key, stood) if kept is not None and mine else None
         if kept is not None and checked is not None and checked.current:
             kept.recovered = None  # reported by the request that recovered it
             return kept, checked.keyed
         session = self.stored(user, sid)
         return session, (session.log.with_key(key) if key is not None else None)
+
+    def current(self, user: str, sid: str, stood: Standing | None) -> Session | None:
+        """The session this process kept open, when `stood` (read with its lease) says the
+        store still holds its last step and no turn was made for the message's key: taken
+        without a read, so on the event loop. None: `taken` decides, in the pool."""
+        if stood is None or stood.keyed is not None:
+            return None
+        kept = self._kept.take(sid)
+        if kept is not None and kept.user_id == user and kept.log.recheck(None, stood).current:
+            kept.recovered = None
+            return kept
+        if kept is not None:
+            self._kept.keep(kept)  # `taken` looks at it again
+        return None
 
     def stored(self, user: str, sid: str, *, finish: bool = True) -> Session:
         """The session as stored, as its user's; another user's is `NotTheOwner` (404)."""

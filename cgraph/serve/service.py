@@ -45,6 +45,7 @@ from cgraph.session import (
     CallingTools,
     Chunk,
     Delta,
+    Lease,
     Retracted,
     Session,
     SessionInfo,
@@ -124,8 +125,8 @@ class Service:
         turn waiting on it holds no thread; opening the session, the lease and every store
         statement, recall and tool run in the service's small pool."""
         with self.watch.turn(user, sid) as seen, scoped(user, sid) as kept:
-            async with self._aheld(kept):
-                session, found = await _in_pool(self.pool, self.opening.taken, user, kept, key)
+            async with self._aheld(kept, key) as lease:
+                session, found = await _taken(self.opening, self.pool, user, kept, key, lease)
                 if found is not None:
                     self.opening.keep(session)
                     return _turn(replayed(found, text), session, replayed=True)
@@ -141,8 +142,8 @@ class Service:
         open (nothing before it was said to the client), `delta`s, `retracted`, `tools`,
         then one `turn`."""
         with self.watch.turn(user, sid) as seen, scoped(user, sid) as kept:
-            async with self._aheld(kept):
-                session, found = await _in_pool(self.pool, self.opening.taken, user, kept, key)
+            async with self._aheld(kept, key) as lease:
+                session, found = await _taken(self.opening, self.pool, user, kept, key, lease)
                 if found is None:
                     self.rate.take(user)
                 else:
@@ -159,8 +160,8 @@ class Service:
 
     async def aundo(self, user: str, sid: str) -> dict[str, Any]:
         with scoped(user, sid) as kept:
-            async with self._aheld(kept):
-                session, _ = await _in_pool(self.pool, self.opening.taken, user, kept, None)
+            async with self._aheld(kept) as lease:
+                session, _ = await _taken(self.opening, self.pool, user, kept, None, lease)
                 self.rate.take(user)
                 taken = await session.aundo(pool=self.pool)
                 self.opening.keep(session)
@@ -208,17 +209,18 @@ class Service:
         return asyncio.run(function(*args))
 
     @asynccontextmanager
-    async def _aheld(self, sid: str) -> AsyncIterator[None]:
+    async def _aheld(self, sid: str, key: str | None = None) -> AsyncIterator[Lease]:
         """The session's lease within `--wait` seconds (the wait counted): first the head of
         this process's queue for it, waited for on the loop in the order the messages came,
-        then the store's lease, taken and let go in the pool; held in between by no thread."""
+        then the store's lease, taken and let go in the pool; held in between by no thread.
+        The lease carries where the session stood (and `key`'s turn)."""
         clock, queued = time.perf_counter(), False
         try:
             async with self.queues.first(sid, self.options.wait) as left:
                 queued = True
-                hold = self.store.hold(sid, wait=left, ttl=self.options.lease)
-                async with _held(self.pool, self.watch.held(hold, since=clock)):
-                    yield
+                hold = self.store.hold(sid, wait=left, ttl=self.options.lease, key=key)
+                async with _held(self.pool, self.watch.held(hold, since=clock)) as lease:
+                    yield lease
         except SessionBusy:
             if not queued:
                 self.watch.gave_up(clock)
@@ -310,6 +312,16 @@ class Service:
         return {"ready": True}
 
 
+async def _taken(
+    opening: Opening, pool: Executor, user: str, sid: str, key: str | None, lease: Lease
+) -> tuple[Session, Turn | None]:
+    """`Opening.taken`: on the loop when the lease's read settles it, else in the pool."""
+    session = opening.current(user, sid, lease.standing)
+    if session is not None:
+        return session, None
+    return await _in_pool(pool, opening.taken, user, sid, key, lease.standing)
+
+
 async def _in_pool(pool: Executor, function: Callable[..., T], *args: Any) -> T:
     """`function(*args)` in `pool`, in this task's context (its watchers)."""
     context = contextvars.copy_context()
@@ -318,11 +330,11 @@ async def _in_pool(pool: Executor, function: Callable[..., T], *args: Any) -> T:
 
 
 @asynccontextmanager
-async def _held(pool: Executor, held: AbstractContextManager[Any]) -> AsyncIterator[None]:
+async def _held(pool: Executor, held: AbstractContextManager[T]) -> AsyncIterator[T]:
     """`held` entered and exited in `pool`, held in between by no thread."""
-    await _in_pool(pool, held.__enter__)
+    value = await _in_pool(pool, held.__enter__)
     try:
-        yield
+        yield value
     except BaseException as error:
         if not await _in_pool(pool, held.__exit__, type(error), error, error.__traceback__):
             raise

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from cgraph.errors import SessionBusy
 from cgraph.observe import ModelCall, watching
@@ -23,6 +23,8 @@ from cgraph.session import Announcer, Event, Session, Turn
 
 if TYPE_CHECKING:
     from starlette.requests import Request
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -207,18 +209,16 @@ class Watch:
             _safely(part.started, graph, session, user)
 
     @contextmanager
-    def held(
-        self, hold: AbstractContextManager[object], since: float | None = None
-    ) -> Iterator[None]:
+    def held(self, hold: AbstractContextManager[T], since: float | None = None) -> Iterator[T]:
         """`hold` (a session's lease), its wait timed (from `since`, a `perf_counter` time,
         when the wait began before) and a busy session (409) counted."""
         clock, entered = time.perf_counter() if since is None else since, False
         try:
-            with hold:
+            with hold as held:
                 entered = True
                 if self.metrics is not None:
                     self.metrics.waited(time.perf_counter() - clock, busy=False)
-                yield
+                yield held
         except SessionBusy:
             if not entered:
                 self.gave_up(clock)

@@ -7,7 +7,7 @@ to name.
 """
 
 from cgraph.runtime.ask.streaming import CallingTools, Chunk, Delta, Retracted
-from cgraph.runtime.ports import Announcer, SessionInfo
+from cgraph.runtime.ports import Announcer, Lease, SessionInfo, Standing
 from cgraph.runtime.state.records import Event, Turn
 from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.runtime.turn.after import Policy
@@ -21,6 +21,7 @@ __all__ = [
     "Chunk",
     "Delta",
     "Event",
+    "Lease",
     "Policy",
     "Recheck",
     "Retracted",
@@ -29,6 +30,7 @@ __all__ = [
     "SessionLog",
     "SessionView",
     "Sessions",
+    "Standing",
     "ToolRunner",
     "Turn",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cgraph.runtime.log import reading as log
-from cgraph.runtime.ports import SessionInfo, SessionStore
+from cgraph.runtime.ports import SessionInfo, SessionStore, Standing
 from cgraph.runtime.state.records import Decision, Event, TransitionRecord, Turn
 from cgraph.runtime.turn.engine import Engine
 
@@ -80,12 +80,14 @@ class SessionLog:
         using one again; a stale one is opened anew with `Sessions.resume`."""
         return self.recheck().current
 
-    def recheck(self, key: str | None = None) -> Recheck:
+    def recheck(self, key: str | None = None, stood: Standing | None = None) -> Recheck:
         """`is_current`, and when it is and `key` is given, `with_key(key)`, from one read
         of the store that decodes neither the log nor the last turn
         (`SessionStore.standing`): what a front end asks at every request to a session it
-        kept open."""
-        stood = self._store.standing(self.info.id, None if key is None else str(key))
+        kept open. `stood` is that read when it was made already, with the session's
+        lease (`Lease.standing`, asked with the same `key`)."""
+        if stood is None:
+            stood = self._store.standing(self.info.id, None if key is None else str(key))
         same = stood.created_at == self.info.created_at  # not a new one of that id
         if not (same and stood.seq == self._engine.log.position().seq):
             return Recheck(current=False)

@@ -7,6 +7,7 @@ server accepts only a leading system message. Each change is said once (`notices
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from cgraph.backends.llm.failures import Failure
@@ -36,18 +37,11 @@ class Negotiation:
 
     def _order(self) -> tuple[Mode, ...]:
         if self.order is None:
-            self.order = (self.structured,) if self.structured != "auto" else self._detect()
+            structured = self.structured
+            self.order = (
+                detected(self.name, self.api_base) if structured == "auto" else (structured,)
+            )
         return self.order
-
-    def _detect(self) -> tuple[Mode, ...]:
-        litellm = load_litellm()
-        try:
-            _, provider, _, _ = litellm.get_llm_provider(self.name, api_base=self.api_base)
-        except Exception:  # an unknown provider only means no capability is known for it
-            provider = provider_of(self.name)
-        schema = _supports(litellm.supports_response_schema, self.name, provider)
-        tools = _supports(litellm.supports_function_calling, self.name, provider)
-        return mode_order(provider, schema, tools, self.api_base)
 
     def adapt(self, failure: Failure) -> bool:
         """Change how requests are sent after a refusal; False when nothing is left to try."""
@@ -95,6 +89,21 @@ class Negotiation:
         """What the user should hear once (a mode the server refused); then forgotten."""
         found, self._notices = self._notices, []
         return tuple(found)
+
+
+@lru_cache(maxsize=256)
+def detected(name: str, api_base: str | None) -> tuple[Mode, ...]:
+    """The modes to try for a model, in order, from what litellm's tables know of it: the
+    same for every session of the model, so asked once per process (a server starts a
+    session a second; litellm's lookups cost more than the turn's own work)."""
+    litellm = load_litellm()
+    try:
+        _, provider, _, _ = litellm.get_llm_provider(name, api_base=api_base)
+    except Exception:  # an unknown provider only means no capability is known for it
+        provider = provider_of(name)
+    schema = _supports(litellm.supports_response_schema, name, provider)
+    tools = _supports(litellm.supports_function_calling, name, provider)
+    return mode_order(provider, schema, tools, api_base)
 
 
 def _supports(check: Callable[..., bool], model: str, provider: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from functools import cache
 from typing import Any, Literal
 from urllib.parse import urlparse
 
@@ -95,7 +96,9 @@ def env_has(variable: str) -> bool:
     return bool(os.environ.get(variable))
 
 
+@cache
 def load_litellm() -> Any:
+    """litellm, imported and quietened once (each `setLevel` clears every logger's cache)."""
     # Never fetch the model cost map from the network at import time.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from cgraph.backends.embed import heavy_import_lock

@@ -88,7 +88,7 @@ def _started(pid: int) -> str:
 class Leasing(Protocol):
     """The lease statements of a store (`SessionStore`)."""
 
-    def acquire(self, session_id: str, *, ttl: float) -> Lease | None: ...
+    def acquire(self, session_id: str, *, ttl: float, key: str | None = None) -> Lease | None: ...
 
     def renew(self, leases: Sequence[Lease], *, ttl: float) -> list[Lease]: ...
 
@@ -103,9 +103,14 @@ class Leased:
 
     @contextmanager
     def hold(
-        self, session_id: str, *, wait: float = 0.0, ttl: float | None = None
+        self,
+        session_id: str,
+        *,
+        wait: float = 0.0,
+        ttl: float | None = None,
+        key: str | None = None,
     ) -> Iterator[Lease]:
-        with self.leases.hold(session_id, wait, ttl) as lease:
+        with self.leases.hold(session_id, wait, ttl, key) as lease:
             yield lease
 
 
@@ -138,7 +143,9 @@ class Holding:
         return bool(self._held)
 
     @contextmanager
-    def hold(self, session_id: str, wait: float, ttl: float | None = None) -> Iterator[Lease]:
+    def hold(
+        self, session_id: str, wait: float, ttl: float | None = None, key: str | None = None
+    ) -> Iterator[Lease]:
         """The session's lease while the context is open (`SessionStore.hold`)."""
         ttl = self.ttl if ttl is None else ttl
         deadline = time.monotonic() + max(wait, 0.0)
@@ -147,7 +154,7 @@ class Holding:
             queue = self._queues.setdefault(session_id, deque())
             queue.append(ticket)
         try:
-            lease = self._take(session_id, ticket, queue, deadline, ttl)
+            lease = self._take(session_id, ticket, queue, deadline, ttl, key)
         except BaseException:
             self._leave(session_id, ticket)
             raise
@@ -170,6 +177,7 @@ class Holding:
         queue: deque[threading.Event],
         deadline: float,
         ttl: float,
+        key: str | None,
     ) -> Lease:
         """Wait to be the head of the session's queue, then for the store's lease."""
         while True:
@@ -181,7 +189,7 @@ class Holding:
                 raise busy(session_id)
         pause = POLL_FIRST
         while True:
-            lease = self.store.acquire(session_id, ttl=ttl)
+            lease = self.store.acquire(session_id, ttl=ttl, key=key)
             if lease is not None:
                 with self._guard:
                     self._held[session_id] = _Held(lease, ttl)

@@ -179,13 +179,14 @@ class InMemorySessionStore(Leased):
 
     # ----- leases: one process's, so its own clock and a lock are enough ----------------
 
-    def acquire(self, session_id: str, *, ttl: float) -> Lease | None:
+    def acquire(self, session_id: str, *, ttl: float, key: str | None = None) -> Lease | None:
         with self._guard:
             holder, expires, fence = self._leases.get(session_id, (None, 0.0, 0))
             now = time.monotonic()
             if holder is not None and expires > now:
                 return None
-            lease = Lease(session_id, self.leases.holder, fence + 1, now + ttl)
+            stood = self.standing(session_id, key) if session_id in self._snapshots else None
+            lease = Lease(session_id, self.leases.holder, fence + 1, now + ttl, stood)
             self._leases[session_id] = (lease.holder, lease.expires, lease.fence)
             return lease
 

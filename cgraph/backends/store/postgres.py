@@ -352,12 +352,24 @@ class PostgresStore(Leased):
 
     # ----- leases (`hold` is every store's, `Leased`) -------------------------------------
 
-    def acquire(self, session_id: str, *, ttl: float) -> Lease | None:
+    def acquire(self, session_id: str, *, ttl: float, key: str | None = None) -> Lease | None:
         args = {"sid": session_id, "holder": self.leases.holder, "ttl": ttl}
-        rows = self._pool.fetch(_ACQUIRE, args)
+        found = None if key is None else str(key)
+        # The standing is read by a second statement in the same round trip: it sees what
+        # a lapsed holder committed while the first waited on its lock (one statement
+        # reads the database as it was when it began).
+        with self._pool.connection(session_id) as conn, conn.pipeline():
+            taken = conn.execute(_ACQUIRE, args)
+            stood = conn.execute(_STANDING, (found, session_id))
+            rows, standing = taken.fetchall(), stood.fetchall()
         if not rows:
             return None
-        return Lease(session_id, self.leases.holder, int(rows[0][0]), float(rows[0][1]))
+        fence, expires = int(rows[0][0]), float(rows[0][1])
+        read = None
+        if standing:
+            created_at, snapshot, turn, seq = standing[0]
+            read = standing_row(created_at, unpack(snapshot), turn, seq)
+        return Lease(session_id, self.leases.holder, fence, expires, read)
 
     def renew(self, leases: Sequence[Lease], *, ttl: float) -> list[Lease]:
         if not leases:

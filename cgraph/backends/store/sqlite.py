@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from cgraph.backends.store.rows import (
 )
 from cgraph.backends.store.sqlite_file import EVENTS, SQLiteFile, Synchronous, event_of
 from cgraph.backends.store.sqlite_leases import SQLiteLeases, fenced
-from cgraph.errors import SessionExists, StoreError
+from cgraph.errors import SessionExists, SessionNotFound, StoreError
 from cgraph.runtime.ports import Delivery, Lease, SessionInfo, Standing, StoredSession
 from cgraph.runtime.state.records import Event
 
@@ -221,8 +222,14 @@ class SQLiteStore(Leased):
 
     # ----- leases (`sqlite_leases`; `hold` is every store's, `Leased`) ----------------------
 
-    def acquire(self, session_id: str, *, ttl: float) -> Lease | None:
-        return self._lease_rows.acquire(session_id, self.leases.holder, ttl)
+    def acquire(self, session_id: str, *, ttl: float, key: str | None = None) -> Lease | None:
+        lease = self._lease_rows.acquire(session_id, self.leases.holder, ttl)
+        if lease is None:
+            return None
+        try:  # read once the lease is in force: a local file, a second read costs little
+            return replace(lease, standing=self.standing(session_id, key))
+        except SessionNotFound:
+            return lease
 
     def renew(self, leases: Sequence[Lease], *, ttl: float) -> list[Lease]:
         return self._lease_rows.renew(leases, ttl)

@@ -154,6 +154,27 @@ def test_standing_is_the_last_step_and_a_key_in_one_read(store: SessionStore) ->
         store.standing("nobody", "k1")
 
 
+def test_a_lease_carries_the_standing_read_once_it_is_in_force(
+    store: SessionStore, elsewhere: SessionStore
+) -> None:
+    log = Log(store)
+    first = log.turn(1, "one", key="k1")
+    lease = store.acquire("s", ttl=5, key="k1")
+    assert lease is not None and lease.standing == store.standing("s", "k1")
+    assert lease.standing.keyed == (1, first)
+    said = log.event(2, "user_message", text="two")
+    snapshot = {**log.snapshot(2, said.seq), "seq": said.seq + 1}
+    store.commit("s", [said], snapshot, fence=lease.fence)
+    store.release(lease)
+    # the next holder reads what the one before it wrote last, not what it read before
+    taken = elsewhere.acquire("s", ttl=5)
+    assert taken is not None and taken.standing is not None
+    assert (taken.standing.seq, taken.standing.keyed) == (said.seq + 1, None)
+    elsewhere.release(taken)
+    fresh = store.acquire("new", ttl=5, key="k1")  # not stored: nothing stood
+    assert fresh is not None and fresh.standing is None
+
+
 def test_a_deleted_session_leaves_nothing_and_others_stay(store: SessionStore) -> None:
     mine, theirs = Log(store, "s", "ann"), Log(store, "t", "bob")
     mine.turn(1, "hello", key="k")
