@@ -19,10 +19,12 @@ The drivers differ in nothing but how they wait: every step's logic is the same 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Executor
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, TypeVar, cast
 
 from cgraph.runtime.ports import AsyncModel, ChatModel, LLMRequest
@@ -88,7 +90,9 @@ Offloader = Callable[[Offload], Awaitable[Any]]
 
 async def drive_async(steps: Steps[T], offload: Offloader) -> T:
     """The asyncio driver: a model that `awaits` is awaited on this loop; other models
-    and every `Offload` go to `offload`."""
+    and every `Offload` go to `offload`, a run of them in one hop (`_Blocking`): the
+    steps between two awaited calls go on in the worker, which hands them back at the
+    next need to await (a turn of a scripted model is one hop, not one per statement)."""
     answer: Any = None
     error: BaseException | None = None
     while True:
@@ -97,19 +101,72 @@ async def drive_async(steps: Steps[T], offload: Offloader) -> T:
         except StopIteration as finished:
             return finished.value  # type: ignore[no-any-return]
         answer, error = None, None
+        if not _awaits(need):
+            ran, value, cancelled = await _hop(_Blocking(steps, need), offload)
+            if ran == "done":
+                if cancelled:
+                    raise asyncio.CancelledError
+                return value  # type: ignore[no-any-return]
+            need = value
+            if cancelled:  # thrown in where the steps wait now, as `drive` would have
+                error = asyncio.CancelledError()
+                continue
+        complete = cast(Complete, need)
         try:
-            answer = await _awaited(need, offload)
+            answer = await cast(AsyncModel, complete.model).acomplete(complete.request)
         except BaseException as err:  # cancelled included: the step unwinds as in `drive`
             error = err
 
 
-async def _awaited(need: Need, offload: Offloader) -> Any:
-    if isinstance(need, Complete):
-        model = need.model
-        if model.capabilities.awaits:
-            return await cast(AsyncModel, model).acomplete(need.request)
-        return await offload(Offload(lambda: model.complete(need.request), "model"))
-    return await offload(need)
+def _awaits(need: Need) -> bool:
+    return isinstance(need, Complete) and need.model.capabilities.awaits
+
+
+class _Blocking:
+    """Blocking needs done one after another in a worker, each answer (or error) sent in,
+    until the steps finish (`("done", value)`) or yield a need to await (`("need", it)`).
+    The steps are the worker's until it returns: the loop never resumes them meanwhile."""
+
+    __slots__ = ("need", "steps")
+
+    def __init__(self, steps: Steps[Any], need: Need) -> None:
+        self.steps, self.need = steps, need
+
+    def __call__(self) -> tuple[str, Any]:
+        need = self.need
+        while True:
+            answer: Any = None
+            error: BaseException | None = None
+            try:
+                answer = _blocking(need)
+            except BaseException as err:  # the step's own `try` sees it, as if it had called
+                error = err
+            try:
+                need = self.steps.send(answer) if error is None else self.steps.throw(error)
+            except StopIteration as finished:
+                return "done", finished.value
+            if _awaits(need):
+                return "need", need
+
+
+async def _hop(run: _Blocking, offload: Offloader) -> tuple[str, Any, bool]:
+    """`run` in the offloader, waited for to its end even when this task is cancelled
+    meanwhile (a worker cannot be stopped, and the steps are its own until it returns):
+    its answer, and whether a cancellation came."""
+    work: Work = run.need.work if isinstance(run.need, Offload) else "model"
+    in_context = partial(
+        contextvars.copy_context().run, run
+    )  # what the steps read (a request's id)
+    future = asyncio.ensure_future(offload(Offload(in_context, work)))
+    cancelled = False
+    while True:
+        try:
+            ran, value = await asyncio.shield(future)
+            return ran, value, cancelled
+        except asyncio.CancelledError:
+            if future.done():
+                raise  # the worker's own run was cancelled (a pool shut down)
+            cancelled = True
 
 
 def in_pool(pool: Executor | None) -> Offloader:
