@@ -41,6 +41,7 @@ from cgraph.runtime.state.records import Decision, trusted
 
 Decided = Answered[Choice]
 """A chooser's checked choice of one question."""
+UNPOSED = "a model is asked a question posed with its prompt (`Prompter.pose`, `decide`)"
 
 Converse = Callable[[ChatModel, LLMRequest], Steps[tuple[LLMRequest, str]]]
 """A model's first attempt as a conversation with the tools its request offers
@@ -66,13 +67,14 @@ class ModelChooser:
         return self.chat.capabilities
 
     def choose(self, question: Question) -> Choice:
-        """Refused: a model reads a prompt, which a step renders (`decide`)."""
-        raise ValueError("a model is asked a question posed with its prompt: use `decide`")
+        """Refused: a model reads a prompt, rendered from a posed question (`decide`)."""
+        raise ValueError(UNPOSED)
 
     def steps(
         self, posed: Posed, prompts: Prompts, converse: Converse | None = None
     ) -> Steps[Choice]:
-        """The choice, as steps that yield the model calls (`cgraph.runtime.needs`)."""
+        """The choice, as steps that yield the model calls (`cgraph.runtime.needs`): the
+        prompt rendered by `prompts`, the first attempt `converse` when it is given."""
         question = posed.question
         talk = partial(converse, self.chat) if converse is not None else None
         asked = yield from ask(self.chat, prompts.request(posed), talk=talk)
@@ -111,23 +113,33 @@ def _named(question: Question, scores: dict[str, float]) -> tuple[str, ...]:
 
 
 def choosing(
-    chooser: ExitChooser, posed: Posed, prompts: Prompts, converse: Converse | None = None
+    chooser: ExitChooser,
+    asked: Question | Posed,
+    prompts: Prompts | None = None,
+    converse: Converse | None = None,
 ) -> Steps[Choice]:
     """The chooser's choice as steps: a model's calls yielded, any other chooser (it reads
     the messages itself, in this process) asked at once, no prompt rendered."""
-    if isinstance(chooser, ModelChooser):
-        return chooser.steps(posed, prompts, converse)
-    return done(chooser.choose(posed.question))
+    if not isinstance(chooser, ModelChooser):
+        return done(chooser.choose(asked.question if isinstance(asked, Posed) else asked))
+    if not isinstance(asked, Posed) or prompts is None:
+        raise ValueError(UNPOSED)
+    return chooser.steps(asked, prompts, converse)
 
 
 def decide(
-    chooser: ExitChooser, posed: Posed, prompts: Prompts, *, converse: Converse | None = None
+    chooser: ExitChooser,
+    asked: Question | Posed,
+    prompts: Prompts | None = None,
+    *,
+    converse: Converse | None = None,
 ) -> Steps[Decided]:
     """Ask `chooser`, check its choice, re-ask once for a refused slot value (a chooser
-    that reads messages itself), and record the decision. `prompts` renders the prompt
-    and `converse` talks with the tools, for a model chooser only."""
-    question = posed.question
-    choice = yield from choosing(chooser, posed, prompts, converse)
+    that reads messages itself), and record the decision. A model chooser needs the
+    question posed, and `prompts` to render it (`converse` talks with the tools); any
+    other chooser reads the question alone."""
+    question = asked.question if isinstance(asked, Posed) else asked
+    choice = yield from choosing(chooser, asked, prompts, converse)
     failures = [Emit(kind, data) for kind, data in choice.trace.events]  # type: ignore[arg-type]
     calls = choice.trace.calls
     if not isinstance(chooser, ModelChooser) and not choice.failed:

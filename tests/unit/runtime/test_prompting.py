@@ -6,7 +6,10 @@ import re
 from dataclasses import fields, replace
 from pathlib import Path
 
-from cgraph.runtime.ask.choosing import decide
+import pytest
+
+from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.runtime.ask.choosing import ModelChooser, decide
 from cgraph.runtime.ask.prompts import TEMPLATES
 from cgraph.runtime.ask.questions import Ask, Posed
 from cgraph.runtime.ask.requests import TEXT_FIELDS, Prompter
@@ -181,12 +184,15 @@ def test_a_posed_question_is_rendered_only_for_a_model_chooser(tmp_path: Path) -
     posed = prompter.pose(view(), "action", graph=spec, state_id="a", state=state, ask=ask)
     decided = drive(decide(_Stays(), posed, _Unrendered()))
     assert decided.value is not None and decided.value.reply == "hello"
+    assert drive(decide(_Stays(), posed.question)) == decided  # it reads the question alone
     assert prompter.cache == {}  # nothing was rendered
     request = prompter.request(posed)
     assert request.question == posed.question and len(prompter.cache) == 1
     assert request == prompter.build(
         view(), "action", graph=spec, state_id="a", state=state, ask=ask
     )
+    with pytest.raises(ValueError, match="posed with its prompt"):  # a model reads a prompt
+        drive(decide(ModelChooser(ScriptedModel({})), posed.question))
 
 
 def test_the_tools_a_question_names_are_offered_by_its_request(tmp_path: Path) -> None:
