@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from collections.abc import (
     AsyncIterator,
-    Callable,
-    Generator,
     Iterable,
     Iterator,
     Mapping,
@@ -73,7 +71,8 @@ class ExitOption:
 class Question:
     """What a choice is about, as data: the state, its options, the conversation, and the
     state's own texts (rendered). An `ExitChooser` reads it; a language model reads the
-    prompt rendered from it (`LLMRequest`)."""
+    prompt the runtime's model chooser renders from it (`LLMRequest`). Every field
+    compares and shows: nothing in it is behaviour."""
 
     kind: RequestKind
     state: str
@@ -120,14 +119,10 @@ class Question:
     missing: tuple[str, ...] = ()
     """The slots this state asks for that are still unset: until the answer fills them,
     only an `early` exit (a global one, cancel, "not now") may be taken."""
-    render: Callable[[], LLMRequest] | None = field(default=None, compare=False, repr=False)
-    """The prompt of this question, rendered when a chooser asks a language model."""
-    talk: Callable[[ChatModel, LLMRequest], Generator[Any, Any, tuple[LLMRequest, str]]] | None = (
-        field(default=None, compare=False, repr=False)
-    )
-    """For a model that calls the state's tools: the first attempt as a conversation with
-    tool calls, as steps (`cgraph.runtime.needs.Steps`) that return the request as it
-    ended and the answer."""
+    tools: tuple[str, ...] = ()
+    """The tools a language model may call before it answers, by name (the state's `tools:`;
+    none once the turn's calls are spent): its request offers them
+    (`LLMRequest.tools`)."""
 
     @property
     def exit_ids(self) -> tuple[str, ...]:

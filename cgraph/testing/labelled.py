@@ -154,7 +154,7 @@ def question_for(case: Case) -> Question:
     structured half of `request_for`'s request."""
     request = request_for(case)
     options = with_costs(graph_of(case), request.options)
-    return replace(request.asked, options=options, render=None)
+    return replace(request.asked, options=options)
 
 
 def _options(graph: Graph, state: AnyState, view: View) -> tuple[ExitOption, ...]:

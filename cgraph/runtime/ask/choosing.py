@@ -2,23 +2,28 @@
 
 Every choice goes through `decide`, whoever makes it: the offline chooser reads the
 question itself, and `ModelChooser` (the runtime's own `ExitChooser` for a language
-model) renders the question's prompt and asks the model (`exchange.ask`: call, validate,
-re-ask once). A choice is never applied as it comes: its exit must be one offered, and
-its slot values must be ones their slots accept; a chooser that reads messages itself is
-asked once more, naming what was wrong, when a value is refused (a model is re-asked
-inside `exchange.ask`). No usable choice gives a `Decided` with no value: the caller falls
-back. Failures come back as events, never raised.
+model) renders the question's prompt with the step's `Prompts` and asks the model
+(`exchange.ask`: call, validate, re-ask once), its first attempt a conversation with the
+tools when the step hands it one (`Converse`, the tool runner's). The question holds
+neither: it is data, and a chooser that reads no prompt never has one rendered. A choice
+is never applied as it comes: its exit must be one offered, and its slot values must be
+ones their slots accept; a chooser that reads messages itself is asked once more, naming
+what was wrong, when a value is refused (a model is re-asked inside `exchange.ask`). No
+usable choice gives a `Decided` with no value: the caller falls back. Failures come back
+as events, never raised.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from cgraph.runtime.ask.answers import check_slots
 from cgraph.runtime.ask.exchange import Answered, ask
-from cgraph.runtime.needs import Steps, done, drive
+from cgraph.runtime.ask.questions import Posed
+from cgraph.runtime.needs import Steps, done
 from cgraph.runtime.ports import (
     CLARIFY,
     STAY,
@@ -26,6 +31,7 @@ from cgraph.runtime.ports import (
     ChatModel,
     Choice,
     ExitChooser,
+    LLMRequest,
     Question,
     Reason,
     Trace,
@@ -35,6 +41,18 @@ from cgraph.runtime.state.records import Decision, trusted
 
 Decided = Answered[Choice]
 """A chooser's checked choice of one question."""
+UNPOSED = "a model is asked a question posed with its prompt (`Prompter.pose`, `decide`)"
+
+Converse = Callable[[ChatModel, LLMRequest], Steps[tuple[LLMRequest, str]]]
+"""A model's first attempt as a conversation with the tools its request offers
+(`cgraph.runtime.tools.calls.converse`, bound to a step): the request as it ended, and
+the answer."""
+
+
+class Prompts(Protocol):
+    """Renders a posed question's prompt (`cgraph.runtime.ask.requests.Prompter`)."""
+
+    def request(self, posed: Posed) -> LLMRequest: ...
 
 
 class ModelChooser:
@@ -49,15 +67,17 @@ class ModelChooser:
         return self.chat.capabilities
 
     def choose(self, question: Question) -> Choice:
-        """The choice, its model calls made here (the blocking driver)."""
-        return drive(self.steps(question))
+        """Refused: a model reads a prompt, rendered from a posed question (`decide`)."""
+        raise ValueError(UNPOSED)
 
-    def steps(self, question: Question) -> Steps[Choice]:
-        """The choice, as steps that yield the model calls (`cgraph.runtime.needs`)."""
-        if question.render is None:
-            raise ValueError("a model is asked a question rendered as a prompt")
-        talk = partial(question.talk, self.chat) if question.talk is not None else None
-        asked = yield from ask(self.chat, question.render(), talk=talk)
+    def steps(
+        self, posed: Posed, prompts: Prompts, converse: Converse | None = None
+    ) -> Steps[Choice]:
+        """The choice, as steps that yield the model calls (`cgraph.runtime.needs`): the
+        prompt rendered by `prompts`, the first attempt `converse` when it is given."""
+        question = posed.question
+        talk = partial(converse, self.chat) if converse is not None else None
+        asked = yield from ask(self.chat, prompts.request(posed), talk=talk)
         made = asked.decision
         trace = Trace(
             calls=made.attempts,
@@ -92,18 +112,34 @@ def _named(question: Question, scores: dict[str, float]) -> tuple[str, ...]:
     return tuple(scored[:2]) if scored else tuple(ids)
 
 
-def choosing(chooser: ExitChooser, question: Question) -> Steps[Choice]:
+def choosing(
+    chooser: ExitChooser,
+    asked: Question | Posed,
+    prompts: Prompts | None = None,
+    converse: Converse | None = None,
+) -> Steps[Choice]:
     """The chooser's choice as steps: a model's calls yielded, any other chooser (it reads
-    the messages itself, in this process) asked at once."""
-    if isinstance(chooser, ModelChooser):
-        return chooser.steps(question)
-    return done(chooser.choose(question))
+    the messages itself, in this process) asked at once, no prompt rendered."""
+    if not isinstance(chooser, ModelChooser):
+        return done(chooser.choose(asked.question if isinstance(asked, Posed) else asked))
+    if not isinstance(asked, Posed) or prompts is None:
+        raise ValueError(UNPOSED)
+    return chooser.steps(asked, prompts, converse)
 
 
-def decide(chooser: ExitChooser, question: Question) -> Steps[Decided]:
+def decide(
+    chooser: ExitChooser,
+    asked: Question | Posed,
+    prompts: Prompts | None = None,
+    *,
+    converse: Converse | None = None,
+) -> Steps[Decided]:
     """Ask `chooser`, check its choice, re-ask once for a refused slot value (a chooser
-    that reads messages itself), and record the decision."""
-    choice = yield from choosing(chooser, question)
+    that reads messages itself), and record the decision. A model chooser needs the
+    question posed, and `prompts` to render it (`converse` talks with the tools); any
+    other chooser reads the question alone."""
+    question = asked.question if isinstance(asked, Posed) else asked
+    choice = yield from choosing(chooser, asked, prompts, converse)
     failures = [Emit(kind, data) for kind, data in choice.trace.events]  # type: ignore[arg-type]
     calls = choice.trace.calls
     if not isinstance(chooser, ModelChooser) and not choice.failed:

@@ -5,6 +5,8 @@ besides them: the options, the slots, whether the user's first message is still
 unanswered, which exits the last turn's clarifying question named. `Ask` holds the latter;
 `action_ask` builds an action state's from the session's view alone, so the handlers and
 the labelled decision sets (`cgraph.testing.labelled`) ask exactly the same question.
+A posed question (`Posed`) is the `Question` with what its prompt is rendered from beside
+it (`Prompt`), never inside it: a question is data that any chooser reads.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cgraph.runtime.ports import ExitOption
+from cgraph.runtime.ports import ExitOption, Question
 from cgraph.runtime.routes.slots import slot_schemas, unfilled
 from cgraph.runtime.state.view import View
 from cgraph.spec.model import ActionState, Graph
@@ -36,6 +38,32 @@ class Ask:
     """The messages the prompt shows instead of the session's window (an `extract`)."""
     extra: Mapping[str, Any] | None = None
     """Facts a `start` question weighs (`has_memories`, `memory_count`)."""
+    tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """What a question's prompt is rendered from besides the question: read only when a
+    model chooser renders it (`cgraph.runtime.ask.requests.Prompter.request`), so a
+    chooser that reads the messages itself never pays for a prompt."""
+
+    view: View
+    graph: Graph
+    texts: Mapping[str, Any]
+    """The state's texts, rendered (`requests.state_texts`)."""
+    text_key: tuple[Any, ...]
+    """The texts as part of the system part's cache key."""
+    history: Sequence[Mapping[str, str]] | None = None
+    """`Ask.history`: the messages shown instead of the session's window."""
+
+
+@dataclass(frozen=True, slots=True)
+class Posed:
+    """A question as a step poses it: the question, which every chooser reads, and what a
+    model chooser renders its prompt from. Both are data."""
+
+    question: Question
+    prompt: Prompt
 
 
 def action_ask(

@@ -9,8 +9,7 @@ never changes the session.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import fields, replace
-from functools import partial
+from dataclasses import fields
 from typing import Any, NamedTuple
 
 from cgraph.runtime.ask.answers import answer_schema
@@ -19,7 +18,7 @@ from cgraph.runtime.ask.prompts import (
     render_messages,
     summary_message,
 )
-from cgraph.runtime.ask.questions import Ask
+from cgraph.runtime.ask.questions import Ask, Posed, Prompt
 from cgraph.runtime.log.transcript import Transcript
 from cgraph.runtime.ports import ExitOption, LLMRequest, Question, RequestKind
 from cgraph.runtime.routes.failures import rendered
@@ -33,6 +32,7 @@ from cgraph.spec.model import (
     DecisionState,
     Graph,
     ReflectionState,
+    Tool,
 )
 from cgraph.spec.slots import shape
 from cgraph.spec.templating import is_template, render_text
@@ -167,13 +167,12 @@ class Prompter:
         state: AnyState | None,
         ask: Ask = NOTHING,
     ) -> LLMRequest:
-        """The prompt of the question `kind` at a state, rendered at once (`question`)."""
-        asked = self.question(view, kind, graph=graph, state_id=state_id, state=state, ask=ask)
-        render = asked.render
-        assert render is not None
-        return render()
+        """The prompt of the question `kind` at a state, rendered at once (`pose`)."""
+        return self.request(
+            self.pose(view, kind, graph=graph, state_id=state_id, state=state, ask=ask)
+        )
 
-    def question(
+    def pose(
         self,
         view: View,
         kind: RequestKind,
@@ -182,11 +181,11 @@ class Prompter:
         state_id: str,
         state: AnyState | None,
         ask: Ask = NOTHING,
-    ) -> Question:
+    ) -> Posed:
         """The question `kind` asks at `state_id` (`ask`: what it asks besides the state's
-        texts, `cgraph.runtime.ask.questions`): its texts rendered (a failing one fails
-        the step, `StepRenderFailed`), and its prompt rendered only when a chooser asks a
-        language model (`Question.render`), with the window of history (or `ask.history`)."""
+        texts, `cgraph.runtime.ask.questions`), its texts rendered (a failing one fails
+        the step, `StepRenderFailed`), and what its prompt is rendered from: the prompt
+        itself is rendered only when a model chooser asks for it (`request`)."""
         static = self._static(kind, state_id, state)
         if static is None:
             context = template_context(view, graph, state_id)
@@ -220,12 +219,14 @@ class Prompter:
             clarifying=ask.clarifying,
             may_clarify=ask.may_clarify,
             missing=ask.missing,
+            tools=ask.tools,
         )
-        prompt = _Prompt(view, graph, texts, text_key, ask.history)
-        return replace(question, render=partial(self._request, question, prompt))
+        return Posed(question, Prompt(view, graph, texts, text_key, ask.history))
 
-    def _request(self, question: Question, prompt: _Prompt) -> LLMRequest:
-        """The prompt of `question`, rendered (`prompts.render_messages`)."""
+    def request(self, posed: Posed) -> LLMRequest:
+        """The prompt of a posed question, rendered (`prompts.render_messages`), with the
+        window of history (or the question's own) and the tools it offers."""
+        question, prompt = posed.question, posed.prompt
         view, graph, kind = prompt.view, prompt.graph, question.kind
         history = prompt.history
         window, dropped = (history, 0) if history is not None else self.history(view.marks)
@@ -267,6 +268,7 @@ class Prompter:
             schema=answer_schema(kind, question.answers, dict(question.slots)),
             schema_name=f"cgraph_{kind}",
             state=question.state,
+            tools=offered(graph, question.tools),
             question=question,
         )
 
@@ -291,7 +293,7 @@ class Prompter:
         kind: RequestKind,
         graph: Graph,
         state_id: str,
-        texts: dict[str, Any],
+        texts: Mapping[str, Any],
         options: tuple[ExitOption, ...],
     ) -> dict[str, Any]:
         """What the prompt templates read, besides the flags `build` adds."""
@@ -310,16 +312,6 @@ class Prompter:
             "handed": view.handed,
             "message": view.message,
         }
-
-
-class _Prompt(NamedTuple):
-    """What a question's prompt is rendered from, besides the question."""
-
-    view: View
-    graph: Graph
-    texts: dict[str, Any]
-    text_key: tuple[Any, ...]
-    history: Sequence[Mapping[str, str]] | None
 
 
 class Static(NamedTuple):
@@ -348,6 +340,16 @@ def _authored(
     if kind != "action":
         return ""
     return authored_reply(state, context, here)
+
+
+def offered(graph: Graph, names: Sequence[str]) -> tuple[dict[str, Any], ...]:
+    """The functions a request offers: name, description and the parameters' JSON Schema."""
+    tools = (graph.tool(name) for name in names)
+    return tuple(_function(tool) for tool in tools if tool is not None)
+
+
+def _function(tool: Tool) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
 
 
 def _flat(texts: dict[str, Any]) -> tuple[Any, ...]:

@@ -8,6 +8,7 @@ filled.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from cgraph.errors import SlotValueError
@@ -42,7 +43,7 @@ from cgraph.runtime.state.outcomes import (
     TakeMessage,
 )
 from cgraph.runtime.state.view import template_context
-from cgraph.runtime.tools.calls import Calling, ask_with_tools, offered
+from cgraph.runtime.tools.calls import Calling, ask_with_tools
 from cgraph.spec.model import ActionState, ExitCondition, Graph
 from cgraph.spec.templating import is_template, render_text
 
@@ -291,10 +292,11 @@ def _ask_with_tools(
     ctx: StepContext, graph: Graph, state: ActionState, asked: Ask
 ) -> Steps[tuple[Decided, Effects]]:
     """The action's question with the state's tools offered (see `cgraph.runtime.tools.calls`)."""
-    question = ctx.requests.question(
-        ctx.view, "action", graph=graph, state_id=ctx.view.here, state=state, ask=asked
-    )
     budget = max(ctx.root.limits.max_tool_calls - ctx.view.tool_calls, 0)
+    offering = replace(asked, tools=state.tools if budget else ())
+    posed = ctx.requests.pose(
+        ctx.view, "action", graph=graph, state_id=ctx.view.here, state=state, ask=offering
+    )
     calling = Calling(
         graph,
         ctx.graphs.folder_of(graph),
@@ -305,8 +307,7 @@ def _ask_with_tools(
         ctx.journal,
         ctx.tools,
     )
-    tools = offered(graph, state.tools) if budget else ()
-    return (yield from ask_with_tools(ctx.chooser, question, tools, calling))
+    return (yield from ask_with_tools(ctx.chooser, posed, ctx.requests, calling))
 
 
 def _offline_tools(ctx: StepContext, state: ActionState) -> Effects:

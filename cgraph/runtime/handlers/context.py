@@ -7,10 +7,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from cgraph.runtime.ask.questions import Ask
+from cgraph.runtime.ask.choosing import Prompts
+from cgraph.runtime.ask.questions import Ask, Posed
 from cgraph.runtime.memory.gateway import Recalled
 from cgraph.runtime.needs import Steps
-from cgraph.runtime.ports import ExitChooser, Question, RequestKind
+from cgraph.runtime.ports import ExitChooser, RequestKind
 from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.view import View
 from cgraph.runtime.tools.calls import Journal, ToolCaller
@@ -29,10 +30,11 @@ class GraphLookup(Protocol):
     def folder_of(self, graph: Graph) -> Path: ...
 
 
-class RequestBuilder(Protocol):
-    """Builds the question of a step, and its prompt (`cgraph.runtime.ask.requests.Prompter`)."""
+class RequestBuilder(Prompts, Protocol):
+    """Poses the question of a step, and renders its prompt for a model chooser
+    (`cgraph.runtime.ask.requests.Prompter`)."""
 
-    def question(
+    def pose(
         self,
         view: View,
         kind: RequestKind,
@@ -41,7 +43,7 @@ class RequestBuilder(Protocol):
         state_id: str,
         state: AnyState | None,
         ask: Ask = ...,
-    ) -> Question: ...
+    ) -> Posed: ...
 
 
 class MemoryGate(Protocol):

@@ -77,10 +77,8 @@ def choose_start(
         return Enter(key, first.target, first.id, first.description, reason, push, chosen, own)
     known, failures = yield from ctx.memory.metadata()
     ask = Ask(options=options, extra=known)
-    question = ctx.requests.question(
-        ctx.view, "start", graph=graph, state_id=here, state=None, ask=ask
-    )
-    asked = yield from decide(ctx.chooser, question)
+    posed = ctx.requests.pose(ctx.view, "start", graph=graph, state_id=here, state=None, ask=ask)
+    asked = yield from decide(ctx.chooser, posed, ctx.requests)
     effects = (*failures, *asked.effects)
     if asked.value is None:
         return Stop(None, "the model could not choose where to start", effects=effects)

@@ -48,10 +48,10 @@ def ask_state(
     ctx: StepContext, kind: RequestKind, graph: Graph, state: AnyState, ask: Ask
 ) -> Steps[Decided]:
     """The chooser asked `ask` about `state`; its choice checked (`choosing.decide`)."""
-    question = ctx.requests.question(
+    posed = ctx.requests.pose(
         ctx.view, kind, graph=graph, state_id=ctx.view.here, state=state, ask=ask
     )
-    return (yield from decide(ctx.chooser, question))
+    return (yield from decide(ctx.chooser, posed, ctx.requests))
 
 
 def route(

@@ -26,9 +26,10 @@ from typing import Any, Protocol
 
 from cgraph.errors import CgraphError, ToolError
 from cgraph.runtime.ask.answers import ToolCall, tool_calls_of
-from cgraph.runtime.ask.choosing import Decided, decide
+from cgraph.runtime.ask.choosing import Decided, Prompts, decide
+from cgraph.runtime.ask.questions import Posed
 from cgraph.runtime.needs import Complete, Offload, Steps
-from cgraph.runtime.ports import ChatModel, ExitChooser, LLMRequest, Question
+from cgraph.runtime.ports import ChatModel, ExitChooser, LLMRequest
 from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.snapshot import jsonable
 from cgraph.runtime.tools.arguments import argument_errors
@@ -67,34 +68,15 @@ class Calling:
     """Runs a call as a side-effect state's call runs (`cgraph.runtime.tools.runner`)."""
 
 
-def offered(graph: Graph, names: Sequence[str]) -> tuple[dict[str, Any], ...]:
-    """The functions a request offers: name, description and the parameters' JSON Schema."""
-    tools = (graph.tool(name) for name in names)
-    return tuple(_function(tool) for tool in tools if tool is not None)
-
-
-def _function(tool: Tool) -> dict[str, Any]:
-    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
-
-
 def ask_with_tools(
-    chooser: ExitChooser, question: Question, tools: tuple[dict[str, Any], ...], calling: Calling
+    chooser: ExitChooser, posed: Posed, prompts: Prompts, calling: Calling
 ) -> Steps[tuple[Decided, tuple[Emit, ...]]]:
     """`cgraph.runtime.ask.choosing.decide`, the model's first attempt a conversation with
-    the state's tools offered; the calls' events come first (they happened before the
-    answer)."""
+    the tools the question offers (`Question.tools`); the calls' events come first (they
+    happened before the answer)."""
     events: list[Emit] = []
-    render = question.render
-
-    def offering() -> LLMRequest:
-        assert render is not None
-        return replace(render(), tools=tools)
-
-    def talk(model: ChatModel, first: LLMRequest) -> Steps[tuple[LLMRequest, str]]:
-        return converse(model, first, calling, events)
-
-    asked = replace(question, render=offering, talk=talk)
-    decided = yield from decide(chooser, asked)
+    talk = partial(converse, calling=calling, events=events)
+    decided = yield from decide(chooser, posed, prompts, converse=talk)
     return decided, tuple(events)
 
 

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
+import pytest
+
+from cgraph.backends.llm.scripted import ScriptedModel
+from cgraph.runtime.ask.choosing import ModelChooser, decide
 from cgraph.runtime.ask.prompts import TEMPLATES
-from cgraph.runtime.ask.questions import Ask
+from cgraph.runtime.ask.questions import Ask, Posed
 from cgraph.runtime.ask.requests import TEXT_FIELDS, Prompter
+from cgraph.runtime.needs import drive
+from cgraph.runtime.ports import Choice, LLMRequest, Question, Reason
 from cgraph.runtime.routes.exits import exit_options
 from cgraph.runtime.state.snapshot import HistoryMarks
 from cgraph.runtime.state.view import View
+from cgraph.spec.load import load_graph
 from tests.unit.runtime._runtime import action, graph, simple, two_actions
+from tests.unit.runtime.tools.test_calls import tool_graph
 
 
 def view(**changes: object) -> View:
@@ -146,3 +154,53 @@ def test_staying_is_described_by_the_states_objective_actions_and_guidelines(
     )
     assert request.asked.stay_prototypes[0] == state.objective
     assert request.asked.stay_prototypes[-1] == guidelines[0]
+
+
+def test_a_question_is_data_every_field_compared_and_shown() -> None:
+    assert all(f.compare and f.repr for f in fields(Question))
+    asked = Question("action", "a", allow_stay=True, tools=("count_files",))
+    assert asked != replace(asked, tools=()) and "count_files" in repr(asked)
+
+
+class _Unrendered:
+    """Prompts no chooser that reads the messages itself may ask for."""
+
+    def request(self, posed: Posed) -> LLMRequest:
+        raise AssertionError("a prompt was rendered for a chooser that reads no prompt")
+
+
+class _Stays:
+    name = "stays"
+
+    def choose(self, question: Question) -> Choice:
+        return Choice("stay", Reason("test"), reply=question.user_messages[-1])
+
+
+def test_a_posed_question_is_rendered_only_for_a_model_chooser(tmp_path: Path) -> None:
+    spec = two_actions(tmp_path)
+    state = spec.states["a"]
+    prompter = Prompter(spec, [{"role": "user", "content": "hello"}])
+    ask = Ask(options=exit_options(state), allow_stay=True)
+    posed = prompter.pose(view(), "action", graph=spec, state_id="a", state=state, ask=ask)
+    decided = drive(decide(_Stays(), posed, _Unrendered()))
+    assert decided.value is not None and decided.value.reply == "hello"
+    assert drive(decide(_Stays(), posed.question)) == decided  # it reads the question alone
+    assert prompter.cache == {}  # nothing was rendered
+    request = prompter.request(posed)
+    assert request.question == posed.question and len(prompter.cache) == 1
+    assert request == prompter.build(
+        view(), "action", graph=spec, state_id="a", state=state, ask=ask
+    )
+    with pytest.raises(ValueError, match="posed with its prompt"):  # a model reads a prompt
+        drive(decide(ModelChooser(ScriptedModel({})), posed.question))
+
+
+def test_the_tools_a_question_names_are_offered_by_its_request(tmp_path: Path) -> None:
+    spec = load_graph(tool_graph(tmp_path))
+    state = spec.states["a"]
+    prompter = Prompter(spec, [{"role": "user", "content": "hello"}])
+    ask = Ask(allow_stay=True, tools=("slow", "nowhere"))
+    request = prompter.build(view(), "action", graph=spec, state_id="a", state=state, ask=ask)
+    assert request.asked.tools == ("slow", "nowhere")
+    assert [f["name"] for f in request.tools] == ["slow"]  # an undeclared name offers nothing
+    assert request.tools[0]["parameters"] == spec.tool("slow").parameters  # type: ignore[union-attr]
