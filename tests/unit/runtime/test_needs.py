@@ -33,6 +33,9 @@ class Model:
         return "awaited"
 
 
+REQUEST = LLMRequest(kind="action", messages=(), schema={}, schema_name="a", state="a")
+
+
 def steps(model: Any) -> Steps[list[str]]:
     seen: list[str] = []
     try:
@@ -92,3 +95,92 @@ def test_an_error_the_step_does_not_catch_reaches_the_caller(driver: str) -> Non
             drive(failing())
         else:
             asyncio.run(drive_async(failing(), offload))
+
+
+def test_a_run_of_blocking_needs_is_one_hop_and_an_awaited_model_hands_the_steps_back() -> None:
+    """The steps between two awaited calls go on in the worker: three statements and a
+    model that only blocks are one hop; the model that awaits is awaited on the loop."""
+    import threading
+
+    hops: list[str] = []
+    where: list[bool] = []
+    loop_thread = threading.get_ident()
+
+    async def counted(need: Offload) -> Any:
+        hops.append(need.work)
+        return await asyncio.to_thread(need.call)
+
+    def here() -> None:
+        where.append(threading.get_ident() == loop_thread)
+
+    def turn() -> Steps[list[str]]:
+        seen = [(yield Offload(lambda: "one", "store"))]
+        here()
+        seen.append((yield Offload(lambda: "two", "store")))
+        seen.append((yield Complete(Model(False), REQUEST)))
+        seen.append((yield Complete(Model(True), REQUEST)))
+        here()
+        seen.append((yield Offload(lambda: "three", "store")))
+        return seen
+
+    answers = asyncio.run(drive_async(turn(), counted))
+    assert answers == ["one", "two", "blocking", "awaited", "three"]
+    assert hops == ["store", "store"] and where == [False, True]
+
+
+def test_a_cancellation_during_a_hop_is_thrown_in_once_the_worker_hands_the_steps_back() -> None:
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def slow() -> str:
+        started.set()
+        release.wait(10)
+        return "committed"
+
+    def turn() -> Steps[None]:
+        seen.append((yield Offload(slow, "store")))
+        try:
+            yield Complete(Model(True), REQUEST)
+        except asyncio.CancelledError:
+            seen.append("cancelled at the model")
+            seen.append((yield Offload(lambda: "reloaded", "store")))
+            raise
+
+    async def main() -> None:
+        task = asyncio.ensure_future(drive_async(turn(), offload))
+        await asyncio.to_thread(started.wait, 10)
+        task.cancel()
+        await asyncio.sleep(0.05)
+        assert not task.done()  # the worker still has the steps
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert seen == ["committed", "cancelled at the model", "reloaded"]
+
+
+def test_a_cancelled_run_that_finished_in_the_worker_still_raises_the_cancellation() -> None:
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow() -> str:
+        started.set()
+        release.wait(10)
+        return "done"
+
+    def turn() -> Steps[str]:
+        return (yield Offload(slow, "store"))
+
+    async def main() -> None:
+        task = asyncio.ensure_future(drive_async(turn(), offload))
+        await asyncio.to_thread(started.wait, 10)
+        task.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
