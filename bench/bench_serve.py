@@ -797,7 +797,11 @@ def _wait_port(port: int) -> None:
 
 
 def main_waiting(
-    delays: list[float], threads: int, servers: list[Served], arrivals: list[str]
+    delays: list[float],
+    threads: int,
+    servers: list[Served],
+    arrivals: list[str],
+    peer_delays: list[float] | None = None,
 ) -> None:
     folder = Path(tempfile.mkdtemp(prefix="bench-serve-wait-"))
     pg = start_postgres(folder / "pg")
@@ -816,6 +820,11 @@ def main_waiting(
         for delay in delays:
             for sessions, way in itertools.product(WAITING_ROWS.get(delay, (16,)), arrivals):
                 for served in servers:  # one after another at each row: the same machine
+                    if served.venv is not None and peer_delays and delay not in peer_delays:
+                        rows.append(
+                            f"| {served.name} | {sessions:,} | {delay:g} s | {way} | not run |"
+                        )
+                        continue
                     threaded = threads and max(threads, sessions)
                     row = run_waiting(pg, folder, delay, sessions, threaded, served, way)
                     print(row, file=sys.stderr, flush=True)  # progress, not the record
@@ -859,6 +868,13 @@ def main() -> None:
         help="with --model-delay: also each row on `langgraph dev` from this virtualenv",
     )
     parser.add_argument(
+        "--peer-delays",
+        type=float,
+        nargs="*",
+        help="with --peer-langgraph: the peer only at these delays (its rows at 10 s take"
+        " a quarter of an hour)",
+    )
+    parser.add_argument(
         "--sizes", type=int, nargs="*", help="with --model-delay: these N at every delay"
     )
     parser.add_argument(
@@ -883,7 +899,7 @@ def main() -> None:
         servers = [Served("cgraph"), *([compared] if compared else [])]
         if args.peer_langgraph:
             servers.append(Served("LangGraph (langgraph dev)", venv=args.peer_langgraph))
-        main_waiting(args.model_delay, args.threads, servers, args.arrivals)
+        main_waiting(args.model_delay, args.threads, servers, args.arrivals, args.peer_delays)
         return
     folder = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     pg = start_postgres(folder / "pg")
