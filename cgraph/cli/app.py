@@ -31,8 +31,9 @@ from cgraph.cli.usage import (
     Command,
     MaxFileSize,
     choices,
-    use_file_size,
-    use_trust,
+    environment_limits,
+    read_limits,
+    trust,
 )
 from cgraph.lint.report import REPORTERS
 
@@ -95,9 +96,8 @@ def lint(
     from cgraph.lint.report import reporter
     from cgraph.lint.walk import lint_paths
 
-    use_file_size(max_file_size)
-    use_trust(allow_module, allow_path)
-    result = lint_paths(paths, only_graphs=only_graphs)
+    allowed, limits = trust(allow_module, allow_path), read_limits(max_file_size)
+    result = lint_paths(paths, only_graphs=only_graphs, trust=allowed, limits=limits)
     out = shown(sys.stdout, json=output.value in ("json", "sarif"))
     reporter(output.value, out, shown(sys.stderr), strict=strict).report(result)
     if sys.argv[1:2] == ["lint"]:  # the command itself, not a test calling the app
@@ -124,7 +124,9 @@ def topology(
     if problem:
         sys.stderr.write(f"error: {graph}: {problem}\n")
         raise typer.Exit(2)
-    text, diagnostics = topology_of(graph, check=check, mermaid=mermaid)
+    text, diagnostics = topology_of(
+        graph, check=check, mermaid=mermaid, limits=environment_limits()
+    )
     for diag in diagnostics:
         sys.stderr.write(printable(diag.render(), lines=True) + "\n")
     sys.stdout.write(printable(text, lines=True))
@@ -201,10 +203,10 @@ def run(
     from cgraph.cli.opening import RunOptions
     from cgraph.cli.run import run_command
 
-    use_file_size(max_file_size)
-    use_trust(allow_module, allow_path)
     options = RunOptions(
         graph=graph,
+        trust=trust(allow_module, allow_path),
+        limits=read_limits(max_file_size),
         store=store,
         model=model,
         api_base=api_base,
@@ -229,7 +231,7 @@ def lsp() -> None:
     docs (Linting and editors)."""
     from cgraph.lsp.server import serve as serve_lsp
 
-    serve_lsp()
+    serve_lsp(trust(), environment_limits())
 
 
 # Listed in `cgraph --help` in the order of the work: check, look, talk, test, serve, then

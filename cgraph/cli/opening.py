@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from cgraph.cli import cannot_write, not_a_graph_file, started
 from cgraph.errors import ConfigError, GraphError
-from cgraph.spec.limits import text_problem
+from cgraph.spec.limits import ReadLimits, text_problem
 from cgraph.spec.model import TIERS, Graph, Tier
+from cgraph.spec.trust import Trust
 
 if TYPE_CHECKING:
     from cgraph.backends.memory.background import BackgroundMemory
@@ -72,32 +73,40 @@ class RunOptions:
     retries: int | None = None
     trace: Path | None = None
     """Append the spans of every turn to this file (JSON lines)."""
+    trust: Trust = field(default_factory=Trust)
+    """What the graph may reach besides its folder (the environment's and the flags')."""
+    limits: ReadLimits = field(default_factory=ReadLimits)
+    """`--max-file-size`."""
 
 
 def load_checked(
-    path: Path, read: Callable[[Graph], None] = lambda graph: None
+    path: Path,
+    read: Callable[[Graph], None] = lambda graph: None,
+    trust: Trust | None = None,
+    limits: ReadLimits | None = None,
 ) -> tuple[Graph, list[Diagnostic]]:
     """The graph and its offline hints, or `GraphError` with every located lint error
     (warnings do not stop a run). `read` sees the graph as soon as it is read, before
-    the lint: what it starts in the background overlaps with the lint."""
+    the lint: what it starts in the background overlaps with the lint. The graph is
+    loaded and linted with `trust` and `limits`."""
     from cgraph.spec.load import load_graph
 
     problem = not_a_graph_file(path)
     if problem:
         raise GraphError(f"error: {path}: {problem}")
     try:
-        graph: Graph | None = load_graph(path)
+        graph: Graph | None = load_graph(path, trust=trust, limits=limits)
     except GraphError:  # the lint below says where and why
         graph = None
     if graph is not None:
         read(graph)
     from cgraph.lint.gate import gate
 
-    linted = gate(path)
+    linted = gate(path, trust, limits)
     if linted.errors:
         message = f"{path}: the graph has errors; fix them and run again"
         raise GraphError(message, list(linted.errors))
-    return graph or load_graph(path), list(linted.hints)
+    return graph or load_graph(path, trust=trust, limits=limits), list(linted.hints)
 
 
 # ----- model --------------------------------------------------------------------------------

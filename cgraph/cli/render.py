@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from cgraph.cli import cannot_write, not_a_graph_file
-from cgraph.cli.usage import choices
+from cgraph.cli.usage import choices, environment_limits, trust
 
 
 class PictureFormat(StrEnum):
@@ -55,7 +55,7 @@ def render(
         sys.stderr.write(f"error: {store}: no such store folder\n")
         raise typer.Exit(2)
     try:
-        spec = load_graph(graph)
+        spec = load_graph(graph, trust=trust(), limits=environment_limits())
         highlight = session_highlight(store, session, spec) if session else None
         data = picture(spec, output.value, highlight)
     except GraphError as err:

@@ -39,7 +39,8 @@ def run_command(options: RunOptions, *, jsonl: bool) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
-        spec, hints = load_checked(options.graph, partial(warm_up_early, options=options))
+        warm = partial(warm_up_early, options=options)
+        spec, hints = load_checked(options.graph, warm, options.trust, options.limits)
     except GraphError as err:
         sys.stderr.write("".join(line + "\n" for line in printable_lines(str(err))))
         return 1

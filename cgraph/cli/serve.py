@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from cgraph.cli.usage import PLAIN, Command
+from cgraph.cli.usage import PLAIN, Command, environment_limits, trust
 from cgraph.errors import CgraphError, GraphError
 
 
@@ -179,6 +179,8 @@ def serve(
         log_content=log_content,
         trace_content=trace_content,
         webhooks=tuple(webhook or ()),
+        trust=trust(),
+        limits=environment_limits(),
     )
     try:
         if studio:

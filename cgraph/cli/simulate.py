@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from cgraph.cli.shown import shown
-from cgraph.cli.usage import AllowModule, AllowPath, MaxFileSize, choices, use_file_size, use_trust
+from cgraph.cli.usage import AllowModule, AllowPath, MaxFileSize, choices, read_limits, trust
 
 
 class SimFormat(StrEnum):
@@ -91,8 +91,6 @@ def simulate(
     from cgraph.simulate.options import Options, budget_calls
     from cgraph.simulate.simulation import SimRequest, simulate_paths
 
-    use_file_size(max_file_size)
-    use_trust(allow_module, allow_path)
     try:
         calls = budget_calls(budget)
     except InputError as err:
@@ -109,6 +107,8 @@ def simulate(
         budget_calls=calls,
         out=out,
         store=store,
+        trust=trust(allow_module, allow_path),
+        limits=read_limits(max_file_size),
     )
     request = SimRequest(
         paths=tuple(paths),

@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from cgraph.cli import not_a_graph_file
+from cgraph.cli.usage import environment_limits, trust
 from cgraph.errors import CgraphError
 
 BROWSER_WAIT_SECONDS = 30.0
@@ -51,7 +52,14 @@ def studio(
     if problem:
         sys.stderr.write(f"error: {graph}: {problem}\n")
         raise typer.Exit(2)
-    options = options_for(str(graph), model=model, port=port, store=store)
+    options = options_for(
+        str(graph),
+        model=model,
+        port=port,
+        store=store,
+        trust=trust(),
+        limits=environment_limits(),
+    )
     secret = new_secret()
     if not no_browser:
         _open_when_up(options.host, port, address(options, secret))

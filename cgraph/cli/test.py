@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from cgraph.cli.shown import shown
-from cgraph.cli.usage import AllowModule, AllowPath, MaxFileSize, choices, use_file_size, use_trust
+from cgraph.cli.usage import AllowModule, AllowPath, MaxFileSize, choices, read_limits, trust
 
 
 class TestFormat(StrEnum):
@@ -80,9 +80,9 @@ def test(
     """Run conversation tests; exit 1 on a failure or low coverage, 2 on a file error."""
     from cgraph.testing.suite import TestRequest, run_tests
 
-    use_file_size(max_file_size)
-    use_trust(allow_module, allow_path)
     request = TestRequest(
+        trust=trust(allow_module, allow_path),
+        limits=read_limits(max_file_size),
         paths=tuple(paths or [Path()]),
         patterns=tuple(pattern or ()),
         stop_first=exitfirst,

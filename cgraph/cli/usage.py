@@ -16,8 +16,8 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperArgument, TyperCommand
 
-from cgraph.spec.limits import FILE_SIZE_VARIABLE, parse_size
-from cgraph.spec.trust import allow
+from cgraph.spec.limits import FILE_SIZE_VARIABLE, ReadLimits, parse_size
+from cgraph.spec.trust import ALLOW_MODULES_VARIABLE, ALLOW_PATHS_VARIABLE, Trust, trust_from
 
 PLAIN = None
 """`rich_markup_mode` of the apps: click's plain help."""
@@ -64,11 +64,20 @@ MaxFileSize = Annotated[
 """`--max-file-size` (or `CGRAPH_MAX_FILE_SIZE`) of the commands that read graph files."""
 
 
-def use_file_size(size: int | None) -> None:
-    """Make `--max-file-size` the cap of every file this process reads as part of a graph
-    (`cgraph.spec.limits.file_size_cap` reads it from the environment, as given there)."""
-    if size is not None:
-        os.environ[FILE_SIZE_VARIABLE] = str(size)
+def read_limits(size: int | None) -> ReadLimits:
+    """The limits a command hands the library: `--max-file-size` (typer reads
+    `CGRAPH_MAX_FILE_SIZE` for it), else the environment's, else the shipped ones."""
+    return ReadLimits(size) if size is not None else environment_limits()
+
+
+def environment_limits() -> ReadLimits:
+    """`CGRAPH_MAX_FILE_SIZE` as limits, for a command without `--max-file-size` (a value
+    that is not a size leaves the shipped cap, as the option would refuse it)."""
+    text = os.environ.get(FILE_SIZE_VARIABLE)
+    try:
+        return ReadLimits(parse_size(text)) if text else ReadLimits()
+    except ValueError:
+        return ReadLimits()
 
 
 AllowModule = Annotated[
@@ -94,7 +103,12 @@ AllowPath = Annotated[
 ]
 
 
-def use_trust(modules: list[str] | None, paths: list[Path] | None) -> None:
-    """Add `--allow-module` and `--allow-path` to what this process and its tool workers
-    allow (`cgraph.spec.trust`, read from the environment)."""
-    allow(tuple(modules or ()), tuple(paths or ()))
+def trust(modules: list[str] | None = None, paths: list[Path] | None = None) -> Trust:
+    """What a command lets graphs reach: `CGRAPH_ALLOW_MODULES` and `CGRAPH_ALLOW_PATHS`,
+    read here and nowhere else, with `--allow-module` and `--allow-path` added; the
+    library, the tool workers and the server get it as a value (`cgraph.spec.trust`)."""
+    environ = os.environ
+    given = trust_from(
+        environ.get(ALLOW_MODULES_VARIABLE, ""), environ.get(ALLOW_PATHS_VARIABLE, "")
+    )
+    return given.also(modules or (), paths or ())

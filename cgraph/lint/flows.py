@@ -16,6 +16,7 @@ from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
 from cgraph.lint.templates import allowed_names, not_returned
 from cgraph.spec import conditions, slots
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.load import did_you_mean, fix_for, parse_graph
 from cgraph.spec.model import (
     CROSS,
@@ -268,13 +269,13 @@ def _foreign_state(
     ctx: GraphContext, folder: Path, file: str, state: str, path: DataPath
 ) -> Iterator[Diagnostic]:
     target = Path(os.path.normpath(folder / file))
-    outside = graph_file_problem(target, ctx.root or folder)
+    outside = graph_file_problem(target, ctx.root or folder, ctx.trust)
     if outside is not None:  # never read: `/etc/shadow#x`, `../outside.yaml#s`
         yield ctx.diag(
             path, "graph-outside", f"`{file}#{state}`: `{file}` {outside}", GRAPH_FILE_HINT
         )
         return
-    sub = graph_at(str(target), ctx.texts)
+    sub = graph_at(str(target), ctx.texts, ctx.limits)
     if sub is None:
         yield ctx.diag(
             path,
@@ -293,15 +294,18 @@ def _foreign_state(
         )
 
 
-def graph_at(file: str, texts: Mapping[Path, str] | None = None) -> Graph | None:
-    """The graph in `file` (as `texts` holds it, if it does), or None if it is not one."""
+def graph_at(
+    file: str, texts: Mapping[Path, str] | None = None, limits: ReadLimits | None = None
+) -> Graph | None:
+    """The graph in `file` (as `texts` holds it, if it does, else read within `limits`),
+    or None if it is not one."""
     text = (texts or {}).get(Path(os.path.realpath(file)))
     if text is not None:
         graph, _ = parse_graph(read_text(text, file))
         return graph
     if not os.path.isfile(file):
         return None
-    graph, _ = parse_graph(read_file(file))
+    graph, _ = parse_graph(read_file(file, (limits or ReadLimits()).file_size))
     return graph
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from cgraph.diagnostics import Diagnostic, Severity
 from cgraph.lint.offline import OFFLINE_CHECKS, OFFLINE_CODES
 from cgraph.lint.walk import CHECKS, lint_paths
+from cgraph.spec.limits import ReadLimits
+from cgraph.spec.trust import Trust
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,10 +23,12 @@ class Gate:
     """The offline checks' findings (`no-say`, `offline-slot`): shown only without an LLM."""
 
 
-def gate(path: Path) -> Gate:
+def gate(path: Path, trust: Trust | None = None, limits: ReadLimits | None = None) -> Gate:
     """Lint the graph at `path` (and its sub-graphs) once, with the offline checks too:
-    they cost little, and whether the run is offline is decided later."""
-    found = lint_paths([path], checks=(*CHECKS, *OFFLINE_CHECKS)).diagnostics
+    they cost little, and whether the run is offline is decided later. `trust` and
+    `limits` are the run's (see `lint_paths`)."""
+    checks = (*CHECKS, *OFFLINE_CHECKS)
+    found = lint_paths([path], checks=checks, trust=trust, limits=limits).diagnostics
     return Gate(
         errors=tuple(d for d in found if d.severity is Severity.ERROR),
         hints=tuple(d for d in found if d.code in OFFLINE_CODES),

@@ -54,7 +54,7 @@ def check_passed_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
     for state_name, state in ctx.graph.states.items():
         if not isinstance(state, GraphState) or not state.with_:
             continue
-        sub = graph_at(os.path.normpath(folder / state.graph), ctx.texts)
+        sub = graph_at(os.path.normpath(folder / state.graph), ctx.texts, ctx.limits)
         if sub is None:
             continue  # a missing or broken sub-graph is reported where it is named
         for name in state.with_:

@@ -14,17 +14,24 @@ from pathlib import Path
 
 from cgraph.diagnostics import Diagnostic, Severity
 from cgraph.errors import GraphError
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.load import did_you_mean, fix_for, load_graph, load_graph_text
 from cgraph.spec.model import Graph, GraphState, Slot, anywhere_targets, targets_of
 from cgraph.spec.names import END, RESUME
 from cgraph.spec.read import Document
 from cgraph.spec.simfile import Persona, SimFile, parse_sim
-from cgraph.spec.trust import graph_file_problem
+from cgraph.spec.trust import Trust, graph_file_problem
 
 
-def check_sim_file(doc: Document, texts: Mapping[Path, str] | None = None) -> list[Diagnostic]:
+def check_sim_file(
+    doc: Document,
+    texts: Mapping[Path, str] | None = None,
+    trust: Trust | None = None,
+    limits: ReadLimits | None = None,
+) -> list[Diagnostic]:
     """Every problem of one read sim file, located. `texts` (by resolved path) is read
-    instead of the graph file on disk: the graph as an editor holds it, saved or not."""
+    instead of the graph file on disk: the graph as an editor holds it, saved or not.
+    Its graph is loaded with `trust` and `limits` (see `load_graph`)."""
     sim, found = parse_sim(doc)
     if sim is None:
         return found
@@ -41,7 +48,11 @@ def check_sim_file(doc: Document, texts: Mapping[Path, str] | None = None) -> li
         )
         return found
     try:
-        graph = load_graph(graph_path) if text is None else load_graph_text(text, str(graph_path))
+        graph = (
+            load_graph(graph_path, trust=trust, limits=limits)
+            if text is None
+            else load_graph_text(text, str(graph_path), trust=trust, limits=limits)
+        )
     except GraphError as err:
         shown = err.diagnostics[0].render() if err.diagnostics else err.message
         found.append(
@@ -152,10 +163,11 @@ def _graphs(graph: Graph, depth: int = 0) -> list[Graph]:
         if not isinstance(state, GraphState) or depth > 8:
             continue
         path = folder / state.graph
-        if graph_file_problem(path, folder) is not None or not path.is_file():
+        if graph_file_problem(path, folder, graph.trust) is not None or not path.is_file():
             continue  # the graph's own lint says why
         try:
-            found += _graphs(load_graph(path), depth + 1)
+            sub = load_graph(path, trust=graph.trust, limits=graph.read_limits)
+            found += _graphs(sub, depth + 1)
         except GraphError:
             continue
     return found

@@ -15,11 +15,13 @@ from typing import Any, TypeVar
 
 from cgraph.diagnostics import DataPath, Diagnostic, Fix, Severity
 from cgraph.spec.kept import StateMemo
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.load import closest, did_you_mean, fix_for
 from cgraph.spec.model import SILENT_TYPES, AnyState, Graph, anywhere_targets, is_cross
 from cgraph.spec.names import END, RESUME
 from cgraph.spec.read import Document
 from cgraph.spec.templating import BUILTIN_NAMES
+from cgraph.spec.trust import Trust
 
 Located = tuple[str, DataPath]  # a target state and the YAML path naming it
 T = TypeVar("T")
@@ -70,6 +72,10 @@ class GraphContext:
     outer_names: frozenset[str] = frozenset()
     """What the graphs that hand over to this one (a sub-graph) define: variables are the
     session's, and a running caller's slots are read through."""
+    trust: Trust = field(default_factory=Trust)
+    """What the person running lint allows besides the root's folder (`cgraph.spec.trust`)."""
+    limits: ReadLimits = field(default_factory=ReadLimits)
+    """The limits of what lint reads: the files a graph names, its handlers' sources."""
     edges: dict[str, list[Located]] = field(init=False)
     """Every state's targets, computed once for all checks."""
 

@@ -15,9 +15,10 @@ from typing import Any
 from cgraph.diagnostics import DataPath, Diagnostic
 from cgraph.lint.structure import GraphContext, field_of
 from cgraph.spec.files import Refusal, read_bytes
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.load import did_you_mean, fix_for
 from cgraph.spec.tool_files import local_module
-from cgraph.spec.trust import HANDLER_HINT, module_allowed
+from cgraph.spec.trust import HANDLER_HINT, Trust
 
 
 def check_tools(ctx: GraphContext) -> Iterator[Diagnostic]:
@@ -79,16 +80,20 @@ def _declarations(ctx: GraphContext) -> Iterator[Diagnostic]:
                 "`tools:`, or remove the declaration",
                 warning=True,
             )
-        problem = handler_problem(tool.handler, folder)
+        problem = handler_problem(tool.handler, folder, ctx.trust, ctx.limits)
         if problem:
             yield ctx.diag((*path, "handler"), *problem)
 
 
-def handler_problem(handler: str, folder: Path) -> tuple[str, str, str] | None:
+def handler_problem(
+    handler: str, folder: Path, trust: Trust | None = None, limits: ReadLimits | None = None
+) -> tuple[str, str, str] | None:
     """Why `module:function` cannot be found or may not run (code, message, hint), or
-    None when it looks callable."""
+    None when it looks callable: a file under `folder`, or a module `trust` allows (its
+    source read within `limits`)."""
+    trust, limits = trust or Trust(), limits or ReadLimits()
     module, _, function = handler.partition(":")
-    found, source = _module_file(module, folder)
+    found, source = _module_file(module, folder, trust)
     if not found:
         return (
             "tool-handler",
@@ -96,20 +101,22 @@ def handler_problem(handler: str, folder: Path) -> tuple[str, str, str] | None:
             did_you_mean(module, _modules_beside(module, folder))
             + f"put `{module.replace('.', '/')}.py` next to the graph file, or install the module",
         )
-    if source is None and local_module(module, folder) is None and not module_allowed(module):
+    if source is None and local_module(module, folder) is None and not trust.allows_module(module):
         return (
             "handler-not-allowed",
             f"handler `{handler}` is not a Python file in the graph's folder ({folder}), and "
             f"module `{module}` is not allowed: a graph may not run code from elsewhere",
             HANDLER_HINT,
         )
-    return _source_problem(module, function, source)
+    return _source_problem(module, function, source, limits)
 
 
-def _source_problem(module: str, function: str, source: Path | None) -> tuple[str, str, str] | None:
+def _source_problem(
+    module: str, function: str, source: Path | None, limits: ReadLimits
+) -> tuple[str, str, str] | None:
     if source is None:
         return None  # present, but its contents cannot be read without importing it
-    text = read_bytes(source)  # a handler file is read like a graph file: bounded
+    text = read_bytes(source, limits.file_size)  # read like a graph file: bounded
     if isinstance(text, Refusal):
         where = f"handler module `{module}` ({source})"
         return ("tool-handler", f"{where} cannot be read: {text.message}", text.hint)
@@ -129,7 +136,7 @@ def _source_problem(module: str, function: str, source: Path | None) -> tuple[st
     return None
 
 
-def _module_file(module: str, folder: Path) -> tuple[bool, Path | None]:
+def _module_file(module: str, folder: Path, trust: Trust) -> tuple[bool, Path | None]:
     """Whether the module exists, and its source file when that can be read safely (a
     local file, or an allowed module's; another module is never read)."""
     local = local_module(module, folder)
@@ -144,7 +151,7 @@ def _module_file(module: str, folder: Path) -> tuple[bool, Path | None]:
     if spec is None:
         return False, None
     origin = spec.origin or ""
-    readable = len(parts) == 1 and origin.endswith(".py") and module_allowed(module)
+    readable = len(parts) == 1 and origin.endswith(".py") and trust.allows_module(module)
     return True, Path(origin) if readable else None
 
 

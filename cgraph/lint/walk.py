@@ -28,13 +28,14 @@ from cgraph.lint.topology import check_topology
 from cgraph.lint.unset import check_unset_slots
 from cgraph.spec.files import Refusal, read_head
 from cgraph.spec.kept import Kept, StateMemo
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.load import parse_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.names import SIM_KEY, TESTS_KEY
 from cgraph.spec.read import Document, read_file, read_text
 from cgraph.spec.topology import derive
 from cgraph.spec.topology import mermaid as draw_mermaid
-from cgraph.spec.trust import GRAPH_FILE_HINT, graph_file_problem
+from cgraph.spec.trust import GRAPH_FILE_HINT, Trust, graph_file_problem
 
 SUFFIXES = (".yaml", ".yml", ".json")
 Check = Callable[[GraphContext], Iterable[Diagnostic]]
@@ -107,6 +108,8 @@ class _Linter:
         checks: tuple[Check, ...],
         texts: Mapping[Path, str],
         kept: Kept | None = None,
+        trust: Trust | None = None,
+        limits: ReadLimits | None = None,
     ) -> None:
         self.result = result
         self.checks = checks
@@ -122,6 +125,9 @@ class _Linter:
         self.active: list[tuple[Path, str]] = []
         self.root = Path.cwd()
         """The folder graph files must stay in: the folder linted, or the named file's."""
+        self.trust = trust or Trust()
+        """What the person running lint allows besides `root`."""
+        self.limits = limits or ReadLimits()
 
     def lint(self, path: Path, display: str, outer: frozenset[str] = frozenset()) -> _Outcome:
         """Lint a file once; `outer` holds the names the graphs that hand over to it
@@ -138,7 +144,7 @@ class _Linter:
             text = self.texts.get(key)
             memo = None
             if text is None:
-                doc = read_file(display)
+                doc = read_file(display, self.limits.file_size)
             elif self.kept is None:
                 doc = read_text(text, display)
             else:
@@ -181,7 +187,7 @@ class _Linter:
         if isinstance(doc.data, dict) and SIM_KEY in doc.data:
             from cgraph.lint.sims import check_sim_file  # sim files only, like test files
 
-            return _Outcome(None), check_sim_file(doc, self.texts)
+            return _Outcome(None), check_sim_file(doc, self.texts, self.trust, self.limits)
         graph, diagnostics = parse_graph(doc, memo)
         if graph is None:
             return _Outcome(None), diagnostics
@@ -208,6 +214,8 @@ class _Linter:
             self.texts,
             memo,
             outer_names=outer,
+            trust=self.trust,
+            limits=self.limits,
         )
         for check in self.checks:
             try:
@@ -233,7 +241,7 @@ class _Linter:
         where = ("states", state, "graph")
         sub_path = Path(os.path.normpath(path.parent / target))
         display = str(sub_path)
-        outside = graph_file_problem(sub_path, self.root)
+        outside = graph_file_problem(sub_path, self.root, self.trust)
         if outside is not None:  # never opened: `/etc/shadow`, `../outside.yaml`
             message = f"state `{state}` hands over to `{target}`, which {outside}"
             return None, doc.diag(where, "graph-outside", message, GRAPH_FILE_HINT)
@@ -267,6 +275,8 @@ def lint_paths(
     checks: tuple[Check, ...] = CHECKS,
     texts: Mapping[Path, str] | None = None,
     kept: Kept | None = None,
+    trust: Trust | None = None,
+    limits: ReadLimits | None = None,
 ) -> LintResult:
     """Lint files and folders (recursively `*.yaml`, `*.yml`, `*.json`).
 
@@ -276,26 +286,23 @@ def lint_paths(
     `texts` (by resolved path) is read instead of those files on disk: a graph and the
     sub-graphs it hands over to as an editor holds them, saved or not. With `kept`, their
     lint reuses what the last one kept of each (`cgraph.spec.kept`): the same diagnostics,
-    from only the parts and states a change touched.
+    from only the parts and states a change touched. `trust` is what graphs may reach
+    besides their folder (default `Trust()`: nothing) and `limits` what is read (default
+    `ReadLimits()`), as for `load_graph`.
     """
     collecting = gc.isenabled()
     gc.disable()  # see reader.read_text: lint builds large, acyclic trees
     try:
-        return _lint_all(paths, only_graphs, checks, texts or {}, kept)
+        return _lint_all(
+            paths, only_graphs, _Linter(LintResult(), checks, texts or {}, kept, trust, limits)
+        )
     finally:
         if collecting:
             gc.enable()
 
 
-def _lint_all(
-    paths: Iterable[str | Path],
-    only_graphs: bool,
-    checks: tuple[Check, ...],
-    texts: Mapping[Path, str],
-    kept: Kept | None,
-) -> LintResult:
-    result = LintResult()
-    linter = _Linter(result, checks, texts, kept)
+def _lint_all(paths: Iterable[str | Path], only_graphs: bool, linter: _Linter) -> LintResult:
+    result, texts = linter.result, linter.texts
     for given in paths:
         path = Path(given)
         linter.root = path if path.is_dir() else path.parent
@@ -315,20 +322,22 @@ def _lint_all(
     return result
 
 
-def lint_file(path: str | Path) -> list[Diagnostic]:
+def lint_file(
+    path: str | Path, *, trust: Trust | None = None, limits: ReadLimits | None = None
+) -> list[Diagnostic]:
     """The diagnostics of one file (and of the sub-graphs it hands over to)."""
-    return lint_paths([path]).diagnostics
+    return lint_paths([path], trust=trust, limits=limits).diagnostics
 
 
 def topology_of(
-    path: Path, *, check: bool = False, mermaid: bool = False
+    path: Path, *, check: bool = False, mermaid: bool = False, limits: ReadLimits | None = None
 ) -> tuple[str, list[Diagnostic]]:
     """The derived topology of a graph file (as Mermaid with `mermaid`), or (with `check`)
     the authored one's problems.
 
     Returns the text to print and the diagnostics that make the command fail.
     """
-    doc = read_file(str(path))
+    doc = read_file(str(path), (limits or ReadLimits()).file_size)
     graph, diagnostics = parse_graph(doc)
     if graph is None or has_errors(diagnostics):
         return "", [d for d in diagnostics if d.severity is Severity.ERROR]

@@ -14,7 +14,9 @@ from cgraph.diagnostics import Diagnostic
 from cgraph.lint.walk import SUFFIXES, lint_paths, looks_like_graph
 from cgraph.lsp.index import Index, build
 from cgraph.spec.kept import Kept
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.read import read_file, read_text
+from cgraph.spec.trust import Trust
 
 MAX_WORKSPACE_FILES = 5000
 """Files a workspace search reads at most (references and rename across files)."""
@@ -33,8 +35,13 @@ def resolved(path: str | Path) -> Path:
 
 
 class Files:
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(
+        self, root: Path | None = None, trust: Trust | None = None, limits: ReadLimits | None = None
+    ) -> None:
         self.root = root
+        self.trust = trust or Trust()
+        """What graphs may reach besides their folders, as `cgraph lint` is told."""
+        self.limits = limits or ReadLimits()
         self.open: dict[Path, str] = {}
         """Buffers the editor holds, by resolved path."""
         self.subgraphs: dict[Path, frozenset[Path]] = {}
@@ -47,7 +54,7 @@ class Files:
     def text(self, path: Path) -> str | None:
         if path in self.open:
             return self.open[path]
-        doc = read_file(path)
+        doc = read_file(path, self.limits.file_size)
         return doc.text if doc.ok or doc.text else None
 
     def index(self, path: Path, typing: int | None = None) -> Index | None:
@@ -58,7 +65,7 @@ class Files:
         if cached is not None and cached[0] == stamp:
             return cached[1]
         text = self.open.get(path)
-        doc = read_file(path) if text is None else read_text(text, str(path))
+        doc = read_file(path, self.limits.file_size) if text is None else read_text(text, str(path))
         if not doc.ok and text is not None and typing is not None:
             lines = text.split("\n")
             if typing < len(lines):
@@ -82,7 +89,9 @@ class Files:
     def lint(self, path: Path) -> Linted:
         """Lint diagnostics of one file as the editor holds it (and its sub-graphs)."""
         text = self.open.get(path, "")
-        result = lint_paths([path], texts=dict(self.open), kept=self.kept)
+        result = lint_paths(
+            [path], texts=dict(self.open), kept=self.kept, trust=self.trust, limits=self.limits
+        )
         own = [d for d in result.diagnostics if resolved(d.file) == path]
         self.subgraphs[path] = frozenset(resolved(f) for f in result.files) - {path}
         return Linted(own, text)

@@ -24,6 +24,8 @@ from cgraph.lsp import cursor, edits, hover, outline
 from cgraph.lsp.complete import complete
 from cgraph.lsp.files import Files, resolved
 from cgraph.lsp.report import to_lsp
+from cgraph.spec.limits import ReadLimits
+from cgraph.spec.trust import Trust
 from cgraph.version import __version__
 
 DEBOUNCE = 0.05
@@ -237,6 +239,8 @@ async def run_tests(ls: Server, test_file: str, cases: list[str]) -> dict[str, A
     return {"exit_code": process.returncode, "output": text}
 
 
-def serve() -> None:
-    """Answer one client over stdin and stdout until it exits."""
+def serve(trust: Trust | None = None, limits: ReadLimits | None = None) -> None:
+    """Answer one client over stdin and stdout until it exits, linting with `trust` and
+    `limits` (what `cgraph lint` would be given)."""
+    server.files = Files(trust=trust, limits=limits)
     server.start_io()

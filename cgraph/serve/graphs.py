@@ -10,10 +10,12 @@ from pathlib import Path
 from cgraph.diagnostics import Severity
 from cgraph.errors import ConfigError, GraphError
 from cgraph.lint.walk import lint_paths
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.load import did_you_mean, load_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.names import SIM_KEY, TESTS_KEY
 from cgraph.spec.read import read_file
+from cgraph.spec.trust import Trust
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +43,14 @@ def unknown(name: str, served: dict[str, Served]) -> str:
     return f"no graph `{name}` here; {did_you_mean(name, names)}served: {', '.join(names)}"
 
 
-def load_served(paths: tuple[str, ...]) -> dict[str, Served]:
-    """Every graph under `paths`, by name; `GraphError` with every located lint error, or
-    `ConfigError` when no graph is found or two share a name."""
-    result = lint_paths([Path(p) for p in paths])
+def load_served(
+    paths: tuple[str, ...], trust: Trust | None = None, limits: ReadLimits | None = None
+) -> dict[str, Served]:
+    """Every graph under `paths`, by name, linted and loaded with `trust` and `limits`
+    (see `load_graph`); `GraphError` with every located lint error, or `ConfigError` when
+    no graph is found or two share a name."""
+    limits = limits or ReadLimits()
+    result = lint_paths([Path(p) for p in paths], trust=trust, limits=limits)
     if result.missing:
         raise ConfigError(f"no such graph file or folder: {', '.join(result.missing)}")
     if result.errors:
@@ -52,9 +58,9 @@ def load_served(paths: tuple[str, ...]) -> dict[str, Served]:
         raise GraphError("the graphs have errors; fix them and serve again", errors)
     served: dict[str, Served] = {}
     for file in result.files:
-        if not _is_graph_file(file):
+        if not _is_graph_file(file, limits):
             continue
-        graph = load_graph(file)
+        graph = load_graph(file, trust=trust, limits=limits)
         warned = sum(d.file == file for d in result.diagnostics)
         if graph.name in served:
             other = served[graph.name].file
@@ -65,8 +71,8 @@ def load_served(paths: tuple[str, ...]) -> dict[str, Served]:
     return served
 
 
-def _is_graph_file(file: str) -> bool:
+def _is_graph_file(file: str, limits: ReadLimits) -> bool:
     """Not a conversation test (`cgraph-test:`) or a sim file (`cgraph-sim:`), which lint
     checks beside the graphs but nobody serves."""
-    data = read_file(file).data
+    data = read_file(file, limits.file_size).data
     return not (isinstance(data, dict) and (TESTS_KEY in data or SIM_KEY in data))

@@ -35,7 +35,7 @@ def serve(options: ServeOptions, say: Callable[[str], None], extra: Extra | None
     options = checked(options)
     free(options.host, options.port)
     logs.configure(options.log_format)
-    service = Service(options, load_served(options.graphs))
+    service = Service(options, load_served(options.graphs, options.trust, options.limits))
     for line in banner(options, service):
         say(line)
     if options.workers == 1:

@@ -2,17 +2,20 @@
 refuse a server before it starts: the address without tokens, the tokens file, memory that
 one process keeps while several serve.
 
-The options travel to each worker process as JSON (`CGRAPH_SERVE_OPTIONS`).
+The options travel to each worker process as JSON (`CGRAPH_SERVE_OPTIONS`), the served
+graphs' `Trust` and `ReadLimits` among them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from cgraph.errors import ConfigError
+from cgraph.spec.limits import ReadLimits, read_limits_of
+from cgraph.spec.trust import Trust, trust_of
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 FORMATS = ("text", "json")
@@ -77,15 +80,21 @@ class ServeOptions:
     """Model-call spans carry the prompt and the answer."""
     webhooks: tuple[str, ...] = ()
     """`URL [events=TYPE,…] [secret=env:NAME|file:PATH]`, one per destination."""
+    trust: Trust = field(default_factory=Trust)
+    """What the served graphs may reach besides their folders (`cgraph.spec.trust`)."""
+    limits: ReadLimits = field(default_factory=ReadLimits)
+    """The limits of what is read: the graphs and their sub-graphs."""
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self))
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return json.dumps(data | {"trust": self.trust.as_data(), "limits": self.limits.as_data()})
 
     @classmethod
     def from_json(cls, text: str) -> ServeOptions:
         data = json.loads(text)
         data["graphs"], data["webhooks"] = tuple(data["graphs"]), tuple(data["webhooks"])
         data["allow_origins"] = tuple(data["allow_origins"])
+        data["trust"], data["limits"] = trust_of(data["trust"]), read_limits_of(data["limits"])
         return cls(**data)
 
 

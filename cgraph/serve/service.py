@@ -69,7 +69,11 @@ class Service:
 
     def __init__(self, options: ServeOptions, served: dict[str, Served] | None = None) -> None:
         self.options = options
-        self.served = served if served is not None else load_served(options.graphs)
+        self.served = (
+            served
+            if served is not None
+            else load_served(options.graphs, options.trust, options.limits)
+        )
         self.store = open_store(options.store, sessions_per_user=options.sessions_per_user)
         self.folder = None if is_url(options.store) else _folder(Path(options.store))
         _refuse_one_process_memory(options, self.served, self.store.shared, self.folder)

@@ -541,7 +541,7 @@ class Sessions:
             if tool.isolation == "process"
         ]
         if isolated:  # a tool worker boots, and imports them, while the conversation starts
-            deps.tools.warm(isolated)
+            deps.tools.warm(isolated, graphs.root.trust)
         return Session(info, engine, Remembering(engine, self.remember))
 
 

@@ -24,16 +24,17 @@ ASSETS = Path(__file__).with_name("report")
 REPORT = "report.html"
 
 
-def write_report(result: SimResult, summary: dict[str, Any]) -> Path:
-    """Write `report.html` beside the run's `results.jsonl`; its path."""
+def write_report(result: SimResult, summary: dict[str, Any], graph: Graph | None = None) -> Path:
+    """Write `report.html` beside the run's `results.jsonl`; its path. `graph` is the
+    simulated graph as the runs loaded it (default: loaded again, with nothing allowed)."""
     path = result.folder / REPORT
-    path.write_text(page(result, summary), encoding="utf-8")
+    path.write_text(page(result, summary, graph), encoding="utf-8")
     return path
 
 
-def page(result: SimResult, summary: dict[str, Any]) -> str:
+def page(result: SimResult, summary: dict[str, Any], graph: Graph | None = None) -> str:
     """The whole page as text."""
-    graph = load_graph(result.sim.graph_path)
+    graph = graph or load_graph(result.sim.graph_path)
     opened = frozenset(n for n, s in graph.states.items() if isinstance(s, GraphState))
     svg = render(_quick(dot_source(graph, ids=True, opened=opened), graph), "svg").decode("utf-8")
     svg = svg[svg.index("<svg") :]  # the XML prologue and DOCTYPE do not belong inline

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cgraph.errors import InputError
+from cgraph.spec.limits import ReadLimits
+from cgraph.spec.trust import Trust
 
 EXPLORER = "explore"
 """The one persona of `--explore`: no goal, the least-taken exit first."""
@@ -28,6 +30,11 @@ class Options:
     out: Path = Path("sim-results")
     store: Path | None = None
     """`--store DIR`: keep every run's session there, for `cgraph studio --store DIR`."""
+    trust: Trust = field(default_factory=Trust)
+    """What the simulated graphs may reach besides their folders (it travels to each
+    `--jobs` process with the rest of the options)."""
+    limits: ReadLimits = field(default_factory=ReadLimits)
+    """The limits of what is read: sim files, graphs, sub-graphs, test files."""
 
 
 def budget_calls(text: str | None) -> int | None:

@@ -29,10 +29,10 @@ def build(sim: SimFile, options: Options, folder: Path | None = None) -> Setup:
     """The shared part of every run of `sim`; `GraphError` when the graph has lint errors."""
     from cgraph.lint.gate import gate
 
-    errors = gate(sim.graph_path).errors
+    errors = gate(sim.graph_path, options.trust, options.limits).errors
     if errors:
         raise GraphError(f"{sim.graph_path}: the graph has lint errors", list(errors))
-    graph = load_graph(sim.graph_path)
+    graph = load_graph(sim.graph_path, trust=options.trust, limits=options.limits)
     model = resolve_model(sim.model, graph.model, embedding_model=graph.embedding_source())
     planner = Planner(graph)
     setup = Setup(
@@ -66,7 +66,7 @@ def tested_lines(graph: Graph, path: Path) -> dict[Exit, list[str]]:
     if not folder.is_dir():
         return found
     for file in sorted(folder.glob("*.test.yaml")):
-        tests, _ = parse_tests(read_file(file))
+        tests, _ = parse_tests(read_file(file, graph.read_limits.file_size))
         if tests is None or tests.graph_path.resolve() != path.resolve():
             continue
         for case in tests.cases:

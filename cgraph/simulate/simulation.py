@@ -93,7 +93,8 @@ def _one(
     began = time.perf_counter()
     result = run_sim(path, request.options)
     ks = {1, 3, *gates.ks(thresholds)}
-    graph = load_graph(result.sim.graph_path)
+    given = request.options
+    graph = load_graph(result.sim.graph_path, trust=given.trust, limits=given.limits)
     summary = summarise(result.sim, graph, result.records, ks, request.gate_on_judge)
     summary |= {
         "file": str(shown_path(path)),
@@ -115,7 +116,7 @@ def _one(
     if request.output == "html":
         from cgraph.simulate.html import write_report
 
-        report = write_report(result, summary)
+        report = write_report(result, summary, graph)
         err.write(f"report: {shown_path(report)}\n")
     return summary
 

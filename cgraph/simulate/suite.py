@@ -46,7 +46,7 @@ class SimResult:
 
 def prepared(path: Path, options: Options) -> SimFile:
     """The sim file with the command line's overrides applied (`--explore`: one explorer)."""
-    sim = load_sim_file(path)
+    sim = load_sim_file(path, options.limits)
     changes: dict[str, Any] = {}
     if options.runs is not None:
         changes["runs"] = options.runs
@@ -116,7 +116,7 @@ def fingerprint(sim: SimFile, options: Options) -> str:
     """What a run's result depends on: the graph's bytes (and its sub-graphs'), the sim
     file's, its overrides, and the cgraph version."""
     digest = hashlib.sha256(__version__.encode())
-    for file in _graph_files(sim):
+    for file in _graph_files(sim, options):
         digest.update(file.read_bytes())
     assert sim.source is not None
     digest.update(sim.source.read_bytes())
@@ -125,11 +125,12 @@ def fingerprint(sim: SimFile, options: Options) -> str:
     return digest.hexdigest()[:16]
 
 
-def _graph_files(sim: SimFile) -> list[Path]:
+def _graph_files(sim: SimFile, options: Options) -> list[Path]:
     from cgraph.runtime.routes.graphs import Graphs
     from cgraph.spec.load import load_graph
 
-    reachable = Graphs(load_graph(sim.graph_path)).reachable()
+    graph = load_graph(sim.graph_path, trust=options.trust, limits=options.limits)
+    reachable = Graphs(graph).reachable()
     return sorted({g.source for g in reachable if g.source is not None})
 
 

@@ -16,7 +16,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from cgraph.spec.limits import file_size_cap
+from cgraph.spec.limits import MAX_FILE_BYTES
 
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
@@ -53,11 +53,10 @@ def _kind(mode: int) -> str | None:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def read_bytes(path: str | Path, limit: int | None = None) -> bytes | Refusal:
-    """The bytes of a regular file of at most `limit` bytes (default: `file_size_cap()`),
+def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes | Refusal:
+    """The bytes of a regular file of at most `limit` bytes (a `ReadLimits.file_size`),
     or why it was refused (`unreadable`, `link-loop`, `not-a-file`, `file-too-large`)."""
-    cap = file_size_cap() if limit is None else limit
-    return _read(path, cap, whole=True)
+    return _read(path, limit, whole=True)
 
 
 def read_head(path: str | Path, size: int) -> bytes | Refusal:

@@ -9,9 +9,9 @@ store. An alias shares one node many times, so sizes are counted *expanded* (a Y
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 MAX_VALUE_CHARS = 1_000_000
@@ -30,9 +30,10 @@ RENDER_SECONDS = 1.0
 MAX_INT_DIGITS = 4_300
 """Python's own limit on converting integers to and from text."""
 MAX_FILE_BYTES = 20_000_000
-"""Largest file read as a graph, a sub-graph, a test file or a handler's source (20 MB);
-`--max-file-size` or the `CGRAPH_MAX_FILE_SIZE` environment variable sets another."""
+"""Largest file read as a graph, a sub-graph, a test file or a handler's source (20 MB),
+unless a `ReadLimits` says otherwise (`--max-file-size`, `CGRAPH_MAX_FILE_SIZE`)."""
 FILE_SIZE_VARIABLE = "CGRAPH_MAX_FILE_SIZE"
+"""The environment's `--max-file-size`; read by the command line only."""
 MAX_MESSAGE_CHARS = 8_000
 """Longest user message a session takes (`Session.send`, `cgraph run`, the HTTP server)."""
 MAX_GRAPH_NAME_CHARS = 200
@@ -261,10 +262,20 @@ def parse_size(text: str) -> int:
     return int(found[1]) * _UNITS[found[2].lower()]
 
 
-def file_size_cap() -> int:
-    """The largest file the format reads: `CGRAPH_MAX_FILE_SIZE` when it holds a size
-    (the command line checks it and `--max-file-size` sets it), else `MAX_FILE_BYTES`."""
-    try:
-        return parse_size(os.environ.get(FILE_SIZE_VARIABLE) or str(MAX_FILE_BYTES))
-    except ValueError:
-        return MAX_FILE_BYTES
+@dataclass(frozen=True)
+class ReadLimits:
+    """The limits the person running cgraph may set on what is read: `ReadLimits()` holds
+    the shipped ones. (A graph's own `limits:` section is `cgraph.spec.model.Limits`.)"""
+
+    file_size: int = MAX_FILE_BYTES
+    """Largest file read as a graph, a sub-graph, a test file or a handler's source, in
+    bytes (`--max-file-size`)."""
+
+    def as_data(self) -> dict[str, int]:
+        """As JSON data, for a process this one starts (`read_limits_of` reads it back)."""
+        return {"file_size": self.file_size}
+
+
+def read_limits_of(data: Mapping[str, Any]) -> ReadLimits:
+    """The limits `ReadLimits.as_data` wrote."""
+    return ReadLimits(int(data.get("file_size", MAX_FILE_BYTES)))

@@ -12,37 +12,63 @@ from cgraph.errors import GraphError
 from cgraph.spec import model as m
 from cgraph.spec.conform import SchemaCheck, Violation, conform
 from cgraph.spec.kept import StateMemo
-from cgraph.spec.limits import MAX_VALUE_CHARS, too_large
+from cgraph.spec.limits import MAX_VALUE_CHARS, ReadLimits, too_large
 from cgraph.spec.model import HANDLER_PATTERN, TYPE_LETTERS, key_of
 from cgraph.spec.read import Document, read_file, read_text
+from cgraph.spec.trust import Trust
 
 # The graph's sections (`agent:`, `limits:`...): fields whose value is one dataclass.
-_SECTIONS = frozenset(key_of(f) for f in fields(m.Graph) if is_dataclass(f.default_factory))
+_SECTIONS = frozenset(
+    key_of(f)
+    for f in fields(m.Graph)
+    if is_dataclass(f.default_factory) and not f.metadata.get("internal")
+)
 # Mappings whose keys the designer names (a variable, a tier, a prompt kind).
 _NAMED_VALUES = frozenset(
     {"set", "arguments", "variables", "prompts", "max_visits", "ttl_days", "max_items"}
 )
 
 
-def load_graph(path: str | Path) -> m.Graph:
+def load_graph(
+    path: str | Path, *, trust: Trust | None = None, limits: ReadLimits | None = None
+) -> m.Graph:
     """Load and validate one graph file; raise `GraphError` (with diagnostics) if invalid.
+
+    `trust` is what the graph may reach besides its folder (default `Trust()`: nothing),
+    `limits` what may be read (default `ReadLimits()`: the shipped limits); the graph
+    keeps both, and a session running it holds its sub-graphs and tools to them. Neither
+    is read from the environment: the command line reads `CGRAPH_ALLOW_MODULES`,
+    `CGRAPH_ALLOW_PATHS` and `CGRAPH_MAX_FILE_SIZE` and passes them here.
 
     Sub-graphs are not read here: a session loads them as it starts, to import their
     tools' handlers early (`cgraph.runtime.routes.graphs.Graphs.reachable`), and
     `cgraph.lint.walk.lint_file` checks them ahead of time.
     """
-    graph, diagnostics = parse_graph(read_file(path))
+    graph, diagnostics = parse_graph(read_file(path, (limits or ReadLimits()).file_size))
     if graph is None or has_errors(diagnostics):
         raise GraphError(f"{path}: invalid context graph", diagnostics)
-    return graph
+    return _given(graph, trust, limits)
 
 
-def load_graph_text(text: str, file: str = "<string>") -> m.Graph:
+def load_graph_text(
+    text: str,
+    file: str = "<string>",
+    *,
+    trust: Trust | None = None,
+    limits: ReadLimits | None = None,
+) -> m.Graph:
     """Like `load_graph`, for YAML text; `file` names it in diagnostics."""
     graph, diagnostics = parse_graph(read_text(text, file))
     if graph is None or has_errors(diagnostics):
         raise GraphError(f"{file}: invalid context graph", diagnostics)
-    return graph
+    return _given(graph, trust, limits)
+
+
+def _given(graph: m.Graph, trust: Trust | None, limits: ReadLimits | None) -> m.Graph:
+    """`graph` keeping the trust and limits it was loaded with (the defaults it has)."""
+    if trust is None and limits is None:
+        return graph
+    return replace(graph, trust=trust or Trust(), read_limits=limits or ReadLimits())
 
 
 def parse_graph(

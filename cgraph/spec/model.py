@@ -14,7 +14,8 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from cgraph.spec.limits import MAX_GRAPH_NAME_CHARS
+from cgraph.spec.limits import MAX_GRAPH_NAME_CHARS, ReadLimits
+from cgraph.spec.trust import Trust
 
 T = TypeVar("T")
 
@@ -634,6 +635,13 @@ class Graph:
 
     source: Path | None = field(default=None, compare=False, repr=False, metadata=INTERNAL)
     """The file this graph was loaded from (None for a graph built in code); not a key."""
+    trust: Trust = field(default_factory=Trust, compare=False, repr=False, metadata=INTERNAL)
+    """What the person running cgraph lets it reach besides its folder (`load_graph`'s
+    `trust`): the sub-graphs it enters and the tools it calls are held to it; not a key."""
+    read_limits: ReadLimits = field(
+        default_factory=ReadLimits, compare=False, repr=False, metadata=INTERNAL
+    )
+    """The limits its sub-graphs are read within (`load_graph`'s `limits`); not a key."""
 
     def start_states(self) -> tuple[str, ...]:
         if isinstance(self.start, str):

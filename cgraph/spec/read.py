@@ -17,7 +17,13 @@ import yaml
 
 from cgraph.diagnostics import Diagnostic, Fix, Severity
 from cgraph.spec.files import Refusal, read_bytes
-from cgraph.spec.limits import MAX_SCAN_DEPTH, MAX_VALUE_CHARS, largest_part, too_large
+from cgraph.spec.limits import (
+    MAX_FILE_BYTES,
+    MAX_SCAN_DEPTH,
+    MAX_VALUE_CHARS,
+    largest_part,
+    too_large,
+)
 from cgraph.spec.yaml_syntax import explain
 from cgraph.spec.yaml_values import NodeBuilder
 
@@ -107,10 +113,10 @@ def _scalar_key(node: yaml.Node) -> Any:
     return node.value if isinstance(node, yaml.ScalarNode) else id(node)
 
 
-def read_file(path: str | Path, limit: int | None = None) -> Document:
+def read_file(path: str | Path, limit: int = MAX_FILE_BYTES) -> Document:
     """Read a graph file; problems become diagnostics, never exceptions. Only a regular
-    file of at most `limit` bytes is read (default `cgraph.spec.limits.file_size_cap()`):
-    see `cgraph.spec.files`."""
+    file of at most `limit` bytes is read (a `ReadLimits.file_size`): see
+    `cgraph.spec.files`."""
     name = str(path)
     raw = read_bytes(path, limit)
     if isinstance(raw, Refusal):

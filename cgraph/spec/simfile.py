@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from cgraph.diagnostics import Diagnostic, has_errors, shown_path
 from cgraph.errors import GraphError
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.model import INTERNAL, Identifier, Keywords, Target, Text
 from cgraph.spec.names import SIM_KEY
 from cgraph.spec.read import Document, read_file
@@ -141,9 +142,10 @@ def looks_like_sim(data: Any) -> bool:
     return isinstance(data, dict) and VERSION_KEY in data
 
 
-def load_sim_file(path: str | Path) -> SimFile:
-    """Load and validate one sim file; raise `GraphError` (with diagnostics) if invalid."""
-    sim, diagnostics = parse_sim(read_file(path))
+def load_sim_file(path: str | Path, limits: ReadLimits | None = None) -> SimFile:
+    """Load and validate one sim file (read within `limits`, default the shipped ones);
+    raise `GraphError` (with diagnostics) if invalid."""
+    sim, diagnostics = parse_sim(read_file(path, (limits or ReadLimits()).file_size))
     if sim is None or has_errors(diagnostics):
         raise GraphError(f"{path}: invalid sim file", diagnostics)
     return sim

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from cgraph.diagnostics import Diagnostic, has_errors, shown_path
 from cgraph.errors import GraphError
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.model import INTERNAL, Identifier, Target, Text, Tier
 from cgraph.spec.names import TESTS_KEY
 from cgraph.spec.read import Document, read_file
@@ -175,9 +176,10 @@ def looks_like_tests(data: Any) -> bool:
     return isinstance(data, dict) and VERSION_KEY in data
 
 
-def load_tests(path: str | Path) -> TestFile:
-    """Load and validate one test file; raise `GraphError` (with diagnostics) if invalid."""
-    tests, diagnostics = parse_tests(read_file(path))
+def load_tests(path: str | Path, limits: ReadLimits | None = None) -> TestFile:
+    """Load and validate one test file (read within `limits`, default the shipped ones);
+    raise `GraphError` (with diagnostics) if invalid."""
+    tests, diagnostics = parse_tests(read_file(path, (limits or ReadLimits()).file_size))
     if tests is None or has_errors(diagnostics):
         raise GraphError(f"{path}: invalid test file", diagnostics)
     return tests

@@ -11,48 +11,64 @@ name tool handlers and other graph files, and nothing else:
   it is inside a folder the person running cgraph allowed (`--allow-path DIR`,
   `CGRAPH_ALLOW_PATHS`).
 
-The allow-lists come from the environment, where the command line puts its options: so
-they reach a tool worker process too. A graph cannot allow anything itself.
+What the person running cgraph allows is a `Trust` value, handed to whatever reads a
+graph (`load_graph`, lint), runs its tools (the tool runner, and in its requests to a tool
+worker process) or serves it (`cgraph serve`'s options). The library allows nothing
+extra unless given one; only the command line reads the environment variables, once,
+into the value it passes on. A graph cannot allow anything itself.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ALLOW_MODULES_VARIABLE = "CGRAPH_ALLOW_MODULES"
-"""Modules (and their submodules) tool handlers may come from, separated by commas."""
+"""Modules (and their submodules) tool handlers may come from, separated by commas; read
+by the command line only."""
 ALLOW_PATHS_VARIABLE = "CGRAPH_ALLOW_PATHS"
-"""Folders graph files may be read from besides the root graph's, separated by `os.pathsep`."""
+"""Folders graph files may be read from besides the root graph's, separated by
+`os.pathsep`; read by the command line only."""
 _SEPARATORS = re.compile(r"[\s,]+")
 
 
-def allowed_modules() -> frozenset[str]:
-    """The modules the environment allows handlers from."""
-    text = os.environ.get(ALLOW_MODULES_VARIABLE, "")
-    return frozenset(name for name in _SEPARATORS.split(text) if name)
+@dataclass(frozen=True)
+class Trust:
+    """What a graph may reach besides its own folder: `Trust()` allows nothing more."""
+
+    modules: tuple[str, ...] = ()
+    """Installed modules (and their submodules) tool handlers may come from."""
+    paths: tuple[Path, ...] = ()
+    """Folders graph files may be read from besides the root graph's (links followed)."""
+
+    def allows_module(self, module: str) -> bool:
+        """Whether `module` is an allowed module or inside an allowed package."""
+        return any(module == name or module.startswith(name + ".") for name in self.modules)
+
+    def also(self, modules: Iterable[str] = (), paths: Iterable[Path] = ()) -> Trust:
+        """This trust with more modules and folders allowed (each once, in order)."""
+        more = (*self.paths, *(real(path) for path in paths))
+        return Trust(tuple(dict.fromkeys((*self.modules, *modules))), tuple(dict.fromkeys(more)))
+
+    def as_data(self) -> dict[str, list[str]]:
+        """As JSON data, for a process this one starts (`trust_of` reads it back)."""
+        return {"modules": list(self.modules), "paths": [str(path) for path in self.paths]}
 
 
-def allowed_paths() -> tuple[Path, ...]:
-    """The folders the environment allows graph files from (links followed)."""
-    text = os.environ.get(ALLOW_PATHS_VARIABLE, "")
-    return tuple(real(Path(part)) for part in text.split(os.pathsep) if part)
+def trust_of(data: Mapping[str, Any]) -> Trust:
+    """The trust `Trust.as_data` wrote."""
+    return Trust(tuple(data.get("modules", ())), tuple(map(Path, data.get("paths", ()))))
 
 
-def allow(modules: tuple[str, ...] = (), paths: tuple[Path, ...] = ()) -> None:
-    """Add to the allow-lists of this process and of the processes it starts."""
-    if modules:
-        known = sorted(allowed_modules() | set(modules))
-        os.environ[ALLOW_MODULES_VARIABLE] = ",".join(known)
-    if paths:
-        known_paths = [*map(str, allowed_paths()), *(str(real(p)) for p in paths)]
-        os.environ[ALLOW_PATHS_VARIABLE] = os.pathsep.join(dict.fromkeys(known_paths))
-
-
-def module_allowed(module: str) -> bool:
-    """Whether `module` is an allowed module or inside an allowed package."""
-    return any(module == name or module.startswith(name + ".") for name in allowed_modules())
+def trust_from(modules_text: str = "", paths_text: str = "") -> Trust:
+    """The trust the text of `CGRAPH_ALLOW_MODULES` (names separated by commas or spaces)
+    and of `CGRAPH_ALLOW_PATHS` (folders separated by `os.pathsep`) allow."""
+    modules = (name for name in _SEPARATORS.split(modules_text) if name)
+    return Trust().also(modules, (Path(part) for part in paths_text.split(os.pathsep) if part))
 
 
 def real(path: Path) -> Path:
@@ -65,10 +81,11 @@ def inside(path: Path, folder: Path) -> bool:
     return real(path).is_relative_to(real(folder))
 
 
-def graph_file_problem(target: Path, root: Path) -> str | None:
+def graph_file_problem(target: Path, root: Path, trust: Trust) -> str | None:
     """Why a graph file may not be read from `target` when the root graph's folder is
-    `root`, in words to follow the path; None when it may."""
-    if inside(target, root) or any(inside(target, folder) for folder in allowed_paths()):
+    `root` and `trust` allows its folders too, in words to follow the path; None when it
+    may."""
+    if inside(target, root) or any(inside(target, folder) for folder in trust.paths):
         return None
     return f"leaves the root graph's folder {real(root)}"
 

@@ -10,6 +10,8 @@ from cgraph.errors import ConfigError
 from cgraph.serve.main import free, run, serve
 from cgraph.serve.options import ServeOptions, checked
 from cgraph.serve.service import Service
+from cgraph.spec.limits import ReadLimits
+from cgraph.spec.trust import Trust
 from cgraph.studio.routes import endpoints, new_secret
 from cgraph.studio.workspace import Workspace
 
@@ -18,13 +20,24 @@ UNLIMITED = 1_000_000
 """A designer's own turns and sessions are not rationed."""
 
 
-def options_for(graph: str, *, model: str | None, port: int, store: str) -> ServeOptions:
-    """What `cgraph studio` serves: one graph, one designer, on 127.0.0.1."""
+def options_for(
+    graph: str,
+    *,
+    model: str | None,
+    port: int,
+    store: str,
+    trust: Trust | None = None,
+    limits: ReadLimits | None = None,
+) -> ServeOptions:
+    """What `cgraph studio` serves: one graph, one designer, on 127.0.0.1, with `trust`
+    and `limits` (see `load_graph`)."""
     return ServeOptions(
         graphs=(graph,),
         port=port,
         store=store,
         model=model,
+        trust=trust or Trust(),
+        limits=limits or ReadLimits(),
         turns_per_minute=UNLIMITED,
         sessions_per_user=UNLIMITED,
         threads=4,

@@ -20,7 +20,9 @@ from cgraph.lint.walk import lint_paths
 from cgraph.serve.graphs import Served
 from cgraph.serve.problems import Problem
 from cgraph.serve.service import Service
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.load import load_graph
+from cgraph.spec.trust import Trust
 from cgraph.studio.replay import replayed, said
 
 Stamp = tuple[str, int, int, str]
@@ -68,10 +70,16 @@ class Studied:
         }
 
 
-def read(file: str, version: int, last: Studied | None = None) -> Studied:
-    """`file` linted (its sub-graphs too) and, without errors, loaded; with errors the
-    `last` good version stays the one served."""
-    result = lint_paths([Path(file)])
+def read(
+    file: str,
+    version: int,
+    last: Studied | None = None,
+    trust: Trust | None = None,
+    limits: ReadLimits | None = None,
+) -> Studied:
+    """`file` linted (its sub-graphs too) and, without errors, loaded, with `trust` and
+    `limits` (see `load_graph`); with errors the `last` good version stays the one served."""
+    result = lint_paths([Path(file)], trust=trust, limits=limits)
     stamps = tuple(_stamp(f) for f in dict.fromkeys([file, *result.files]))
     diagnostics = list(result.diagnostics)
     if result.missing:
@@ -80,7 +88,7 @@ def read(file: str, version: int, last: Studied | None = None) -> Studied:
     if any(d.severity is Severity.ERROR for d in diagnostics):
         return Studied(file, *kept, tuple(diagnostics), stamps, version)
     try:
-        graph = load_graph(file)
+        graph = load_graph(file, trust=trust, limits=limits)
     except GraphError as err:
         return Studied(file, *kept, (*diagnostics, *err.diagnostics), stamps, version)
     served = Served(graph, file, result.warnings)
@@ -125,7 +133,11 @@ class Workspace:
         self.studied: dict[str, Studied] = {}
         self._lock = threading.Lock()
         for file in dict.fromkeys(files):
-            self._take(read(file, 1))
+            self._take(read(file, 1, None, *self._given()))
+
+    def _given(self) -> tuple[Trust, ReadLimits]:
+        """The trust and limits the studio was started with (its server's options)."""
+        return self.service.options.trust, self.service.options.limits
 
     @classmethod
     def of(cls, service: Service) -> Workspace:
@@ -159,7 +171,7 @@ class Workspace:
         before = said(self.service.opened(user, replay)) if replay else None
         with self._lock:
             last = self.get(file)
-            now = read(file, last.version + 1, last)
+            now = read(file, last.version + 1, last, *self._given())
             fresh = now.served is not None and now.served is not last.served
             if fresh:
                 self._take(now, last.name)

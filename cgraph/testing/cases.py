@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cgraph.diagnostics import Diagnostic
 from cgraph.errors import GraphError
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.read import read_file
 from cgraph.spec.testfile import Case, Expect, TestFile, parse_tests
 
@@ -42,12 +43,13 @@ def find_files(paths: Iterable[str | Path]) -> Iterator[Path]:
             yield path
 
 
-def load(path: Path) -> tuple[TestFile | None, list[Diagnostic]]:
-    """A test file and the problems found reading it (a missing file is one of them)."""
+def load(path: Path, limits: ReadLimits | None = None) -> tuple[TestFile | None, list[Diagnostic]]:
+    """A test file (read within `limits`) and the problems found reading it (a missing
+    file is one of them)."""
     if not path.is_file():
         problem = "no such file" if not path.exists() else "not a file"
         raise GraphError(f"{path}: {problem}")
-    return parse_tests(read_file(path))
+    return parse_tests(read_file(path, (limits or ReadLimits()).file_size))
 
 
 def phrasings(user: str | tuple[str, ...]) -> tuple[str, ...]:

@@ -224,7 +224,7 @@ def _one(path: Path, graph: Graph, entered: set[str], taken: set[Exit]) -> Graph
 def _locate(path: Path, graph: Graph, missing: list[Exit]) -> list[Uncovered]:
     if not missing:
         return []
-    doc, to = read_file(path), targets(graph)
+    doc, to = read_file(path, graph.read_limits.file_size), targets(graph)
     found = [
         Uncovered(s, e, *doc.locate(_declaration(graph, s, e)), target=to[s, e]) for s, e in missing
     ]

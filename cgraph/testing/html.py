@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cgraph.draw.picture import Highlight, dot_source, render
 from cgraph.errors import ConfigError
+from cgraph.spec.model import Graph
 from cgraph.testing.coverage import GraphCoverage, Uncovered
 from cgraph.testing.decisions import choices, tally
 from cgraph.testing.reporters import decision_lines, run_failure, summary
@@ -29,7 +30,7 @@ def write_report(path: Path, results: list[FileResult], covered: list[GraphCover
 
 def report(results: list[FileResult], covered: list[GraphCoverage]) -> str:
     """The whole page as text."""
-    sections = [_graph_section(c, _runs_of(c, results)) for c in covered]
+    sections = [_graph_section(c, _runs_of(c, results), _spec_of(c, results)) for c in covered]
     lines = "".join(f"<div>{escape(line)}</div>" for line in decision_lines(results))
     decided = f'<div class="meta">{lines}</div>' if lines else ""
     head = f"<header><h1>cgraph test — {escape(summary(results))}</h1>{decided}</header>"
@@ -45,7 +46,14 @@ def _runs_of(graph: GraphCoverage, results: list[FileResult]) -> list[RunResult]
     return [r for f in results if f.graph and f.graph.resolve() == key for r in f.runs]
 
 
-def _graph_section(c: GraphCoverage, runs: list[RunResult]) -> str:
+def _spec_of(graph: GraphCoverage, results: list[FileResult]) -> Graph | None:
+    """The graph as its tests loaded it: with the run's trust and limits."""
+    key = graph.graph.resolve()
+    tested = (f for f in results if f.graph_spec and f.graph and f.graph.resolve() == key)
+    return next((f.graph_spec for f in tested), None)
+
+
+def _graph_section(c: GraphCoverage, runs: list[RunResult], spec: Graph | None) -> str:
     passed = sum(r.passed for r in runs)
     meta = (
         f"{len(c.taken)}/{len(c.exits)} exits taken ({c.percent:.0f}%) · "
@@ -61,7 +69,7 @@ def _graph_section(c: GraphCoverage, runs: list[RunResult]) -> str:
     return (
         f'<section class="graph"><h2>{escape(c.name)}</h2>'
         f'<div class="meta">{escape(str(c.graph))} · {escape(meta)} {bar}</div>'
-        f"{_LEGEND}{_picture(c)}"
+        f"{_LEGEND}{_picture(c, spec)}"
         f"{f'<ul class=uncovered>{missing}</ul>' if missing else ''}"
         f"{''.join(_run(r) for r in runs)}</section>"
     )
@@ -81,12 +89,12 @@ _LEGEND = (
 )
 
 
-def _picture(c: GraphCoverage) -> str:
+def _picture(c: GraphCoverage, spec: Graph | None) -> str:
     from cgraph.spec.load import load_graph
 
     highlight = Highlight(taken=c.taken, entered=c.entered)
     try:
-        svg = render(dot_source(load_graph(c.graph), highlight), "svg").decode()
+        svg = render(dot_source(spec or load_graph(c.graph), highlight), "svg").decode()
     except ConfigError as err:
         return f'<p class="fail">No picture: {escape(err.message)}</p>'
     start = svg.find("<svg")

@@ -19,10 +19,12 @@ from cgraph.runtime.ports import ChatModel, ExitChooser, MemoryStore, NewMemory,
 from cgraph.runtime.state.records import step_name
 from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.session import Session, Sessions, SessionView
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.load import load_graph
 from cgraph.spec.model import Graph
 from cgraph.spec.read import read_file
 from cgraph.spec.testfile import Scripted, TestFile, missing_graph
+from cgraph.spec.trust import Trust
 from cgraph.testing.cases import SUFFIXES, Run, expand, find_files, load, selected
 from cgraph.testing.decisions import Tally, Verdict, tally, verdict
 from cgraph.testing.expectations import Mismatch, check
@@ -92,6 +94,10 @@ class Options:
     model: str | None = None
     stop_first: bool = False
     record: Path | None = None
+    trust: Trust = field(default_factory=Trust)
+    """What the tested graphs may reach besides their folders (`cgraph.spec.trust`)."""
+    limits: ReadLimits = field(default_factory=ReadLimits)
+    """The limits of what is read: test files, graphs, sub-graphs."""
 
 
 class Runner:
@@ -121,7 +127,7 @@ class Runner:
     def run_file(self, path: Path) -> FileResult:
         result = FileResult(path)
         try:
-            tests, problems = load(path)
+            tests, problems = load(path, self.options.limits)
         except GraphError as err:
             result.problems.append(_problem(path, err.message))
             return result
@@ -129,7 +135,7 @@ class Runner:
         if tests is None:
             return result
         result.graph = tests.graph_path
-        missing = missing_graph(read_file(path), tests)
+        missing = missing_graph(read_file(path, self.options.limits.file_size), tests)
         if missing is not None:
             result.problems.append(missing)
             return result
@@ -138,7 +144,8 @@ class Runner:
         result.hints = list(linted.hints) if self._model_name(tests) == "semantic" else []
         result.model = self._model_name(tests) or "scripted answers"
         try:
-            result.graph_spec = load_graph(tests.graph_path)
+            given = self.options
+            result.graph_spec = load_graph(tests.graph_path, trust=given.trust, limits=given.limits)
             model = self._model(tests, result.graph_spec)
         except GraphError as err:
             result.problems.extend(err.diagnostics or [_problem(path, err.message)])
@@ -170,7 +177,7 @@ class Runner:
     def _gate(self, graph: Path) -> Gate:
         key = graph.resolve()
         if key not in self._gates:
-            self._gates[key] = gate(graph)
+            self._gates[key] = gate(graph, self.options.trust, self.options.limits)
         return self._gates[key]
 
     def _model_name(self, tests: TestFile) -> str | None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from cgraph.diagnostics import has_errors
 from cgraph.lint.gate import offline_hints
+from cgraph.spec.limits import ReadLimits
+from cgraph.spec.trust import Trust
 from cgraph.testing.coverage import GraphCoverage, coverage
 from cgraph.testing.reporters import REPORTERS
 from cgraph.testing.runner import FileResult, Options, Runner, count
@@ -28,6 +30,9 @@ class TestRequest:
     fail_under: float | None = None
     html: Path | None = None
     record: Path | None = None
+    trust: Trust = field(default_factory=Trust)
+    """What the tested graphs may reach besides their folders."""
+    limits: ReadLimits = field(default_factory=ReadLimits)
 
 
 TestRequest.__test__ = False  # type: ignore[attr-defined]  # not a pytest class
@@ -41,7 +46,14 @@ def run_tests(request: TestRequest, out: IO[str], err: IO[str]) -> int:
             err.write(f"error: {path}: no such file or folder\n")
         return USAGE
     reporter = REPORTERS[request.output](out)
-    options = Options(request.patterns, request.model, request.stop_first, request.record)
+    options = Options(
+        request.patterns,
+        request.model,
+        request.stop_first,
+        request.record,
+        request.trust,
+        request.limits,
+    )
     results = Runner(options, on_run=reporter.run).run_paths(request.paths)
     if not results:
         err.write(f"error: no *.test.yaml files under {', '.join(map(str, request.paths))}\n")

@@ -13,7 +13,6 @@ here the same way, by lint itself on a small file written for them.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import re
@@ -26,7 +25,7 @@ from cgraph.lint.codes import CODES
 from cgraph.lint.offline import OFFLINE_CHECKS
 from cgraph.lint.structure import GraphContext
 from cgraph.lint.walk import CHECKS, lint_paths, topology_of
-from cgraph.spec.limits import FILE_SIZE_VARIABLE
+from cgraph.spec.limits import ReadLimits, parse_size
 from cgraph.spec.read import read_file
 from cgraph.spec.simfile import parse_sim
 
@@ -139,27 +138,13 @@ def special() -> Iterator[Diagnostic]:
         large = folder / "large.yaml"
         large.write_text("cgraph: 1\n" + "# padding\n" * 200, encoding="utf-8")
         found = lint_paths([dangling, anchors, fifo, loop]).diagnostics
-        with _file_cap("1K"):
-            found += lint_paths([large]).diagnostics
+        # A smaller file cap, as `--max-file-size 1K` sets it.
+        found += lint_paths([large], limits=ReadLimits(parse_size("1K"))).diagnostics
         found += lint_paths([graph], checks=OFFLINE_CHECKS).diagnostics
         found += lint_paths([graph], checks=(_crashing, *CHECKS)).diagnostics
         found += topology_of(graph, check=True)[1]
         found += parse_sim(read_file(graph))[1]  # a graph given to `cgraph simulate`
         yield from _relative(found, folder)
-
-
-@contextlib.contextmanager
-def _file_cap(size: str) -> Iterator[None]:
-    """Lint with a smaller file cap, as `--max-file-size` sets it."""
-    before = os.environ.get(FILE_SIZE_VARIABLE)
-    os.environ[FILE_SIZE_VARIABLE] = size
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[FILE_SIZE_VARIABLE]
-        else:
-            os.environ[FILE_SIZE_VARIABLE] = before
 
 
 def _crashing(ctx: GraphContext) -> Iterator[Diagnostic]:

@@ -144,7 +144,8 @@ def _call(ctx: StepContext, graph: Graph, state: SideEffectState) -> Steps[Any]:
     intent = Emit("tool_call", {"state": ctx.view.here, "tool": tool.name, "key": key, **started})
     yield Offload(partial(ctx.journal.write_ahead, intent), "store")
     folder = ctx.graphs.folder_of(graph)
-    return (yield Offload(partial(ctx.tools.call, tool, folder, arguments, key), "tool"))
+    call = partial(ctx.tools.call, tool, folder, arguments, key, graph.trust)
+    return (yield Offload(call, "tool"))
 
 
 def _render_deep(value: Any, context: dict[str, Any]) -> Any:

@@ -26,10 +26,14 @@ class Graphs:
     def get(self, key: str) -> Graph:
         graph = self._graphs.get(key)
         if graph is None:
-            outside = graph_file_problem(self.folder / key, self.folder)
+            root = self.root
+            outside = graph_file_problem(self.folder / key, self.folder, root.trust)
             if outside is not None:  # lint refuses it first; the runtime never reads it
                 raise GraphError(f"graph file `{key}` {outside}; {GRAPH_FILE_HINT}")
-            graph = self._graphs[key] = load_graph(self.folder / key)
+            # A sub-graph is held to what the root was loaded with.
+            path = self.folder / key
+            graph = load_graph(path, trust=root.trust, limits=root.read_limits)
+            self._graphs[key] = graph
         return graph
 
     def child_key(self, parent_key: str, relative: str) -> str:
@@ -85,5 +89,5 @@ def location(graph: Graph, path: tuple[str | int, ...]) -> str:
     built in code."""
     if graph.source is None:
         return f"graph `{graph.name}`"
-    line, column = read_file(graph.source).locate(path)
+    line, column = read_file(graph.source, graph.read_limits.file_size).locate(path)
     return f"{graph.source}:{line}:{column}"

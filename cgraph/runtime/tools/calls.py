@@ -34,6 +34,7 @@ from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.snapshot import jsonable
 from cgraph.runtime.tools.arguments import argument_errors
 from cgraph.spec.model import Graph, Tool
+from cgraph.spec.trust import Trust
 
 MAX_REFUSED = 1
 """Refused calls the model is told about before the tools are withdrawn."""
@@ -165,7 +166,8 @@ def _run(ready: Prepared, calling: Calling) -> Ran:
     call, tool, record = ready
     began = time.monotonic()
     try:
-        result = calling.runner.call(tool, calling.folder, call.arguments, record["key"])
+        trust = calling.graph.trust  # a sub-graph holds its root's
+        result = calling.runner.call(tool, calling.folder, call.arguments, record["key"], trust)
     except (ToolError, CgraphError) as err:
         took = round(time.monotonic() - began, 3)
         event = {**record, "status": "failed", "error": err.message, "duration": took}
@@ -220,5 +222,10 @@ class ToolCaller(Protocol):
     """Runs a declared tool (`cgraph.runtime.tools.runner.ToolRunner`)."""
 
     def call(
-        self, tool: Tool, folder: Path | None, arguments: Mapping[str, Any], key: str
+        self,
+        tool: Tool,
+        folder: Path | None,
+        arguments: Mapping[str, Any],
+        key: str,
+        trust: Trust | None = None,
     ) -> Any: ...

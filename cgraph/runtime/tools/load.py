@@ -1,7 +1,8 @@
 """A tool's `module:function` handler, found next to the graph first, imported once.
 
 The module is looked up as a file under the graph's folder (`cgraph.spec.tool_files`, the
-rule lint follows too), then on the Python path if it is allowed there (`cgraph.spec.trust`);
+rule lint follows too), then on the Python path if the session's `Trust` allows it
+(`cgraph.spec.trust`);
 it is imported in the process that calls the handler: a session's tool worker by default,
 the session's own for `isolation: thread`.
 """
@@ -19,36 +20,38 @@ from typing import Any
 
 from cgraph.errors import ToolError
 from cgraph.spec.tool_files import local_module
-from cgraph.spec.trust import module_allowed
+from cgraph.spec.trust import Trust
 
 Handler = Callable[..., Any]
-_HANDLERS: dict[tuple[str, str], Handler] = {}
+_HANDLERS: dict[tuple[str, str, tuple[str, ...]], Handler] = {}
 _LOCK = threading.Lock()
 
 
-def load_handler(spec: str, base: Path | None = None) -> Handler:
+def load_handler(spec: str, base: Path | None = None, trust: Trust | None = None) -> Handler:
     """Import `module:function`, first as a file under `base` (the graph's folder), then
-    from the Python path; cached per folder and spec."""
-    key = (str(base or ""), spec)
+    from the Python path when `trust` allows the module (default `Trust()`: only files
+    under `base`); cached per folder, spec and allowed modules."""
+    trust = trust or Trust()
+    key = (str(base or ""), spec, trust.modules)
     with _LOCK:
         cached = _HANDLERS.get(key)
         if cached is None:
-            cached = _HANDLERS[key] = _load(spec, base)
+            cached = _HANDLERS[key] = _load(spec, base, trust)
     return cached
 
 
-def _load(spec: str, base: Path | None) -> Handler:
+def _load(spec: str, base: Path | None, trust: Trust) -> Handler:
     module_name, _, attr = spec.partition(":")
-    module = _module(module_name, base)
+    module = _module(module_name, base, trust)
     handler = getattr(module, attr, None)
     if not callable(handler):
         raise ToolError(f"tool handler `{spec}`: `{module_name}` has no function `{attr}`")
     return handler  # type: ignore[no-any-return]
 
 
-def _module(name: str, base: Path | None) -> ModuleType:
+def _module(name: str, base: Path | None, trust: Trust) -> ModuleType:
     path = _file_of(name, base)
-    if path is None and not module_allowed(name):  # lint says so first; this holds anyway
+    if path is None and not trust.allows_module(name):  # lint says so first; this holds anyway
         where = f"a Python file in the graph's folder ({base})" if base else "a file of a graph"
         raise ToolError(
             f"tool module `{name}` is neither {where} nor an allowed module: a graph may not "

@@ -5,7 +5,8 @@ The worker (`cgraph.runtime.tools.worker`) is a new interpreter (`sys.executable
 fork: the session has threads), in its own process group so that Ctrl-C at the terminal
 reaches the session only; a kill takes whatever the handler started with it, even what
 left the group (`cgraph.runtime.tools.contain`).
-It gets the session's Python path, so handlers import as they would here.
+It gets the session's Python path, so handlers import as they would here; what the
+session allows them to come from travels in each request (`cgraph.runtime.tools.worker`).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from cgraph.runtime.tools.invoke import call_tool, not_json, returned
 from cgraph.runtime.tools.load import load_handler
 from cgraph.runtime.tools.process import STARTUP_LIMIT, Worker, WorkerGone
 from cgraph.spec.model import Tool
+from cgraph.spec.trust import Trust
 
 
 class ToolRunner:
@@ -34,10 +35,12 @@ class ToolRunner:
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _stop_all, self._all)
 
-    def warm(self, tools: Sequence[tuple[Tool, Path | None]] = ()) -> None:
+    def warm(
+        self, tools: Sequence[tuple[Tool, Path | None]] = (), trust: Trust | None = None
+    ) -> None:
         """Start a worker now, so the first call does not wait for one to boot, and have
-        it import the handlers of `tools` (each from its folder) meanwhile. Best effort: a
-        worker that cannot start is reported by the first call."""
+        it import the handlers of `tools` (each from its folder, modules `trust` allows)
+        meanwhile. Best effort: a worker that cannot start is reported by the first call."""
         with self._lock:
             if self._idle:
                 return
@@ -47,29 +50,44 @@ class ToolRunner:
                 return
             try:
                 if tools:
-                    worker.send({"preload": [_where(tool, folder) for tool, folder in tools]})
+                    where = [_where(tool, folder, trust) for tool, folder in tools]
+                    worker.send({"preload": where})
             except WorkerGone:
                 self._forget(worker)
                 return
             self._idle.append(worker)
 
-    def call(self, tool: Tool, folder: Path | None, arguments: Mapping[str, Any], key: str) -> Any:
-        """The tool's result, as JSON; `ToolError` when it fails, times out or crashes."""
+    def call(
+        self,
+        tool: Tool,
+        folder: Path | None,
+        arguments: Mapping[str, Any],
+        key: str,
+        trust: Trust | None = None,
+    ) -> Any:
+        """The tool's result, as JSON; `ToolError` when it fails, times out or crashes.
+        Its handler is a file under `folder`, or a module `trust` allows (default
+        `Trust()`: none); a worker is told so with the call."""
         if tool.isolation == "thread":
-            handler = load_handler(tool.handler, folder)
+            handler = load_handler(tool.handler, folder, trust)
             result = call_tool(
                 handler, arguments, timeout=tool.timeout, idempotency_key=key, name=tool.name
             )
             return returned(tool.name, result)
-        return self._in_worker(tool, folder, arguments, key)
+        return self._in_worker(tool, folder, arguments, key, trust)
 
     def _in_worker(
-        self, tool: Tool, folder: Path | None, arguments: Mapping[str, Any], key: str
+        self,
+        tool: Tool,
+        folder: Path | None,
+        arguments: Mapping[str, Any],
+        key: str,
+        trust: Trust | None,
     ) -> Any:
         problem = not_json(dict(arguments))
         if problem:
             raise ToolError(f"tool `{tool.name}` got arguments that are not JSON ({problem})")
-        request = {**_where(tool, folder), "name": tool.name, "arguments": dict(arguments)}
+        request = {**_where(tool, folder, trust), "name": tool.name, "arguments": dict(arguments)}
         worker = self._take()
         try:
             reply = self._exchange(worker, tool, {**request, "key": key})
@@ -140,8 +158,12 @@ class ToolRunner:
             _stop_all(self._all)
 
 
-def _where(tool: Tool, folder: Path | None) -> dict[str, Any]:
-    return {"handler": tool.handler, "folder": str(folder) if folder is not None else None}
+def _where(tool: Tool, folder: Path | None, trust: Trust | None) -> dict[str, Any]:
+    return {
+        "handler": tool.handler,
+        "folder": str(folder) if folder is not None else None,
+        "trust": (trust or Trust()).as_data(),
+    }
 
 
 def _stop_all(workers: set[Worker]) -> None:

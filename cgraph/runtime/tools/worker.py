@@ -3,11 +3,14 @@
 Started by `cgraph.runtime.tools.process` with the session's Python path. It reads one JSON
 request a line and, after a first `{"ready": pid}`, writes JSON replies a line:
 
-- a call (`handler`, `folder`, `name`, `arguments`, `key`) gets `{"loaded": true}` once
-  the handler is imported, then `{"result": ...}` or `{"error": ...}` (only the error
-  when it cannot be imported): the session times the handler, not its import;
-- `{"preload": [{"handler", "folder"}, ...]}` imports those handlers ahead of their
-  first call, and gets no reply (a failure is reported by the call).
+- a call (`handler`, `folder`, `trust`, `name`, `arguments`, `key`) gets `{"loaded": true}`
+  once the handler is imported, then `{"result": ...}` or `{"error": ...}` (only the
+  error when it cannot be imported): the session times the handler, not its import;
+- `{"preload": [{"handler", "folder", "trust"}, ...]}` imports those handlers ahead of
+  their first call, and gets no reply (a failure is reported by the call).
+
+`trust` is the session's `Trust` as data (`Trust.as_data`): the modules a handler may come
+from travel with each request, never through the worker's environment.
 
 The protocol has its own copies of the pipes: a handler's prints (fd 1) go to stderr and
 its `input()` reads nothing, so neither can corrupt a reply nor the session's output.
@@ -37,6 +40,7 @@ from cgraph.errors import ToolError
 from cgraph.runtime.tools.contain import MARK, become_subreaper, kill_all, reap
 from cgraph.runtime.tools.invoke import invoke, returned
 from cgraph.runtime.tools.load import load_handler
+from cgraph.spec.trust import Trust, trust_of
 
 PARENT_POLL = 0.5
 """Seconds between checks that the parent still lives (the pipe closing is seen at once)."""
@@ -107,7 +111,7 @@ def answer(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
     none."""
     name = request["name"]
     try:
-        handler = load_handler(request["handler"], _folder(request))
+        handler = load_handler(request["handler"], _folder(request), _trust(request))
     except ToolError as err:
         yield {"error": err.message}
         return
@@ -124,11 +128,15 @@ def preload(handlers: list[dict[str, Any]]) -> None:
     for spec in handlers:
         # A handler that cannot be imported fails its call, which says why.
         with contextlib.suppress(ToolError):
-            load_handler(spec["handler"], _folder(spec))
+            load_handler(spec["handler"], _folder(spec), _trust(spec))
 
 
 def _folder(request: dict[str, Any]) -> Path | None:
     return Path(request["folder"]) if request.get("folder") else None
+
+
+def _trust(request: dict[str, Any]) -> Trust:
+    return trust_of(request.get("trust") or {})
 
 
 if __name__ == "__main__":

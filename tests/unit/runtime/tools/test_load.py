@@ -8,6 +8,7 @@ import pytest
 
 from cgraph.errors import ToolError
 from cgraph.runtime.tools.load import load_handler
+from cgraph.spec.trust import Trust
 from tests.conftest import FIXTURES
 
 FOLDER = FIXTURES / "runtime"
@@ -22,14 +23,26 @@ def test_same_module_name_in_two_folders_does_not_collide(tmp_path: Path) -> Non
     assert (first(), second()) == (1, 2)
 
 
-def test_python_path_modules_load_only_when_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_python_path_modules_load_only_when_allowed() -> None:
     with pytest.raises(ToolError, match="`os` is neither a Python file in the graph's folder"):
         load_handler("os:system", FOLDER)  # a graph is not a shell
-    monkeypatch.setenv("CGRAPH_ALLOW_MODULES", "json, email")
-    assert load_handler("json:dumps", FOLDER)([1]) == "[1]"
-    assert load_handler("email.utils:quote", FOLDER)("a") == "a"  # a submodule of one
+    allowed = Trust(modules=("json", "email"))
+    assert load_handler("json:dumps", FOLDER, allowed)([1]) == "[1]"
+    assert load_handler("email.utils:quote", FOLDER, allowed)("a") == "a"  # a submodule of one
     with pytest.raises(ToolError, match="nor an allowed module"):
-        load_handler("jsonschema:validate", FOLDER)  # a name that only starts the same
+        load_handler("jsonschema:validate", FOLDER, allowed)  # a name that only starts the same
+
+
+def test_a_handler_loaded_with_trust_is_not_lent_to_a_call_without_it() -> None:
+    assert load_handler("json:loads", FOLDER, Trust(modules=("json",)))("1") == 1
+    with pytest.raises(ToolError, match="nor an allowed module"):
+        load_handler("json:loads", FOLDER)  # the cache is per allowed modules too
+
+
+def test_the_environment_allows_nothing_to_the_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CGRAPH_ALLOW_MODULES", "json")
+    with pytest.raises(ToolError, match="nor an allowed module"):
+        load_handler("json:dumps", FOLDER)  # only the command line reads it
 
 
 def test_a_local_file_is_one_only_while_it_stays_in_the_folder(tmp_path: Path) -> None:
