@@ -294,3 +294,57 @@ def test_32_threads_on_a_pool_of_20_answer_every_first_turn(pg_url: str, tmp_pat
             assert list(pool.map(first, sids)) == [200] * 32
     finally:
         running.stop(signal.SIGKILL)
+
+
+def test_turns_waiting_on_a_model_hold_no_connection_each(pg_url: str, tmp_path: Path) -> None:
+    """48 turns waiting on a model at once, on one process: at most 12 PostgreSQL
+    connections are the server's at any moment (its pool, the lease renewals' own),
+    while the model sees more turns waiting than that."""
+    from tests.acceptance.test_serve_model import ANSWER
+    from tests.servers.stream import StreamServer
+    from tests.unit.runtime.test_streaming import two_states
+
+    sessions = 48
+    with StreamServer(ANSWER, pieces=10, delay=0.15) as model:
+        running = start(
+            str(two_states(tmp_path)), "--store", pg_url, "--memory", "off",
+            "--model", "openai/test-model", "--api-base", model.base,
+            "--turns-per-minute", "100000", "--sessions-per-user", "1000", folder=tmp_path,
+        )  # fmt: skip
+        peak, done = 0, threading.Event()
+
+        def count() -> None:
+            nonlocal peak
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                while not done.is_set():
+                    found = conn.execute(
+                        "SELECT count(*) FROM pg_stat_activity"
+                        " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    ).fetchone()
+                    peak = max(peak, int(found[0]) if found else 0)
+                    time.sleep(0.02)
+
+        counting = threading.Thread(target=count)
+        counting.start()
+        try:
+            with running.client(timeout=120) as client:
+                sids = [
+                    client.post("/v1/sessions", json={"graph": "g"}).json()["session"]
+                    for _ in range(sessions)
+                ]
+
+            def send(sid: str) -> int:
+                with running.client(timeout=120) as mine:
+                    return mine.post(
+                        f"/v1/sessions/{sid}/messages", json={"text": "hi"}
+                    ).status_code
+
+            with ThreadPoolExecutor(sessions) as pool:
+                sent = list(pool.map(send, sids))
+        finally:
+            done.set()
+            counting.join(10)
+            running.stop(signal.SIGKILL)
+    assert sent == [200] * sessions
+    assert 0 < peak <= 12, f"{peak} connections"
+    assert model.peak > 12  # more turns waited on the model at once than it held connections

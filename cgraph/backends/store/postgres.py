@@ -197,6 +197,9 @@ class PostgresStore(Leased):
         self.where = _where(url)
         self.leases = Holding(self, lease)
         self._pool = Connections(url, pool_size, self.where)
+        self._renewing = Connections(url, 1, self.where)
+        """The renewals' own connection: a pool busy with a herd of commits must not keep
+        them waiting until the leases lapse."""
         self._runs = Runs()
         """The rows of each session's turn this process wrote, to fold when it ends."""
         migrate(url)
@@ -380,7 +383,7 @@ class PostgresStore(Leased):
             "holder": self.leases.holder,
             "ttl": ttl,
         }
-        rows = self._pool.fetch(_RENEW, args)
+        rows = self._renewing.fetch(_RENEW, args)
         return [Lease(r[0], self.leases.holder, int(r[1]), float(r[2])) for r in rows]
 
     def release(self, lease: Lease) -> None:
@@ -395,6 +398,7 @@ class PostgresStore(Leased):
         """Close the pool (when no lease is held; it opens again when used)."""
         if not self.leases.holding:
             self._pool.close()
+            self._renewing.close()
 
     def _require(self, session_id: str) -> None:
         if not self._pool.fetch("SELECT 1 FROM cgraph_sessions WHERE id = %s", (session_id,)):
