@@ -317,7 +317,10 @@ def context_at(
     journal = SimpleNamespace(write_ahead=recorded.append)
     chooser = ModelChooser(model)
     tools = ToolRunner()
-    return StepContext(seen, Graphs(spec), prompter, chooser, True, memory, journal, tools)
+    here = spec.states.get(state)
+    return StepContext(
+        seen, spec, here, Graphs(spec), prompter, chooser, True, memory, journal, tools
+    )
 
 
 def test_a_handler_returns_its_effects_and_changes_nothing(tmp_path: Path) -> None:
