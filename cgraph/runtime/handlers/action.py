@@ -53,7 +53,8 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
         found = yield from ctx.memory.recall(
             ctx.view.here, [ctx.view.message], state.included_contexts, graph.memory.top_k
         )
-        ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
+        if found.memories:  # an unchanged view keeps its frame
+            ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
         effects += found.events
     if ctx.view.correcting:  # last turn asked whether to change a slot: this settles it
         ctx, effects, changed = yield from settle(ctx, graph, state, effects)

@@ -9,7 +9,7 @@ kept for the frame's view. A later part of the step that sees its own effects
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -106,4 +106,18 @@ class StepContext:
     def seeing(self, **changes: Any) -> StepContext:
         """A new frame with the view changed (a step's own effects, in its later part):
         its templates read the changed view."""
-        return replace(self, view=self.view._replace(**changes))
+        # Built field by field, not by `dataclasses.replace` (which reads every field by
+        # name): a step sees its own effects this way once or twice. Every field is
+        # required, so one added and not passed here fails at once.
+        return StepContext(
+            self.view._replace(**changes),
+            self.graph,
+            self.spec,
+            self.graphs,
+            self.requests,
+            self.chooser,
+            self.calls_tools,
+            self.memory,
+            self.journal,
+            self.tools,
+        )

@@ -65,7 +65,8 @@ def step_recall(ctx: StepContext, graph: Graph, state: RecallState) -> Steps[Out
         lambda: [str(render_value(q, ctx.templates())) for q in state.queries],
     )
     found = yield from ctx.memory.recall(ctx.view.here, queries, state.tiers, state.top_k)
-    ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
+    if found.memories:  # an unchanged view keeps its frame (and the context it built)
+        ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
     return (yield from route(ctx, graph, state, before=found.events))
 
 
