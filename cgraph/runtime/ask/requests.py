@@ -8,7 +8,7 @@ never changes the session.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any, NamedTuple
 
@@ -181,14 +181,19 @@ class Prompter:
         state_id: str,
         state: AnyState | None,
         ask: Ask = NOTHING,
+        templates: Callable[[str], Mapping[str, Any]] | None = None,
     ) -> Posed:
         """The question `kind` asks at `state_id` (`ask`: what it asks besides the state's
         texts, `cgraph.runtime.ask.questions`), its texts rendered (a failing one fails
         the step, `StepRenderFailed`), and what its prompt is rendered from: the prompt
-        itself is rendered only when a model chooser asks for it (`request`)."""
+        itself is rendered only when a model chooser asks for it (`request`).
+
+        `templates`: the step's template contexts by state id (its frame's,
+        `StepContext.templates`), asked only when a text reads one; without it the context is
+        built from the view."""
         static = self._static(kind, state_id, state)
         if static is None:
-            context = template_context(view, graph, state_id)
+            context = templates(state_id) if templates else template_context(view, graph, state_id)
             # The extraction prompt shows no state texts: a state's failing text (already
             # reported when its turn failed) must not stop the memories being kept.
             texts = state_texts(None if kind == "extract" else state, context, state_id)

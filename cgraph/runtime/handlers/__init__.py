@@ -1,9 +1,11 @@
 """One step per state type: each handler looks at a state and says what happens next.
 
-A handler is a function of a `StepContext` (`cgraph.runtime.state.view`), the graph and the
-state. It never changes the session: it returns an outcome (`cgraph.runtime.state.outcomes`)
-with the step's effects, and the engine checks and applies it. The one write a handler
-makes is a tool call's intent, committed before the call (see `silent._call`).
+A handler is a function of a `StepContext` (`context`: the step's frame, built once per
+step, whose template context is built once per view), the graph and the state (the
+frame's own, passed again as typed arguments). It never changes the session: it returns
+an outcome (`cgraph.runtime.state.outcomes`) with the step's effects, and the engine
+checks and applies it. The one write a handler makes is a tool call's intent, committed
+before the call (see `silent._call`).
 
 `HANDLERS` maps each state type to its step: `action` (the state that talks to the user),
 `silent` (decision, reflection, recall, annotation, side effect), `entering` (a `graph`

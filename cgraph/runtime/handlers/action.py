@@ -42,7 +42,6 @@ from cgraph.runtime.state.outcomes import (
     SetVariables,
     TakeMessage,
 )
-from cgraph.runtime.state.view import template_context
 from cgraph.runtime.tools.calls import Calling, ask_with_tools
 from cgraph.spec.model import ActionState, ExitCondition, Graph
 from cgraph.spec.templating import is_template, render_text
@@ -54,7 +53,8 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
         found = yield from ctx.memory.recall(
             ctx.view.here, [ctx.view.message], state.included_contexts, graph.memory.top_k
         )
-        ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
+        if found.memories:  # an unchanged view keeps its frame
+            ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
         effects += found.events
     if ctx.view.correcting:  # last turn asked whether to change a slot: this settles it
         ctx, effects, changed = yield from settle(ctx, graph, state, effects)
@@ -65,14 +65,13 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
     passed = _passed_through(ctx, graph, state, effects)
     if passed is not None:
         return passed
-    options, owners, context = _action_options(ctx, graph, state)
+    options, owners = _action_options(ctx, graph, state)
     asked = action_ask(ctx.view, graph, state, options)
     called: frozenset[str] = frozenset()
     if state.tools and ctx.calls_tools:
         decided, calls = yield from _ask_with_tools(ctx, graph, state, asked)
         effects += calls
         ctx, effects, called = _tool_results(ctx, graph, calls, effects)
-        context = None if called else context  # the results are new names for `when:`
     else:
         decided = yield from ask_state(ctx, "action", graph, state, asked)
         effects += _offline_tools(ctx, state)
@@ -81,9 +80,7 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
         effects += (TakeMessage(),)
     answer = decided.value
     if answer is None:
-        if context is None:
-            context = template_context(ctx.view, graph, ctx.view.state_id)
-        text, failed = fallback(graph, state, ctx.view.here, context)
+        text, failed = fallback(graph, state, ctx.view.here, ctx.templates())
         return Reply(text, fallback=True, effects=(*effects, *failed))
     # An interruption's message is about the detour ("first remove @bob"): its values are
     # no answer to the state it interrupts, which is taken up again as it was left (a
@@ -100,7 +97,7 @@ def step_action(ctx: StepContext, graph: Graph, state: ActionState) -> Steps[Out
         ruled = _ruled(ctx, graph, state, effects, asking=True)
         if ruled is not None:
             return ruled
-        question = _clarifying(ctx, graph, state, answer, options, None)
+        question = _clarifying(ctx, graph, state, answer, options)
         return Reply(question, effects=effects, asked=answer.candidates, clarifies=True)
     if answer.exit != STAY:
         option = option_by_id(options, answer.exit)
@@ -128,8 +125,7 @@ def _reply(
     """The state's own words (a chooser that writes none), rendered after this step's
     slots are filled: the reply never shows a value the user just corrected (nor leaves
     out an item of a list the same message gave), after the chooser's `preface`."""
-    context = template_context(ctx.view, graph, ctx.view.state_id)
-    said = authored_reply(state, context, ctx.view.here)
+    said = authored_reply(state, ctx.templates(), ctx.view.here)
     return Reply(f"{preface} {said}".strip() if preface else said, effects=effects)
 
 
@@ -139,7 +135,6 @@ def _clarifying(
     state: ActionState,
     choice: Choice,
     options: tuple[ExitOption, ...],
-    context: dict[str, Any] | None,
 ) -> str:
     """The clarifying question: the designer's `clarify:` template (reading `candidates`,
     the exits' descriptions, likeliest first), else the chooser's own words, else one
@@ -147,8 +142,7 @@ def _clarifying(
     named = [o.label or o.description for c in choice.candidates for o in options if o.id == c]
     template = graph.clarify_of(state)
     if isinstance(template, str):
-        seen = context or template_context(ctx.view, graph, ctx.view.state_id)
-        words = {**seen, "candidates": named}
+        words = {**ctx.templates(), "candidates": named}
         render = lambda: render_text(template, words) if is_template(template) else template  # noqa: E731
         return rendered(ctx.view.here, "clarify", render).strip()
     if choice.question:
@@ -161,20 +155,20 @@ def _clarifying(
 
 def _action_options(
     ctx: StepContext, graph: Graph, state: ActionState
-) -> tuple[tuple[ExitOption, ...], dict[str, str], dict[str, Any] | None]:
-    """(the options offered, the global ones' owners, the template context if it was built).
+) -> tuple[tuple[ExitOption, ...], dict[str, str]]:
+    """(the options offered, the global ones' owners).
 
     A graph without global exits and a state without `when:` offer the same options every
     step: they are built once per state, and no condition is evaluated."""
     frames = _frames(ctx)
     known = state_exits(state)
     if not known.conditional and not any(g.global_exits for _, g, _ in frames):
-        return with_costs(graph, known.described), {}, None
-    context = template_context(ctx.view, graph, ctx.view.state_id)
+        return with_costs(graph, known.described), {}
+    context = ctx.templates()
     anywhere = list(global_exits(frames, context))
     described = [e for e in state.exit_conditions if e.description and holds(e, context)]
     options, owners = options_with_globals(anywhere, described)
-    return with_costs(graph, options), owners, context
+    return with_costs(graph, options), owners
 
 
 def _frames(ctx: StepContext) -> list[tuple[str, Graph, str]]:
@@ -222,7 +216,7 @@ def _deterministic(
     are all filled; `called`: the tools the model called here this turn."""
     if unfilled(state.collect, ctx.view.variables) or not _any_deterministic(state):
         return None
-    context = template_context(ctx.view, graph, ctx.view.state_id)
+    context = ctx.templates()
     taken = first_holding(state.exit_conditions, context, called)
     if taken is None:
         return None
@@ -241,7 +235,7 @@ def _ruled(
     applied on this turn, not once the rest is filled."""
     if not state_exits(state).conditional:
         return None
-    context = template_context(ctx.view, graph, ctx.view.state_id)
+    context = ctx.templates()
     missing = unfilled(state.collect, ctx.view.variables)
     taken = first_rule(state.exit_conditions, context, missing, asking=asking)
     if taken is None:
@@ -295,7 +289,13 @@ def _ask_with_tools(
     budget = max(ctx.root.limits.max_tool_calls - ctx.view.tool_calls, 0)
     offering = replace(asked, tools=state.tools if budget else ())
     posed = ctx.requests.pose(
-        ctx.view, "action", graph=graph, state_id=ctx.view.here, state=state, ask=offering
+        ctx.view,
+        "action",
+        graph=graph,
+        state_id=ctx.view.here,
+        state=state,
+        ask=offering,
+        templates=ctx.templates,
     )
     calling = Calling(
         graph,

@@ -19,7 +19,6 @@ from cgraph.runtime.routes.failures import StepRenderFailed, rendered
 from cgraph.runtime.routes.slots import frame_defaults, set_slots
 from cgraph.runtime.state.outcomes import Enter, Outcome, Stop
 from cgraph.runtime.state.snapshot import jsonable
-from cgraph.runtime.state.view import template_context
 from cgraph.spec.model import Graph, GraphState
 from cgraph.spec.names import START, qualify
 from cgraph.spec.templating import render_value
@@ -44,7 +43,7 @@ def _passed(ctx: StepContext, graph: Graph, state: GraphState, inner: Graph) -> 
     against the sub-graph's slots; a failing render fails the step (field `with`)."""
     if not state.with_:
         return {}
-    context = template_context(ctx.view, graph, ctx.view.state_id)
+    context = ctx.templates()
     here = ctx.view.here
     values = rendered(
         here, "with", lambda: {k: render_value(v, context) for k, v in state.with_.items()}

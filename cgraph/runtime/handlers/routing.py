@@ -6,6 +6,7 @@ state's `say:` line added to the turn's reply on the way out.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from cgraph.runtime.ask.choosing import Decided, decide
@@ -17,7 +18,6 @@ from cgraph.runtime.ports import ExitOption, RequestKind
 from cgraph.runtime.routes.exits import first_holding, holds, state_exits
 from cgraph.runtime.routes.failures import rendered
 from cgraph.runtime.state.outcomes import Effects, Move, Outcome, Say, Stop
-from cgraph.runtime.state.view import template_context
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.templating import is_template, render_text
 
@@ -49,7 +49,13 @@ def ask_state(
 ) -> Steps[Decided]:
     """The chooser asked `ask` about `state`; its choice checked (`choosing.decide`)."""
     posed = ctx.requests.pose(
-        ctx.view, kind, graph=graph, state_id=ctx.view.here, state=state, ask=ask
+        ctx.view,
+        kind,
+        graph=graph,
+        state_id=ctx.view.here,
+        state=state,
+        ask=ask,
+        templates=ctx.templates,
     )
     return (yield from decide(ctx.chooser, posed, ctx.requests))
 
@@ -67,7 +73,7 @@ def route(
     exits, options = known.exits, known.options
     # Built only when read (a `say:`, a `when:`): most silent steps read neither.
     reads = state.say or known.conditional
-    context = template_context(ctx.view, graph, ctx.view.state_id) if reads else {}
+    context = ctx.templates() if reads else {}
     before = (*before, *_said(ctx.view.here, state, context))
     taken = first_holding(exits, context)
     here = ctx.view.here
@@ -87,7 +93,7 @@ def route(
     return routed(asked, open_, (*before, *asked.effects))
 
 
-def _said(here: str, state: AnyState, context: dict[str, Any]) -> Effects:
+def _said(here: str, state: AnyState, context: Mapping[str, Any]) -> Effects:
     """A silent state's `say:` line for the turn's reply (a failing one fails the step)."""
     say = state.say
     if state.type == "action" or not say:

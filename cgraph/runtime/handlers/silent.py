@@ -4,6 +4,7 @@ side effect. Each does its one thing, then leaves by `cgraph.runtime.handlers.ro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -28,7 +29,6 @@ from cgraph.runtime.state.outcomes import (
     decided,
 )
 from cgraph.runtime.state.snapshot import jsonable
-from cgraph.runtime.state.view import template_context
 from cgraph.runtime.tools.arguments import check_arguments
 from cgraph.spec.limits import check_size
 from cgraph.spec.model import (
@@ -58,19 +58,22 @@ def step_reflection(ctx: StepContext, graph: Graph, state: ReflectionState) -> S
 
 
 def step_recall(ctx: StepContext, graph: Graph, state: RecallState) -> Steps[Outcome]:
-    context = template_context(ctx.view, graph, ctx.view.state_id)
+    # Read inside the render: a recall without queries builds no template context.
     queries = rendered(
-        ctx.view.here, "queries", lambda: [str(render_value(q, context)) for q in state.queries]
+        ctx.view.here,
+        "queries",
+        lambda: [str(render_value(q, ctx.templates())) for q in state.queries],
     )
     found = yield from ctx.memory.recall(ctx.view.here, queries, state.tiers, state.top_k)
-    ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
+    if found.memories:  # an unchanged view keeps its frame (and the context it built)
+        ctx = ctx.seeing(memories=ctx.view.memories + found.memories)
     return (yield from route(ctx, graph, state, before=found.events))
 
 
 def step_annotation(ctx: StepContext, graph: Graph, state: AnnotationState) -> Steps[Outcome]:
     effects: Effects = (AddTags(state.annotations),)
     if state.set:
-        context = template_context(ctx.view, graph, ctx.view.state_id)
+        context = ctx.templates()
         values = rendered(ctx.view.here, "set", lambda: _set_values(state, context))
         values = _slot_values(ctx, graph, values)
         effects += (SetVariables(values),)
@@ -78,7 +81,7 @@ def step_annotation(ctx: StepContext, graph: Graph, state: AnnotationState) -> S
     return (yield from route(ctx, graph, state, before=effects))
 
 
-def _set_values(state: AnnotationState, context: dict[str, Any]) -> dict[str, Any]:
+def _set_values(state: AnnotationState, context: Mapping[str, Any]) -> dict[str, Any]:
     values = {name: render_value(v, context) for name, v in state.set.items()}
     for name, value in values.items():
         check_size(value, f"variable `{name}`")
@@ -130,7 +133,7 @@ def _call(ctx: StepContext, graph: Graph, state: SideEffectState) -> Steps[Any]:
     tool = graph.tool(state.tool)
     if tool is None:
         raise ToolError(f"tool `{state.tool}` is not declared under `tools`")
-    context = template_context(ctx.view, graph, ctx.view.state_id)
+    context = ctx.templates()
     arguments = rendered(
         ctx.view.here,
         "arguments",
@@ -148,7 +151,7 @@ def _call(ctx: StepContext, graph: Graph, state: SideEffectState) -> Steps[Any]:
     return (yield Offload(call, "tool"))
 
 
-def _render_deep(value: Any, context: dict[str, Any]) -> Any:
+def _render_deep(value: Any, context: Mapping[str, Any]) -> Any:
     if isinstance(value, dict):
         return {k: _render_deep(v, context) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -207,8 +207,11 @@ class Engine:
             yield from self._commit()
 
     def _outcome(self, chooser: ExitChooser, chat: ChatModel | None) -> Steps[Outcome]:
-        context = StepContext(
+        graph, spec = current(self.state, self.graphs)
+        frame = StepContext(
             view=self._view(),
+            graph=graph,
+            spec=spec,
             graphs=self.graphs,
             requests=self.prompter,
             chooser=chooser,
@@ -218,10 +221,9 @@ class Engine:
             tools=self.deps.tools,
         )
         if not self.state.started:
-            return (yield from choose_start(context, "", push=False))
-        graph = self.current_graph()
-        state = graph.states[self.state.frame.state]
-        return (yield from HANDLERS[state.type](context, graph, state))
+            return (yield from choose_start(frame, "", push=False))
+        state = graph.states[self.state.frame.state]  # the frame's spec (a KeyError if none)
+        return (yield from HANDLERS[state.type](frame, graph, state))
 
     def _take(self, applied: Applied) -> None:
         """The applier's next state, and its events emitted to the log."""

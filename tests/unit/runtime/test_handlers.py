@@ -12,6 +12,7 @@ from cgraph.runtime.handlers.context import StepContext
 from cgraph.runtime.handlers.silent import step_annotation, step_side_effect
 from cgraph.runtime.needs import drive
 from cgraph.runtime.state.outcomes import AddTags, Emit, Move, SetVariables
+from cgraph.runtime.state.view import template_context
 from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.session import Session
 from cgraph.spec.load import load_graph
@@ -317,7 +318,10 @@ def context_at(
     journal = SimpleNamespace(write_ahead=recorded.append)
     chooser = ModelChooser(model)
     tools = ToolRunner()
-    return StepContext(seen, Graphs(spec), prompter, chooser, True, memory, journal, tools)
+    here = spec.states.get(state)
+    return StepContext(
+        seen, spec, here, Graphs(spec), prompter, chooser, True, memory, journal, tools
+    )
 
 
 def test_a_handler_returns_its_effects_and_changes_nothing(tmp_path: Path) -> None:
@@ -330,6 +334,20 @@ def test_a_handler_returns_its_effects_and_changes_nothing(tmp_path: Path) -> No
     assert isinstance(values, SetVariables) and values.values["count"] == 1
     assert isinstance(chosen, Emit) and chosen.kind == "decision"
     assert ctx.view.variables == {"flags": [], "count": 0}  # the view is not changed
+
+
+def test_a_frame_builds_its_template_context_once_per_view_and_only_when_read(
+    tmp_path: Path,
+) -> None:
+    spec = graph(tmp_path, ANNOTATE)
+    ctx = context_at(spec, "n", ScriptedModel({}), variables={"flags": [], "count": 0})
+    assert ctx._seen == {}  # a step that renders nothing builds none
+    drive(step_annotation(ctx, spec, spec.states["n"]))  # type: ignore[arg-type]
+    built = ctx.templates()
+    assert list(ctx._seen) == ["n"] and ctx.templates() is built  # once, for the step's renders
+    assert built == template_context(ctx.view, spec, "n")
+    changed = ctx.seeing(variables={"flags": [], "count": 1})
+    assert changed.templates()["count"] == 1 and ctx.templates()["count"] == 0
 
 
 def test_a_tool_call_records_its_intent_before_it_runs(tmp_path: Path) -> None:
