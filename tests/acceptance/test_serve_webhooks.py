@@ -137,6 +137,10 @@ def test_every_event_arrives_signed_through_failures_timeouts_and_restarts(
             lambda: any("ConnectError" in (d["last_error"] or "") for d in deliveries(server)),
             "a delivery to the stopped receiver",
         )
+        waited(  # retried enough that the receiver, back, sees a third attempt at least
+            lambda: any(d["attempts"] >= 3 for d in deliveries(server)),
+            "a delivery tried three times",
+        )
         receiver.start("ok")
         done = waited(
             lambda: (found := deliveries(server, status="delivered")) and len(found) == 4 and found,
