@@ -244,7 +244,9 @@ class Holding:
             with self._guard:
                 for lease in leases:
                     now = self._held.get(lease.session_id)
-                    if lease.session_id in renewed and now is not None and now.lease == lease:
+                    if now is None or now.lease != lease:
+                        continue  # let go, or taken again, while the statement ran
+                    if lease.session_id in renewed:
                         now.lease = renewed[lease.session_id]
-                    elif lease.session_id not in renewed:
+                    else:
                         LOG.warning("session `%s`: lease %d lost", lease.session_id, lease.fence)

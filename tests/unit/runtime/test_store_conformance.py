@@ -368,3 +368,79 @@ def test_deliveries_are_kept_with_the_step_that_makes_them_and_only_then(
         # dispatcher died): sent again, at least once
     finally:
         outbox.close()
+
+
+class Racing:
+    """A store's lease statements, with a renewal that lets `meanwhile` run before the
+    store answers it: what a turn ending while its lease is being renewed looks like."""
+
+    def __init__(self, store: SessionStore, meanwhile: Any) -> None:
+        self.store, self.meanwhile = store, meanwhile
+
+    def acquire(self, session_id: str, *, ttl: float, key: str | None = None) -> Lease | None:
+        return self.store.acquire(session_id, ttl=ttl, key=key)
+
+    def renew(self, leases: Sequence[Lease], *, ttl: float) -> list[Lease]:
+        self.meanwhile()
+        return self.store.renew(leases, ttl=ttl)
+
+    def release(self, lease: Lease) -> None:
+        self.store.release(lease)
+
+
+@pytest.mark.parametrize("then", ["let go", "taken again", "lost"])
+def test_a_renewal_racing_the_end_of_a_turn_says_lost_only_of_a_lease_still_held(
+    store: SessionStore, then: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from cgraph.backends.store.leases import Holding
+
+    Log(store)
+    holding: Holding
+    ended, again, done = threading.Event(), threading.Event(), threading.Event()
+
+    def meanwhile() -> None:
+        if then == "lost":  # still held, but the store no longer has it
+            store.release(first)
+            return
+        ended.set()
+        turn.join(5)
+        if then == "taken again":
+            threading.Thread(target=take_again, daemon=True).start()
+            assert again.wait(5)
+
+    def take_again() -> None:
+        with holding.hold("s", wait=5) as lease:
+            taken.append(lease)
+            again.set()
+            done.wait(5)
+
+    def a_turn() -> None:
+        with holding.hold("s", wait=5) as lease:
+            firsts.append(lease)
+            started.set()
+            ended.wait(5)
+
+    holding = Holding(Racing(store, meanwhile), ttl=60)
+    firsts: list[Lease] = []
+    taken: list[Lease] = []
+    started = threading.Event()
+    turn = threading.Thread(target=a_turn, daemon=True)
+    turn.start()
+    assert started.wait(5)
+    [first] = firsts
+    with caplog.at_level("WARNING", logger="cgraph.store"):
+        holding.renew_now()
+    said = [r.getMessage() for r in caplog.records if "lost" in r.getMessage()]
+    if then == "lost":
+        assert said == [f"session `s`: lease {first.fence} lost"]
+        assert holding.fence("s") == first.fence  # kept: the store refuses its writes
+        ended.set()
+    else:
+        assert said == []
+    if then == "taken again":
+        [second] = taken
+        assert second.fence > first.fence and holding.fence("s") == second.fence
+        done.set()
+    if then == "let go":
+        assert holding.fence("s") is None
+    turn.join(5)
