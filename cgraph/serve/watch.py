@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from cgraph.errors import SessionBusy
 from cgraph.observe import ModelCall, watching
-from cgraph.serve import heap, logs
+from cgraph.serve import logs
 from cgraph.serve.metrics import Metrics, outcome
 from cgraph.session import Announcer, Event, Session, Turn
 
@@ -169,7 +169,6 @@ class Watch:
                 self.metrics.in_flight.dec()
             if seen.counts:
                 self._turned(seen)
-            heap.settle()
 
     def _call(self, seen: Seen) -> Callable[[ModelCall], None]:
         metrics = self.metrics
