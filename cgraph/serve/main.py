@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 
 from cgraph.errors import ConfigError
-from cgraph.serve import logs
+from cgraph.serve import heap, logs
 from cgraph.serve.app import DRAIN_SECONDS, build
 from cgraph.serve.deadlines import Deadlines, default_connections, protocol
 from cgraph.serve.graphs import load_served
@@ -62,7 +62,9 @@ def run(service: Service, extra: tuple[Endpoint, ...] = ()) -> None:
     import uvicorn
 
     settings = uvicorn_settings(service.options)
-    uvicorn.run(build(service, service.options.tokens, extra), **settings)  # type: ignore[arg-type]
+    app = build(service, service.options.tokens, extra)
+    heap.settle()
+    uvicorn.run(app, **settings)  # type: ignore[arg-type]
 
 
 def free(host: str, port: int) -> None:
@@ -105,7 +107,9 @@ def worker_app() -> object:
     """The app of one worker process (`--workers N`), from the options in the environment."""
     options = ServeOptions.from_json(os.environ[OPTIONS_VARIABLE])
     logs.configure(options.log_format)
-    return build(Service(options), options.tokens)
+    app = build(Service(options), options.tokens)
+    heap.settle()
+    return app
 
 
 def banner(options: ServeOptions, service: Service) -> list[str]:
