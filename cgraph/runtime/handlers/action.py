@@ -213,11 +213,13 @@ def _deterministic(
     called: frozenset[str] = frozenset(),
 ) -> Outcome | None:
     """The first `when` (or `on_tool`) exit that holds, once the state's `collect` slots
-    are all filled; `called`: the tools the model called here this turn."""
-    if unfilled(state.collect, ctx.view.variables) or not _any_deterministic(state):
+    are all filled (before, only one that says `early: true`); `called`: the tools the
+    model called here this turn."""
+    waiting = bool(unfilled(state.collect, ctx.view.variables))
+    if not _any_deterministic(state, early=waiting):
         return None
     context = ctx.templates()
-    taken = first_holding(state.exit_conditions, context, called)
+    taken = first_holding(state.exit_conditions, context, called, early=waiting)
     if taken is None:
         return None
     option = exit_options(state)[taken[0]]
@@ -278,8 +280,8 @@ def _tool_results(
     return ctx, effects, frozenset(called)
 
 
-def _any_deterministic(state: ActionState) -> bool:
-    return any(e.description is None for e in state.exit_conditions)
+def _any_deterministic(state: ActionState, *, early: bool = False) -> bool:
+    return any(e.description is None and (e.early or not early) for e in state.exit_conditions)
 
 
 def _ask_with_tools(

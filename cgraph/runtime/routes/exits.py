@@ -198,10 +198,15 @@ def first_holding(
     exits: Sequence[ExitCondition],
     context: Mapping[str, Any],
     called: frozenset[str] = frozenset(),
+    *,
+    early: bool = False,
 ) -> tuple[int, ExitCondition] | None:
     """The first deterministic exit that holds, with its index among `exits` (never one
-    `on_asking`: no step that calls this is about to ask)."""
+    `on_asking`: no step that calls this is about to ask); `early`: only those that say
+    `early: true` (a collecting state's slots are not all filled yet)."""
     for index, exit_ in enumerate(exits):
+        if early and not exit_.early:
+            continue
         if is_deterministic(exit_) and not on_asking(exit_) and holds(exit_, context, called):
             return index, exit_
     return None

@@ -97,6 +97,27 @@ def test_an_early_exit_leaves_before_the_slots_are_filled(tmp_path: Path) -> Non
     assert session.send("forget it").completed
 
 
+@pytest.mark.parametrize("early", [True, False])
+def test_a_when_exit_that_says_early_is_taken_before_the_slots_are_filled(
+    tmp_path: Path, early: bool
+) -> None:
+    # Two slots collected together: the rule reads the first, the second is still missing.
+    graph = PIZZA.replace("collect: [quantity]", "collect: [quantity, handle]").replace(
+        "next_state: too_many", f"next_state: too_many\n        early: {str(early).lower()}"
+    )
+    model = ScriptedModel(
+        {"ask_quantity": answer("Your handle?", quantity=12), "too_many": answer("!")}
+    )
+    session = Session.start(write(tmp_path, actions(graph)), model=model)
+    turn = session.send("Twelve pizzas")
+    assert session.variables["quantity"] == 12 and session.variables.get("handle") is None
+    if early:
+        assert turn.path == ("ask_quantity", "too_many")
+        assert "`when: quantity > 10` holds" in turn.transitions[-1].reason
+    else:  # it waits for the handle, as every exit of a collecting state does
+        assert (turn.path, turn.state) == (("ask_quantity",), "ask_quantity")
+
+
 def test_a_chooser_that_reads_messages_itself_stays_when_an_exit_waits(tmp_path: Path) -> None:
     from cgraph.runtime.ports import Choice, Question, Reason
 
