@@ -94,7 +94,10 @@ CODES: dict[str, str] = {
     # templates (cgraph.lint.templates)
     "template-syntax": "A Jinja template does not parse (or uses an unknown filter/test).",
     "undefined-variable": "A template uses a name no variable, set or result defines.",
-    "uninitialised-variable": "A `set:` value reads its own variable, which has no initial value.",
+    "uninitialised-variable": (
+        "A `set:` value reads its own variable, which has no initial value (or its own slot,"
+        " which a path to the state leaves unfilled)."
+    ),
     # slots read before they are filled (cgraph.lint.unset)
     "slot-maybe-unset": (
         "A template reads a slot that some path from the start to its state leaves unset"

@@ -228,10 +228,12 @@ def check_templates(ctx: GraphContext) -> Iterator[Diagnostic]:
 def _self_reference(
     ctx: GraphContext, path: DataPath, used: frozenset[str]
 ) -> Iterator[Diagnostic]:
-    """`set: {n: "{{ n + 1 }}"}` fails on the first visit unless `n` starts with a value."""
+    """`set: {n: "{{ n + 1 }}"}` fails on the first visit unless `n` starts with a value
+    (a slot's is `cgraph.lint.unset`'s: a path may have filled it by then)."""
     if len(path) == 4 and path[0] == "states" and path[2] == "set":
         var = str(path[3])
-        if var in used and var not in ctx.graph.variables:
+        graph = ctx.graph
+        if var in used and var not in graph.variables and var not in graph.slots:
             yield ctx.diag(
                 path,
                 "uninitialised-variable",

@@ -59,7 +59,26 @@ def check_unset_slots(ctx: GraphContext) -> Iterator[Diagnostic]:
         ready = filled[name] | _set_here(graph, state, path)
         read = _reads(text) & tracked
         for slot in sorted(read - ready - _guarded(text)):
+            if _computed_from_itself(path, slot):
+                yield _uninitialised(ctx, path, slot)
+                continue
             yield _unset(ctx, path, name, slot, stored_by.get(slot) if slot in results else None)
+
+
+def _computed_from_itself(path: DataPath, slot: str) -> bool:
+    return len(path) == 4 and path[2] == "set" and str(path[3]) == slot
+
+
+def _uninitialised(ctx: GraphContext, path: DataPath, var: str) -> Diagnostic:
+    """`set: {n: "{{ n + 1 }}"}` where a path reaches the state before `n` is filled."""
+    return ctx.diag(
+        path,
+        "uninitialised-variable",
+        f"`{var}` is computed from itself, and a path from the start reaches this state "
+        "before the slot is filled: that visit fails",
+        f"give `{var}` a `default:`, collect it on every path here, or guard the read "
+        f"(`{{{{ ({var} or 0) * 2 }}}}`)",
+    )
 
 
 def _unset(ctx: GraphContext, path: DataPath, name: str, var: str, tool: str | None) -> Diagnostic:

@@ -67,6 +67,7 @@ CORPUS = {
     "alarm_global_end": ("no-path-to-end", 0),
     "alarm_parent_variable": ("undefined-variable", 1),
     "alarm_set_literal": ("schema", 0),
+    "alarm_set_slot_from_itself": ("uninitialised-variable", 1),
     "alarm_waits_filled_on_entry": ("exit-waits-for-slots", 1),
     "alarm_waits_said_given": ("exit-waits-for-slots", 2),
     "alarm_tool_result_when": ("result-maybe-unset", 1),
