@@ -176,6 +176,7 @@ class OfflineChooser:
             closest=self.closest,
             yes_no=lambda _message, description: self.yes_or_no(question, description),
             enum_threshold=self.calibration.enum_threshold,
+            missing=question.missing,
         )
         said = refusals(question.slots, found)
         # Every value read is returned: the runtime refuses what its slot does not accept,

@@ -76,30 +76,30 @@ def extract(
     yes_no: YesNo | None = None,
     now: datetime | None = None,
     enum_threshold: float = ENUM_THRESHOLD,
+    missing: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Slot name → value for every slot the message gives: the valid values, and for the
     slots asked here (`collect`) an invalid value too ("40" where at most 12 may come),
     so that it is refused and asked for again like a model's, not silently dropped.
     Volunteered values are taken only when valid (a stray number is no evidence). A
-    boolean is read by `yes_no` only, and only when asked: without it none is filled."""
+    boolean is read by `yes_no` only, and only when asked: without it none is filled.
+    Numbers, dates and times go to their slots in the order said (`_in_order`), those
+    still `missing` first when fewer are said than the state asks for."""
     wanted = {name: from_answer_schema(schema) for name, schema in schemas.items()}
     spans: list[tuple[int, int]] = []
     found: dict[str, Any] = {}
     times = [(m.start(), m.end(), m.group()) for m in _TIME.finditer(message)]
     spans += [(a, b) for a, b, _ in times]
-    for name, slot in wanted.items():
-        if slot.format == "time" and times:
-            found[name] = _time(times[0][2])
+    formatted = {f: [n for n, s in wanted.items() if s.format == f] for f in ("date", "time")}
+    said_times = [_time(text) for _, _, text in times] if formatted["time"] else []
+    found.update(_in_order(said_times, formatted["time"], collect, missing))
     # Only a graph that asks for a date reads one: else "for 4 tomorrow" would lose its 4
     # to a date nobody wants, and "for 4 on Friday" is an April date to dateparser.
-    wants_date = any(slot.format == "date" for slot in wanted.values())
-    dates = _dates(message, times, now) if wants_date else []
-    for name, slot in wanted.items():
-        if slot.format == "date" and dates:
-            found[name] = dates[0][2]
+    dates = _dates(message, times, now) if formatted["date"] else []
+    found.update(_in_order([d for _, _, d in dates], formatted["date"], collect, missing))
     spans += [(a, b) for a, b, _ in dates]
     rest = _blank(message, spans)
-    found.update(_numbers(wanted, collect, rest))
+    found.update(_numbers(wanted, collect, rest, missing))
     for name, slot in wanted.items():
         if slot.type in ("array", "object"):
             value = records.read(slot, message)
@@ -150,17 +150,31 @@ def _enum(slot: Slot, asked: bool, message: str, closest: Closest | None, thresh
     return slot.enum[texts.index(best)] if score >= threshold else None
 
 
-def _numbers(wanted: Mapping[str, Slot], collect: Sequence[str], text: str) -> dict[str, Any]:
-    """Numbers in the order written, to the numeric slots this state asks for; a single
-    number also fills the one numeric slot not asked for (a value said up front)."""
-    numbers = _all_numbers(text)
+def _numbers(
+    wanted: Mapping[str, Slot], collect: Sequence[str], text: str, missing: Sequence[str]
+) -> dict[str, Any]:
+    """The numbers said, to the numeric slots (`_in_order`)."""
     numeric = [n for n, s in wanted.items() if s.type in ("integer", "number") and not s.enum]
-    asked = [n for n in collect if n in numeric]
-    found = dict(zip(asked, numbers, strict=False))
-    others = [n for n in numeric if n not in collect]
-    if not asked and len(others) == 1 and len(numbers) == 1:
-        found[others[0]] = numbers[0]
+    found = _in_order(_all_numbers(text), numeric, collect, missing)
     return {k: _typed(wanted[k], v) for k, v in found.items()}
+
+
+def _in_order(
+    values: Sequence[Any], names: Sequence[str], collect: Sequence[str], missing: Sequence[str]
+) -> dict[str, Any]:
+    """Values of one kind in the order said, to the slots of that kind (`names`) this
+    state asks for: in the order it asks when as many are said (the user gives, or gives
+    again, them all), else those still `missing` first ("and I leave on the 7th" once the
+    arrival is known). A single value also fills the one such slot not asked for (a value
+    said up front)."""
+    asked = [n for n in collect if n in names]
+    if len(values) < len(asked):
+        asked = [n for n in asked if n in missing] + [n for n in asked if n not in missing]
+    found = dict(zip(asked, values, strict=False))
+    others = [n for n in names if n not in collect]
+    if not asked and len(others) == 1 and len(values) == 1:
+        found[others[0]] = values[0]
+    return found
 
 
 def _typed(slot: Slot, value: float) -> Any:

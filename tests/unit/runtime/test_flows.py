@@ -315,6 +315,32 @@ def test_a_count_said_with_a_day_stays_a_count_when_a_date_is_asked_for_too() ->
         assert extract(schemas, ("party_size",), message, now=now) == expected, message
 
 
+def test_dates_times_and_numbers_fill_their_slots_in_the_order_said() -> None:
+    from cgraph.backends.offline.slots import extract
+    from cgraph.spec.model import Slot
+    from cgraph.spec.slots import answer_schema
+
+    date_, time_, count = Slot(format="date"), Slot(format="time"), Slot(type="integer")
+    kinds = {"in": date_, "out": date_, "from": time_, "to": time_, "adults": count, "kids": count}
+    schemas = {name: answer_schema(slot) for name, slot in kinds.items()}
+    collect = tuple(kinds)
+    now = datetime(2026, 11, 23, 12, 0)
+    both = extract(
+        schemas, collect, "3 March to 7 March, 9am to 5pm, 2 adults and 1 child", now=now
+    )
+    assert both == {
+        "in": "2027-03-03", "out": "2027-03-07", "from": "09:00", "to": "17:00",
+        "adults": 2, "kids": 1,
+    }  # fmt: skip
+    # One of each said while the first of each is known: it is the one still missing.
+    late = ("out", "to", "kids")
+    one = extract(schemas, collect, "on 7 March, until 5pm, 1 child", now=now, missing=late)
+    assert one == {"out": "2027-03-07", "to": "17:00", "kids": 1}
+    # Nothing missing: a value said again goes to the first slot of its kind (a correction).
+    again = extract(schemas, collect, "on 4 March", now=now)
+    assert again == {"in": "2027-03-04"}
+
+
 def test_a_whole_amount_in_a_number_slot_stays_whole() -> None:
     from cgraph.backends.offline.slots import extract
     from cgraph.spec.model import Slot
