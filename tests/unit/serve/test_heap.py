@@ -36,26 +36,29 @@ def test_settling_freezes_what_the_process_holds_and_widens_the_young_generation
     assert gc.get_threshold()[0] < heap.YOUNG  # this process keeps Python's defaults
 
 
-def test_the_served_process_settles_after_building_its_app_and_before_serving(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("entry", ["one process", "a --workers process"])
+def test_a_served_process_settles_after_building_its_app_and_before_serving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str
 ) -> None:
     import uvicorn
 
     order: list[str] = []
     monkeypatch.setattr(heap, "settle", lambda: order.append("settled"))
 
-    def build(*_: Any) -> str:
+    def build(service: Service, *_: Any) -> str:
+        service.store.close()
         order.append("built")
         return "app"
 
     monkeypatch.setattr(main, "build", build)
-
-    def served(app: Any, **_: Any) -> None:
-        order.append(f"served {app}")
-
-    monkeypatch.setattr(uvicorn, "run", served)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_: order.append(f"served {app}"))
     options = ServeOptions(
         graphs=(str(GRAPHS / "medical_checkin.yaml"),), store=str(tmp_path / "s"), memory="off"
     )
-    main.run(Service(options))
-    assert order == ["built", "settled", "served app"]
+    if entry == "one process":
+        main.run(Service(options))
+        assert order == ["built", "settled", "served app"]
+    else:  # uvicorn serves what the factory returns
+        monkeypatch.setenv(main.OPTIONS_VARIABLE, options.to_json())
+        assert main.worker_app() == "app"
+        assert order == ["built", "settled"]
