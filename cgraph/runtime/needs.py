@@ -9,9 +9,10 @@ and h2 leave the socket to their caller. One engine, two drivers:
 - `drive` (blocking): each need done in the calling thread. `cgraph run`, `cgraph test`,
   the studio and the Python API.
 - `drive_async` (asyncio): a model is awaited (`AsyncModel.acomplete`), so a turn waiting on
-  it holds no thread and no connection; the rest is short, blocking work (a store
-  statement, a recall from the embedded memory, a tool) handed to the caller's executor.
-  The server.
+  it holds no thread and no connection, and so is a store statement that can be (an
+  `Offload`'s `acall`: the PostgreSQL store's commits on the server's loop); the rest is
+  short, blocking work (a recall from the embedded memory, a tool, a SQLite statement)
+  handed to the caller's executor. The server.
 
 The drivers differ in nothing but how they wait: every step's logic is the same code.
 """
@@ -45,10 +46,12 @@ class Complete:
 
 @dataclass(frozen=True, slots=True)
 class Offload:
-    """Run `call()`, a blocking call outside the turn's logic: its value, or its error."""
+    """Run `call()`, a blocking call outside the turn's logic: its value, or its error.
+    With `acall`, the async driver awaits `acall()` instead, the same call on its loop."""
 
     call: Callable[[], Any]
     work: Work
+    acall: Callable[[], Awaitable[Any]] | None = None
 
 
 Need = Complete | Offload
@@ -89,18 +92,25 @@ Offloader = Callable[[Offload], Awaitable[Any]]
 
 
 async def drive_async(steps: Steps[T], offload: Offloader) -> T:
-    """The asyncio driver: a model that `awaits` is awaited on this loop; other models
-    and every `Offload` go to `offload`, a run of them in one hop (`_Blocking`): the
-    steps between two awaited calls go on in the worker, which hands them back at the
-    next need to await (a turn of a scripted model is one hop, not one per statement)."""
+    """The asyncio driver: a model that `awaits` and an `Offload` with an `acall` are
+    awaited on this loop; other models and every other `Offload` go to `offload`, a run
+    of them in one hop (`_Blocking`): the steps between two awaited calls go on in the
+    worker, which hands them back at the next need to await (a turn of a scripted model
+    is one hop, not one per statement)."""
     answer: Any = None
     error: BaseException | None = None
+    cancelled = False  # during a call that was finished: thrown in at the next need
     while True:
         try:
             need = steps.send(answer) if error is None else steps.throw(error)
         except StopIteration as finished:
+            if cancelled:
+                raise asyncio.CancelledError from None
             return finished.value  # type: ignore[no-any-return]
         answer, error = None, None
+        if cancelled:  # where the steps wait now, as `drive` would have
+            error, cancelled = asyncio.CancelledError(), False
+            continue
         if not _awaits(need):
             ran, value, cancelled = await _hop(_Blocking(steps, need), offload)
             if ran == "done":
@@ -108,18 +118,43 @@ async def drive_async(steps: Steps[T], offload: Offloader) -> T:
                     raise asyncio.CancelledError
                 return value  # type: ignore[no-any-return]
             need = value
-            if cancelled:  # thrown in where the steps wait now, as `drive` would have
-                error = asyncio.CancelledError()
+            if cancelled:
+                error, cancelled = asyncio.CancelledError(), False
                 continue
-        complete = cast(Complete, need)
+        if isinstance(need, Offload):
+            answer, error, cancelled = await _finished(cast(Awaited, need.acall))
+            continue
         try:
-            answer = await cast(AsyncModel, complete.model).acomplete(complete.request)
+            answer = await cast(AsyncModel, need.model).acomplete(need.request)
         except BaseException as err:  # cancelled included: the step unwinds as in `drive`
             error = err
 
 
+Awaited = Callable[[], Awaitable[Any]]
+
+
 def _awaits(need: Need) -> bool:
-    return isinstance(need, Complete) and need.model.capabilities.awaits
+    if isinstance(need, Offload):
+        return need.acall is not None
+    return need.model.capabilities.awaits
+
+
+async def _finished(acall: Awaited) -> tuple[Any, BaseException | None, bool]:
+    """`acall()` awaited to its end, also when this task is cancelled meanwhile (a store
+    statement under way is not abandoned half-known, as a worker's is not): its value or
+    its error, and whether a cancellation came."""
+    future = asyncio.ensure_future(acall())
+    cancelled = False
+    while True:
+        try:
+            return await asyncio.shield(future), None, cancelled
+        except asyncio.CancelledError as err:
+            if not future.done():
+                cancelled = True
+                continue
+            return None, err, cancelled
+        except BaseException as err:  # the step's own `try` sees it, as if it had called
+            return None, err, cancelled
 
 
 class _Blocking:

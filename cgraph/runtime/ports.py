@@ -18,6 +18,7 @@ A backend may add "scores": {exit id: float} to explain its choice (shown by `/w
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import (
     AsyncIterator,
     Iterable,
@@ -25,9 +26,9 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 # CLARIFY lives with the records (a `Decision` that asked has it as its `chosen`); choosers
 # know it from here.
@@ -769,3 +770,51 @@ class SessionStore(Protocol):
     def close(self) -> None:
         """Release the store's resources (a database connection); stored data is kept."""
         ...
+
+
+class AwaitedStore(SessionStore, Protocol):
+    """A store that also awaits a turn's statements on an event loop (the server's): its
+    commits and its lease, with no thread between the loop and the database. The blocking
+    calls stay, for every other caller."""
+
+    awaits: bool
+    """Whether it was given a loop to await on (`serve_on`): the async driver then awaits
+    a turn's commits (`acommit`) instead of running `commit` in a worker."""
+
+    def serve_on(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Await statements on `loop` from now on (called on it, as the server starts)."""
+        ...
+
+    async def acommit(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        snapshot: dict[str, Any],
+        *,
+        checkpoint: int | None = None,
+        rewind_to: int | None = None,
+        fence: int | None = None,
+        deliveries: Sequence[Delivery] = (),
+    ) -> None:
+        """`commit`, awaited (on another loop than the served one: in a thread)."""
+        ...
+
+    def ahold(
+        self,
+        session_id: str,
+        *,
+        wait: float = 0.0,
+        ttl: float | None = None,
+        key: str | None = None,
+    ) -> AbstractAsyncContextManager[Lease]:
+        """`hold`, its statements awaited."""
+        ...
+
+    async def aclose(self) -> None:
+        """Let go of the served loop's connections (on that loop, as it stops)."""
+        ...
+
+
+def awaited(store: SessionStore) -> AwaitedStore | None:
+    """`store` when it awaits a turn's statements on a loop it was given, else None."""
+    return cast(AwaitedStore, store) if getattr(store, "awaits", False) else None

@@ -430,10 +430,12 @@ def build(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        gate.loop = service.loop = asyncio.get_running_loop()
+        gate.loop = asyncio.get_running_loop()
+        service.serve_on(gate.loop)
         _drain_on_sigterm(gate)
         yield
         service.watch.close()
+        await service.stopped()
 
     async def not_found(request: Request, error: Exception) -> Response:
         with service.watch.request(request, "(no route)") as answered:

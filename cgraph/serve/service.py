@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import AbstractContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -52,6 +52,7 @@ from cgraph.session import (
     Sessions,
     ToolRunner,
     Turn,
+    awaited,
 )
 from cgraph.wiring.memories import open_memory_store
 from cgraph.wiring.stores import is_url, open_store
@@ -185,6 +186,17 @@ class Service:
         name = self.opener().info(sid, user_id=user).graph_name
         self.opener(name if name in self.memories else None).delete(sid, user_id=user)
 
+    def serve_on(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The server's loop, from its start: where the thread-side calls run their turns,
+        and a store that can await its statements awaits them (`stopped` at its end)."""
+        self.loop = loop
+        if hasattr(self.store, "serve_on"):
+            self.store.serve_on(loop)
+
+    async def stopped(self) -> None:
+        if (store := awaited(self.store)) is not None:
+            await store.aclose()
+
     # ----- the same calls, from a thread ----------------------------------------------------
 
     def create(self, user: str, graph: str, session_id: str | None) -> dict[str, Any]:
@@ -216,14 +228,14 @@ class Service:
     async def _aheld(self, sid: str, key: str | None = None) -> AsyncIterator[Lease]:
         """The session's lease within `--wait` seconds (the wait counted): first the head of
         this process's queue for it, waited for on the loop in the order the messages came,
-        then the store's lease, taken and let go in the pool; held in between by no thread.
-        The lease carries where the session stood (and `key`'s turn)."""
+        then the store's lease (`_holding`), held in between by no thread. The lease
+        carries where the session stood (and `key`'s turn)."""
         clock, queued = time.perf_counter(), False
         try:
             async with self.queues.first(sid, self.options.wait) as left:
                 queued = True
-                hold = self.store.hold(sid, wait=left, ttl=self.options.lease, key=key)
-                async with _held(self.pool, self.watch.held(hold, since=clock)) as lease:
+                held = _holding(self, sid, left, key, since=clock)
+                async with held as lease:
                     yield lease
         except SessionBusy:
             if not queued:
@@ -231,18 +243,7 @@ class Service:
             raise
 
     def view(self, user: str, sid: str) -> dict[str, Any]:
-        session = self.opened(user, sid)
-        view = session.view
-        return {
-            "session": sid,
-            "graph": session.graph.name,
-            "state": view.state,
-            "turn": view.turn_number,
-            "completed": view.completed,
-            "pending": view.interrupted,
-            "variables": view.variables,
-            "transcript": list(view.transcript),
-        }
+        return _viewed(self.opened(user, sid), sid)
 
     async def aview(self, user: str, sid: str) -> dict[str, Any]:
         """`view` from the event loop (a read, in the pool)."""
@@ -333,6 +334,19 @@ async def _in_pool(pool: Executor, function: Callable[..., T], *args: Any) -> T:
     return await asyncio.get_running_loop().run_in_executor(pool, call)
 
 
+def _holding(
+    service: Service, sid: str, wait: float, key: str | None, since: float
+) -> AbstractAsyncContextManager[Lease]:
+    """The store's lease of `sid`: its statements awaited on the loop when the store can
+    (PostgreSQL, served), else taken and let go in the service's pool."""
+    ttl, watch = service.options.lease, service.watch
+    store = awaited(service.store)
+    if store is not None:
+        return watch.aheld(store.ahold(sid, wait=wait, ttl=ttl, key=key), since=since)
+    hold = service.store.hold(sid, wait=wait, ttl=ttl, key=key)
+    return _held(service.pool, watch.held(hold, since=since))
+
+
 @asynccontextmanager
 async def _held(pool: Executor, held: AbstractContextManager[T]) -> AsyncIterator[T]:
     """`held` entered and exited in `pool`, held in between by no thread."""
@@ -409,6 +423,20 @@ def _turn(turn: Turn, session: Session, *, replayed: bool = False) -> dict[str, 
 def _json(turn: Turn, session: Session) -> dict[str, Any]:
     """`turn.as_json()`, naming its session as its user does."""
     return {**turn.as_json(), "session": client_id(session.user_id, turn.session)}
+
+
+def _viewed(session: Session, sid: str) -> dict[str, Any]:
+    view = session.view
+    return {
+        "session": sid,
+        "graph": session.graph.name,
+        "state": view.state,
+        "turn": view.turn_number,
+        "completed": view.completed,
+        "pending": view.interrupted,
+        "variables": view.variables,
+        "transcript": list(view.transcript),
+    }
 
 
 def _listed(info: SessionInfo, sid: str) -> dict[str, Any]:

@@ -10,8 +10,14 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    ExitStack,
+    asynccontextmanager,
+    contextmanager,
+)
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -216,13 +222,32 @@ class Watch:
         try:
             with hold as held:
                 entered = True
-                if self.metrics is not None:
-                    self.metrics.waited(time.perf_counter() - clock, busy=False)
+                self._waited(clock)
                 yield held
         except SessionBusy:
             if not entered:
                 self.gave_up(clock)
             raise
+
+    @asynccontextmanager
+    async def aheld(
+        self, hold: AbstractAsyncContextManager[T], since: float | None = None
+    ) -> AsyncIterator[T]:
+        """`held`, for a lease awaited on the loop."""
+        clock, entered = time.perf_counter() if since is None else since, False
+        try:
+            async with hold as held:
+                entered = True
+                self._waited(clock)
+                yield held
+        except SessionBusy:
+            if not entered:
+                self.gave_up(clock)
+            raise
+
+    def _waited(self, since: float) -> None:
+        if self.metrics is not None:
+            self.metrics.waited(time.perf_counter() - since, busy=False)
 
     def gave_up(self, since: float) -> None:
         """A wait for a session's lease, begun at `since`, ran out: a 409 counted."""

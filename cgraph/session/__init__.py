@@ -7,7 +7,7 @@ to name.
 """
 
 from cgraph.runtime.ask.streaming import CallingTools, Chunk, Delta, Retracted
-from cgraph.runtime.ports import Announcer, Lease, SessionInfo, Standing
+from cgraph.runtime.ports import Announcer, Lease, SessionInfo, Standing, awaited
 from cgraph.runtime.state.records import Event, Turn
 from cgraph.runtime.tools.runner import ToolRunner
 from cgraph.runtime.turn.after import Policy
@@ -33,4 +33,5 @@ __all__ = [
     "Standing",
     "ToolRunner",
     "Turn",
+    "awaited",
 ]

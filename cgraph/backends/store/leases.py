@@ -14,6 +14,7 @@ store's. A holder killed with -9 stops renewing, and its leases lapse after thei
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -21,11 +22,11 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from cgraph.errors import LeaseLost, SessionBusy, StoreError
 from cgraph.runtime.ports import Lease
@@ -38,6 +39,18 @@ RENEW_SHARE = 0.25
 POLL_FIRST, POLL_MOST = 0.005, 0.1
 """Seconds between two tries of a lease another process holds: doubling, up to a bound."""
 LOG = logging.getLogger("cgraph.store")
+
+
+def _paused(session_id: str, deadline: float, pause: float) -> float:
+    """How long to wait before asking for a lease again; busy once the wait is over."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise busy(session_id)
+    return min(pause, left)
+
+
+def _doubled(pause: float) -> float:
+    return min(pause * 2, POLL_MOST)
 
 
 def busy(session_id: str) -> SessionBusy:
@@ -95,6 +108,16 @@ class Leasing(Protocol):
     def release(self, lease: Lease) -> None: ...
 
 
+class AwaitedLeasing(Leasing, Protocol):
+    """A store whose lease statements may be awaited (`Holding.ahold`)."""
+
+    async def aacquire(
+        self, session_id: str, *, ttl: float, key: str | None = None
+    ) -> Lease | None: ...
+
+    async def arelease(self, lease: Lease) -> None: ...
+
+
 class Leased:
     """A store's `hold` (`SessionStore.hold`), the same for every store: the session's
     lease taken through the store's `Holding` (`leases`), mixed in by each store."""
@@ -111,6 +134,19 @@ class Leased:
         key: str | None = None,
     ) -> Iterator[Lease]:
         with self.leases.hold(session_id, wait, ttl, key) as lease:
+            yield lease
+
+    @asynccontextmanager
+    async def ahold(
+        self,
+        session_id: str,
+        *,
+        wait: float = 0.0,
+        ttl: float | None = None,
+        key: str | None = None,
+    ) -> AsyncIterator[Lease]:
+        """`hold` on an event loop, for a store that awaits its lease statements."""
+        async with self.leases.ahold(session_id, wait, ttl, key) as lease:
             yield lease
 
 
@@ -147,59 +183,102 @@ class Holding:
         self, session_id: str, wait: float, ttl: float | None = None, key: str | None = None
     ) -> Iterator[Lease]:
         """The session's lease while the context is open (`SessionStore.hold`)."""
-        ttl = self.ttl if ttl is None else ttl
-        deadline = time.monotonic() + max(wait, 0.0)
-        ticket = threading.Event()
-        with self._guard:
-            queue = self._queues.setdefault(session_id, deque())
-            queue.append(ticket)
+        ttl, deadline, ticket, queue = self._enter(session_id, wait, ttl)
         try:
-            lease = self._take(session_id, ticket, queue, deadline, ttl, key)
+            self._wait_turn(session_id, ticket, queue, deadline)
+            lease = self._polled(session_id, deadline, ttl, key)
         except BaseException:
             self._leave(session_id, ticket)
             raise
         try:
             yield lease
         finally:
-            with self._guard:
-                held = self._held.pop(session_id, None)
             try:
-                self.store.release(held.lease if held is not None else lease)
+                self.store.release(self._let_go(session_id, lease))
             except StoreError as err:  # it lapses by itself
                 LOG.warning("%s", err)
             finally:
                 self._leave(session_id, ticket)
 
-    def _take(
+    @asynccontextmanager
+    async def ahold(
+        self, session_id: str, wait: float, ttl: float | None = None, key: str | None = None
+    ) -> AsyncIterator[Lease]:
+        """`hold` on an event loop: the store's statements awaited, a lease another process
+        holds polled with the loop's sleep. (A thread of this process ahead in the queue is
+        waited for in a thread: the server's own requests queue on the loop before.)"""
+        store = cast(AwaitedLeasing, self.store)
+        ttl, deadline, ticket, queue = self._enter(session_id, wait, ttl)
+        try:
+            with self._guard:
+                first = queue[0] is ticket
+            if not first:
+                await asyncio.to_thread(self._wait_turn, session_id, ticket, queue, deadline)
+            pause = POLL_FIRST
+            while (lease := await store.aacquire(session_id, ttl=ttl, key=key)) is None:
+                await asyncio.sleep(_paused(session_id, deadline, pause))
+                pause = _doubled(pause)
+            self._taken(lease, ttl)
+        except BaseException:
+            self._leave(session_id, ticket)
+            raise
+        try:
+            yield lease
+        finally:
+            try:
+                await store.arelease(self._let_go(session_id, lease))
+            except StoreError as err:  # it lapses by itself
+                LOG.warning("%s", err)
+            finally:
+                self._leave(session_id, ticket)
+
+    def _enter(
+        self, session_id: str, wait: float, ttl: float | None
+    ) -> tuple[float, float, threading.Event, deque[threading.Event]]:
+        """In the session's queue: the lease's ttl, the wait's deadline, the ticket."""
+        ttl = self.ttl if ttl is None else ttl
+        deadline = time.monotonic() + max(wait, 0.0)
+        ticket = threading.Event()
+        with self._guard:
+            queue = self._queues.setdefault(session_id, deque())
+            queue.append(ticket)
+        return ttl, deadline, ticket, queue
+
+    def _wait_turn(
         self,
         session_id: str,
         ticket: threading.Event,
         queue: deque[threading.Event],
         deadline: float,
-        ttl: float,
-        key: str | None,
-    ) -> Lease:
-        """Wait to be the head of the session's queue, then for the store's lease."""
+    ) -> None:
+        """Wait to be the head of the session's queue."""
         while True:
             with self._guard:
                 if queue[0] is ticket:
-                    break
+                    return
             left = deadline - time.monotonic()
             if left <= 0 or not ticket.wait(left):
                 raise busy(session_id)
+
+    def _polled(self, session_id: str, deadline: float, ttl: float, key: str | None) -> Lease:
+        """The store's lease, asked again while another process holds it."""
         pause = POLL_FIRST
-        while True:
-            lease = self.store.acquire(session_id, ttl=ttl, key=key)
-            if lease is not None:
-                with self._guard:
-                    self._held[session_id] = _Held(lease, ttl)
-                    self._renew_in_background()
-                return lease
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise busy(session_id)
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, POLL_MOST)
+        while (lease := self.store.acquire(session_id, ttl=ttl, key=key)) is None:
+            time.sleep(_paused(session_id, deadline, pause))
+            pause = _doubled(pause)
+        self._taken(lease, ttl)
+        return lease
+
+    def _taken(self, lease: Lease, ttl: float) -> None:
+        with self._guard:
+            self._held[lease.session_id] = _Held(lease, ttl)
+            self._renew_in_background()
+
+    def _let_go(self, session_id: str, lease: Lease) -> Lease:
+        """The lease to let go of: the held one (renewed since it was taken)."""
+        with self._guard:
+            held = self._held.pop(session_id, None)
+        return held.lease if held is not None else lease
 
     def _leave(self, session_id: str, ticket: threading.Event) -> None:
         """Out of the queue; the next in it, if this was its head, asks the store next."""

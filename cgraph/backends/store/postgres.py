@@ -42,11 +42,20 @@ from psycopg.conninfo import conninfo_to_dict
 from cgraph.backends.store.leases import LEASE_SECONDS, Holding, Leased, lost
 from cgraph.backends.store.outbox import POSTGRES_TABLE, PostgresOutbox
 from cgraph.backends.store.packing import pack, unpack, unpack_events
+from cgraph.backends.store.postgres_loop import (
+    ACQUIRE,
+    RELEASE,
+    RENEW,
+    STANDING,
+    Awaited,
+    asking,
+    leased,
+    ran,
+)
 from cgraph.backends.store.postgres_pool import CONNECT_SECONDS, Connections
 from cgraph.backends.store.postgres_steps import (
     APPEND,
     FENCED,
-    NOW,
     Runs,
     commit_statement,
     outbox_arguments,
@@ -135,12 +144,6 @@ FROM cgraph_sessions s
 LEFT JOIN cgraph_log e ON e.sid = s.key AND e.seq >= s.turn_seq
 WHERE s.id = %s ORDER BY e.seq
 """
-_STANDING = """
-SELECT s.created_at, s.snapshot, k.turn, k.seq FROM cgraph_sessions s
-LEFT JOIN cgraph_keys k ON k.sid = s.key AND k.key = %s WHERE s.id = %s
-"""
-"""Where a session stands and the turn of a key (`standing`): one statement, not a `load`
-and a `turn_of_key`."""
 _KEY = "(SELECT key FROM cgraph_sessions WHERE id = %s)"
 """A session's number, from its id."""
 _DELETE = (
@@ -153,26 +156,9 @@ k AS (DELETE FROM cgraph_keys USING s WHERE sid = s.key)
 SELECT (SELECT count(*) FROM s), (SELECT ok FROM ok)
 """
 )
-_ACQUIRE = f"""
-INSERT INTO cgraph_leases AS l (id, holder, expires, fence)
-VALUES (%(sid)s, %(holder)s, {NOW} + %(ttl)s, 1)
-ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires = excluded.expires,
-    fence = l.fence + 1
-WHERE l.holder IS NULL OR l.expires <= {NOW}
-RETURNING fence, expires
-"""
-"""The lease when it is free or lapsed (a row updated, with the next fence); no row when
-another's is in force."""
-_RENEW = f"""
-UPDATE cgraph_leases l SET expires = {NOW} + %(ttl)s
-FROM unnest(%(ids)s::text[], %(fences)s::bigint[]) AS u(id, fence)
-WHERE l.id = u.id AND l.fence = u.fence AND l.holder = %(holder)s
-RETURNING l.id, l.fence, l.expires
-"""
-_RELEASE = "UPDATE cgraph_leases SET holder = NULL WHERE id = %s AND fence = %s AND holder = %s"
 
 
-class PostgresStore(Leased):
+class PostgresStore(Awaited, Leased):
     """Sessions in a PostgreSQL database, shared by every process that opens the URL.
 
     `url` is a libpq connection URL (`postgresql://user:password@host:5432/db`; its query
@@ -249,12 +235,26 @@ class PostgresStore(Leased):
         fence: int | None = None,
         deliveries: Sequence[Delivery] = (),
     ) -> None:
+        args = self._step(session_id, events, snapshot, checkpoint, rewind_to, fence, deliveries)
+        self._run(session_id, commit_statement(args), args)
+
+    def _step(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        snapshot: dict[str, Any],
+        checkpoint: int | None,
+        rewind_to: int | None,
+        fence: int | None,
+        deliveries: Sequence[Delivery],
+    ) -> dict[str, Any]:
+        """The arguments of a step's statement (`commit_statement`)."""
         seq = int(snapshot.get("turn_seq", 0))
         args = self._runs.step(session_id, events, pack(snapshot), seq, checkpoint, rewind_to)
         args["fence"] = self.leases.fence(session_id, fence)
         if deliveries:
             args |= outbox_arguments(deliveries)
-        self._run(session_id, commit_statement(args), args)
+        return args
 
     def append(self, session_id: str, events: Sequence[Event], *, fence: int | None = None) -> None:
         args = self._runs.step(session_id, events, b"", 0, None, None)
@@ -262,16 +262,9 @@ class PostgresStore(Leased):
         self._run(session_id, APPEND[bool(args["keys"])], args)
 
     def _run(self, session_id: str, statement: str, args: dict[str, Any]) -> None:
-        """Run a step's statement; what it answered: (the session found, its events' row
-        written, its fence in force). A step not written ends the run of rows to fold."""
+        """Run a step's statement. A step not written ends the run of rows to fold."""
         try:
-            session, written, fenced = self._pool.fetch(statement, args, session_id)[0]
-            if not fenced:
-                raise lost(session_id, args["fence"])
-            if not session:
-                raise missing(session_id, self.where)
-            if args["data"] is not None and not written:
-                raise StoreError(f"an event of `{session_id}` was already committed")
+            ran(session_id, args, self._pool.fetch(statement, args, session_id)[0], self.where)
         except BaseException:
             self._runs.forget(session_id)
             raise
@@ -319,7 +312,7 @@ class PostgresStore(Leased):
 
     def standing(self, session_id: str, key: str | None = None) -> Standing:
         found = None if key is None else str(key)
-        rows = self._pool.fetch(_STANDING, (found, session_id), session_id)
+        rows = self._pool.fetch(STANDING, (found, session_id), session_id)
         if not rows:
             raise missing(session_id, self.where)
         created_at, snapshot, turn, seq = rows[0]
@@ -356,23 +349,15 @@ class PostgresStore(Leased):
     # ----- leases (`hold` is every store's, `Leased`) -------------------------------------
 
     def acquire(self, session_id: str, *, ttl: float, key: str | None = None) -> Lease | None:
-        args = {"sid": session_id, "holder": self.leases.holder, "ttl": ttl}
-        found = None if key is None else str(key)
+        args, found = asking(session_id, self.leases.holder, ttl, key)
         # The standing is read by a second statement in the same round trip: it sees what
         # a lapsed holder committed while the first waited on its lock (one statement
         # reads the database as it was when it began).
         with self._pool.connection(session_id) as conn, conn.pipeline():
-            taken = conn.execute(_ACQUIRE, args)
-            stood = conn.execute(_STANDING, (found, session_id))
+            taken = conn.execute(ACQUIRE, args)
+            stood = conn.execute(STANDING, (found, session_id))
             rows, standing = taken.fetchall(), stood.fetchall()
-        if not rows:
-            return None
-        fence, expires = int(rows[0][0]), float(rows[0][1])
-        read = None
-        if standing:
-            created_at, snapshot, turn, seq = standing[0]
-            read = standing_row(created_at, unpack(snapshot), turn, seq)
-        return Lease(session_id, self.leases.holder, fence, expires, read)
+        return leased(session_id, self.leases.holder, rows, standing)
 
     def renew(self, leases: Sequence[Lease], *, ttl: float) -> list[Lease]:
         if not leases:
@@ -383,12 +368,12 @@ class PostgresStore(Leased):
             "holder": self.leases.holder,
             "ttl": ttl,
         }
-        rows = self._renewing.fetch(_RENEW, args)
+        rows = self._renewing.fetch(RENEW, args)
         return [Lease(r[0], self.leases.holder, int(r[1]), float(r[2])) for r in rows]
 
     def release(self, lease: Lease) -> None:
         with self._pool.connection() as conn:
-            conn.execute(_RELEASE, (lease.session_id, lease.fence, lease.holder))
+            conn.execute(RELEASE, (lease.session_id, lease.fence, lease.holder))
 
     def outbox(self) -> PostgresOutbox:
         """The outbox table of this database (`cgraph.backends.store.outbox`)."""

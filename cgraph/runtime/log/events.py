@@ -12,12 +12,12 @@ message event carries its place in it (`msg`), which the store indexes.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from cgraph.errors import SessionError
 from cgraph.runtime.log import reading
 from cgraph.runtime.log.transcript import Transcript
-from cgraph.runtime.ports import Delivery, SessionStore
+from cgraph.runtime.ports import AwaitedStore, Delivery, SessionStore, awaited
 from cgraph.runtime.state.outcomes import Emit
 from cgraph.runtime.state.records import Event, EventKind, message_of, trusted_event
 from cgraph.runtime.state.snapshot import HistoryMarks, LogPosition, SessionState, stored
@@ -118,14 +118,43 @@ class EventLog:
     ) -> None:
         """Write the buffered events and the state with the log's position (and a turn's
         `deliveries` to the outbox), in one transaction."""
+        snapshot = stored(state, self.position())
         self.store.commit(
             self.session_id,
             self._buffer,
-            stored(state, self.position()),
+            snapshot,
             checkpoint=checkpoint,
             rewind_to=rewind_to,
             deliveries=deliveries,
         )
+        self._committed(state)
+
+    @property
+    def awaits(self) -> bool:
+        """Whether its store's commits are awaited (`acommit`) by the async driver."""
+        return awaited(self.store) is not None
+
+    async def acommit(
+        self,
+        state: SessionState,
+        *,
+        checkpoint: int | None = None,
+        rewind_to: int | None = None,
+        deliveries: Sequence[Delivery] = (),
+    ) -> None:
+        """`commit`, awaited (a store that `awaits`)."""
+        snapshot = stored(state, self.position())
+        await cast(AwaitedStore, self.store).acommit(
+            self.session_id,
+            self._buffer,
+            snapshot,
+            checkpoint=checkpoint,
+            rewind_to=rewind_to,
+            deliveries=deliveries,
+        )
+        self._committed(state)
+
+    def _committed(self, state: SessionState) -> None:
         self._buffer, self._deferred = [], None
         # What the window no longer shows is let go (the store still holds it).
         marks = state.marks

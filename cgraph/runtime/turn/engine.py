@@ -311,4 +311,6 @@ class Engine:
         return tuple(announce.turned(self.deps.graph.name, self.deps.user_id, turn, since))
 
     def _commit(self, **where: Any) -> Steps[None]:
-        yield Offload(partial(self.log.commit, self.state, **where), "store")
+        log = self.log
+        acall = partial(log.acommit, self.state, **where) if log.awaits else None
+        yield Offload(partial(log.commit, self.state, **where), "store", acall)

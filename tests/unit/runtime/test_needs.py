@@ -184,3 +184,73 @@ def test_a_cancelled_run_that_finished_in_the_worker_still_raises_the_cancellati
             await task
 
     asyncio.run(main())
+
+
+def test_an_offload_with_an_acall_is_awaited_on_the_loop_and_called_by_the_blocking_driver() -> (
+    None
+):
+    hops: list[str] = []
+
+    async def counted(need: Offload) -> Any:
+        hops.append(need.work)
+        return await offload(need)
+
+    async def awaited() -> str:
+        await asyncio.sleep(0)
+        return "awaited commit"
+
+    def turn() -> Steps[list[str]]:
+        seen = [(yield Offload(lambda: "blocking commit", "store", awaited))]
+        seen.append((yield Offload(lambda: "recalled", "memory")))
+        return seen
+
+    assert drive(turn()) == ["blocking commit", "recalled"]
+    assert asyncio.run(drive_async(turn(), counted)) == ["awaited commit", "recalled"]
+    assert hops == ["memory"]  # the commit took no hop to a worker
+
+
+def test_a_cancelled_awaited_call_finishes_and_the_cancellation_is_thrown_in_at_the_next_need() -> (
+    None
+):
+    started, release = asyncio.Event(), asyncio.Event()
+    seen: list[str] = []
+
+    async def commit() -> str:
+        started.set()
+        await release.wait()
+        return "committed"
+
+    def turn() -> Steps[None]:
+        seen.append((yield Offload(lambda: "blocking", "store", commit)))
+        try:
+            yield Complete(Model(True), REQUEST)
+        except asyncio.CancelledError:
+            seen.append("cancelled at the model")
+            raise
+
+    async def main() -> None:
+        task = asyncio.ensure_future(drive_async(turn(), offload))
+        await started.wait()
+        task.cancel()
+        await asyncio.sleep(0.05)
+        assert not task.done()  # the commit under way is not abandoned
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert seen == ["committed", "cancelled at the model"]
+
+
+def test_an_awaited_calls_error_is_thrown_in_where_the_step_waited() -> None:
+    async def refused() -> str:
+        raise LLMError("refused")
+
+    def turn() -> Steps[str]:
+        try:
+            yield Offload(lambda: "never", "store", refused)
+        except LLMError as err:
+            return f"failed: {err.message}"
+        return "no error"
+
+    assert asyncio.run(drive_async(turn(), offload)) == "failed: refused"

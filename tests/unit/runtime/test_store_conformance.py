@@ -3,9 +3,11 @@ without reading it whole, undo, and forgetting a session (each store runs every 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,8 +20,14 @@ from cgraph.errors import LeaseLost, SessionBusy, SessionNotFound
 from cgraph.runtime.ports import Delivery, Lease, SessionInfo, SessionStore
 from cgraph.runtime.state.records import Event, EventKind
 
-KINDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.slow)]
-"""PostgreSQL is a real server process (`tests/postgres.py`): slow, as `make test-fast` counts."""
+KINDS = [
+    "memory",
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.slow),
+    pytest.param("postgres-awaited", marks=pytest.mark.slow),
+]
+"""PostgreSQL is a real server process (`tests/postgres.py`): slow, as `make test-fast` counts.
+`postgres-awaited` is the same store served on a loop: its commits and leases awaited."""
 
 
 def opened(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
@@ -29,7 +37,56 @@ def opened(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Session
         return SQLiteStore(tmp_path / "s.db")
     from cgraph.backends.store.postgres import PostgresStore
 
-    return PostgresStore(request.getfixturevalue("pg_url"))
+    made = PostgresStore(request.getfixturevalue("pg_url"))
+    return Awaiting(made) if kind == "postgres-awaited" else made  # type: ignore[return-value]
+
+
+class Awaiting:
+    """A store served on a loop of its own (as `cgraph serve` serves it), called from the
+    test's thread: `commit`, `acquire`, `release` and `hold` are its awaited statements
+    (`acommit`, `aacquire`, `arelease`, `ahold`) run on that loop; the rest its own."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        store.serve_on(self.loop)
+        assert store.awaits
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def _on_loop(self, call: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(call, self.loop).result()
+
+    def commit(self, *args: Any, **kwargs: Any) -> None:
+        self._on_loop(self.store.acommit(*args, **kwargs))
+        assert self.store._served._open is not None  # through the loop's own connections
+
+    def acquire(self, *args: Any, **kwargs: Any) -> Lease | None:
+        return self._on_loop(self.store.aacquire(*args, **kwargs))  # type: ignore[no-any-return]
+
+    def release(self, lease: Lease) -> None:
+        self._on_loop(self.store.arelease(lease))
+
+    @contextmanager
+    def hold(self, *args: Any, **kwargs: Any) -> Iterator[Lease]:
+        held = self.store.ahold(*args, **kwargs)
+        lease = self._on_loop(held.__aenter__())
+        try:
+            yield lease
+        except BaseException as err:
+            if not self._on_loop(held.__aexit__(type(err), err, err.__traceback__)):
+                raise
+        else:
+            self._on_loop(held.__aexit__(None, None, None))
+
+    def close(self) -> None:
+        self._on_loop(self.store.aclose())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.store.close()
 
 
 @pytest.fixture(params=KINDS)
