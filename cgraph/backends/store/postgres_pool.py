@@ -95,6 +95,8 @@ class AsyncConnections:
         self._opening = asyncio.Lock()
 
     async def _pool(self) -> AsyncConnectionPool:
+        if self._open is not None:  # the lock only for its first opening
+            return self._open
         async with self._opening:
             if self._open is None:
                 pool = AsyncConnectionPool(
