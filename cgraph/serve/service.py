@@ -8,11 +8,13 @@ its `recovered` turn returned as `recovered_turn`).
 
 Whatever writes to a session (`acreate`, `asend`, `astream`, `aundo`, `adelete`) runs on
 the event loop with the library's async driver: a model is awaited, so a turn waiting on
-it holds no thread; a lease holds no connection (the store lends one per statement);
-taking the lease, opening the session and each store statement, recall and tool run in a
-small pool (`pool`). `create`, `send`, `undo` and `delete` are those same calls for a
-caller in a thread (the studio), run on the server's loop. The reads (`view`, `events`,
-`sessions`, memories) are short store statements the app runs in a worker thread.
+it holds no thread; a lease holds no connection (the store lends one per statement). A
+store that can await its statements (PostgreSQL, `serve_on`) takes the lease and commits
+the turn on the loop too; opening a session, the other store statements (all of a
+SQLite store's), recalls and tools run in a small pool (`pool`). `create`, `send`, `undo`
+and `delete` are those same calls for a caller in a thread (the studio), run on the
+server's loop. The reads (`view`, `events`, `sessions`, memories) are short store
+statements the app runs in a worker thread.
 
 Every call takes a session id as its client names it; the store keeps it per user
 (`cgraph.serve.ids`), and every answer names the session by the client's id again.

@@ -5,7 +5,8 @@ the loop's own (`AsyncConnections`): its commits (`acommit`), and its lease take
 go (`aacquire`, `arelease`, which `Holding.ahold` calls). A turn waiting on a model then
 takes no thread, and its statements no hand-off of the interpreter between the loop and
 a worker. Each awaited call builds and reads its statement with the blocking call's own
-pieces (`PostgresStore._step`, `_ran`, `_lease`): one statement, two ways to wait on it.
+pieces (`PostgresStore._step`, `ran`, `asking`, `leased`): one statement, two ways to
+wait on it.
 On any other loop, an awaited call runs the blocking one in a thread.
 """
 

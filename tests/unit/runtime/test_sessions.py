@@ -148,3 +148,40 @@ def test_the_published_names_still_work_and_warn(tmp_path: Path) -> None:
     with pytest.warns(DeprecationWarning, match=r"Sessions\(store, …\)\.resume"):
         again = Session.resume(session.id, store=tmp_path, model=ScriptedModel({}))
     assert again.view.turn_number == 1
+
+
+@pytest.mark.slow  # a real PostgreSQL server
+def test_a_turn_on_a_served_postgresql_store_commits_on_the_loop_with_no_hop_to_a_worker(
+    pg_url: str, tmp_path: Path
+) -> None:
+    import asyncio
+    from concurrent.futures import Executor, Future
+
+    from cgraph.backends.store.postgres import PostgresStore
+
+    class Counted(Executor):
+        def __init__(self) -> None:
+            self.jobs = 0
+
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+            self.jobs += 1
+            done: Future[Any] = Future()
+            done.set_result(fn(*args, **kwargs))
+            return done
+
+    store, pool = PostgresStore(pg_url), Counted()
+    model = ScriptedModel({"a": [stay("hi"), go("b")], "b": stay("at b")})
+    session = Sessions(store, model=model).start(graph(tmp_path, TWO), session_id="s1")
+
+    async def turns() -> list[str]:
+        store.serve_on(asyncio.get_running_loop())
+        try:
+            return [(await session.asend(text, pool=pool)).reply for text in ("hello", "on")]
+        finally:
+            await store.aclose()
+
+    assert asyncio.run(turns()) == ["hi", "at b"]
+    assert pool.jobs == 0  # every commit awaited on the loop, none run in the pool
+    again = Sessions(PostgresStore(pg_url, pool_size=1), model=model).resume("s1")
+    assert (again.view.state, again.view.turn_number) == ("b", 2)
+    store.close()
