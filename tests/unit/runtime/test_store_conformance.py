@@ -62,7 +62,7 @@ class Awaiting:
 
     def commit(self, *args: Any, **kwargs: Any) -> None:
         self._on_loop(self.store.acommit(*args, **kwargs))
-        assert self.store._served._open is not None  # through the loop's own connections
+        assert self.store._served.opened > 0  # through the loop's own connections
 
     def acquire(self, *args: Any, **kwargs: Any) -> Lease | None:
         return self._on_loop(self.store.aacquire(*args, **kwargs))  # type: ignore[no-any-return]

@@ -1,0 +1,158 @@
+"""The served loop's connections to PostgreSQL (`AsyncConnections`): bounded, lent first
+come first served, and never lent again in a state a statement could trip on."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import psycopg
+import pytest
+
+from cgraph.backends.store import postgres_pool
+from cgraph.backends.store.postgres_pool import AsyncConnections
+from cgraph.errors import StoreError
+
+pytestmark = pytest.mark.slow  # a real PostgreSQL server
+
+
+def served(url: str, size: int, body: Any) -> Any:
+    """`body(connections)` run on a loop of its own, the connections closed after."""
+
+    async def main() -> Any:
+        connections = AsyncConnections(url, size, "the test's database", asyncio.get_running_loop())
+        try:
+            return await body(connections)
+        finally:
+            await connections.close()
+
+    return asyncio.run(main())
+
+
+def backends(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_many_callers_share_a_few_connections_and_wait_in_the_order_they_came(pg_url: str) -> None:
+    order: list[int] = []
+
+    async def body(connections: AsyncConnections) -> tuple[int, int]:
+        peak = 0
+
+        async def caller(i: int) -> None:
+            nonlocal peak
+            async with connections.connection() as conn:
+                order.append(i)
+                peak = max(peak, backends(pg_url))
+                await conn.execute("SELECT pg_sleep(0.01)")
+
+        async def opening() -> None:
+            async with connections.connection():
+                await asyncio.sleep(0.1)  # all three open at once
+
+        await asyncio.gather(*(opening() for _ in range(3)))
+        await asyncio.gather(*(caller(i) for i in range(40)))
+        return peak, connections.opened
+
+    peak, opened = served(pg_url, 3, body)
+    assert opened == 3 and peak <= 3
+    assert order == list(range(40))  # three at once, the rest first come first served
+
+
+def test_a_statement_interrupted_by_its_caller_leaves_the_connection_fit_for_the_next(
+    pg_url: str,
+) -> None:
+    async def body(connections: AsyncConnections) -> tuple[float, list[Any]]:
+        async def slow() -> None:
+            async with connections.connection() as conn:
+                await conn.execute("SELECT pg_sleep(5)")
+
+        task = asyncio.create_task(slow())
+        await asyncio.sleep(0.3)
+        began = asyncio.get_running_loop().time()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        rows = await connections.fetch("SELECT 1", ())
+        return asyncio.get_running_loop().time() - began, rows
+
+    waited, rows = served(pg_url, 1, body)
+    assert rows == [(1,)] and waited < 4  # the server was told to stop, not waited out
+
+
+def test_a_connection_given_back_inside_a_transaction_is_closed_not_lent_again(
+    pg_url: str,
+) -> None:
+    async def body(connections: AsyncConnections) -> tuple[list[Any], int]:
+        async with connections.connection() as conn:
+            await conn.execute("BEGIN")
+            await conn.execute("CREATE TABLE half_done (x int)")
+        rows = await connections.fetch(
+            "SELECT count(*) FROM pg_tables WHERE tablename = 'half_done'", ()
+        )
+        return rows, connections.opened
+
+    rows, opened = served(pg_url, 1, body)
+    assert rows == [(0,)] and opened == 2  # its work undone, and a new connection opened
+
+
+def test_a_connection_the_server_dropped_fails_one_statement_and_the_next_gets_a_new_one(
+    pg_url: str,
+) -> None:
+    async def body(connections: AsyncConnections) -> tuple[str, list[Any], int]:
+        async with connections.connection() as conn:
+            pid = conn.info.backend_pid
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        await asyncio.sleep(0.2)
+        with pytest.raises(StoreError) as failed:
+            await connections.fetch("SELECT 1", ())
+        return str(failed.value), await connections.fetch("SELECT 2", ()), connections.opened
+
+    said, rows, opened = served(pg_url, 1, body)
+    assert said.startswith("session store the test's database:")
+    assert rows == [(2,)] and opened == 2
+
+
+def test_a_caller_finding_no_connection_free_within_the_bound_gets_a_located_error(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_pool, "WAIT_SECONDS", 0.3)
+
+    async def body(connections: AsyncConnections) -> tuple[str, list[Any]]:
+        async def holder() -> None:
+            async with connections.connection() as conn:
+                await conn.execute("SELECT pg_sleep(1)")
+
+        held = asyncio.create_task(holder())
+        await asyncio.sleep(0.2)
+        with pytest.raises(StoreError) as failed:
+            await connections.fetch("SELECT 1", ())
+        await held
+        return str(failed.value), await connections.fetch("SELECT 3", ())
+
+    said, rows = served(pg_url, 1, body)
+    assert said == "session store the test's database: no connection free within 0.3 s"
+    assert rows == [(3,)]  # the one who gave up took no place with it
+
+
+def test_an_unreachable_database_is_a_located_error_and_frees_its_place(pg_url: str) -> None:
+    unreachable = "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"
+
+    async def body(connections: AsyncConnections) -> tuple[str, str]:
+        said = []
+        for _ in range(2):  # a second try opens again, with its place given back
+            with pytest.raises(StoreError) as failed:
+                await connections.fetch("SELECT 1", ())
+            said.append(str(failed.value))
+        return said[0], said[1]
+
+    first, second = served(unreachable, 1, body)
+    assert first.startswith("cannot reach session store the test's database: ")
+    assert second.startswith("cannot reach session store the test's database: ")
