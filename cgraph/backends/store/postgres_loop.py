@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from cgraph.backends.store.leases import lost
 from cgraph.backends.store.packing import unpack
-from cgraph.backends.store.postgres_pool import AsyncConnections
+from cgraph.backends.store.postgres_pool import AsyncConnections, rows
 from cgraph.backends.store.postgres_steps import NOW, commit_statement
 from cgraph.backends.store.rows import missing, standing_row
 from cgraph.errors import StoreError
@@ -42,7 +42,7 @@ LEFT JOIN cgraph_keys k ON k.sid = s.key AND k.key = %s WHERE s.id = %s
 and a `turn_of_key`."""
 ACQUIRE = f"""
 INSERT INTO cgraph_leases AS l (id, holder, expires, fence)
-VALUES (%(sid)s, %(holder)s, {NOW} + %(ttl)s, 1)
+VALUES (%(sid)s, %(holder)s, {NOW} + %(ttl)s::float8, 1)
 ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires = excluded.expires,
     fence = l.fence + 1
 WHERE l.holder IS NULL OR l.expires <= {NOW}
@@ -51,7 +51,7 @@ RETURNING fence, expires
 """The lease when it is free or lapsed (a row updated, with the next fence); no row when
 another's is in force."""
 RENEW = f"""
-UPDATE cgraph_leases l SET expires = {NOW} + %(ttl)s
+UPDATE cgraph_leases l SET expires = {NOW} + %(ttl)s::float8
 FROM unnest(%(ids)s::text[], %(fences)s::bigint[]) AS u(id, fence)
 WHERE l.id = u.id AND l.fence = u.fence AND l.holder = %(holder)s
 RETURNING l.id, l.fence, l.expires
@@ -116,11 +116,10 @@ class Awaited:
         if pool is None:
             return await asyncio.to_thread(partial(self.acquire, session_id, ttl=ttl, key=key))
         args, found = asking(session_id, self.leases.holder, ttl, key)
-        async with pool.connection(session_id) as conn, conn.pipeline():
-            taken = await conn.execute(ACQUIRE, args)
-            stood = await conn.execute(STANDING, (found, session_id))
-            rows, standing = await taken.fetchall(), await stood.fetchall()
-        return leased(session_id, self.leases.holder, rows, standing)
+        async with pool.connection(session_id) as conn:  # the standing read after: see acquire
+            taken = await rows(conn, ACQUIRE, args)
+            standing = await rows(conn, STANDING, (found, session_id))
+        return leased(session_id, self.leases.holder, taken, standing)
 
     async def arelease(self: _Store, lease: Lease) -> None:
         """`release`, awaited on the served loop (in a thread on any other)."""
@@ -128,8 +127,7 @@ class Awaited:
         if pool is None:
             await asyncio.to_thread(self.release, lease)
             return
-        async with pool.connection() as conn:
-            await conn.execute(RELEASE, (lease.session_id, lease.fence, lease.holder))
+        await pool.fetch(RELEASE, (lease.session_id, lease.fence, lease.holder))
 
     def serve_on(self: _Store, loop: asyncio.AbstractEventLoop) -> None:
         """Await a turn's statements on `loop` from now on (the server's): its commits and

@@ -2,7 +2,9 @@
 (its events' row, the snapshot, an undo's rewind, the keys, the turn's checkpoint, its
 deliveries), every piece written only when the write's fence is the lease in force
 (`FENCED`); and the rows a turn's steps wrote in this process, folded into one when the
-turn ends (`Runs`).
+turn ends (`Runs`). A parameter the statement selects (rather than compares with a
+column) is cast: the served loop's driver takes each type from the server, which reads
+an uncast one as text.
 """
 
 from __future__ import annotations
@@ -31,25 +33,25 @@ WITH ok AS (SELECT CASE WHEN %(fence)s::bigint IS NULL THEN NOT EXISTS (
 until the write commits, so a lease is not taken over in the middle of it); without one,
 when no lease is in force."""
 
-_NEW = "NOT EXISTS (SELECT 1 FROM cgraph_log l WHERE l.sid = s.key AND l.seq >= %(first)s)"
+_NEW = "NOT EXISTS (SELECT 1 FROM cgraph_log l WHERE l.sid = s.key AND l.seq >= %(first)s::int)"
 _EVENTS = f""",
 e AS (INSERT INTO cgraph_log (sid, seq, msg, msg_end, data)
-    SELECT s.key, %(last)s, %(msg)s, %(msg_end)s, %(data)s FROM s
+    SELECT s.key, %(last)s::int, %(msg)s::int, %(msg_end)s::int, %(data)s::bytea FROM s
     WHERE %(data)s::bytea IS NOT NULL AND {_NEW}
     RETURNING 1)"""
 """A step's events as one row, refused (none inserted) when an event at or after its first
 is stored already: a second writer's step, or one committed twice."""
 _FOLD = f""",
 f AS (SELECT count(*) AS n FROM cgraph_log l, s
-    WHERE l.sid = s.key AND l.seq >= %(fold_from)s AND l.seq < %(first)s),
+    WHERE l.sid = s.key AND l.seq >= %(fold_from)s::int AND l.seq < %(first)s::int),
 d AS (DELETE FROM cgraph_log l USING s, f
-    WHERE l.sid = s.key AND l.seq >= %(fold_from)s AND l.seq < %(first)s
+    WHERE l.sid = s.key AND l.seq >= %(fold_from)s::int AND l.seq < %(first)s::int
         AND f.n = %(folded)s AND {_NEW}),
 e AS (INSERT INTO cgraph_log (sid, seq, msg, msg_end, data)
-    SELECT s.key, %(last)s,
-        CASE WHEN f.n = %(folded)s THEN %(fold_msg)s ELSE %(msg)s END,
-        CASE WHEN f.n = %(folded)s THEN %(fold_msg_end)s ELSE %(msg_end)s END,
-        CASE WHEN f.n = %(folded)s THEN %(fold_data)s ELSE %(data)s END
+    SELECT s.key, %(last)s::int,
+        CASE WHEN f.n = %(folded)s::bigint THEN %(fold_msg)s::int ELSE %(msg)s::int END,
+        CASE WHEN f.n = %(folded)s::bigint THEN %(fold_msg_end)s::int ELSE %(msg_end)s::int END,
+        CASE WHEN f.n = %(folded)s::bigint THEN %(fold_data)s::bytea ELSE %(data)s::bytea END
     FROM s, f WHERE {_NEW}
     RETURNING 1)"""
 """A turn's last step: its row and the rows of the turn's earlier steps (`folded` rows from
@@ -74,7 +76,7 @@ k AS (INSERT INTO cgraph_keys (sid, key, turn, seq)
     ON CONFLICT (sid, key) DO UPDATE SET turn = excluded.turn, seq = excluded.seq)"""
 _CHECKPOINT = """,
 c AS (INSERT INTO cgraph_checkpoints (sid, turn, snapshot)
-    SELECT s.key, %(checkpoint)s, %(snapshot)s FROM s
+    SELECT s.key, %(checkpoint)s::int, %(snapshot)s::bytea FROM s
     ON CONFLICT (sid, turn) DO UPDATE SET snapshot = excluded.snapshot)"""
 _TYPES = ("text",) * 7 + ("int", "float8", "text", "float8", "float8")
 _OUTBOX = f""",

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from cgraph.backends.store import postgres_pool
-from cgraph.backends.store.postgres_pool import AsyncConnections
+from cgraph.backends.store.postgres_pool import AsyncConnections, numbered
 from cgraph.errors import StoreError
 
 pytestmark = pytest.mark.slow  # a real PostgreSQL server
@@ -80,7 +80,7 @@ def test_a_statement_interrupted_by_its_caller_leaves_the_connection_fit_for_the
         with pytest.raises(asyncio.CancelledError):
             await task
         rows = await connections.fetch("SELECT 1", ())
-        return asyncio.get_running_loop().time() - began, rows
+        return asyncio.get_running_loop().time() - began, [tuple(r) for r in rows]
 
     waited, rows = served(pg_url, 1, body)
     assert rows == [(1,)] and waited < 4  # the server was told to stop, not waited out
@@ -94,9 +94,9 @@ def test_a_connection_given_back_inside_a_transaction_is_closed_not_lent_again(
             await conn.execute("BEGIN")
             await conn.execute("CREATE TABLE half_done (x int)")
         rows = await connections.fetch(
-            "SELECT count(*) FROM pg_tables WHERE tablename = 'half_done'", ()
+            "SELECT count(*) FROM pg_tables WHERE tablename = %s", ("half_done",)
         )
-        return rows, connections.opened
+        return [tuple(r) for r in rows], connections.opened
 
     rows, opened = served(pg_url, 1, body)
     assert rows == [(0,)] and opened == 2  # its work undone, and a new connection opened
@@ -107,13 +107,14 @@ def test_a_connection_the_server_dropped_fails_one_statement_and_the_next_gets_a
 ) -> None:
     async def body(connections: AsyncConnections) -> tuple[str, list[Any], int]:
         async with connections.connection() as conn:
-            pid = conn.info.backend_pid
+            pid = conn.get_server_pid()
         with psycopg.connect(pg_url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         await asyncio.sleep(0.2)
         with pytest.raises(StoreError) as failed:
             await connections.fetch("SELECT 1", ())
-        return str(failed.value), await connections.fetch("SELECT 2", ()), connections.opened
+        rows = [tuple(r) for r in await connections.fetch("SELECT 2", ())]
+        return str(failed.value), rows, connections.opened
 
     said, rows, opened = served(pg_url, 1, body)
     assert said.startswith("session store the test's database:")
@@ -135,7 +136,7 @@ def test_a_caller_finding_no_connection_free_within_the_bound_gets_a_located_err
         with pytest.raises(StoreError) as failed:
             await connections.fetch("SELECT 1", ())
         await held
-        return str(failed.value), await connections.fetch("SELECT 3", ())
+        return str(failed.value), [tuple(r) for r in await connections.fetch("SELECT 3", ())]
 
     said, rows = served(pg_url, 1, body)
     assert said == "session store the test's database: no connection free within 0.3 s"
@@ -143,7 +144,7 @@ def test_a_caller_finding_no_connection_free_within_the_bound_gets_a_located_err
 
 
 def test_an_unreachable_database_is_a_located_error_and_frees_its_place(pg_url: str) -> None:
-    unreachable = "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"
+    unreachable = "postgresql://nobody@127.0.0.1:1/none"
 
     async def body(connections: AsyncConnections) -> tuple[str, str]:
         said = []
@@ -156,3 +157,24 @@ def test_an_unreachable_database_is_a_located_error_and_frees_its_place(pg_url: 
     first, second = served(unreachable, 1, body)
     assert first.startswith("cannot reach session store the test's database: ")
     assert second.startswith("cannot reach session store the test's database: ")
+
+
+def test_psycopg_placeholders_are_numbered_once_a_name() -> None:
+    assert numbered("SELECT %s, %s WHERE x LIKE 'a%%'") == ("SELECT $1, $2 WHERE x LIKE 'a%'", ())
+    named = "UPDATE t SET a = %(b)s WHERE id = %(id)s AND (%(b)s IS NULL OR c = %(b)s)"
+    assert numbered(named) == (
+        "UPDATE t SET a = $1 WHERE id = $2 AND ($1 IS NULL OR c = $1)",
+        ("b", "id"),
+    )
+    with pytest.raises(ValueError):
+        numbered("SELECT %s, %(a)s")
+
+
+def test_a_named_statement_takes_its_arguments_by_name(pg_url: str) -> None:
+    async def body(connections: AsyncConnections) -> list[Any]:
+        got = await connections.fetch(
+            "SELECT %(b)s::int + 1, %(a)s::text, %(b)s::int", {"a": "x", "b": 41, "unused": 0}
+        )
+        return [tuple(r) for r in got]
+
+    assert served(pg_url, 1, body) == [(42, "x", 41)]
