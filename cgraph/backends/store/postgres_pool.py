@@ -18,9 +18,10 @@ import re
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from functools import lru_cache
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 import psycopg
@@ -33,8 +34,30 @@ CONNECT_SECONDS = 10.0
 WAIT_SECONDS = 30.0
 """How long a served statement waits for a free connection (psycopg's pool's default)."""
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%s|%%")
-_REFUSED = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
-"""What asyncpg raises for a statement the server refused or a connection it lost."""
+_REFUSED = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError)
+"""What asyncpg raises for a statement the server refused, a connection it lost or could
+not open (`InternalClientError`: no host of the URL's `target_session_attrs`)."""
+CLOSE_SECONDS = 2.0
+_LIBPQ_ONLY = frozenset(
+    {
+        "keepalives",
+        "keepalives_idle",
+        "keepalives_interval",
+        "keepalives_count",
+        "tcp_user_timeout",
+        "gssencmode",
+        "channel_binding",
+        "sslcompression",
+        "sslsni",
+        "requirepeer",
+        "require_auth",
+        "gssdelegation",
+        "hostaddr",
+        "load_balance_hosts",
+    }
+)
+"""Parameters of a store's URL that libpq reads and asyncpg does not: asyncpg would send
+them to the server as settings, which refuses them. Left to the blocking connections."""
 
 
 class Connections:
@@ -107,32 +130,43 @@ class AsyncConnections:
     taken, two commits, the lease let go), and psycopg's pool spent 70-130 us of the
     loop's CPU a borrowing on its locks, statistics and log records, as much as the
     statement itself (measured with 64 callers on 10 connections). Here a borrowing is
-    a list's pop and append. A connection comes back to the idle list only when it is
-    open and idle: one in a transaction or broken is closed, and its place is opened
-    again by the next caller that needs one.
+    a list's pop and append. A connection is lent again only when it is open and idle:
+    one in a transaction, broken, or left by an error of the driver's own is closed, and
+    its place goes to the first caller waiting (who opens a connection in it), else back
+    to the pool. `close` closes what is idle and what comes back; a caller after it
+    opens new connections, as the blocking pool reopens.
     """
 
     def __init__(self, url: str, size: int, where: str, loop: asyncio.AbstractEventLoop) -> None:
         self.url, self.size, self.where, self.loop = url, size, where, loop
+        self._dsn, self._connect_seconds = for_asyncpg(url)
         self.opened = 0
         """Connections opened so far (a count, for the tests and the curious)."""
         self._idle: list[asyncpg.Connection] = []  # the warmest last
         self._waiting: deque[asyncio.Future[asyncpg.Connection | None]] = deque()
-        self._held = 0  # open, opening or lent
-        self._closed = False
+        self._held = 0  # places taken: open, opening or lent connections
+        self._born: dict[asyncpg.Connection, int] = {}  # each connection's generation
+        self._generation = 0  # one more at each `close`
 
     @asynccontextmanager
     async def connection(self, session_id: str | None = None) -> AsyncIterator[asyncpg.Connection]:
         """`Connections.connection`, awaited."""
         conn = await self._borrowed()
+        fit = True
         try:
             yield conn
         except asyncpg.UniqueViolationError as err:
             raise StoreError(f"an event of `{session_id}` was already committed") from err
         except _REFUSED as err:
+            # The server refused the statement: the connection is as it was. Anything
+            # else (a protocol error, a lost connection) leaves it in a state unknown.
+            fit = isinstance(err, asyncpg.PostgresError)
             raise StoreError(f"session store {self.where}: {err}") from err
+        except BaseException:
+            fit = False
+            raise
         finally:
-            await self._returned(conn)
+            self._returned(conn, fit)
 
     async def fetch(self, query: str, args: Any, session_id: str | None = None) -> list[Any]:
         """The rows one statement answers."""
@@ -140,84 +174,90 @@ class AsyncConnections:
             return await rows(conn, query, args)
 
     async def _borrowed(self) -> asyncpg.Connection:
-        while True:
-            if self._closed:
-                raise StoreError(f"session store {self.where}: its connections are closed")
-            if self._idle:
-                return self._idle.pop()
-            if self._held < self.size:
-                return await self._opened()
-            waiter: asyncio.Future[asyncpg.Connection | None] = self.loop.create_future()
-            self._waiting.append(waiter)
-            try:
-                async with asyncio.timeout(WAIT_SECONDS):
-                    conn = await waiter
-            except BaseException as err:
-                if waiter.done() and not waiter.cancelled():  # handed over as it left
-                    handed = waiter.result()
-                    if handed is None:
-                        self._hand(None)
-                    else:
-                        await self._returned(handed)
-                waiter.cancel()
-                if isinstance(err, TimeoutError):
-                    raise StoreError(
-                        f"session store {self.where}: no connection free within {WAIT_SECONDS:g} s"
-                    ) from None
-                raise
-            if conn is not None:
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.is_closed():
                 return conn
-            # None: a connection was closed, and its place is this caller's to open.
+            self._dropped(conn)  # closed while it waited (a server restarted, a timeout)
+        if self._held < self.size:
+            self._held += 1
+            return await self._opened()
+        waiter: asyncio.Future[asyncpg.Connection | None] = self.loop.create_future()
+        self._waiting.append(waiter)
+        try:
+            async with asyncio.timeout(WAIT_SECONDS):
+                conn = await waiter
+        except BaseException as err:
+            if waiter.done() and not waiter.cancelled():  # handed over as it left
+                handed = waiter.result()
+                if handed is None:
+                    self._place_freed()
+                else:
+                    self._returned(handed, True)
+            waiter.cancel()
+            if isinstance(err, TimeoutError):
+                raise StoreError(
+                    f"session store {self.where}: no connection free within {WAIT_SECONDS:g} s"
+                ) from None
+            raise
+        # None: a place freed and handed to this caller, to open a connection in.
+        return conn if conn is not None else await self._opened()
 
     async def _opened(self) -> asyncpg.Connection:
-        self._held += 1
+        """A new connection, in a place already counted as held."""
         try:
-            async with asyncio.timeout(CONNECT_SECONDS):
-                conn = await asyncpg.connect(self.url)
+            async with asyncio.timeout(self._connect_seconds):
+                conn = await asyncpg.connect(self._dsn)
         except BaseException as err:
-            self._held -= 1
-            self._hand(None)
+            self._place_freed()
             if isinstance(err, TimeoutError):
                 raise StoreError(
                     f"cannot reach session store {self.where}: no answer within "
-                    f"{CONNECT_SECONDS:g} s"
+                    f"{self._connect_seconds:g} s"
                 ) from None
             if isinstance(err, (*_REFUSED, ValueError)):  # ValueError: a URL it cannot read
                 raise StoreError(f"cannot reach session store {self.where}: {err}") from err
             raise
         self.opened += 1
+        self._born[conn] = self._generation
         return conn
 
-    async def _returned(self, conn: asyncpg.Connection) -> None:
-        if self._closed or conn.is_closed() or conn.is_in_transaction():
-            self._held -= 1
+    def _returned(self, conn: asyncpg.Connection, fit: bool) -> None:
+        stale = self._born.get(conn) != self._generation
+        if not fit or stale or conn.is_closed() or conn.is_in_transaction():
             conn.terminate()  # no goodbye to a server that may be gone or mid-statement
-            self._hand(None)
+            self._dropped(conn)
             return
-        self._hand(conn)
-
-    def _hand(self, conn: asyncpg.Connection | None) -> None:
-        """`conn` (or, when None, a place to open one) to the first caller still waiting;
-        to the idle list when none is."""
         while self._waiting:
             waiter = self._waiting.popleft()
             if not waiter.done():
                 waiter.set_result(conn)
                 return
-        if conn is not None:
-            self._idle.append(conn)
+        self._idle.append(conn)
 
-    async def close(self) -> None:
-        """Close the idle connections; those lent out are closed as they come back."""
-        self._closed = True
-        idle, self._idle = self._idle, []
-        self._held -= len(idle)
-        for conn in idle:
-            await conn.close()
+    def _dropped(self, conn: asyncpg.Connection) -> None:
+        self._born.pop(conn, None)
+        self._place_freed()
+
+    def _place_freed(self) -> None:
+        """A place given up: to the first caller still waiting (it stays held, and that
+        caller opens a connection in it), else back to the pool."""
         while self._waiting:
             waiter = self._waiting.popleft()
             if not waiter.done():
-                waiter.set_result(None)  # wakes to find the store closed
+                waiter.set_result(None)
+                return
+        self._held -= 1
+
+    async def close(self) -> None:
+        """Close the idle connections; those lent out are closed as they come back."""
+        self._generation += 1
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            with suppress(Exception):
+                await conn.close(timeout=CLOSE_SECONDS)
+            conn.terminate()  # if the goodbye did not go through
+            self._dropped(conn)
 
 
 async def rows(conn: asyncpg.Connection, query: str, args: Any) -> list[Any]:
@@ -226,6 +266,24 @@ async def rows(conn: asyncpg.Connection, query: str, args: Any) -> list[Any]:
     if isinstance(args, Mapping):
         return await conn.fetch(text, *(args[name] for name in names))  # type: ignore[no-any-return]
     return await conn.fetch(text, *args)  # type: ignore[no-any-return]
+
+
+def for_asyncpg(url: str) -> tuple[str, float]:
+    """`url` as asyncpg reads it, and how long to wait for a connection: libpq's
+    `connect_timeout` taken as that bound (else `CONNECT_SECONDS`), the parameters only
+    libpq knows left out, `fallback_application_name` as the name when none is given."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    seconds = CONNECT_SECONDS
+    given = query.pop("connect_timeout", "")
+    with suppress(ValueError):
+        if float(given) > 0:
+            seconds = float(given)
+    fallback = query.pop("fallback_application_name", None)
+    if fallback is not None:
+        query.setdefault("application_name", fallback)
+    kept = {k: v for k, v in query.items() if k not in _LIBPQ_ONLY}
+    return urlunsplit(parts._replace(query=urlencode(kept))), seconds
 
 
 @lru_cache(maxsize=256)

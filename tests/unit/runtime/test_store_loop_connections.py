@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from cgraph.backends.store import postgres_pool
-from cgraph.backends.store.postgres_pool import AsyncConnections, numbered
+from cgraph.backends.store.postgres_pool import AsyncConnections, for_asyncpg, numbered
 from cgraph.errors import StoreError
 
 pytestmark = pytest.mark.slow  # a real PostgreSQL server
@@ -102,23 +102,43 @@ def test_a_connection_given_back_inside_a_transaction_is_closed_not_lent_again(
     assert rows == [(0,)] and opened == 2  # its work undone, and a new connection opened
 
 
-def test_a_connection_the_server_dropped_fails_one_statement_and_the_next_gets_a_new_one(
-    pg_url: str,
-) -> None:
-    async def body(connections: AsyncConnections) -> tuple[str, list[Any], int]:
+def test_a_connection_the_server_dropped_while_idle_is_not_lent_again(pg_url: str) -> None:
+    async def body(connections: AsyncConnections) -> tuple[list[Any], int]:
         async with connections.connection() as conn:
             pid = conn.get_server_pid()
         with psycopg.connect(pg_url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.3)  # the driver reads the server's goodbye
+        rows = [tuple(r) for r in await connections.fetch("SELECT 2", ())]
+        return rows, connections.opened
+
+    rows, opened = served(pg_url, 1, body)
+    assert rows == [(2,)] and opened == 2  # no statement failed on the dead one
+
+
+def test_a_statement_on_a_connection_lost_mid_statement_is_a_located_error(pg_url: str) -> None:
+    async def body(connections: AsyncConnections) -> tuple[str, list[Any], int]:
+        async def kill_soon(pid: int) -> None:
+            await asyncio.sleep(0.3)
+            await asyncio.to_thread(terminate, pg_url, pid)
+
+        async with connections.connection() as conn:
+            pid = conn.get_server_pid()
+        killing = asyncio.create_task(kill_soon(pid))
         with pytest.raises(StoreError) as failed:
-            await connections.fetch("SELECT 1", ())
+            await connections.fetch("SELECT pg_sleep(3)", ())
+        await killing
         rows = [tuple(r) for r in await connections.fetch("SELECT 2", ())]
         return str(failed.value), rows, connections.opened
 
     said, rows, opened = served(pg_url, 1, body)
     assert said.startswith("session store the test's database:")
     assert rows == [(2,)] and opened == 2
+
+
+def terminate(url: str, pid: int) -> None:
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
 
 def test_a_caller_finding_no_connection_free_within_the_bound_gets_a_located_error(
@@ -178,3 +198,51 @@ def test_a_named_statement_takes_its_arguments_by_name(pg_url: str) -> None:
         return [tuple(r) for r in got]
 
     assert served(pg_url, 1, body) == [(42, "x", 41)]
+
+
+def test_a_url_with_libpq_parameters_is_read_by_the_loop_s_driver_too() -> None:
+    url = (
+        "postgresql://u:p@db:5432/s?connect_timeout=3&keepalives=1&keepalives_idle=30"
+        "&sslmode=require&fallback_application_name=cg&options=-c%20search_path%3Dx"
+    )
+    dsn, seconds = for_asyncpg(url)
+    assert seconds == 3.0  # libpq's bound on connecting, kept
+    assert dsn == (
+        "postgresql://u:p@db:5432/s?sslmode=require&options=-c+search_path%3Dx&application_name=cg"
+    )
+    assert for_asyncpg("postgresql://db/s?connect_timeout=0") == ("postgresql://db/s", 10.0)
+
+
+def test_a_served_store_opens_on_a_url_with_libpq_only_parameters(pg_url: str) -> None:
+    url = f"{pg_url}?connect_timeout=5&keepalives=1&tcp_user_timeout=1000"
+
+    async def body(connections: AsyncConnections) -> list[Any]:
+        return [tuple(r) for r in await connections.fetch("SELECT 4", ())]
+
+    assert served(url, 1, body) == [(4,)]  # asyncpg would send them to the server as settings
+
+
+def test_closed_connections_open_again_when_used_and_a_lent_one_is_closed_on_its_return(
+    pg_url: str,
+) -> None:
+    async def body(connections: AsyncConnections) -> tuple[list[Any], int, int]:
+        async with connections.connection() as lent:
+            await connections.close()  # as the server's loop stops, a statement under way
+            await lent.execute("SELECT 1")
+        after = backends(pg_url)
+        rows = [tuple(r) for r in await connections.fetch("SELECT 5", ())]
+        return rows, connections.opened, after
+
+    rows, opened, after = served(pg_url, 1, body)
+    assert after == 0  # the lent one was closed when it came back
+    assert rows == [(5,)] and opened == 2  # and a statement after the close opened anew
+
+
+def test_no_host_of_the_wanted_kind_is_a_located_error(pg_url: str) -> None:
+    async def body(connections: AsyncConnections) -> str:
+        with pytest.raises(StoreError) as failed:
+            await connections.fetch("SELECT 1", ())
+        return str(failed.value)
+
+    said = served(f"{pg_url}?target_session_attrs=standby", 1, body)
+    assert said.startswith("cannot reach session store the test's database: ")
