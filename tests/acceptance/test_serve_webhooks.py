@@ -7,6 +7,7 @@ committed. On SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -47,7 +48,11 @@ class Receiver:
         waited(lambda: (self.folder / "ready").exists(), "the receiver to start")
 
     def mode(self, mode: str) -> None:
-        (self.folder / "mode").write_text(mode)
+        # Replaced whole: the receiver reads the file at every request, and a write in
+        # place showed one request an empty mode between the truncation and the write.
+        written = self.folder / "mode.new"
+        written.write_text(mode)
+        os.replace(written, self.folder / "mode")
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
