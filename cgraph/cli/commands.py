@@ -31,6 +31,8 @@ HELP = {
     "/quit": "leave (Ctrl-D or Ctrl-C at the prompt too)",
     "/help": "this list",
 }
+ENDED = "the conversation reached END — /reset to start again"
+"""What a message after END is told, in a terminal and on stdin."""
 LEAVE = ("quit", "exit")
 ALIASES = {"undo": "back"}
 """Other names people type for a command."""

@@ -91,6 +91,9 @@ class LineRun:
                 if parsed.leaves:
                     break
                 self.command(parsed)
+            elif parsed is not None and self.opened.session.view.completed:
+                # as in a terminal: nothing to answer it, and a later /reset starts again
+                self.note(f"error: line {number}: {commands.ENDED}; the line is not sent")
             elif parsed is not None:
                 code = self.send(parsed)
                 if code is not None:

@@ -33,7 +33,6 @@ HISTORY_FILE = "history"
 Data = dict[str, Any]
 
 
-ENDED = "the conversation reached END — /reset to start again"
 """Said once a session is complete: after its last reply, on resuming it, on a message."""
 
 
@@ -118,13 +117,13 @@ class Repl:
             if last is not None and last.reply:
                 self.console.print(f"[bold cyan]{escape(self.agent)}:[/] {escape(last.reply)}")
         if view.completed:
-            self.dim(f"  {ENDED}")
+            self.dim(f"  {commands.ENDED}")
 
     def send(self, message: str) -> None:
         session = self.opened.session
         view = session.view
         if view.completed:
-            self.console.print(f"[yellow]{ENDED}[/]")
+            self.console.print(f"[yellow]{commands.ENDED}[/]")
             return
         printer = ReplyPrinter(self.console, self.agent)
         try:
@@ -179,7 +178,7 @@ class Repl:
         if turn.guard:
             lines.append(f"[yellow]  {guard_verb(turn)} by the {turn.guard} guard[/]")
         if turn.completed:
-            lines.append(dimmed(f"  {ENDED}"))
+            lines.append(dimmed(f"  {commands.ENDED}"))
         self.console.print("\n".join(lines))
 
     def _is_stage_direction(self, turn: Turn) -> bool:

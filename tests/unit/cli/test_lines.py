@@ -92,6 +92,26 @@ def test_reset_starts_a_new_session_and_quit_stops_reading(tmp_path: Path) -> No
     assert "never sent" not in err + out
 
 
+def test_a_line_after_end_is_not_sent_and_a_reset_starts_again(tmp_path: Path) -> None:
+    ending = {
+        "welcome_patient": [
+            {"exit": "emergency", "reason": "the patient fainted"},
+            {"exit": "stay", "reason": "r", "reply": "Hello"},
+        ],
+        **STAY,
+    }
+    here = opened(tmp_path, ending)
+    first = here.session
+    code, out, err = run(here, "I just fainted\nAre you there?\n/reset\nHi\n", jsonl=False)
+    assert code == 0
+    emergency, hello = out.splitlines()
+    assert "911" in emergency and hello == "Hello"
+    said = "error: line 2: the conversation reached END — /reset to start again; the line is"
+    assert f"{said} not sent" in err
+    assert first.view.turn_number == 1 and first.transcript[-1]["content"] == emergency
+    assert here.session.id != first.id and here.session.view.turn_number == 1
+
+
 def test_under_jsonl_a_command_answers_with_a_json_object(tmp_path: Path) -> None:
     here = opened(tmp_path)
     code, out, _ = run(here, "Hi\n/state\n/history\n/back\n/back\n", jsonl=True)
