@@ -100,6 +100,10 @@ class Load:
     """Each session's seconds from its first message sent to its last answer."""
     answered: collections.Counter[str] = field(default_factory=collections.Counter)
     """Each session's answered turns."""
+    created: float = 0.0
+    """`Load.begun`'s reading once every session was created (the servers' CPU seconds)."""
+    begun: Any = None
+    """What to read once the sessions are created, before their first message."""
 
     def rate(self) -> float:
         """Turns a second, as the sessions' own rates summed: each closed-loop session
@@ -275,14 +279,16 @@ async def _load(
     timeout: float = REQUEST_SECONDS,
     protocol: Protocol | None = None,
     spread: float = 0.0,
+    begun: Any = None,
 ) -> Load:
     """`sessions` sessions spread over `urls`, each sent `turns` messages at once with the
     others (cgraph's API unless `protocol` says another). A failed request is sent again
     (same key) to the next server, which the session then stays with, as behind a load
     balancer that takes a dead server out. With `spread`, session n sends its first
     message at n / sessions × `spread` s, not all in the same instant.
-    `kill(load)` runs once half the turns are done."""
-    load = Load()
+    `kill(load)` runs once half the turns are done; `begun()`, once every session is
+    created (its answer kept as `Load.created`)."""
+    load = Load(begun=begun)
     ids = []
     talks = protocol or cgraph_protocol(graph)
     for n in range(sessions):
@@ -290,6 +296,8 @@ async def _load(
         _, made = await wire.post(talks.start, talks.start_body)
         ids.append(made[talks.id_field])
         wire.close()
+    if load.begun is not None:
+        load.created = load.begun()
     total, done = sessions * turns, [0]
     killed = asyncio.Event()
 
@@ -693,6 +701,15 @@ def run_waiting(
     return waiting_row(served.name, delay, sessions, arrivals, load, peaks, cpu, wrong)
 
 
+@dataclass(frozen=True)
+class Cpu:
+    """A server's CPU ms a turn (from the first message on) and a session's create (the
+    creates run first, one after another): a turn's figure is not a create's share."""
+
+    turn: float
+    create: float
+
+
 def _measured_load(
     urls: list[str],
     pids: list[int],
@@ -701,20 +718,21 @@ def _measured_load(
     sessions: int,
     protocol: Protocol | None = None,
     spread: float = 0.0,
-) -> tuple[Load, Peaks, float]:
-    """The load, the server's peaks while it ran, and its CPU ms a turn."""
+) -> tuple[Load, Peaks, Cpu]:
+    """The load, the server's peaks while it ran, and its CPU ms a turn and a create."""
     before = cpu_seconds(pids)
     with Peaks(url, pids) as peaks:
         bound = WAITING_TURNS * delay * 20 + spread + 120  # a bounded run, whatever happens
         load = asyncio.run(
             asyncio.wait_for(
                 _load(urls, sessions, WAITING_TURNS, graph="talk",
-                      timeout=delay * 10 + 60, protocol=protocol, spread=spread),
+                      timeout=delay * 10 + 60, protocol=protocol, spread=spread,
+                      begun=lambda: cpu_seconds(pids)),
                 bound,
             )
         )  # fmt: skip
-    cpu = (cpu_seconds(pids) - before) / max(1, len(load.latencies)) * 1000
-    return load, peaks, cpu
+    turns = (cpu_seconds(pids) - load.created) / max(1, len(load.latencies)) * 1000
+    return load, peaks, Cpu(turns, (load.created - before) / max(1, sessions) * 1000)
 
 
 PEER = ROOT / "bench" / "langgraph_peer.py"
@@ -769,7 +787,7 @@ def waiting_row(
     arrivals: str,
     load: Load,
     peaks: Peaks,
-    cpu: float,
+    cpu: Cpu,
     wrong: str,
 ) -> str:
     turns = len(load.latencies)
@@ -780,7 +798,8 @@ def waiting_row(
     return (
         f"| {name} | {sessions:,} | {delay:g} s | {arrivals} | {ideal:,.0f} | {rate:,.1f} |"
         f" {rate / ideal:.0%} | {cuts[49]:.2f} | {cuts[94]:.2f} | {errors} |"
-        f" {connections} | {peaks.rss / 2**20:,.0f} | {cpu:.1f} | {wrong} |"
+        f" {connections} | {peaks.rss / 2**20:,.0f} | {cpu.turn:.1f} | {cpu.create:.1f} |"
+        f" {wrong} |"
     )
 
 
@@ -813,8 +832,8 @@ def main_waiting(
     rows = [
         "| server | sessions | delay | arrivals | ideal turns/s | turns/s | share of ideal |"
         " p50 s | p95 s | errors | peak PG connections | peak RSS MB | server CPU ms/turn |"
-        " lost + duplicated |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " server CPU ms/create | lost + duplicated |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     try:
         for delay in delays:
