@@ -222,7 +222,11 @@ def run(
     exit_now(run_command(options, jsonl=jsonl))
 
 
-def lsp() -> None:
+def lsp(
+    max_file_size: MaxFileSize = None,
+    allow_module: AllowModule = None,
+    allow_path: AllowPath = None,
+) -> None:
     """Start the language server on stdin and stdout, for an editor to talk to.
 
     Diagnostics as you type, completion, go to definition, references, hover, rename,
@@ -231,7 +235,7 @@ def lsp() -> None:
     docs (Linting and editors)."""
     from cgraph.lsp.server import serve as serve_lsp
 
-    serve_lsp(trust(), environment_limits())
+    serve_lsp(trust(allow_module, allow_path), read_limits(max_file_size))
 
 
 # Listed in `cgraph --help` in the order of the work: check, look, talk, test, serve, then

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from cgraph.cli import cannot_write, not_a_graph_file
-from cgraph.cli.usage import choices, environment_limits, trust
+from cgraph.cli.usage import MaxFileSize, choices, read_limits, trust
 
 
 class PictureFormat(StrEnum):
@@ -41,6 +41,7 @@ def render(
     store: Annotated[
         Path, typer.Option(metavar="DIR", help="Folder of the stored sessions.")
     ] = Path(".cgraph"),
+    max_file_size: MaxFileSize = None,
 ) -> None:
     """Draw a graph with Graphviz: states shaped and coloured by type, START and END."""
     from cgraph.draw.picture import picture, session_highlight
@@ -55,7 +56,7 @@ def render(
         sys.stderr.write(f"error: {store}: no such store folder\n")
         raise typer.Exit(2)
     try:
-        spec = load_graph(graph, trust=trust(), limits=environment_limits())
+        spec = load_graph(graph, trust=trust(), limits=read_limits(max_file_size))
         highlight = session_highlight(store, session, spec) if session else None
         data = picture(spec, output.value, highlight)
     except GraphError as err:

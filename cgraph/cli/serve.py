@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from cgraph.cli.usage import PLAIN, Command, environment_limits, trust
+from cgraph.cli.usage import PLAIN, AllowModule, AllowPath, Command, MaxFileSize, read_limits, trust
 from cgraph.errors import CgraphError, GraphError
 
 
@@ -148,6 +148,9 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    max_file_size: MaxFileSize = None,
+    allow_module: AllowModule = None,
+    allow_path: AllowPath = None,
 ) -> None:
     """Serve graphs over HTTP (JSON, server-sent events; /openapi.json describes it)."""
     from cgraph.serve.main import serve as run_server
@@ -179,8 +182,8 @@ def serve(
         log_content=log_content,
         trace_content=trace_content,
         webhooks=tuple(webhook or ()),
-        trust=trust(),
-        limits=environment_limits(),
+        trust=trust(allow_module, allow_path),
+        limits=read_limits(max_file_size),
     )
     try:
         if studio:

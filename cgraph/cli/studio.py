@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from cgraph.cli import not_a_graph_file
-from cgraph.cli.usage import environment_limits, trust
+from cgraph.cli.usage import AllowModule, AllowPath, MaxFileSize, read_limits, trust
 from cgraph.errors import CgraphError
 
 BROWSER_WAIT_SECONDS = 30.0
@@ -41,6 +41,9 @@ def studio(
     no_browser: Annotated[
         bool, typer.Option("--no-browser", help="Do not open the page in a browser.")
     ] = False,
+    max_file_size: MaxFileSize = None,
+    allow_module: AllowModule = None,
+    allow_path: AllowPath = None,
 ) -> None:
     """Chat with a graph in the browser: the graph drawn beside the chat, the current
     state lit, why each move happened; reload the file as you edit it."""
@@ -57,8 +60,8 @@ def studio(
         model=model,
         port=port,
         store=store,
-        trust=trust(),
-        limits=environment_limits(),
+        trust=trust(allow_module, allow_path),
+        limits=read_limits(max_file_size),
     )
     secret = new_secret()
     if not no_browser:

@@ -19,6 +19,7 @@ from cgraph.backends.llm.scripted import ScriptedModel
 from cgraph.errors import GraphError
 from cgraph.session import Session
 from tests.commands import environment, ran
+from tests.serving import serving, start
 
 SHELL = """\
 cgraph: 1
@@ -113,6 +114,30 @@ def test_a_graph_file_outside_the_root_folder_is_refused_until_it_is_allowed(
     code, out = cgraph(root, "run", str(graph), "--store", "s", *allowed, lines=("hi",))
     assert code == 0 and "In the sub-graph." in out, out
     assert codes(root, graph, CGRAPH_ALLOW_PATHS=str(elsewhere)) == []
+
+
+def test_every_command_that_reads_a_graph_takes_the_same_allowances(tmp_path: Path) -> None:
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "sub.yaml").write_text(SUB, encoding="utf-8")
+    graph = root / "root.yaml"
+    graph.write_text(HAND_OVER.format(target="../elsewhere/sub.yaml"), encoding="utf-8")
+    allowed = ("--allow-path", str(elsewhere))
+    script = tmp_path / "script.json"
+    script.write_text('{"*": {"exit": "stay", "reason": "here"}}', encoding="utf-8")
+    served = (str(graph), "--store", str(tmp_path / "s"), "--model", f"scripted:{script}")
+    refused = start(*served, folder=tmp_path, ready=False)
+    assert refused.process.wait(120) == 1
+    assert "leaves the root graph's folder" in refused.output()
+    with serving(*served, *allowed, folder=tmp_path) as server, server.client() as client:
+        sid = client.post("/v1/sessions", json={"graph": "root"}).json()["session"]
+        turn = client.post(f"/v1/sessions/{sid}/messages", json={"text": "hi"}).json()
+        assert turn["path"][-1].endswith("sub.yaml#s") and turn["state"] == turn["path"][-1], turn
+    for command in ("studio", "lsp"):  # each starts a server of its own: their options
+        code, out = cgraph(root, command, "--help")
+        assert code == 0 and all(f in out for f in ("--allow-path", "--allow-module")), out
+        assert "--max-file-size" in out
 
 
 def test_lint_never_opens_a_file_a_graph_names_outside_its_folder(tmp_path: Path) -> None:
