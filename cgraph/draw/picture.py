@@ -2,7 +2,8 @@
 declared edges, START and END; optionally what tests or a conversation covered. Global
 exits are drawn once, from an `ANY` node (the topology's "from every state"), and so are
 `limits.on_limit` routes; a state's `on_error` and `on_limit` routes are dotted edges.
-A resumable exit (`resume: true`) has an arrowhead at both ends (there, and back), and
+A resumable exit (`resume: true`) has an arrowhead at both ends (there, and back), an
+exit that drops an interruption (`drop: true`) a bar at its tail (no way back), and
 `RESUME` is a node of its own. A hub (a state `handoff: true` exits lead to, `hubs`) has a
 double border and is drawn above its desks, side by side, their ways back to it not
 ranking the picture; an exit that hands the message on has a double arrowhead.
@@ -77,6 +78,8 @@ class _Edge:
     """A resumable exit: the conversation comes back (an arrowhead at both ends)."""
     handoff: bool = False
     """It hands the message on (`handoff: true`): a double arrowhead."""
+    drop: bool = False
+    """It closes the latest open interruption (`drop: true`): a bar at its tail."""
 
 
 def dot_source(
@@ -188,6 +191,8 @@ class Scope:
         attrs += [look] if look else []
         if edge.resume:  # there, and back where it left
             attrs.append("dir=both, arrowtail=odot")
+        elif edge.drop:  # the way back to the interrupted state cut
+            attrs.append("dir=both, arrowtail=tee")
         if edge.handoff:  # the message goes on with it
             attrs.append("arrowhead=veevee")
         if back:  # back to a hub: drawn, but the hub stays above its desks
@@ -235,7 +240,13 @@ def edges(graph: Graph, lines: int | None = 2) -> Iterator[_Edge]:
     for exit_id, exit_ in global_exits(graph):
         label = _wrap(exit_.shown, lines=lines)
         yield _Edge(
-            ANY, exit_.next_state, exit_id, label, resume=exit_.resume, handoff=exit_.handoff
+            ANY,
+            exit_.next_state,
+            exit_id,
+            label,
+            resume=exit_.resume,
+            handoff=exit_.handoff,
+            drop=exit_.drop,
         )
     for guard, target in graph.limits.on_limit.items():
         yield _Edge(ANY, target, limit_key(guard), limit_key(guard), route=True)
@@ -244,7 +255,13 @@ def edges(graph: Graph, lines: int | None = 2) -> Iterator[_Edge]:
         for option in exit_options(state):
             label = _wrap(option.description, lines=lines) if routed else ""
             yield _Edge(
-                name, option.target, option.id, label, resume=option.resume, handoff=option.handoff
+                name,
+                option.target,
+                option.id,
+                label,
+                resume=option.resume,
+                handoff=option.handoff,
+                drop=option.drop,
             )
         on_error = state.on_error
         if on_error:

@@ -87,6 +87,17 @@ def test_resumable_exits_come_back_and_resume_is_a_node_of_its_own() -> None:
     assert "RESUME" not in plain and "dir=both" not in plain
 
 
+def test_an_exit_that_drops_an_interruption_has_a_bar_at_its_tail() -> None:
+    dot = dot_source(load_graph(FIXTURES / "draw" / "drop.yaml"))
+    found = {(source, target): attrs for source, target, attrs in drawn_edges(dot)}
+    assert {pair for pair, attrs in found.items() if "arrowtail=tee" in attrs} == {
+        ("go_on", "idle")
+    }
+    assert "arrowtail=odot" in found[("ANY", "balance")]  # a resume comes back: not cut
+    assert "arrowtail" not in found[("go_on", "RESUME")]
+    assert "tee" not in dot_source(load_graph(GRAPHS / "contacts.yaml"))
+
+
 def test_a_hub_is_drawn_above_its_desks_and_hand_offs_with_a_double_arrowhead() -> None:
     desk = load_graph(FIXTURES / "handoff" / "help_desk.yaml")
     assert hubs(desk) == {"triage": ("seats", "status")}  # `seats` has one desk: no hub
