@@ -91,11 +91,8 @@ class LineRun:
                 if parsed.leaves:
                     break
                 self.command(parsed)
-            elif parsed is not None and self.opened.session.view.completed:
-                # as in a terminal: nothing to answer it, and a later /reset starts again
-                self.note(f"error: line {number}: {commands.ENDED}; the line is not sent")
             elif parsed is not None:
-                code = self.send(parsed)
+                code = self.send(parsed, number)
                 if code is not None:
                     return code
         return 0
@@ -119,12 +116,15 @@ class LineRun:
         if session.opening is not None:  # a graph that speaks first: its words come first
             self.show(session.opening)
 
-    def send(self, message: Message) -> int | None:
-        """Run one turn and print it; an exit code when the run must stop."""
+    def send(self, message: Message, number: int = 0) -> int | None:
+        """Run the turn of line `number` and print it; an exit code when the run must stop."""
         session = self.opened.session
         done = session.log.with_key(message.key) if message.key is not None else None
         if done is not None:  # sent again after a crash: the turn exists already
             self.show(done, id=message.key, duplicate=True)
+            return None
+        if session.view.completed:  # as in a terminal; a later /reset starts again
+            self.note(f"error: line {number}: {commands.ENDED}; the line is not sent")
             return None
         try:
             turn = session.send(message.text, key=message.key, remember=False)

@@ -112,6 +112,19 @@ def test_a_line_after_end_is_not_sent_and_a_reset_starts_again(tmp_path: Path) -
     assert here.session.id != first.id and here.session.view.turn_number == 1
 
 
+def test_a_keyed_line_sent_again_after_end_prints_its_turn_and_a_new_one_is_not_sent(
+    tmp_path: Path,
+) -> None:
+    here = opened(tmp_path, {"welcome_patient": {"exit": "emergency", "reason": "fainted"}})
+    text = '{"id": "a", "text": "I just fainted"}\n{"id": "a", "text": "I just fainted"}\n'
+    code, out, err = run(here, text + '{"id": "b", "text": "Hello?"}\n', jsonl=True)
+    assert code == 0
+    ended, again = (json.loads(line) for line in out.splitlines())
+    assert ended["completed"] and again == {**ended, "duplicate": True}  # a retry after a crash
+    assert "error: line 3: the conversation reached END" in err and "line 2" not in err
+    assert here.session.view.turn_number == 1
+
+
 def test_under_jsonl_a_command_answers_with_a_json_object(tmp_path: Path) -> None:
     here = opened(tmp_path)
     code, out, _ = run(here, "Hi\n/state\n/history\n/back\n/back\n", jsonl=True)
