@@ -31,7 +31,6 @@ from cgraph.cli.usage import (
     Command,
     MaxFileSize,
     choices,
-    environment_limits,
     read_limits,
     trust,
 )
@@ -116,6 +115,7 @@ def topology(
     mermaid: Annotated[
         bool, typer.Option("--mermaid", help="Draw the graph as a Mermaid flowchart instead.")
     ] = False,
+    max_file_size: MaxFileSize = None,
 ) -> None:
     """Print the abstract topology derived from a graph's states (or draw it)."""
     from cgraph.lint.walk import topology_of
@@ -125,7 +125,7 @@ def topology(
         sys.stderr.write(f"error: {graph}: {problem}\n")
         raise typer.Exit(2)
     text, diagnostics = topology_of(
-        graph, check=check, mermaid=mermaid, limits=environment_limits()
+        graph, check=check, mermaid=mermaid, limits=read_limits(max_file_size)
     )
     for diag in diagnostics:
         sys.stderr.write(printable(diag.render(), lines=True) + "\n")

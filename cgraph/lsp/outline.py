@@ -94,6 +94,10 @@ def _cases(test: Index, symbol: Symbol) -> Iterator[str]:
             yield case
 
 
-def test_command(path: Path, cases: list[str]) -> list[str]:
-    """`cgraph test` arguments running exactly those cases of one file."""
-    return ["test", str(path), *(part for case in cases for part in ("-k", case))]
+def test_command(path: Path, cases: list[str], files: Files) -> list[str]:
+    """`cgraph test` arguments running exactly those cases of one file, allowed what the
+    server lints with (its `--allow-module`, `--allow-path` and `--max-file-size`)."""
+    allowed = [part for name in files.trust.modules for part in ("--allow-module", name)]
+    allowed += [part for folder in files.trust.paths for part in ("--allow-path", str(folder))]
+    allowed += ["--max-file-size", str(files.limits.file_size)]
+    return ["test", str(path), *(part for case in cases for part in ("-k", case)), *allowed]

@@ -221,7 +221,7 @@ def code_lens(ls: Server, params: t.CodeLensParams) -> list[t.CodeLens]:
 @server.command(outline.RUN_TESTS)
 async def run_tests(ls: Server, test_file: str, cases: list[str]) -> dict[str, Any]:
     """`cgraph test` on those cases, in a process of its own (the server imports no runtime)."""
-    arguments = outline.test_command(Path(test_file), cases)
+    arguments = outline.test_command(Path(test_file), cases, ls.files)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

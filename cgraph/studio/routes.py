@@ -117,7 +117,7 @@ def endpoints(workspace: Workspace, secret: str) -> tuple[Endpoint, ...]:
         def saved() -> object:
             opened = service.opened(call.user, call.sid)
             file = workspace.named(opened.graph.name).file
-            return save(opened, file, name, service.options.model)
+            return save(opened, file, name, service.options.model, service.options.limits)
 
         return answer(await call.run(saved), 201)
 

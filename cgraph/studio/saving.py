@@ -17,6 +17,7 @@ from cgraph.diagnostics import shown_path
 from cgraph.errors import GraphError
 from cgraph.serve.problems import Problem
 from cgraph.session import Session, Turn
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.names import END
 from cgraph.spec.testfile import TestFile, load_tests
 
@@ -31,17 +32,24 @@ def default_file(graph_file: Path) -> Path:
     return (folder if folder.is_dir() else graph_file.parent) / f"{graph_file.stem}{SUFFIX}"
 
 
-def save(session: Session, graph_file: str, name: str, model: str | None) -> dict[str, Any]:
-    """Append `session`'s conversation as case `name` (made unique in the file)."""
+def save(
+    session: Session,
+    graph_file: str,
+    name: str,
+    model: str | None,
+    limits: ReadLimits | None = None,
+) -> dict[str, Any]:
+    """Append `session`'s conversation as case `name` (made unique in the file), the
+    file read within `limits` (the studio's `--max-file-size`)."""
     turns = [t for t in session.log.turns() if t.user is not None]
     if not turns:
         raise Problem(422, "nothing_to_save", "send a message first: a case is the messages sent")
     target = default_file(Path(graph_file))
     before = target.read_text(encoding="utf-8") if target.exists() else None
-    taken = [c.name for c in _tests(target).cases] if before is not None else []
+    taken = [c.name for c in _tests(target, limits).cases] if before is not None else []
     name = _unique(name.strip() or "studio conversation", taken)
     head = before if before is not None else _header(target, Path(graph_file), model)
-    _write(target, head.rstrip("\n") + "\n" + _case(name, turns), before)
+    _write(target, head.rstrip("\n") + "\n" + _case(name, turns), before, limits)
     shown = shown_path(target)
     return {
         "file": str(shown),
@@ -83,11 +91,11 @@ def _header(target: Path, graph_file: Path, model: str | None) -> str:
     return "\n".join([*lines, "cases:"]) + "\n"
 
 
-def _write(target: Path, text: str, before: str | None) -> None:
+def _write(target: Path, text: str, before: str | None, limits: ReadLimits | None) -> None:
     """Write `text`, then load it as `cgraph test` does; put `before` back if it fails."""
     try:
         target.write_text(text, encoding="utf-8")
-        _tests(target)
+        _tests(target, limits)
     except (OSError, Problem) as err:
         if before is None:
             target.unlink(missing_ok=True)
@@ -97,9 +105,9 @@ def _write(target: Path, text: str, before: str | None) -> None:
         raise Problem(422, "not_saved", f"could not save the case to {target}: {said}") from err
 
 
-def _tests(target: Path) -> TestFile:
+def _tests(target: Path, limits: ReadLimits | None) -> TestFile:
     try:
-        return load_tests(target)
+        return load_tests(target, limits)
     except GraphError as err:
         found = "; ".join(d.render() for d in err.diagnostics[:3])
         raise Problem(422, "not_saved", f"{target} is not a valid test file: {found}") from err

@@ -116,7 +116,7 @@ def test_a_graph_file_outside_the_root_folder_is_refused_until_it_is_allowed(
     assert codes(root, graph, CGRAPH_ALLOW_PATHS=str(elsewhere)) == []
 
 
-def test_every_command_that_reads_a_graph_takes_the_same_allowances(tmp_path: Path) -> None:
+def test_serve_takes_the_allowances_and_studio_and_lsp_offer_them(tmp_path: Path) -> None:
     root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
     root.mkdir()
     elsewhere.mkdir()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cgraph.serve.problems import Problem
+from cgraph.spec.limits import ReadLimits
 from cgraph.spec.testfile import load_tests
 from cgraph.studio.saving import default_file, save
 from cgraph.studio.workspace import Workspace
@@ -58,3 +59,13 @@ def test_nothing_said_or_a_broken_file_is_refused_and_the_file_kept(
     with pytest.raises(Problem, match="could not save the case"):
         saved(workspace, graph_file, talked(workspace, "hi"), "one")
     assert target.read_text() == "cgraph-test: 1\ngraph: talk.yaml\ncases: []\n"
+
+
+def test_the_file_is_read_within_the_studios_limits(workspace: Workspace, graph_file: Path) -> None:
+    saved(workspace, graph_file, talked(workspace, "hi"), "first")
+    target = default_file(graph_file)
+    kept = target.read_text()
+    session = workspace.service.opened("local", talked(workspace, "hi"))
+    with pytest.raises(Problem, match="file-too-large"):
+        save(session, str(graph_file), "second", None, ReadLimits(len(kept.encode()) - 1))
+    assert target.read_text() == kept
