@@ -46,7 +46,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,7 +102,7 @@ class Load:
     """Each session's answered turns."""
     created: float = 0.0
     """`Load.begun`'s reading once every session was created (the servers' CPU seconds)."""
-    begun: Any = None
+    begun: Callable[[], float] | None = None
     """What to read once the sessions are created, before their first message."""
 
     def rate(self) -> float:
@@ -279,7 +279,7 @@ async def _load(
     timeout: float = REQUEST_SECONDS,
     protocol: Protocol | None = None,
     spread: float = 0.0,
-    begun: Any = None,
+    begun: Callable[[], float] | None = None,
 ) -> Load:
     """`sessions` sessions spread over `urls`, each sent `turns` messages at once with the
     others (cgraph's API unless `protocol` says another). A failed request is sent again

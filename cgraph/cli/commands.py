@@ -32,7 +32,8 @@ HELP = {
     "/help": "this list",
 }
 ENDED = "the conversation reached END — /reset to start again"
-"""What a message after END is told, in a terminal and on stdin."""
+"""Said once a session is complete: after its last reply, on resuming it, and to a message
+sent after it (in a terminal and on stdin)."""
 LEAVE = ("quit", "exit")
 ALIASES = {"undo": "back"}
 """Other names people type for a command."""

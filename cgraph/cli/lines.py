@@ -116,7 +116,7 @@ class LineRun:
         if session.opening is not None:  # a graph that speaks first: its words come first
             self.show(session.opening)
 
-    def send(self, message: Message, number: int = 0) -> int | None:
+    def send(self, message: Message, number: int) -> int | None:
         """Run the turn of line `number` and print it; an exit code when the run must stop."""
         session = self.opened.session
         done = session.log.with_key(message.key) if message.key is not None else None
@@ -128,7 +128,7 @@ class LineRun:
             return None
         try:
             turn = session.send(message.text, key=message.key, remember=False)
-        except CgraphError as error:  # a completed session, a broken store or script
+        except CgraphError as error:  # a broken store or script, a model's refusal
             self.note(f"error: {error.message}")
             return 1
         failure = self.opened.stop_reason()

@@ -33,9 +33,6 @@ HISTORY_FILE = "history"
 Data = dict[str, Any]
 
 
-"""Said once a session is complete: after its last reply, on resuming it, on a message."""
-
-
 class Repl:
     """The read-eval-print loop of an interactive `cgraph run`."""
 

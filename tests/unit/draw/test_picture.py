@@ -95,7 +95,7 @@ def test_an_exit_that_drops_an_interruption_has_a_bar_at_its_tail() -> None:
     }
     assert "arrowtail=odot" in found[("ANY", "balance")]  # a resume comes back: not cut
     assert "arrowtail" not in found[("go_on", "RESUME")]
-    assert "tee" not in dot_source(load_graph(GRAPHS / "contacts.yaml"))
+    assert "arrowtail=tee" not in dot_source(load_graph(GRAPHS / "contacts.yaml"))
 
 
 def test_a_hub_is_drawn_above_its_desks_and_hand_offs_with_a_double_arrowhead() -> None:
