@@ -71,6 +71,18 @@ def cgraph(folder: Path, *args: str, lines: tuple[str, ...] = (), **env: str) ->
     return done.returncode, done.stdout + done.stderr
 
 
+def handing_out(tmp_path: Path, target: str = "../elsewhere/sub.yaml") -> tuple[Path, Path, Path]:
+    """(root, elsewhere, root/root.yaml): a graph handing over to `target`, and the
+    sub-graph in `elsewhere`, a folder beside the root's."""
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "sub.yaml").write_text(SUB, encoding="utf-8")
+    graph = root / "root.yaml"
+    graph.write_text(HAND_OVER.format(target=target), encoding="utf-8")
+    return root, elsewhere, graph
+
+
 def codes(folder: Path, graph: Path, *more: str, **env: str) -> list[str]:
     command = [sys.executable, "-m", "cgraph", "lint", "-f", "json", str(graph), *more]
     done = ran(command, cwd=folder, env=environment(**env), timeout=120)
@@ -97,15 +109,10 @@ def test_a_handler_from_elsewhere_is_refused_until_it_is_allowed(tmp_path: Path)
 def test_a_graph_file_outside_the_root_folder_is_refused_until_it_is_allowed(
     tmp_path: Path, target: str
 ) -> None:
-    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
-    root.mkdir()
-    elsewhere.mkdir()
-    (elsewhere / "sub.yaml").write_text(SUB, encoding="utf-8")
+    named = str(tmp_path / "elsewhere" / "sub.yaml") if target == "ABSOLUTE" else target
+    root, elsewhere, graph = handing_out(tmp_path, named)
     if target == "linked.yaml":  # a link in the folder that leads out of it
         (root / "linked.yaml").symlink_to(elsewhere / "sub.yaml")
-    named = str(elsewhere / "sub.yaml") if target == "ABSOLUTE" else target
-    graph = root / "root.yaml"
-    graph.write_text(HAND_OVER.format(target=named), encoding="utf-8")
     assert codes(root, graph) == ["graph-outside"]
     code, out = cgraph(root, "run", str(graph), "--store", "s", lines=("hi",))
     assert code == 1 and "graph-outside" in out and "In the sub-graph." not in out
@@ -117,12 +124,7 @@ def test_a_graph_file_outside_the_root_folder_is_refused_until_it_is_allowed(
 
 
 def test_serve_takes_the_allowances_and_studio_and_lsp_offer_them(tmp_path: Path) -> None:
-    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
-    root.mkdir()
-    elsewhere.mkdir()
-    (elsewhere / "sub.yaml").write_text(SUB, encoding="utf-8")
-    graph = root / "root.yaml"
-    graph.write_text(HAND_OVER.format(target="../elsewhere/sub.yaml"), encoding="utf-8")
+    root, elsewhere, graph = handing_out(tmp_path)
     allowed = ("--allow-path", str(elsewhere))
     script = tmp_path / "script.json"
     script.write_text('{"*": {"exit": "stay", "reason": "here"}}', encoding="utf-8")
@@ -153,12 +155,7 @@ def test_lint_never_opens_a_file_a_graph_names_outside_its_folder(tmp_path: Path
 
 
 def test_the_library_refuses_it_too_without_lint(tmp_path: Path) -> None:
-    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
-    root.mkdir()
-    elsewhere.mkdir()
-    (elsewhere / "sub.yaml").write_text(SUB, encoding="utf-8")
-    graph = root / "root.yaml"
-    graph.write_text(HAND_OVER.format(target="../elsewhere/sub.yaml"), encoding="utf-8")
+    *_, graph = handing_out(tmp_path)
     session = Session.start(graph, model=ScriptedModel({}))
     with pytest.raises(GraphError, match="leaves the root graph's folder"):
         session.send("hi")
