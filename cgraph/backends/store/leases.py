@@ -21,7 +21,7 @@ import socket
 import threading
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -36,6 +36,8 @@ LEASE_SECONDS = 4.0
 next one (less than the server's default wait, so a request after a crash gets them)."""
 RENEW_SHARE = 0.25
 """Leases are renewed every quarter of their ttl: two renewals may fail before one lapses."""
+LET_GO_KEPT = 10_000
+"""Sessions whose last fence let go `Holding.followed` remembers (the oldest forgotten)."""
 POLL_FIRST, POLL_MOST = 0.005, 0.1
 """Seconds between two tries of a lease another process holds: doubling, up to a bound."""
 LOG = logging.getLogger("cgraph.store")
@@ -166,6 +168,22 @@ class Holding:
         self._queues: dict[str, deque[threading.Event]] = {}
         self._held: dict[str, _Held] = {}
         self._renewing: threading.Thread | None = None
+        self._let_go_at: OrderedDict[str, int] = OrderedDict()
+
+    def released(self, lease: Lease) -> None:
+        """A store's release of `lease` went through: from then on no write carrying its
+        fence can be committed (a write waits on the lease row, which the release
+        updates, and is refused after it)."""
+        with self._guard:
+            self._let_go_at[lease.session_id] = lease.fence
+            self._let_go_at.move_to_end(lease.session_id)
+            if len(self._let_go_at) > LET_GO_KEPT:
+                self._let_go_at.popitem(last=False)
+
+    def followed(self, session_id: str, fence: int) -> bool:
+        """Whether a lease of `fence` is the session's first or follows the one this
+        holder let go last: no other holder's write can then commit after it was taken."""
+        return fence == 1 or self._let_go_at.get(session_id) == fence - 1
 
     def fence(self, session_id: str, given: int | None = None) -> int | None:
         """The fence a write of `session_id` carries: `given`, else the held lease's."""

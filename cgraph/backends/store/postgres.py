@@ -374,6 +374,7 @@ class PostgresStore(Awaited, Leased):
     def release(self, lease: Lease) -> None:
         with self._pool.connection() as conn:
             conn.execute(RELEASE, (lease.session_id, lease.fence, lease.holder))
+        self.leases.released(lease)
 
     def outbox(self) -> PostgresOutbox:
         """The outbox table of this database (`cgraph.backends.store.outbox`)."""

@@ -50,6 +50,16 @@ RETURNING fence, expires
 """
 """The lease when it is free or lapsed (a row updated, with the next fence); no row when
 another's is in force."""
+TAKEN = f"""
+WITH taken AS ({ACQUIRE.strip()})
+SELECT t.fence, t.expires, s.created_at, s.snapshot, k.turn, k.seq FROM taken t
+LEFT JOIN cgraph_sessions s ON s.id = %(sid)s
+LEFT JOIN cgraph_keys k ON k.sid = s.key AND k.key = %(key)s
+"""
+"""`ACQUIRE` and `STANDING` in one statement. Its read is the database as it was when the
+statement began, which is where the session stands only when no other holder came
+between (`Holding.followed`): one that let go while this statement waited on its lock
+may have committed after that."""
 RENEW = f"""
 UPDATE cgraph_leases l SET expires = {NOW} + %(ttl)s::float8
 FROM unnest(%(ids)s::text[], %(fences)s::bigint[]) AS u(id, fence)
@@ -116,9 +126,13 @@ class Awaited:
         if pool is None:
             return await asyncio.to_thread(partial(self.acquire, session_id, ttl=ttl, key=key))
         args, found = asking(session_id, self.leases.holder, ttl, key)
-        async with pool.connection(session_id) as conn:  # the standing read after: see acquire
-            taken = await rows(conn, ACQUIRE, args)
-            standing = await rows(conn, STANDING, (found, session_id))
+        async with pool.connection(session_id) as conn:
+            taken = await rows(conn, TAKEN, {**args, "key": found})
+            if taken and not self.leases.followed(session_id, int(taken[0][0])):
+                # another holder came between: read again, after (see acquire)
+                standing = await rows(conn, STANDING, (found, session_id))
+            else:
+                standing = [row[2:] for row in taken if row[2] is not None]
         return leased(session_id, self.leases.holder, taken, standing)
 
     async def arelease(self: _Store, lease: Lease) -> None:
@@ -128,6 +142,7 @@ class Awaited:
             await asyncio.to_thread(self.release, lease)
             return
         await pool.fetch(RELEASE, (lease.session_id, lease.fence, lease.holder))
+        self.leases.released(lease)
 
     def serve_on(self: _Store, loop: asyncio.AbstractEventLoop) -> None:
         """Await a turn's statements on `loop` from now on (the server's): its commits and

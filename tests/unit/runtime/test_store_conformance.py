@@ -501,3 +501,87 @@ def test_a_renewal_racing_the_end_of_a_turn_says_lost_only_of_a_lease_still_held
     if then == "let go":
         assert holding.fence("s") is None
     turn.join(5)
+
+
+def read_by_lease(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements the served store's lease takes (each one's first words), as it runs them."""
+    from cgraph.backends.store import postgres_loop
+
+    ran: list[str] = []
+    rows = postgres_loop.rows
+
+    async def counted(conn: Any, query: str, args: Any) -> list[Any]:
+        ran.append(" ".join(query.split()[:2]))
+        return await rows(conn, query, args)
+
+    monkeypatch.setattr(postgres_loop, "rows", counted)
+    return ran
+
+
+@pytest.mark.slow
+def test_a_served_lease_taken_again_after_its_own_reads_the_session_in_its_one_statement(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cgraph.backends.store.postgres import PostgresStore
+
+    store = Awaiting(PostgresStore(pg_url))
+    try:
+        log = Log(store)  # type: ignore[arg-type]
+        ran = read_by_lease(store, monkeypatch)
+        first = store.acquire("s", ttl=5)  # the session's first lease: nobody held it before
+        assert first is not None and first.fence == 1 and first.standing is not None
+        seq = log.turn(1, "one", key="k1", fence=first.fence)
+        store.release(first)
+        again = store.acquire("s", ttl=5, key="k1")  # after its own: nobody between
+        assert again is not None and again.fence == 2
+        assert again.standing == store.standing("s", "k1") and again.standing.keyed == (1, seq)
+        store.release(again)
+        assert store.acquire("t", ttl=5) is not None  # no session: nothing stood
+        assert ran == ["WITH taken"] * 3  # each lease taken with its standing in one trip
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_a_served_lease_taken_as_another_holder_lets_go_reads_what_that_holder_wrote(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease's statement waits on the row another holder is letting go of, and that
+    holder's last write commits with its release: after the statement began, so the
+    statement's own read misses it and the lease reads the session again."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import psycopg
+
+    from cgraph.backends.store.postgres import PostgresStore
+
+    store, other = Awaiting(PostgresStore(pg_url)), PostgresStore(pg_url)
+    try:
+        Log(store)  # type: ignore[arg-type]
+        mine = store.acquire("s", ttl=5)
+        assert mine is not None
+        store.release(mine)
+        theirs = other.acquire("s", ttl=5)
+        assert theirs is not None
+        ran = read_by_lease(store, monkeypatch)
+        with psycopg.connect(pg_url) as conn, ThreadPoolExecutor(1) as pool:
+            conn.execute("UPDATE cgraph_leases SET holder = NULL WHERE id = 's'")  # row locked
+            taking = pool.submit(store.acquire, "s", ttl=5, key="k9")
+            deadline = time.monotonic() + 10
+            while not conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            ).fetchone()[0]:  # type: ignore[index]
+                assert time.monotonic() < deadline and not taking.done()
+                time.sleep(0.01)
+            conn.execute(
+                "INSERT INTO cgraph_keys (sid, turn, seq, key) "
+                "SELECT key, 1, 7, 'k9' FROM cgraph_sessions WHERE id = 's'"
+            )
+            conn.commit()
+            taken = taking.result(timeout=10)
+        assert taken is not None and taken.fence == theirs.fence + 1
+        assert taken.standing is not None and taken.standing.keyed == (1, 7)
+        assert ran == ["WITH taken", "SELECT s.created_at,"]
+    finally:
+        store.close()
+        other.close()
