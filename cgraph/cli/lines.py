@@ -73,6 +73,24 @@ def _keyed(line: str) -> Message:
     return Message(data["text"], None if key is None else str(key))
 
 
+def _id_of(line: str, jsonl: bool) -> str | None:
+    """The id a refused line carries, when it is a JSON object with a readable one."""
+    if not jsonl:
+        return None
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    key = data.get("id") if isinstance(data, dict) else None
+    if not isinstance(key, (str, int)) or isinstance(key, bool):
+        return None
+    try:
+        str(key).encode("utf-8")  # an id that cannot be stored is not echoed either
+    except UnicodeEncodeError:
+        return None
+    return str(key)
+
+
 class LineRun:
     """The loop of stdin mode, writing to `out` and `err`."""
 
@@ -85,7 +103,7 @@ class LineRun:
             try:
                 parsed = parse_line(raw, jsonl=self.jsonl)
             except ValueError as error:
-                self.note(f"error: line {number}: {error}; the line is skipped")
+                self.refuse(number, f"{error}; the line is skipped", _id_of(raw, self.jsonl))
                 continue
             if isinstance(parsed, commands.Command):
                 if parsed.leaves:
@@ -124,7 +142,7 @@ class LineRun:
             self.show(done, id=message.key, duplicate=True)
             return None
         if session.view.completed:  # as in a terminal; a later /reset starts again
-            self.note(f"error: line {number}: {commands.ENDED}; the line is not sent")
+            self.refuse(number, f"{commands.ENDED}; the line is not sent", message.key)
             return None
         try:
             turn = session.send(message.text, key=message.key, remember=False)
@@ -149,6 +167,15 @@ class LineRun:
         line = json_line(turn_json(turn, **marks)) if self.jsonl else printable(turn.reply)
         self.out.write(line + "\n")
         self.out.flush()
+
+    def refuse(self, number: int, why: str, key: str | None = None) -> None:
+        """Line `number` is not sent: said on stderr and, under `--jsonl`, as a JSON line
+        on stdout too, so a reader gets a line back for every line it wrote."""
+        self.note(f"error: line {number}: {why}")
+        if self.jsonl:
+            marks = {"id": key} if key is not None else {}
+            self.out.write(json_line({"line": number, "error": why, **marks}) + "\n")
+            self.out.flush()
 
     def note(self, text: str) -> None:
         """Write `text` to stderr, each of its lines escaped (it may quote a model)."""

@@ -108,7 +108,13 @@ def test_lines_that_cannot_be_stored_are_refused_located_and_the_run_goes_on(
     good = [n for n, line in enumerate(lines, 1) if storable(line, jsonl)]
     refused = set(range(1, len(lines) + 1)) - set(good)
     replies = done.stdout.decode("utf-8").splitlines()
-    assert len(replies) == len(good)
+    if jsonl:  # a line back for every line: its turn, or why it was refused
+        shown = [json.loads(reply) for reply in replies]
+        assert len(shown) == len(lines)
+        assert {n for n, one in enumerate(shown, 1) if "error" in one} == refused
+        assert all(one["line"] == n for n, one in enumerate(shown, 1) if "error" in one)
+    else:
+        assert len(replies) == len(good)
     for number in refused:
         assert f"error: line {number}: " in err, number
     assert err.count("the line is skipped") == len(refused)

@@ -119,9 +119,11 @@ def test_a_keyed_line_sent_again_after_end_prints_its_turn_and_a_new_one_is_not_
     text = '{"id": "a", "text": "I just fainted"}\n{"id": "a", "text": "I just fainted"}\n'
     code, out, err = run(here, text + '{"id": "b", "text": "Hello?"}\n', jsonl=True)
     assert code == 0
-    ended, again = (json.loads(line) for line in out.splitlines())
+    ended, again, refused = (json.loads(line) for line in out.splitlines())
     assert ended["completed"] and again == {**ended, "duplicate": True}  # a retry after a crash
     assert "error: line 3: the conversation reached END" in err and "line 2" not in err
+    why = "the conversation reached END — /reset to start again; the line is not sent"
+    assert refused == {"line": 3, "error": why, "id": "b"}  # a line back for each line
     assert here.session.view.turn_number == 1
 
 
@@ -158,8 +160,12 @@ def test_a_line_sent_again_with_its_id_is_not_a_second_turn(tmp_path: Path) -> N
 
 
 def test_a_bad_json_line_is_reported_and_skipped(tmp_path: Path) -> None:
-    code, out, err = run(opened(tmp_path), '{"id": 1}\nHi\n', jsonl=True)
-    assert code == 0 and len(out.splitlines()) == 1
+    code, out, err = run(opened(tmp_path), '{"id": 1}\n{"text": 5}\nHi\n', jsonl=True)
+    assert code == 0
+    refused, unnamed, turn = (json.loads(line) for line in out.splitlines())
+    why = 'a JSON line needs a string "text" (and may have an "id"); the line is skipped'
+    assert refused == {"line": 1, "error": why, "id": "1"} and unnamed == {"line": 2, "error": why}
+    assert turn["user"] == "Hi"
     assert 'error: line 1: a JSON line needs a string "text"' in err
 
 
@@ -263,7 +269,11 @@ def test_a_line_that_cannot_be_stored_is_refused_located_and_the_session_goes_on
     here = opened(tmp_path)
     code, out, err = run(here, f"Hi\n{line}\nHi again\n", jsonl=True)
     assert code == 0
-    assert [json.loads(shown)["user"] for shown in out.splitlines()] == ["Hi", "Hi again"]
+    hi, refused, again = (json.loads(shown) for shown in out.splitlines())
+    assert (hi["user"], again["user"]) == ("Hi", "Hi again")
+    echoed = {"id": "a"} if line.startswith('{"id": "a"') else {}  # a storable id only
+    assert refused == {"line": 2, "error": refused["error"], **echoed}  # a line back for each
+    assert refused["error"].startswith(why) and refused["error"].endswith("; the line is skipped")
     assert f"error: line 2: {why}" in err and "the line is skipped" in err
     assert [m["content"] for m in here.session.transcript][::2] == ["Hi", "Hi again"]
 
