@@ -65,7 +65,7 @@ def _handler(files: Files, symbol: Symbol) -> Iterator[t.Location]:
     handler = index.handlers.get(symbol.name) if index else None
     source = handler_file(symbol.file.parent, handler) if handler else None
     if handler and source is not None:
-        line = function_line(source, handler.partition(":")[2])
+        line = function_line(source, handler.partition(":")[2], files.limits.file_size)
         yield t.Location(uri(source), t.Range(t.Position(line, 0), t.Position(line, 0)))
 
 

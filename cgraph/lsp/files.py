@@ -13,8 +13,9 @@ from pathlib import Path
 from cgraph.diagnostics import Diagnostic
 from cgraph.lint.walk import SUFFIXES, lint_paths, looks_like_graph
 from cgraph.lsp.index import Index, build
+from cgraph.spec.files import Refusal, read_bytes
 from cgraph.spec.kept import Kept
-from cgraph.spec.limits import ReadLimits
+from cgraph.spec.limits import MAX_FILE_BYTES, ReadLimits
 from cgraph.spec.read import read_file, read_text
 from cgraph.spec.trust import Trust
 
@@ -73,7 +74,7 @@ class Files:
                 doc = read_text("\n".join(lines), str(path))
         if not doc.ok:
             return cached[1] if cached else None
-        found = build(doc)
+        found = build(doc, self.limits.file_size)
         self._indexes[path] = (stamp, found)
         return found
 
@@ -156,11 +157,15 @@ def handler_file(folder: Path, handler: str) -> Path | None:
     return None
 
 
-def function_line(source: Path, name: str) -> int:
-    """The 0-based line of `def name` in a Python file (0 when it is not found)."""
+def function_line(source: Path, name: str, limit: int = MAX_FILE_BYTES) -> int:
+    """The 0-based line of `def name` in a Python file (0 when it is not found, or the
+    file is not a regular one of at most `limit` bytes)."""
+    raw = read_bytes(source, limit)
+    if isinstance(raw, Refusal):
+        return 0
     try:
-        tree = ast.parse(source.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(raw)
+    except (SyntaxError, ValueError):
         return 0
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:

@@ -18,9 +18,10 @@ from typing import Any, Literal
 
 import yaml
 
+from cgraph.spec.limits import MAX_FILE_BYTES
 from cgraph.spec.model import CROSS
 from cgraph.spec.names import END, RESUME, SIM_KEY, TESTS_KEY
-from cgraph.spec.read import Document
+from cgraph.spec.read import Document, read_file
 
 Kind = Literal["state", "slot", "variable", "tool", "file"]
 FileKind = Literal["graph", "test", "sim"]
@@ -100,14 +101,15 @@ class _Text:
         return Span(line, start - self.starts[line], end - self.starts[line])
 
 
-def build(doc: Document) -> Index:
-    """The index of a read document (empty when it did not parse)."""
+def build(doc: Document, limit: int = MAX_FILE_BYTES) -> Index:
+    """The index of a read document (empty when it did not parse); another file it reads
+    (a test file's graph) is read within `limit` bytes."""
     path = Path(os.path.realpath(doc.file))
     index = Index(path, data=doc.data)
     root = doc.root
     if not isinstance(root, yaml.MappingNode):
         return index
-    builder = _Builder(index, _Text(doc.text), path)
+    builder = _Builder(index, _Text(doc.text), path, limit)
     if _entry(root, TESTS_KEY) is not None:
         index.kind = "test"
         builder.tests(root)
@@ -149,8 +151,8 @@ def _scalars(node: yaml.Node | None) -> Iterator[yaml.ScalarNode]:
 
 
 class _Builder:
-    def __init__(self, index: Index, text: _Text, path: Path) -> None:
-        self.index = index
+    def __init__(self, index: Index, text: _Text, path: Path, limit: int) -> None:
+        self.index, self.limit = index, limit
         self.text = text
         self.path = path
         self.folder = path.parent
@@ -320,7 +322,7 @@ class _Builder:
         model = _entry(root, "model")
         for _, key, _ in _entries(_entry(model, "scripted")):
             self.target(key, file.parent)
-        slots = _slot_names(file)
+        slots = _slot_names(file, self.limit)
         self._values(_entry(root, "variables"), slots, file)
         for case in _items(_entry(root, "cases")):
             name = _entry(case, "name")
@@ -361,13 +363,10 @@ class _Builder:
                     self.add("slot", name, key, file, False)
 
 
-def _slot_names(graph: Path) -> set[str]:
+def _slot_names(graph: Path, limit: int) -> set[str]:
     """The slots `graph` declares, as saved (a test file names them among its variables);
-    none when it cannot be read."""
-    try:
-        data = yaml.safe_load(graph.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return set()
+    none when it cannot be read as a graph is (a regular file within `limit` bytes)."""
+    data = read_file(graph, limit).data
     slots = data.get("slots") if isinstance(data, dict) else None
     return {str(name) for name in slots} if isinstance(slots, dict) else set()
 
