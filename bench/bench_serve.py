@@ -815,6 +815,36 @@ def _wait_port(port: int) -> None:
     raise RuntimeError(f"the fake model did not start on port {port}")
 
 
+def _fixed_job() -> int:
+    """About a quarter of a millisecond of plain Python (dicts, strings, a JSON round
+    trip), with no cgraph in it: the anchor of a turn's CPU."""
+    size = 0
+    for i in range(40):
+        row = {"turn": i, "user": f"statement {i}", "path": ["talk", "a", "b"], "at": i / 7}
+        size += len(json.loads(json.dumps(row))["user"])
+    return size
+
+
+def slept_anchor(gap: float = 1 / 16, rounds: int = 3) -> tuple[float, float]:
+    """The CPU ms of `_fixed_job` run back to back and run after a sleep of `gap` (a
+    turn's gap at 16 turns/s), alternating, the median of each. A turn at a few a second
+    runs as slices between its loop's sleeps: on a machine whose caches go cold while a
+    thread sleeps, each costs more than it does back to back, whatever the code."""
+    warm: list[float] = []
+    slept: list[float] = []
+    for _ in range(rounds):
+        for count, pause, into in ((200, 0.0, warm), (30, gap, slept)):
+            spent = 0.0
+            for _ in range(count):
+                if pause:
+                    time.sleep(pause)
+                began = time.thread_time()
+                _fixed_job()
+                spent += time.thread_time() - began
+            into.append(1000 * spent / count)
+    return statistics.median(warm), statistics.median(slept)
+
+
 def main_waiting(
     delays: list[float],
     threads: int,
@@ -825,9 +855,12 @@ def main_waiting(
     folder = Path(tempfile.mkdtemp(prefix="bench-serve-wait-"))
     pg = start_postgres(folder / "pg")
     load = os.getloadavg()[0]
+    warm, slept = slept_anchor()
     print(
         f"a model that answers after a delay; {WAITING_TURNS} messages a session,"
-        f" load {load:.1f} on {os.cpu_count()} cores"
+        f" load {load:.1f} on {os.cpu_count()} cores\n"
+        f"anchor: a fixed Python job costs {warm:.3f} ms of CPU back to back and"
+        f" {slept:.3f} ms after a sleep of 1/16 s ({slept / warm:.1f}x)"
     )
     rows = [
         "| server | sessions | delay | arrivals | ideal turns/s | turns/s | share of ideal |"

@@ -5,7 +5,7 @@ used and again after it was closed; a database error comes out as `StoreError`.
 `AsyncConnections` is the same for one event loop (the server's): its statements are
 awaited there, so a turn's commits and its lease take no thread and no hand-off of the
 interpreter between the loop and a worker. Its connections are asyncpg's, whose protocol
-is compiled: a served turn's five statements cost the loop about half the CPU psycopg's
+is compiled: a served turn's statements cost the loop about half the CPU psycopg's
 async connection spent on them. The statements are written once, in psycopg's
 placeholders (`%s`, `%(name)s`), and numbered for asyncpg (`numbered`); asyncpg takes
 each parameter's type from the server, so a statement casts the ones it selects.
