@@ -84,11 +84,7 @@ def _id_of(line: str, jsonl: bool) -> str | None:
     key = data.get("id") if isinstance(data, dict) else None
     if not isinstance(key, (str, int)) or isinstance(key, bool):
         return None
-    try:
-        str(key).encode("utf-8")  # an id that cannot be stored is not echoed either
-    except UnicodeEncodeError:
-        return None
-    return str(key)
+    return None if text_problem(str(key)) is not None else str(key)  # only a storable id
 
 
 class LineRun:

@@ -564,11 +564,15 @@ def test_a_served_lease_taken_as_another_holder_lets_go_reads_what_that_holder_w
         theirs = other.acquire("s", ttl=5)
         assert theirs is not None
         ran = read_by_lease(store, monkeypatch)
-        with psycopg.connect(pg_url) as conn, ThreadPoolExecutor(1) as pool:
+        with (
+            psycopg.connect(pg_url) as conn,
+            psycopg.connect(pg_url, autocommit=True) as watch,  # a fresh view at each look
+            ThreadPoolExecutor(1) as pool,
+        ):
             conn.execute("UPDATE cgraph_leases SET holder = NULL WHERE id = 's'")  # row locked
             taking = pool.submit(store.acquire, "s", ttl=5, key="k9")
             deadline = time.monotonic() + 10
-            while not conn.execute(
+            while not watch.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
                 " AND datname = current_database() AND query LIKE '%INSERT INTO cgraph_leases%'"
             ).fetchone()[0]:  # type: ignore[index]  # the lease's statement waits on the row
