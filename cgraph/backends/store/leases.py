@@ -2,11 +2,11 @@
 
 A store takes, renews and lets go of a session's lease in short statements of its own
 (`SessionStore.acquire`, `renew`, `release`) and refuses a write whose fence is not the
-lease in force. `Holding` is the process's side, shared by every store: a queue per
-session so that its waiters are served first come, first served (only the head of a
-queue asks the store, so a session's lease is never raced for by two of this process's
-requests), one thread that renews every lease held in one statement, and the fence of the
-lease held for each session, which the store's writes carry by default.
+lease in force. `Holding` is a store's side in this process (each store opened has its
+own): a queue per session so that its waiters are served first come, first served (only
+the head of a queue asks the store, so a session's lease is never raced for by two of
+this process's requests), one thread that renews every lease held in one statement, and
+the fence of the lease held for each session, which the store's writes carry by default.
 
 Nothing is held while a turn waits on a model: no connection, no lock, no thread of the
 store's. A holder killed with -9 stops renewing, and its leases lapse after their `ttl`.
@@ -182,14 +182,19 @@ class Holding:
 
     def followed(self, session_id: str, fence: int) -> bool:
         """Whether a lease of `fence` is the session's first or follows the one this
-        holder let go last: no other holder's write can then commit after it was taken."""
-        return fence == 1 or self._let_go_at.get(session_id) == fence - 1
+        holder let go last: no other holder's write can then commit after it was taken.
+        Nor one of this holder's: its writes are a turn's, made under its `hold` (a turn
+        cancelled meanwhile waits for its worker's statement, `drive_async`), and the next
+        request of the session asks for the lease only once that hold is let go."""
+        with self._guard:
+            return fence == 1 or self._let_go_at.get(session_id) == fence - 1
 
     def fence(self, session_id: str, given: int | None = None) -> int | None:
         """The fence a write of `session_id` carries: `given`, else the held lease's."""
         if given is not None:
             return given
-        held = self._held.get(session_id)
+        with self._guard:
+            held = self._held.get(session_id)
         return None if held is None else held.lease.fence
 
     @property
