@@ -68,8 +68,8 @@ def _keyed(line: str) -> Message:
     if not isinstance(data, dict) or not isinstance(data.get("text"), str):
         raise ValueError('a JSON line needs a string "text" (and may have an "id")')
     key = data.get("id")
-    if key is not None and not isinstance(key, (str, int)):
-        raise ValueError('"id" must be a string or an integer')
+    if key is not None and (not isinstance(key, (str, int)) or isinstance(key, bool)):
+        raise ValueError('"id" must be a string or an integer')  # true is no 'True'
     return Message(data["text"], None if key is None else str(key))
 
 

@@ -8,9 +8,10 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 from collections.abc import Callable
 
-from cgraph.errors import ConfigError
+from cgraph.errors import CgraphError, ConfigError
 from cgraph.serve import heap, logs
 from cgraph.serve.app import DRAIN_SECONDS, build
 from cgraph.serve.deadlines import Deadlines, default_connections, protocol
@@ -63,8 +64,32 @@ def run(service: Service, extra: tuple[Endpoint, ...] = ()) -> None:
 
     settings = uvicorn_settings(service.options)
     app = build(service, service.options.tokens, extra)
+    prepared(service)
     heap.settle()
     uvicorn.run(app, **settings)  # type: ignore[arg-type]
+
+
+def prepared(service: Service) -> None:
+    """What each served graph's first session would load, loaded before the process takes
+    requests (`Sessions.prepare`: seconds for litellm, the offline chooser's embedding
+    model), so that `/readyz` means ready for the first user too; said in the log: how long
+    each took, or why its model cannot run here (the server serves the others: a session
+    of that graph is refused, or fails, with the reason, as it would have)."""
+    for name, served in sorted(service.served.items()):
+        began = time.perf_counter()
+        try:
+            service.opener(name).prepare(served.graph)
+        except Exception as err:  # a model entry of the user's may raise anything
+            known = isinstance(err, CgraphError)
+            logs.LOG.warning(
+                "graph `%s` (%s): %s; its sessions are %s until the server starts with that "
+                "fixed",
+                name, served.file, err if known else f"its model could not be prepared: {err!r}",
+                "refused (422 not_servable)" if isinstance(err, ConfigError) else "failing",
+            )  # fmt: skip
+            continue
+        seconds = time.perf_counter() - began
+        logs.LOG.info("graph `%s` prepared for its first session in %.2f s", name, seconds)
 
 
 def free(host: str, port: int) -> None:
@@ -107,7 +132,9 @@ def worker_app() -> object:
     """The app of one worker process (`--workers N`), from the options in the environment."""
     options = ServeOptions.from_json(os.environ[OPTIONS_VARIABLE])
     logs.configure(options.log_format)
-    app = build(Service(options), options.tokens)
+    service = Service(options)
+    app = build(service, options.tokens)
+    prepared(service)
     heap.settle()
     return app
 

@@ -68,7 +68,14 @@ from cgraph.session.view import SessionView, view_of
 from cgraph.spec.limits import check_message, text_problem
 from cgraph.spec.model import AnyState, Graph
 from cgraph.spec.names import END, START
-from cgraph.wiring.compose import FIRST, create, graph_of, initial_state, session_models
+from cgraph.wiring.compose import (
+    FIRST,
+    create,
+    graph_of,
+    initial_state,
+    prepare,
+    session_models,
+)
 from cgraph.wiring.stores import open_store
 
 T = TypeVar("T")
@@ -498,6 +505,13 @@ class Sessions:
             self.memory.delete(info.user_id, [m.id for m in own])
         if not self.store.delete(session_id):
             raise SessionNotFound(f"no session `{session_id}`")
+
+    def prepare(self, graph: Graph | str | Path, *, model: Model = None) -> None:
+        """Load now what the first turn of a session of `graph` would load: its models (a
+        name and key checked) and what they load ahead of a first call (litellm and its
+        first call's modules, the offline chooser's embedding model). A server does it
+        before it takes requests."""
+        prepare(graph_of(graph), model or self.model, self.api_base)
 
     def close(self) -> None:
         """Close the store (it opens again when used)."""

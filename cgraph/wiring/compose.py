@@ -43,6 +43,19 @@ def session_models(
     return models_of(made)
 
 
+def prepare(spec: Graph, model: ChatModel | ExitChooser | str | None, api_base: str | None) -> None:
+    """Load now what the first turn of a session of `spec` would load: its models resolved
+    as a session resolves them (a provider's library imported, the name and key checked),
+    then what each prepares ahead of its first call (`prepare(graph)`, when it has one).
+    A server does it before it takes requests: its first user does not wait seconds for
+    it after `/readyz` said ready."""
+    made = session_models(spec, model, api_base)
+    for part in {id(m): m for m in (made.chooser, made.chat) if m is not None}.values():
+        preparing = getattr(part, "prepare", None)
+        if callable(preparing):
+            preparing(spec)
+
+
 def initial_state(
     graph: Graph, state: str | None = None, variables: Mapping[str, Any] | None = None
 ) -> SessionState:

@@ -403,3 +403,35 @@ def test_a_new_user_serves_the_example_graphs_and_chats(tmp_path: Path) -> None:
         assert turn["reply"].startswith("Did you take all of your prescribed heart medications")
         assert client.get("/readyz").json() == {"ready": True}
         assert "no --tokens: one user `local`, reachable from this machine only" in running.output()
+
+
+def _first(lines: list[str], text: str) -> int:
+    return next(n for n, line in enumerate(lines) if text in line)
+
+
+def test_each_graph_is_prepared_before_the_first_request_and_one_that_cannot_run_is_said(
+    tmp_path: Path,
+) -> None:
+    # The offline chooser's embedding model is loaded before the server answers at all.
+    with serving(
+        str(GRAPHS / "talk.yaml"), "--store", str(tmp_path / "a"), "--memory", "off",
+        folder=tmp_path,
+    ) as ready:  # fmt: skip
+        assert ready.client().post("/v1/sessions", json={"graph": "talk"}).status_code == 201
+        lines = ready.output().splitlines()
+        prepared = _first(lines, "graph `talk` prepared for its first session in ")
+        assert prepared < _first(lines, "route=/healthz")
+    # A provider model without its key: said once at the start, its sessions refused.
+    with serving(
+        str(GRAPHS / "talk.yaml"), "--store", str(tmp_path / "b"), "--memory", "off",
+        "--model", "openai/gpt-4o-mini", folder=tmp_path, OPENAI_API_KEY="",
+    ) as keyless:  # fmt: skip
+        refused = keyless.client().post("/v1/sessions", json={"graph": "talk"})
+        assert refused.status_code == 422 and refused.json()["error"]["code"] == "not_servable"
+        lines = keyless.output().splitlines()
+        said = lines[_first(lines, "WARNING cgraph.serve: graph `talk` (")]
+        assert f"({GRAPHS / 'talk.yaml'}): model `openai/gpt-4o-mini` needs an API key" in said
+        assert said.endswith("its sessions are refused (422 not_servable) until the server"
+                             " starts with that fixed")  # fmt: skip
+        assert _first(lines, "graph `talk` (") < _first(lines, "route=/healthz")
+        assert "Traceback" not in keyless.output()

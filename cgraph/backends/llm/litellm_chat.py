@@ -45,7 +45,7 @@ from cgraph.backends.llm.structured import mode_arguments, mode_messages
 from cgraph.errors import ConfigError, LLMError, UnknownModel
 from cgraph.observe import Noted, model_call
 from cgraph.runtime.ports import Capabilities, LLMRequest, Whole
-from cgraph.spec.model import Structured
+from cgraph.spec.model import Graph, Structured
 
 # What litellm imports on its first call (seconds on a busy machine): imported at start-up
 # so that a turn's deadline measures the server, not the import of its client.
@@ -148,6 +148,15 @@ class LiteLLMModel(Awaited):
             raise UnknownModel(
                 f"unknown model `{self.name}`: litellm knows no provider for it{hint}"
             ) from err
+
+    def prepare(self, graph: Graph) -> None:
+        """Load now what the first turn would (a server, before its first request): the
+        modules of litellm's first call, and the modes this model is asked in."""
+        del graph
+        if self._completion is None:
+            warm_up()
+            self._warm = True
+        self.mode()
 
     # ----- the session's choices ----------------------------------------------------------
 

@@ -36,8 +36,9 @@ from cgraph.backends.offline.reading import is_question
 from cgraph.backends.offline.reasons import of_verdict, reason
 from cgraph.backends.offline.silent import decide_silently
 from cgraph.backends.offline.slots import extract, refusals
+from cgraph.backends.offline.warming import first_turn_texts
 from cgraph.runtime.ports import CLARIFY, STAY, Choice, ExitOption, Question
-from cgraph.spec.model import Tier
+from cgraph.spec.model import Graph, Tier
 from cgraph.spec.names import END
 
 
@@ -47,6 +48,10 @@ class Scored:
 
     confidence: dict[str, float]
     nearness: dict[str, float]
+
+
+PREPARE_SECONDS = 120.0
+"""How long `prepare` waits for the embedding model: a warm-up, not a condition of serving."""
 
 
 class OfflineChooser:
@@ -86,6 +91,16 @@ class OfflineChooser:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return np.array(self.embedder.embed(list(texts)), dtype=float)
+
+    def prepare(self, graph: Graph) -> None:
+        """Load now what the first turn would (a server, before its first request): the
+        embedding model, and the vectors of the texts a first message is compared with."""
+        texts = first_turn_texts(graph)
+        prime = getattr(self.embedder, "prime", None)  # the shared one keeps them on disk
+        if callable(prime):
+            prime(texts).join(PREPARE_SECONDS)
+        else:
+            self.embed(texts)
 
     # -- the port ---------------------------------------------------------------------------
 
