@@ -22,16 +22,17 @@ from cgraph.runtime.state.records import Event
 NOW = "extract(epoch FROM clock_timestamp())"
 """The database's clock: the one every machine's leases are timed by."""
 FENCED = f"""
-WITH ok AS (SELECT CASE WHEN %(fence)s::bigint IS NULL THEN NOT EXISTS (
-        SELECT 1 FROM cgraph_leases
-        WHERE id = %(sid)s AND holder IS NOT NULL AND expires > {NOW})
+WITH ok AS (SELECT CASE WHEN %(fence)s::bigint IS NULL THEN coalesce((
+        SELECT holder IS NULL OR expires <= {NOW} FROM cgraph_leases
+        WHERE id = %(sid)s FOR SHARE), true)
     ELSE EXISTS (
         SELECT 1 FROM cgraph_leases
         WHERE id = %(sid)s AND fence = %(fence)s AND holder IS NOT NULL FOR SHARE)
     END AS ok)"""
-"""Whether a write may go: with a fence, when it is the lease in force (its row locked
-until the write commits, so a lease is not taken over in the middle of it); without one,
-when no lease is in force."""
+"""Whether a write may go: with a fence, when it is the lease in force; without one, when
+no lease is in force. Either way the lease's row is locked until the write commits, so a
+lease is not taken in the middle of it (a write without a lease whose check came first
+would otherwise commit after the next holder took the session)."""
 
 _NEW = "NOT EXISTS (SELECT 1 FROM cgraph_log l WHERE l.sid = s.key AND l.seq >= %(first)s::int)"
 _EVENTS = f""",

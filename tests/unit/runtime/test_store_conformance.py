@@ -590,3 +590,48 @@ def test_a_served_lease_taken_as_another_holder_lets_go_reads_what_that_holder_w
     finally:
         store.close()
         other.close()
+
+
+@pytest.mark.slow
+def test_a_lease_waits_for_a_write_without_a_lease_that_began_before_it(pg_url: str) -> None:
+    """A write with no lease (the library without `hold`) is let through while no lease is
+    in force, and keeps the lease's row locked until it commits: a holder taking the
+    session meanwhile waits for it, and its standing has that write."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import psycopg
+
+    from cgraph.backends.store.postgres import PostgresStore
+    from cgraph.backends.store.postgres_steps import FENCED
+
+    store = PostgresStore(pg_url)
+    try:
+        Log(store)
+        lease = store.acquire("s", ttl=5)
+        assert lease is not None
+        store.release(lease)  # the row is there, no lease in force
+        with (
+            psycopg.connect(pg_url) as conn,
+            psycopg.connect(pg_url, autocommit=True) as watch,
+            ThreadPoolExecutor(1) as pool,
+        ):
+            ok = conn.execute(FENCED + " SELECT ok FROM ok", {"sid": "s", "fence": None})
+            assert ok.fetchone() == (True,)  # the write may go: its transaction is open
+            taking = pool.submit(store.acquire, "s", ttl=5, key="k9")
+            deadline = time.monotonic() + 10
+            while not watch.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND datname = current_database() AND query LIKE '%INSERT INTO cgraph_leases%'"
+            ).fetchone()[0]:  # type: ignore[index]  # the lease waits on the write
+                assert time.monotonic() < deadline and not taking.done()
+                time.sleep(0.01)
+            conn.execute(
+                "INSERT INTO cgraph_keys (sid, turn, seq, key) "
+                "SELECT key, 1, 7, 'k9' FROM cgraph_sessions WHERE id = 's'"
+            )
+            conn.commit()
+            taken = taking.result(timeout=10)
+        assert taken is not None and taken.fence == lease.fence + 1
+        assert taken.standing is not None and taken.standing.keyed == (1, 7)
+    finally:
+        store.close()
