@@ -210,6 +210,16 @@ class LocalEmbedder:
         """Block until the model is loaded (or failed to load); False on timeout."""
         return self._ready.wait(timeout)
 
+    @property
+    def failure(self) -> str | None:
+        """Why the model could not be loaded (what `embed` raises); None while it loads or
+        once it has."""
+        return (
+            None
+            if self._error is None
+            else f"the embedding model could not be loaded: {self._error}"
+        )
+
     def _load(self) -> None:
         try:
             self._model = self._loader()
@@ -288,8 +298,7 @@ class LocalEmbedder:
     def _compute(self, texts: list[str]) -> dict[str, Vector]:
         self._ready.wait()
         if self._model is None:
-            error = f"the embedding model could not be loaded: {self._error}"
-            raise ConfigError(error) from self._error
+            raise ConfigError(str(self.failure)) from self._error
         with self._encode_lock:  # one batch at a time is faster than two at once
             vectors = self._model.encode(texts)
         result = {text: vector.tolist() for text, vector in zip(texts, vectors, strict=True)}

@@ -80,13 +80,14 @@ def prepared(service: Service) -> None:
         try:
             service.opener(name).prepare(served.graph)
         except Exception as err:  # a model entry of the user's may raise anything
-            known = isinstance(err, CgraphError)
-            logs.LOG.warning(
-                "graph `%s` (%s): %s; its sessions are %s until the server starts with that "
-                "fixed",
-                name, served.file, err if known else f"its model could not be prepared: {err!r}",
-                "refused (422 not_servable)" if isinstance(err, ConfigError) else "failing",
-            )  # fmt: skip
+            why = err if isinstance(err, CgraphError) else f"could not be prepared: {err!r}"
+            then = (
+                "its sessions are refused (422 not_servable) until the server starts with "
+                "that fixed"
+                if isinstance(err, ConfigError)
+                else "its first session tries again"
+            )
+            logs.LOG.warning("graph `%s` (%s): %s; %s", name, served.file, why, then)
             continue
         seconds = time.perf_counter() - began
         logs.LOG.info("graph `%s` prepared for its first session in %.2f s", name, seconds)

@@ -11,11 +11,12 @@ A deadline is set on every render, and most renders take microseconds, so settin
 must cost next to nothing: it writes the due time in the thread's own slot, without a
 lock or waking a thread. Nor may the watchdog cost much while renders come: it looks at
 the slots when the first deadline set may be due, and sleeps until the next may be (a
-deadline set after a look is due at least the shortest deadline's seconds after it), so
-on a server rendering all day it wakes about once per `RENDER_SECONDS`, not at a fixed
-tick (20 looks a second cost 3 ms of CPU a second, 0.2 ms a turn at 16 turns a second);
-a deadline shorter than any before wakes it. Once no deadline has been set for `LINGER`,
-it sleeps until the next is.
+deadline set after a look is due at least the shortest deadline's seconds after it, so a
+deadline fires within milliseconds of its time), so on a server rendering all day it
+wakes about once per `RENDER_SECONDS`, not at a fixed tick (20 looks a second cost 3 ms
+of CPU a second, 0.2 ms a turn at 16 turns a second); a deadline shorter than any
+since it last slept wakes it. Once no deadline has been set for `LINGER`, it sleeps until
+the next is.
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ from types import TracebackType
 
 LINGER = 1.0
 """Seconds the watchdog keeps its schedule after the last deadline before it sleeps (a
-deadline set while it sleeps costs a thread's wake-up)."""
+deadline set while it sleeps costs a thread's wake-up); also its longest sleep while
+awake."""
+MIN_PAUSE = 0.005
+"""Its shortest sleep: a deadline of no time at all fires a few milliseconds late, not by
+a spin."""
 
 
 class DeadlineExceeded(BaseException):
@@ -58,7 +63,8 @@ class _Watchdog:
         self.starting = threading.Lock()
         self.thread: threading.Thread | None = None
         self.shortest = math.inf
-        """The fewest seconds a deadline was set for: none set after a look is due sooner."""
+        """The fewest seconds a deadline was set for since the watchdog last slept: none
+        set after a look is due sooner."""
         self.used = False
         """Whether a deadline was set since the watchdog's last look."""
 
@@ -102,16 +108,21 @@ class _Watchdog:
 
     def run(self) -> None:
         while True:
-            self.awake, quiet = True, 0.0
-            while quiet < LINGER:
+            self.awake, active = True, time.monotonic()
+            while True:
                 self.wake.clear()
                 looked, self.used = time.monotonic(), False
-                due = min(self._look(looked), looked + self.shortest)
-                pause = max(due - looked, 0.0)
-                self.wake.wait(pause)  # set: a deadline shorter than any before
-                armed = self.used or due < looked + self.shortest
-                quiet = 0.0 if armed else quiet + pause
+                soonest = self._look(looked)
+                if soonest < math.inf:
+                    active = looked
+                elif looked - active >= LINGER:
+                    break
+                due = min(soonest, looked + self.shortest)
+                self.wake.wait(min(max(due - looked, MIN_PAUSE), LINGER))  # set: a shorter one
+                if self.used:
+                    active = time.monotonic()
             self.awake = False
+            self.shortest = math.inf  # the next deadlines set the next schedule
             self.wake.clear()
             if math.isinf(self._look(time.monotonic())) and not self.used:
                 self.wake.wait()  # a deadline set just before `awake` went False sees it

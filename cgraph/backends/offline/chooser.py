@@ -37,6 +37,7 @@ from cgraph.backends.offline.reasons import of_verdict, reason
 from cgraph.backends.offline.silent import decide_silently
 from cgraph.backends.offline.slots import extract, refusals
 from cgraph.backends.offline.warming import first_turn_texts
+from cgraph.errors import CgraphError, ConfigError
 from cgraph.runtime.ports import CLARIFY, STAY, Choice, ExitOption, Question
 from cgraph.spec.model import Graph, Tier
 from cgraph.spec.names import END
@@ -95,12 +96,20 @@ class OfflineChooser:
     def prepare(self, graph: Graph) -> None:
         """Load now what the first turn would (a server, before its first request): the
         embedding model, and the vectors of the texts a first message is compared with."""
-        texts = first_turn_texts(graph)
-        prime = getattr(self.embedder, "prime", None)  # the shared one keeps them on disk
-        if callable(prime):
-            prime(texts).join(PREPARE_SECONDS)
-        else:
+        texts, embedder = first_turn_texts(graph), self.embedder
+        prime = getattr(embedder, "prime", None)  # the shared one keeps them on disk
+        if not callable(prime):
             self.embed(texts)
+            return
+        prime(texts).join(PREPARE_SECONDS)
+        if not getattr(embedder, "ready", True):
+            raise CgraphError(
+                f"the embedding model was still loading after {PREPARE_SECONDS:g} s "
+                "(the first session waits for it)"
+            )
+        failure = getattr(embedder, "failure", None)
+        if failure:
+            raise ConfigError(failure)
 
     # -- the port ---------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from cgraph.spec import deadline as module
-from cgraph.spec.deadline import LINGER, DeadlineExceeded, deadline
+from cgraph.spec.deadline import LINGER, MIN_PAUSE, DeadlineExceeded, deadline
 
 SLACK = 1.0
 """Seconds a busy machine may add to a thread's wake-up."""
@@ -37,10 +37,11 @@ def watchdog(monkeypatch: pytest.MonkeyPatch) -> Counted:
 
 
 def spin(seconds: float) -> float:
-    """How long a loop ran under `deadline(seconds)` before it was stopped."""
+    """How long a loop ran under `deadline(seconds)` before it was stopped (a loop never
+    stopped ends after 10 s more, and the test fails)."""
     start = time.monotonic()
     with pytest.raises(DeadlineExceeded), deadline(seconds):
-        while True:
+        while time.monotonic() < start + seconds + 10:
             pass
     return time.monotonic() - start
 
@@ -52,12 +53,16 @@ def test_a_deadline_stops_a_loop_at_its_time(watchdog: Counted) -> None:
 def test_while_deadlines_come_the_watchdog_looks_about_once_per_their_length(
     watchdog: Counted,
 ) -> None:
+    with deadline(0.05):
+        pass  # a short one, then none for a while: the watchdog sleeps, and forgets it
+    time.sleep(LINGER + 0.5)
+    looked = len(watchdog.looks)
     finish = time.monotonic() + 2.0
     while time.monotonic() < finish:  # a server's renders: short, many a second
         with deadline(1.0):
             pass
         time.sleep(0.01)
-    assert 1 <= len(watchdog.looks) <= 4  # not 40, as at a tick of 1/20 s
+    assert 1 <= len(watchdog.looks) - looked <= 4  # not 40, as at a tick of 1/20 s
     assert watchdog.awake  # still on its schedule: the next deadline costs no wake-up
 
 
@@ -94,13 +99,33 @@ def test_deadlines_of_several_threads_each_fire_on_time(watchdog: Counted) -> No
     assert all(s <= t < s + SLACK for s, t in zip((0.2, 0.6), sorted(took), strict=True))
 
 
-def test_a_deadline_whose_exit_was_cut_short_does_not_fire_again() -> None:
+def test_a_deadline_whose_exit_was_cut_short_does_not_fire_again(watchdog: Counted) -> None:
     # The exception can surface in the `with`'s exit before the deadline is cleared: the
-    # thread's slot is then left due in the past and marked fired.
-    slot = module._WATCHDOG.slot()
+    # thread's slot is then left due in the past and marked fired. Set again, it must not
+    # fire the old due time (a DeadlineExceeded out of the loop fails the test).
+    with deadline(0.1):
+        pass  # the watchdog now looks every 0.1 s
+    slot = watchdog.slot()
     slot.due, slot.fired = time.monotonic() - 1, True
-    finish = time.monotonic() + 0.4
-    while time.monotonic() < finish:  # the watchdog looks several times meanwhile
-        with deadline(0.05):
+    finish, looked = time.monotonic() + 0.5, len(watchdog.looks)
+    while time.monotonic() < finish:
+        with deadline(5):
             time.sleep(0.01)
+    assert len(watchdog.looks) - looked >= 3  # it looked meanwhile
     assert slot.due == math.inf and not slot.fired
+
+
+def test_a_deadline_of_no_time_fires_at_once_and_spins_nothing(watchdog: Counted) -> None:
+    assert spin(0) < SLACK
+    time.sleep(0.5)
+    assert len(watchdog.looks) < 0.55 / MIN_PAUSE  # a look every few ms at most, not a spin
+    time.sleep(LINGER + 0.3)
+    assert not watchdog.awake
+
+
+def test_a_deadline_of_forever_never_fires_and_leaves_the_watchdog_working(
+    watchdog: Counted,
+) -> None:
+    with deadline(math.inf):
+        time.sleep(0.05)
+    assert spin(0.2) < 0.2 + SLACK

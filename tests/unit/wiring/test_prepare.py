@@ -7,7 +7,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+
+from cgraph.errors import ConfigError
+from cgraph.session import Sessions
 from tests.commands import environment
 from tests.conftest import ROOT
 from tests.serving import GRAPHS
@@ -22,7 +27,7 @@ sessions = Sessions(model="openai/any", api_base="http://127.0.0.1:9/v1")
 before = "litellm" in sys.modules
 sessions.prepare({str(TALK)!r})
 print(json.dumps([before, "litellm" in sys.modules, detected.cache_info().currsize,
-                  "litellm.llms.openai.openai" in sys.modules]))
+                  "litellm.proxy._types" in sys.modules]))
 """
 
 OFFLINE = f"""
@@ -54,10 +59,17 @@ def _ran(script: str) -> list[object]:
 
 
 def test_a_provider_model_is_imported_checked_and_its_modes_found_ahead() -> None:
-    before, imported, modes, first_call = _ran(LITELLM)
+    before, imported, modes, first_call = _ran(LITELLM)  # first_call: a module of its first call
     assert (before, imported, modes, first_call) == (False, True, 1, True)
 
 
 def test_the_offline_chooser_loads_its_model_and_embeds_the_first_turns_texts_ahead() -> None:
     ready, computed_after = _ran(OFFLINE)
     assert ready is True and computed_after == 0
+
+
+def test_an_embedding_model_that_cannot_load_is_said_by_prepare(tmp_path: Path) -> None:
+    graph = tmp_path / "talk.yaml"
+    graph.write_text(TALK.read_text() + "embedding_model: no-such-embedder-package\n")
+    with pytest.raises(ConfigError, match="the embedding model could not be loaded: "):
+        Sessions().prepare(graph)
