@@ -16,7 +16,9 @@ from cgraph.cli import not_a_graph_file
 from cgraph.cli.usage import AllowModule, AllowPath, MaxFileSize, read_limits, trust
 from cgraph.errors import CgraphError
 
-BROWSER_WAIT_SECONDS = 30.0
+BROWSER_WAIT_SECONDS = 300.0
+"""How long the page waits to be opened: the server answers once it has prepared the
+graph's model (seconds; the embedding model's first preparation on a new machine, more)."""
 
 
 def studio(
