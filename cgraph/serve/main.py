@@ -65,6 +65,7 @@ def run(service: Service, extra: tuple[Endpoint, ...] = ()) -> None:
     settings = uvicorn_settings(service.options)
     app = build(service, service.options.tokens, extra)
     prepared(service)
+    free(service.options.host, service.options.port)  # again: preparing took seconds
     heap.settle()
     uvicorn.run(app, **settings)  # type: ignore[arg-type]
 

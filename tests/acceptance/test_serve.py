@@ -435,3 +435,29 @@ def test_each_graph_is_prepared_before_the_first_request_and_one_that_cannot_run
                              " starts with that fixed")  # fmt: skip
         assert _first(lines, "graph `talk` (") < _first(lines, "route=/healthz")
         assert "Traceback" not in keyless.output()
+
+
+def test_a_port_taken_while_the_server_prepares_is_said_alone(tmp_path: Path) -> None:
+    import socket
+
+    running = start(
+        str(GRAPHS / "talk.yaml"), "--store", str(tmp_path / "s"), "--memory", "off",
+        "--model", "openai/any", "--api-base", "http://127.0.0.1:9/v1",
+        folder=tmp_path, ready=False,
+    )  # fmt: skip
+    port = int(running.url.rsplit(":", 1)[1])
+    try:
+        deadline = time.monotonic() + 60
+        while "cgraph serve: 1 graph(s)" not in running.output():  # checked, now preparing
+            assert time.monotonic() < deadline and running.process.poll() is None
+            time.sleep(0.05)
+        with socket.socket() as taken:
+            taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            taken.bind(("127.0.0.1", port))
+            taken.listen()
+            assert running.process.wait(120) == 1
+        said = running.output()
+        assert "prepared for its first session" in said  # the port was taken after the check
+        assert f"cannot listen on 127.0.0.1:{port}" in said and "Traceback" not in said
+    finally:
+        running.stop()
