@@ -86,7 +86,7 @@ def prepared(service: Service) -> None:
                 "its sessions are refused (422 not_servable) until the server starts with "
                 "that fixed"
                 if isinstance(err, ConfigError)
-                else "its first session tries again"
+                else "not prepared: its first session does it"
             )
             logs.LOG.warning("graph `%s` (%s): %s; %s", name, served.file, why, then)
             continue

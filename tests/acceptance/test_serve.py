@@ -453,7 +453,10 @@ def test_a_port_taken_while_the_server_prepares_is_said_alone(tmp_path: Path) ->
             time.sleep(0.05)
         with socket.socket() as taken:
             taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            taken.bind(("127.0.0.1", port))
+            try:
+                taken.bind(("127.0.0.1", port))
+            except OSError:  # a machine fast enough to prepare litellm before this line
+                pytest.skip("the server listened before the port could be taken")
             taken.listen()
             assert running.process.wait(120) == 1
         said = running.output()

@@ -53,6 +53,8 @@ class Scored:
 
 PREPARE_SECONDS = 120.0
 """How long `prepare` waits for the embedding model: a warm-up, not a condition of serving."""
+_STILL_LOADING: set[int] = set()
+"""The embedders (shared, by id) `prepare` gave up waiting for: not waited for again."""
 
 
 class OfflineChooser:
@@ -101,12 +103,11 @@ class OfflineChooser:
         if not callable(prime):
             self.embed(texts)
             return
-        prime(texts).join(PREPARE_SECONDS)
+        if id(embedder) not in _STILL_LOADING:  # one wait for an embedder shared by graphs
+            prime(texts).join(PREPARE_SECONDS)
         if not getattr(embedder, "ready", True):
-            raise CgraphError(
-                f"the embedding model was still loading after {PREPARE_SECONDS:g} s "
-                "(the first session waits for it)"
-            )
+            _STILL_LOADING.add(id(embedder))
+            raise CgraphError(f"the embedding model was still loading after {PREPARE_SECONDS:g} s")
         failure = getattr(embedder, "failure", None)
         if failure:
             raise ConfigError(failure)

@@ -22,17 +22,23 @@ from cgraph.runtime.state.records import Event
 NOW = "extract(epoch FROM clock_timestamp())"
 """The database's clock: the one every machine's leases are timed by."""
 FENCED = f"""
-WITH ok AS (SELECT CASE WHEN %(fence)s::bigint IS NULL THEN coalesce((
-        SELECT holder IS NULL OR expires <= {NOW} FROM cgraph_leases
-        WHERE id = %(sid)s FOR SHARE), true)
+WITH unleased AS (INSERT INTO cgraph_leases AS l (id, holder, expires, fence)
+    SELECT %(sid)s, NULL, 0, 1 WHERE %(fence)s::bigint IS NULL
+    ON CONFLICT (id) DO UPDATE SET fence = l.fence + 1
+    WHERE l.holder IS NULL OR l.expires <= {NOW}
+    RETURNING 1),
+ok AS (SELECT CASE WHEN %(fence)s::bigint IS NULL THEN EXISTS (SELECT 1 FROM unleased)
     ELSE EXISTS (
         SELECT 1 FROM cgraph_leases
         WHERE id = %(sid)s AND fence = %(fence)s AND holder IS NOT NULL FOR SHARE)
     END AS ok)"""
-"""Whether a write may go: with a fence, when it is the lease in force; without one, when
-no lease is in force. Either way the lease's row is locked until the write commits, so a
-lease is not taken in the middle of it (a write without a lease whose check came first
-would otherwise commit after the next holder took the session)."""
+"""Whether a write may go: with a fence, when it is the lease in force (its row locked
+until the write commits, so a lease is not taken over in the middle of it); without one
+(the library without `hold`), when no lease is in force, and then the write takes the
+next fence itself, in a row it makes if the session has none: a holder taking the
+session meanwhile waits for the write, its lease does not follow the one its store let
+go (`Holding.followed`: it reads the session again, after), and a lapsed holder's late
+writes are refused."""
 
 _NEW = "NOT EXISTS (SELECT 1 FROM cgraph_log l WHERE l.sid = s.key AND l.seq >= %(first)s::int)"
 _EVENTS = f""",

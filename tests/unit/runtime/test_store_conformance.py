@@ -526,18 +526,19 @@ def test_a_served_lease_taken_again_after_its_own_reads_the_session_in_its_one_s
 
     store = Awaiting(PostgresStore(pg_url))
     try:
-        log = Log(store)  # type: ignore[arg-type]
+        log = Log(store)  # type: ignore[arg-type]  # written without a lease: fences taken
         ran = read_by_lease(store, monkeypatch)
-        first = store.acquire("s", ttl=5)  # the session's first lease: nobody held it before
-        assert first is not None and first.fence == 1 and first.standing is not None
+        first = store.acquire("s", ttl=5)  # after a write without a lease: read again
+        assert first is not None and first.fence > 1 and first.standing is not None
         seq = log.turn(1, "one", key="k1", fence=first.fence)
         store.release(first)
         again = store.acquire("s", ttl=5, key="k1")  # after its own: nobody between
-        assert again is not None and again.fence == 2
+        assert again is not None and again.fence == first.fence + 1
         assert again.standing == store.standing("s", "k1") and again.standing.keyed == (1, seq)
         store.release(again)
-        assert store.acquire("t", ttl=5) is not None  # no session: nothing stood
-        assert ran == ["WITH taken"] * 3  # each lease taken with its standing in one trip
+        assert store.acquire("t", ttl=5) is not None  # the first of a session never written
+        # each lease taken with its standing in one trip, but the one after another writer
+        assert ran == ["WITH taken", "SELECT s.created_at,", "WITH taken", "WITH taken"]
     finally:
         store.close()
 
@@ -593,31 +594,47 @@ def test_a_served_lease_taken_as_another_holder_lets_go_reads_what_that_holder_w
 
 
 @pytest.mark.slow
-def test_a_lease_waits_for_a_write_without_a_lease_that_began_before_it(pg_url: str) -> None:
+@pytest.mark.parametrize("served", [False, True], ids=["blocking", "served"])
+@pytest.mark.parametrize("leased_before", [True, False], ids=["leased before", "never leased"])
+def test_a_lease_waits_for_a_write_without_a_lease_that_began_before_it(
+    pg_url: str, served: bool, leased_before: bool
+) -> None:
     """A write with no lease (the library without `hold`) is let through while no lease is
-    in force, and keeps the lease's row locked until it commits: a holder taking the
-    session meanwhile waits for it, and its standing has that write."""
+    in force, and holds the lease's row (made if the session has none) until it commits:
+    a holder taking the session meanwhile, blocking or served, waits for it, and its
+    standing has that write (the write took a fence: the lease is not trusted to follow
+    its store's own)."""
     from concurrent.futures import ThreadPoolExecutor
 
     import psycopg
 
+    from cgraph.backends.store.packing import pack
     from cgraph.backends.store.postgres import PostgresStore
     from cgraph.backends.store.postgres_steps import FENCED
 
-    store = PostgresStore(pg_url)
+    plain = PostgresStore(pg_url)
+    store: Any = Awaiting(plain) if served else plain
+    sid = f"s-{served}-{leased_before}"
     try:
-        Log(store)
-        lease = store.acquire("s", ttl=5)
-        assert lease is not None
-        store.release(lease)  # the row is there, no lease in force
+        with psycopg.connect(pg_url, autocommit=True) as setup:
+            setup.execute(
+                "INSERT INTO cgraph_sessions (id, user_id, graph, graph_name, model, created_at,"
+                " updated_at, snapshot, turn_seq) VALUES (%s, 'ann', '/g', 'g', 'm', 1, 1,"
+                " %s, 0)",
+                (sid, pack({"turn": 0})),
+            )
+        if leased_before:
+            lease = store.acquire(sid, ttl=5)
+            assert lease is not None
+            store.release(lease)  # the row is there, no lease in force
         with (
             psycopg.connect(pg_url) as conn,
             psycopg.connect(pg_url, autocommit=True) as watch,
             ThreadPoolExecutor(1) as pool,
         ):
-            ok = conn.execute(FENCED + " SELECT ok FROM ok", {"sid": "s", "fence": None})
+            ok = conn.execute(FENCED + " SELECT ok FROM ok", {"sid": sid, "fence": None})
             assert ok.fetchone() == (True,)  # the write may go: its transaction is open
-            taking = pool.submit(store.acquire, "s", ttl=5, key="k9")
+            taking = pool.submit(store.acquire, sid, ttl=5, key="k9")
             deadline = time.monotonic() + 10
             while not watch.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
@@ -627,11 +644,12 @@ def test_a_lease_waits_for_a_write_without_a_lease_that_began_before_it(pg_url: 
                 time.sleep(0.01)
             conn.execute(
                 "INSERT INTO cgraph_keys (sid, turn, seq, key) "
-                "SELECT key, 1, 7, 'k9' FROM cgraph_sessions WHERE id = 's'"
+                "SELECT key, 1, 7, 'k9' FROM cgraph_sessions WHERE id = %s",
+                (sid,),
             )
             conn.commit()
             taken = taking.result(timeout=10)
-        assert taken is not None and taken.fence == lease.fence + 1
+        assert taken is not None and taken.fence == (lease.fence + 2 if leased_before else 2)
         assert taken.standing is not None and taken.standing.keyed == (1, 7)
     finally:
         store.close()
