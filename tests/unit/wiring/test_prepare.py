@@ -5,7 +5,6 @@ has loaded it yet."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,8 +12,7 @@ import pytest
 
 from cgraph.errors import ConfigError
 from cgraph.session import Sessions
-from tests.commands import environment
-from tests.conftest import ROOT
+from tests.commands import ran
 from tests.serving import GRAPHS
 
 TALK = GRAPHS / "talk.yaml"
@@ -46,14 +44,7 @@ print(json.dumps([ready, embedder.computed - computed]))
 
 
 def _ran(script: str) -> list[object]:
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=environment(),
-        timeout=300,
-    )
+    done = ran([sys.executable, "-c", script])
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
