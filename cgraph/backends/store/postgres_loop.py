@@ -177,14 +177,14 @@ class Awaited:
 
 
 def ran(session_id: str, args: dict[str, Any], row: Sequence[Any], where: str) -> None:
-    """What a step's statement answered: (the session found, its events' row written, its
-    fence in force); an error unless all three."""
-    session, written, fenced = row
+    """What a step's statement answered (`_RESULT`): an error unless the step was written
+    with its events' row, under the fence in force."""
+    stepped, written, fenced, there = row
     if not fenced:
         raise lost(session_id, args["fence"])
-    if not session:
+    if not there:
         raise missing(session_id, where)
-    if args["data"] is not None and not written:
+    if not stepped or (args["data"] is not None and not written):
         raise StoreError(f"an event of `{session_id}` was already committed")
 
 

@@ -40,26 +40,29 @@ session meanwhile waits for the write, its lease does not follow the one its sto
 go (`Holding.followed`: it reads the session again, after), and a lapsed holder's late
 writes are refused."""
 
-_NEW = "NOT EXISTS (SELECT 1 FROM cgraph_log l WHERE l.sid = s.key AND l.seq >= %(first)s::int)"
-_EVENTS = f""",
+_NEW = """(%(data)s::bytea IS NULL OR NOT EXISTS (SELECT 1 FROM cgraph_log l
+        WHERE l.sid = cgraph_sessions.key AND l.seq >= %(first)s::int))"""
+"""Whether the step's events are new: none at or after its first is stored already (a
+second writer's step, or one committed twice). A condition of the session's row (`s`),
+so that a step refused writes nothing at all: every other piece is written from `s`."""
+_EVENTS = """,
 e AS (INSERT INTO cgraph_log (sid, seq, msg, msg_end, data)
     SELECT s.key, %(last)s::int, %(msg)s::int, %(msg_end)s::int, %(data)s::bytea FROM s
-    WHERE %(data)s::bytea IS NOT NULL AND {_NEW}
+    WHERE %(data)s::bytea IS NOT NULL
     RETURNING 1)"""
-"""A step's events as one row, refused (none inserted) when an event at or after its first
-is stored already: a second writer's step, or one committed twice."""
-_FOLD = f""",
+"""A step's events as one row (`s` found them new)."""
+_FOLD = """,
 f AS (SELECT count(*) AS n FROM cgraph_log l, s
     WHERE l.sid = s.key AND l.seq >= %(fold_from)s::int AND l.seq < %(first)s::int),
 d AS (DELETE FROM cgraph_log l USING s, f
     WHERE l.sid = s.key AND l.seq >= %(fold_from)s::int AND l.seq < %(first)s::int
-        AND f.n = %(folded)s AND {_NEW}),
+        AND f.n = %(folded)s),
 e AS (INSERT INTO cgraph_log (sid, seq, msg, msg_end, data)
     SELECT s.key, %(last)s::int,
         CASE WHEN f.n = %(folded)s::bigint THEN %(fold_msg)s::int ELSE %(msg)s::int END,
         CASE WHEN f.n = %(folded)s::bigint THEN %(fold_msg_end)s::int ELSE %(msg_end)s::int END,
         CASE WHEN f.n = %(folded)s::bigint THEN %(fold_data)s::bytea ELSE %(data)s::bytea END
-    FROM s, f WHERE {_NEW}
+    FROM s, f
     RETURNING 1)"""
 """A turn's last step: its row and the rows of the turn's earlier steps (`folded` rows from
 seq `fold_from` on, which this process wrote) replaced by one row of them all, deflated.
@@ -71,7 +74,9 @@ _STEP = (
 s AS (
     UPDATE cgraph_sessions SET snapshot = %(snapshot)s, turn_seq = %(turn_seq)s,
         updated_at = greatest(updated_at, %(at)s)
-    WHERE id = %(sid)s AND (SELECT ok FROM ok) RETURNING key)"""
+    WHERE id = %(sid)s AND (SELECT ok FROM ok) AND """
+    + _NEW
+    + """ RETURNING key)"""
 )
 _REWIND = """,
 dc AS (DELETE FROM cgraph_checkpoints USING s WHERE sid = s.key AND turn > %(rewind)s),
@@ -92,8 +97,10 @@ o AS (INSERT INTO {TABLE} SELECT u.* FROM s, unnest(
     ON CONFLICT (id) DO NOTHING)"""
 """A turn's deliveries (`Announcer`), in its last step's statement: written only when the
 step is (the session found, the fence in force); one already there is kept."""
-_RESULT = "\nSELECT (SELECT count(*) FROM s), (SELECT count(*) FROM e), (SELECT ok FROM ok)"
-"""(the session found, its events' row written, the fence in force)."""
+_RESULT = """
+SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM e), (SELECT ok FROM ok),
+    EXISTS (SELECT 1 FROM cgraph_sessions WHERE id = %(sid)s)"""
+"""(the step written, its events' row written, the fence in force, the session there)."""
 _COMMITS = {
     (rewind, keys, checkpoint, fold, outbox): _STEP
     + (_FOLD if fold else _EVENTS)
@@ -114,7 +121,9 @@ a step writes only what it has, in one round trip, and each is prepared once per
 connection."""
 APPEND = {
     keys: FENCED
-    + ",\ns AS (SELECT key FROM cgraph_sessions WHERE id = %(sid)s AND (SELECT ok FROM ok))"
+    + ",\ns AS (SELECT key FROM cgraph_sessions WHERE id = %(sid)s AND (SELECT ok FROM ok) AND "
+    + _NEW
+    + ")"
     + _EVENTS
     + (_KEYS if keys else "")
     + _RESULT

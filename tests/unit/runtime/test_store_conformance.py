@@ -16,7 +16,7 @@ import pytest
 
 from cgraph.backends.store.memory import InMemorySessionStore
 from cgraph.backends.store.sqlite import SQLiteStore
-from cgraph.errors import LeaseLost, SessionBusy, SessionNotFound
+from cgraph.errors import LeaseLost, SessionBusy, SessionNotFound, StoreError
 from cgraph.runtime.ports import Delivery, Lease, SessionInfo, SessionStore
 from cgraph.runtime.state.records import Event, EventKind
 
@@ -423,6 +423,33 @@ def test_deliveries_are_kept_with_the_step_that_makes_them_and_only_then(
         again = outbox.claim(now=71.0, lease=60.0, limit=5)
         assert {d.id for d in again} == {"dlv_one", "dlv_two"}  # a lease run out (its
         # dispatcher died): sent again, at least once
+    finally:
+        outbox.close()
+
+
+def test_a_step_whose_events_are_stored_already_writes_nothing_else_either(
+    store: SessionStore,
+) -> None:
+    """The backstop behind the fence: a step carrying an event the log has (a second
+    writer's, or one committed twice) is refused whole, its snapshot, checkpoint, keys
+    and deliveries with it, not only its events' row."""
+    log = Log(store)
+    first = log.turn(1, "one")
+    again = Event(
+        seq=first, session="s", turn=9, kind="user_message", at=3.0,
+        data={"text": "again", "msg": 0, "key": "k9"},
+    )  # fmt: skip
+    with pytest.raises(StoreError, match="already committed"):
+        store.commit(
+            "s", [again], log.snapshot(9, first), checkpoint=9, deliveries=[delivery("again")]
+        )
+    loaded = store.load("s")
+    assert loaded.snapshot["turn"] == 1 and loaded.info.turn == 1
+    assert texts(loaded.events) == ["one", "re one"]
+    assert store.checkpoint("s", 9) is None and store.turn_of_key("s", "k9") is None
+    outbox = store.outbox()
+    try:
+        assert outbox.deliveries("ann", None, 10) == []
     finally:
         outbox.close()
 
