@@ -28,7 +28,12 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    nullcontext,
+)
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -110,7 +115,9 @@ class Service:
         self.rate.take(user)
         sid = session_id or uuid.uuid4().hex
         with self.watch.turn(user, sid) as seen, scoped(user, sid) as kept:
-            async with self._aheld(kept):
+            # An id this server mints is known to no one until this answers, so no other
+            # request can write the session meanwhile: no lease (two statements fewer).
+            async with self._aheld(kept) if session_id is not None else nullcontext():
                 seen.graph = graph if served.graph.speaks_first else ""
                 # the store counts the quota and creates as one; a create it refuses starts
                 # no turn, which the rate does not count
