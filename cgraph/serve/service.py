@@ -115,9 +115,11 @@ class Service:
         self.rate.take(user)
         sid = session_id or uuid.uuid4().hex
         with self.watch.turn(user, sid) as seen, scoped(user, sid) as kept:
-            # An id this server mints is known to no one until this answers, so no other
-            # request can write the session meanwhile: no lease (two statements fewer).
-            async with self._aheld(kept) if session_id is not None else nullcontext():
+            # A graph that does not speak first is created in one statement, which no other
+            # write can come between: no lease (two statements fewer). One that does runs
+            # its opening turn once its session is listed: a message sent meanwhile waits.
+            opens = served.graph.speaks_first
+            async with self._aheld(kept) if opens else nullcontext():
                 seen.graph = graph if served.graph.speaks_first else ""
                 # the store counts the quota and creates as one; a create it refuses starts
                 # no turn, which the rate does not count

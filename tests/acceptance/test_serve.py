@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -320,6 +321,37 @@ def test_sigterm_lets_the_turn_in_flight_finish_and_refuses_new_requests(tmp_pat
         running.process.wait(15)
     finally:
         running.stop(signal.SIGKILL)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
+def test_a_message_sent_while_a_graph_speaks_first_waits_for_its_opening(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
+) -> None:
+    """A session is listed (and announced) before the opening turn of a graph that speaks
+    first is done: a message sent to it then waits for that turn, and is the next."""
+    script = tmp_path / "opening.yaml"
+    script.write_text(
+        "hello:\n  - {sleep: 1.5, then: {exit: stay, reason: stays, reply: hello there}}\n"
+        "  - {exit: stay, reason: stays, reply: ok}\n"
+    )
+    store = str(tmp_path / "s") if kind == "sqlite" else request.getfixturevalue("pg_url")
+    with serving(
+        str(GRAPHS / "greet.yaml"), "--store", store, "--memory", "off",
+        "--model", f"scripted:{script}", folder=tmp_path,
+    ) as running, ThreadPoolExecutor(1) as pool:  # fmt: skip
+        creating = pool.submit(running.client().post, "/v1/sessions", json={"graph": "greet"})
+        client, deadline = running.client(), time.monotonic() + 10
+        while not (listed := client.get("/v1/sessions").json()["sessions"]):
+            assert time.monotonic() < deadline and not creating.done()
+            time.sleep(0.05)
+        sid = listed[0]["session"]
+        said = client.post(f"/v1/sessions/{sid}/messages", json={"text": "hi"}, timeout=30)
+        made = creating.result(timeout=30)
+        assert made.status_code == 201 and made.json()["turn"]["reply"] == "hello there"
+        assert said.status_code == 200, said.text
+        assert (said.json()["turn"], said.json()["reply"]) == (2, "ok")  # after the opening
+        view = client.get(f"/v1/sessions/{sid}").json()
+        assert [m["content"] for m in view["transcript"]] == ["hello there", "hi", "ok"]
 
 
 def test_beyond_the_cap_on_requests_in_flight_a_message_gets_503_and_retry_after(

@@ -179,13 +179,13 @@ class Awaited:
 def ran(session_id: str, args: dict[str, Any], row: Sequence[Any], where: str) -> None:
     """What a step's statement answered (`_RESULT`): an error unless the step was written
     with its events' row, under the fence in force."""
-    stepped, written, fenced, there = row
+    stepped, written, fenced, new = row
     if not fenced:
         raise lost(session_id, args["fence"])
-    if not there:
-        raise missing(session_id, where)
-    if not stepped or (args["data"] is not None and not written):
+    if not new or (stepped and args["data"] is not None and not written):
         raise StoreError(f"an event of `{session_id}` was already committed")
+    if not stepped:
+        raise missing(session_id, where)
 
 
 def asking(

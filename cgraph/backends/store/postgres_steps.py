@@ -40,11 +40,13 @@ session meanwhile waits for the write, its lease does not follow the one its sto
 go (`Holding.followed`: it reads the session again, after), and a lapsed holder's late
 writes are refused."""
 
-_NEW = """(%(data)s::bytea IS NULL OR NOT EXISTS (SELECT 1 FROM cgraph_log l
-        WHERE l.sid = cgraph_sessions.key AND l.seq >= %(first)s::int))"""
-"""Whether the step's events are new: none at or after its first is stored already (a
-second writer's step, or one committed twice). A condition of the session's row (`s`),
-so that a step refused writes nothing at all: every other piece is written from `s`."""
+_NEW = """,
+n AS (SELECT %(data)s::bytea IS NULL OR NOT EXISTS (SELECT 1 FROM cgraph_log l, cgraph_sessions c
+    WHERE c.id = %(sid)s AND l.sid = c.key AND l.seq >= %(first)s::int) AS new)"""
+"""Whether the step's events are new: none at or after its first is stored already (one
+committed twice, or a second writer's committed before this statement began). A
+condition of the session's row (`s`), so that a step refused writes nothing at all:
+every other piece is written from `s`."""
 _EVENTS = """,
 e AS (INSERT INTO cgraph_log (sid, seq, msg, msg_end, data)
     SELECT s.key, %(last)s::int, %(msg)s::int, %(msg_end)s::int, %(data)s::bytea FROM s
@@ -70,13 +72,12 @@ When the rows there are not the ones expected (another process wrote some), the 
 row is written alone, as `_EVENTS` does."""
 _STEP = (
     FENCED
+    + _NEW
     + """,
 s AS (
     UPDATE cgraph_sessions SET snapshot = %(snapshot)s, turn_seq = %(turn_seq)s,
         updated_at = greatest(updated_at, %(at)s)
-    WHERE id = %(sid)s AND (SELECT ok FROM ok) AND """
-    + _NEW
-    + """ RETURNING key)"""
+    WHERE id = %(sid)s AND (SELECT ok FROM ok) AND (SELECT new FROM n) RETURNING key)"""
 )
 _REWIND = """,
 dc AS (DELETE FROM cgraph_checkpoints USING s WHERE sid = s.key AND turn > %(rewind)s),
@@ -99,8 +100,9 @@ o AS (INSERT INTO {TABLE} SELECT u.* FROM s, unnest(
 step is (the session found, the fence in force); one already there is kept."""
 _RESULT = """
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM e), (SELECT ok FROM ok),
-    EXISTS (SELECT 1 FROM cgraph_sessions WHERE id = %(sid)s)"""
-"""(the step written, its events' row written, the fence in force, the session there)."""
+    (SELECT new FROM n)"""
+"""(the step written, its events' row written, the fence in force, its events new): not
+written with its events new is a session not found (or deleted meanwhile)."""
 _COMMITS = {
     (rewind, keys, checkpoint, fold, outbox): _STEP
     + (_FOLD if fold else _EVENTS)
@@ -121,9 +123,9 @@ a step writes only what it has, in one round trip, and each is prepared once per
 connection."""
 APPEND = {
     keys: FENCED
-    + ",\ns AS (SELECT key FROM cgraph_sessions WHERE id = %(sid)s AND (SELECT ok FROM ok) AND "
     + _NEW
-    + ")"
+    + ",\ns AS (SELECT key FROM cgraph_sessions"
+    + " WHERE id = %(sid)s AND (SELECT ok FROM ok) AND (SELECT new FROM n))"
     + _EVENTS
     + (_KEYS if keys else "")
     + _RESULT

@@ -443,6 +443,8 @@ def test_a_step_whose_events_are_stored_already_writes_nothing_else_either(
         store.commit(
             "s", [again], log.snapshot(9, first), checkpoint=9, deliveries=[delivery("again")]
         )
+    with pytest.raises(StoreError, match="already committed"):
+        store.append("s", [again])  # events ahead of a step: refused with their key
     loaded = store.load("s")
     assert loaded.snapshot["turn"] == 1 and loaded.info.turn == 1
     assert texts(loaded.events) == ["one", "re one"]
@@ -678,5 +680,48 @@ def test_a_lease_waits_for_a_write_without_a_lease_that_began_before_it(
             taken = taking.result(timeout=10)
         assert taken is not None and taken.fence == (lease.fence + 2 if leased_before else 2)
         assert taken.standing is not None and taken.standing.keyed == (1, 7)
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("served", [False, True], ids=["blocking", "served"])
+def test_a_step_that_waits_for_a_delete_finds_the_session_gone(pg_url: str, served: bool) -> None:
+    """A step whose statement began before a delete of its session committed (both without
+    a lease: the delete holds the lease's row, the step waits for it) is told the session
+    is gone, not that its events were committed already: its own snapshot still shows the
+    session and none of its events."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import psycopg
+
+    from cgraph.backends.store.postgres import _DELETE, PostgresStore
+
+    plain = PostgresStore(pg_url)
+    store: Any = Awaiting(plain) if served else plain
+    sid = f"gone-{served}"
+    try:
+        log = Log(store, session=sid)
+        log.turn(1, "one")
+        with (
+            psycopg.connect(pg_url) as conn,
+            psycopg.connect(pg_url, autocommit=True) as watch,
+            ThreadPoolExecutor(1) as pool,
+        ):
+            deleted = conn.execute(_DELETE, {"sid": sid, "fence": None}).fetchone()
+            assert deleted == (1, True)  # the delete's transaction is open
+            stepping = pool.submit(log.turn, 2, "two")
+            deadline = time.monotonic() + 10
+            while not watch.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND datname = current_database() AND query LIKE '%INSERT INTO cgraph_leases%'"
+            ).fetchone()[0]:  # type: ignore[index]  # the step waits on the delete
+                assert time.monotonic() < deadline and not stepping.done()
+                time.sleep(0.01)
+            conn.commit()
+            with pytest.raises(SessionNotFound):
+                stepping.result(timeout=10)
+        with pytest.raises(SessionNotFound):
+            store.load(sid)
     finally:
         store.close()
