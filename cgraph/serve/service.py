@@ -115,11 +115,7 @@ class Service:
         self.rate.take(user)
         sid = session_id or uuid.uuid4().hex
         with self.watch.turn(user, sid) as seen, scoped(user, sid) as kept:
-            # A graph that does not speak first is created in one statement, which no other
-            # write can come between: no lease (two statements fewer). One that does runs
-            # its opening turn once its session is listed: a message sent meanwhile waits.
-            opens = served.graph.speaks_first
-            async with self._aheld(kept) if opens else nullcontext():
+            async with _created_under(self, kept, served):
                 seen.graph = graph if served.graph.speaks_first else ""
                 # the store counts the quota and creates as one; a create it refuses starts
                 # no turn, which the rate does not count
@@ -343,6 +339,16 @@ async def _in_pool(pool: Executor, function: Callable[..., T], *args: Any) -> T:
     context = contextvars.copy_context()
     call = partial(context.run, function, *args)
     return await asyncio.get_running_loop().run_in_executor(pool, call)
+
+
+def _created_under(
+    service: Service, sid: str, served: Served
+) -> AbstractAsyncContextManager[Lease | None]:
+    """What a create holds. A graph that does not speak first is created in one statement,
+    which no other write can come between: nothing (two statements fewer). One that does
+    runs its opening turn once its session is listed: its lease, which a message sent
+    meanwhile waits for."""
+    return service._aheld(sid) if served.graph.speaks_first else nullcontext()
 
 
 def _holding(
