@@ -115,7 +115,7 @@ class Service:
         self.rate.take(user)
         sid = session_id or uuid.uuid4().hex
         with self.watch.turn(user, sid) as seen, scoped(user, sid) as kept:
-            async with _created_under(self, kept, served):
+            async with _created_under(self, kept, served, session_id):
                 seen.graph = graph if served.graph.speaks_first else ""
                 # the store counts the quota and creates as one; a create it refuses starts
                 # no turn, which the rate does not count
@@ -342,13 +342,15 @@ async def _in_pool(pool: Executor, function: Callable[..., T], *args: Any) -> T:
 
 
 def _created_under(
-    service: Service, sid: str, served: Served
+    service: Service, sid: str, served: Served, session_id: str | None
 ) -> AbstractAsyncContextManager[Lease | None]:
-    """What a create holds. A graph that does not speak first is created in one statement,
-    which no other write can come between: nothing (two statements fewer). One that does
-    runs its opening turn once its session is listed: its lease, which a message sent
-    meanwhile waits for."""
-    return service._aheld(sid) if served.graph.speaks_first else nullcontext()
+    """What a create holds. Under an id it mints, of a graph that does not speak first, one
+    statement no other write can come between: nothing (two statements fewer). Else the
+    session's lease: an id the client names may be another request's meanwhile (the
+    create waits for it rather than being refused), and a graph that speaks first runs
+    its opening turn once its session is listed (a message sent then waits for it)."""
+    minted = session_id is None and not served.graph.speaks_first
+    return nullcontext() if minted else service._aheld(sid)
 
 
 def _holding(

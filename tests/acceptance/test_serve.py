@@ -354,6 +354,31 @@ def test_a_message_sent_while_a_graph_speaks_first_waits_for_its_opening(
         assert [m["content"] for m in view["transcript"]] == ["hello there", "hi", "ok"]
 
 
+def test_a_create_naming_its_session_waits_for_that_sessions_lease(tmp_path: Path) -> None:
+    """A create that names its session takes the session's lease like any write: while
+    another holder has it (here the library, in this process), the create waits for it,
+    rather than being refused as a writer without the lease."""
+    from cgraph.backends.store.sqlite import SQLiteStore
+
+    with serving(
+        str(GRAPHS / "talk.yaml"), "--store", str(tmp_path / "s"), "--memory", "off",
+        "--model", f"scripted:{SCRIPT}", folder=tmp_path,
+    ) as running, ThreadPoolExecutor(1) as pool:  # fmt: skip
+        client = running.client()
+        assert client.get("/v1/sessions").json() == {"sessions": []}
+        store = SQLiteStore(tmp_path / "s" / "sessions.sqlite")
+        try:
+            with store.hold("y", wait=5, ttl=30):
+                body = {"graph": "talk", "session_id": "y"}
+                creating = pool.submit(client.post, "/v1/sessions", json=body, timeout=30)
+                time.sleep(0.5)
+                assert not creating.done()  # it waits for the lease
+            made = creating.result(timeout=30)
+        finally:
+            store.close()
+        assert made.status_code == 201 and made.json()["session"] == "y", made.text
+
+
 def test_beyond_the_cap_on_requests_in_flight_a_message_gets_503_and_retry_after(
     tmp_path: Path,
 ) -> None:

@@ -139,9 +139,9 @@ def test_metrics_count_turns_sessions_and_requests_behind_their_own_token(server
     model = {"model": f"scripted:{SCRIPT}", "purpose": "turn"}
     assert grew("cgraph_model_calls_total", **model, result="ok") == 3
     assert grew("cgraph_model_calls_total", **model, result="error") == 1
-    # 3 messages and the opening of `greet`, which speaks first: a create of a graph that
-    # does not is one statement, under no lease (the one that names its session too)
-    assert grew("cgraph_session_lock_wait_seconds_count") == 4
+    # 3 messages, the opening of `greet` (it speaks first) and the create that names its
+    # session; the other creates, under ids the server mints, take no lease
+    assert grew("cgraph_session_lock_wait_seconds_count") == 5
     route = "/v1/sessions/{id}/messages"
     assert grew("cgraph_http_requests_total", method="POST", route=route, status="200") == 2
     assert grew("cgraph_http_requests_total", method="POST", route=route, status="500") == 1

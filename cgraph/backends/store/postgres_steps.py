@@ -125,13 +125,15 @@ APPEND = {
     keys: FENCED
     + _NEW
     + ",\ns AS (SELECT key FROM cgraph_sessions"
-    + " WHERE id = %(sid)s AND (SELECT ok FROM ok) AND (SELECT new FROM n))"
+    + " WHERE id = %(sid)s AND (SELECT ok FROM ok) AND (SELECT new FROM n) FOR SHARE)"
     + _EVENTS
     + (_KEYS if keys else "")
     + _RESULT
     for keys in (False, True)
 }
-"""Events written ahead of a step, the snapshot unchanged (`append`)."""
+"""Events written ahead of a step, the snapshot unchanged (`append`): the session's row
+locked, so that an append waiting for a delete of its session finds it gone (as a step's
+update does) and writes no row of a session no longer there."""
 
 
 class _Row(NamedTuple):

@@ -685,12 +685,15 @@ def test_a_lease_waits_for_a_write_without_a_lease_that_began_before_it(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("write", ["step", "append"])
 @pytest.mark.parametrize("served", [False, True], ids=["blocking", "served"])
-def test_a_step_that_waits_for_a_delete_finds_the_session_gone(pg_url: str, served: bool) -> None:
-    """A step whose statement began before a delete of its session committed (both without
-    a lease: the delete holds the lease's row, the step waits for it) is told the session
-    is gone, not that its events were committed already: its own snapshot still shows the
-    session and none of its events."""
+def test_a_step_that_waits_for_a_delete_finds_the_session_gone(
+    pg_url: str, served: bool, write: str
+) -> None:
+    """A step (or events written ahead of one) whose statement began before a delete of
+    its session committed (both without a lease: the delete holds the lease's row, the
+    write waits for it) is told the session is gone, not that its events were committed
+    already, and leaves no row: its own snapshot still shows the session."""
     from concurrent.futures import ThreadPoolExecutor
 
     import psycopg
@@ -699,10 +702,11 @@ def test_a_step_that_waits_for_a_delete_finds_the_session_gone(pg_url: str, serv
 
     plain = PostgresStore(pg_url)
     store: Any = Awaiting(plain) if served else plain
-    sid = f"gone-{served}"
+    sid = f"gone-{served}-{write}"
     try:
         log = Log(store, session=sid)
         log.turn(1, "one")
+        ahead = [log.event(2, "note", text="ahead")]
         with (
             psycopg.connect(pg_url) as conn,
             psycopg.connect(pg_url, autocommit=True) as watch,
@@ -710,7 +714,11 @@ def test_a_step_that_waits_for_a_delete_finds_the_session_gone(pg_url: str, serv
         ):
             deleted = conn.execute(_DELETE, {"sid": sid, "fence": None}).fetchone()
             assert deleted == (1, True)  # the delete's transaction is open
-            stepping = pool.submit(log.turn, 2, "two")
+            stepping = (
+                pool.submit(log.turn, 2, "two")
+                if write == "step"
+                else pool.submit(store.append, sid, ahead)
+            )
             deadline = time.monotonic() + 10
             while not watch.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
@@ -723,5 +731,11 @@ def test_a_step_that_waits_for_a_delete_finds_the_session_gone(pg_url: str, serv
                 stepping.result(timeout=10)
         with pytest.raises(SessionNotFound):
             store.load(sid)
+        with psycopg.connect(pg_url) as conn:
+            rows = conn.execute(
+                "SELECT count(*) FROM cgraph_log l WHERE NOT EXISTS"
+                " (SELECT 1 FROM cgraph_sessions s WHERE s.key = l.sid)"
+            )
+            assert rows.fetchone() == (0,)  # no row of a session no longer there
     finally:
         store.close()
