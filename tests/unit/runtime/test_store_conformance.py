@@ -7,6 +7,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -622,6 +623,18 @@ def test_a_served_lease_taken_as_another_holder_lets_go_reads_what_that_holder_w
         other.close()
 
 
+def waiting_on_the_lease_row(watch: Any, job: Future[Any]) -> None:
+    """Return once a statement waits for a lock on a lease's row (`watch`: a connection of
+    its own), within 10 s and before `job`, which runs that statement, is done."""
+    deadline = time.monotonic() + 10
+    while not watch.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        " AND datname = current_database() AND query LIKE '%INSERT INTO cgraph_leases%'"
+    ).fetchone()[0]:
+        assert time.monotonic() < deadline and not job.done()
+        time.sleep(0.01)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("served", [False, True], ids=["blocking", "served"])
 @pytest.mark.parametrize("leased_before", [True, False], ids=["leased before", "never leased"])
@@ -664,13 +677,7 @@ def test_a_lease_waits_for_a_write_without_a_lease_that_began_before_it(
             ok = conn.execute(FENCED + " SELECT ok FROM ok", {"sid": sid, "fence": None})
             assert ok.fetchone() == (True,)  # the write may go: its transaction is open
             taking = pool.submit(store.acquire, sid, ttl=5, key="k9")
-            deadline = time.monotonic() + 10
-            while not watch.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                " AND datname = current_database() AND query LIKE '%INSERT INTO cgraph_leases%'"
-            ).fetchone()[0]:  # type: ignore[index]  # the lease waits on the write
-                assert time.monotonic() < deadline and not taking.done()
-                time.sleep(0.01)
+            waiting_on_the_lease_row(watch, taking)  # the lease waits on the write
             conn.execute(
                 "INSERT INTO cgraph_keys (sid, turn, seq, key) "
                 "SELECT key, 1, 7, 'k9' FROM cgraph_sessions WHERE id = %s",
@@ -719,13 +726,7 @@ def test_a_step_that_waits_for_a_delete_finds_the_session_gone(
                 if write == "step"
                 else pool.submit(store.append, sid, ahead)
             )
-            deadline = time.monotonic() + 10
-            while not watch.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                " AND datname = current_database() AND query LIKE '%INSERT INTO cgraph_leases%'"
-            ).fetchone()[0]:  # type: ignore[index]  # the step waits on the delete
-                assert time.monotonic() < deadline and not stepping.done()
-                time.sleep(0.01)
+            waiting_on_the_lease_row(watch, stepping)  # the write waits on the delete
             conn.commit()
             with pytest.raises(SessionNotFound):
                 stepping.result(timeout=10)
