@@ -178,11 +178,11 @@ class Awaited:
 
 def ran(session_id: str, args: dict[str, Any], row: Sequence[Any], where: str) -> None:
     """What a step's statement answered (`_RESULT`): an error unless the step was written
-    with its events' row, under the fence in force."""
-    stepped, written, fenced, new = row
+    under the fence in force."""
+    stepped, fenced, new = row
     if not fenced:
         raise lost(session_id, args["fence"])
-    if not new or (stepped and args["data"] is not None and not written):
+    if not new:
         raise StoreError(f"an event of `{session_id}` was already committed")
     if not stepped:
         raise missing(session_id, where)

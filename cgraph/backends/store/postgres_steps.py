@@ -98,11 +98,10 @@ o AS (INSERT INTO {TABLE} SELECT u.* FROM s, unnest(
     ON CONFLICT (id) DO NOTHING)"""
 """A turn's deliveries (`Announcer`), in its last step's statement: written only when the
 step is (the session found, the fence in force); one already there is kept."""
-_RESULT = """
-SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM e), (SELECT ok FROM ok),
-    (SELECT new FROM n)"""
-"""(the step written, its events' row written, the fence in force, its events new): not
-written with its events new is a session not found (or deleted meanwhile)."""
+_RESULT = "\nSELECT (SELECT count(*) FROM s), (SELECT ok FROM ok), (SELECT new FROM n)"
+"""(the step written, the fence in force, its events new): every piece is written from
+`s`, its events' row too; not written with its events new is a session not found (or
+deleted meanwhile)."""
 _COMMITS = {
     (rewind, keys, checkpoint, fold, outbox): _STEP
     + (_FOLD if fold else _EVENTS)
